@@ -1,0 +1,59 @@
+/**
+ * Composition root: builds the AppContext from a Config and mounts every domain's routes.
+ * A reader finds an endpoint's code from its URL: /v1*, /v1beta* -> src/gateway, /api/v1/<domain> -> src/<domain>.
+ */
+import { Elysia } from "elysia";
+import type { Config } from "./core/config";
+import { Db } from "./storage/db";
+import { Logger } from "./core/log";
+import { Authenticator, ApiKeyService, TokenService, resolveJwtSecret } from "./core/auth";
+import { mapError, requestIdOf } from "./core/http";
+import type { AppContext } from "./context";
+import { authRoutes } from "./core/auth.routes";
+
+export interface ContextOptions {
+  logger?: Logger;
+}
+
+export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+  const log = opts.logger ?? new Logger("info");
+  const db = new Db(config.storage.path);
+  const tokens = new TokenService(resolveJwtSecret(config, (m) => log.warn(m)), config.auth.jwks_url, config.auth.token_ttl_secs);
+  const apiKeys = new ApiKeyService(db);
+  const ctx: AppContext = {
+    config,
+    db,
+    log,
+    tokens,
+    apiKeys,
+    auth: new Authenticator(tokens, apiKeys),
+    readiness: { database: true, migrations: true, embedder: () => true },
+    startedAt: Date.now(),
+    closers: [() => db.close()],
+  };
+  return ctx;
+}
+
+export function createApp(ctx: AppContext) {
+  const app = new Elysia({ name: "svc" })
+    .onRequest(({ request, set }) => {
+      set.headers["x-request-id"] = requestIdOf(request);
+    })
+    .onError(({ code, error, request, set }) => {
+      const res = mapError(code, error, request, ctx.log);
+      res.headers.set("x-request-id", String(set.headers["x-request-id"] ?? requestIdOf(request)));
+      return res;
+    })
+    .use(authRoutes(ctx));
+  return app;
+}
+
+export async function closeContext(ctx: AppContext) {
+  for (const close of [...ctx.closers].reverse()) {
+    try {
+      await close();
+    } catch (e) {
+      ctx.log.error("error during shutdown", { error: String(e) });
+    }
+  }
+}

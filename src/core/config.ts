@@ -1,0 +1,202 @@
+/**
+ * Configuration: defaults < YAML file named by SVC_CONFIG < SVC_* environment variables.
+ * Env names map to config paths by lower-casing and splitting on "__":
+ *   SVC_PROVIDERS__OPENAI__BASE_URL -> providers.openai.base_url
+ * The merged object is validated (and coerced) against one TypeBox schema; an invalid
+ * value stops start-up with a message naming the variable it came from.
+ */
+import { Type as T, FormatRegistry, type Static, type TSchema, type TProperties } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { parse as parseYaml } from "yaml";
+import { readFileSync } from "node:fs";
+
+FormatRegistry.Set("uri", (v) => {
+  try {
+    const u = new URL(v);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+});
+
+/** A nested section: absent in env/YAML means "all defaults". */
+const Section = <P extends TProperties>(props: P) => T.Object(props, { default: {} });
+
+const Provider = (baseUrl: string) =>
+  Section({
+    base_url: T.String({ default: baseUrl, format: "uri", minLength: 1 }),
+    api_key: T.Optional(T.String()),
+    timeout_ms: T.Integer({ default: 120_000, minimum: 1 }),
+  });
+
+export const ConfigSchema = T.Object({
+  server: Section({
+    host: T.String({ default: "0.0.0.0" }),
+    port: T.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    /** largest accepted request body; larger bodies get 400 invalid_request_error */
+    max_body_bytes: T.Integer({ default: 20 * 1024 * 1024, minimum: 1024 }),
+    /** how long graceful shutdown waits for in-flight requests (streams included) */
+    shutdown_timeout_ms: T.Integer({ default: 10_000, minimum: 0 }),
+    /** emit one JSON log line per request on stdout */
+    request_log: T.Boolean({ default: true }),
+  }),
+  storage: Section({
+    path: T.String({ default: "./data/svc.db", minLength: 1 }),
+  }),
+  auth: Section({
+    jwt_secret: T.Optional(T.String({ minLength: 16 })),
+    jwks_url: T.Optional(T.String({ format: "uri" })),
+    /** lifetime of tokens minted by POST /api/v1/auth/token and `svc token` */
+    token_ttl_secs: T.Integer({ default: 86_400, minimum: 60 }),
+  }),
+  providers: Section({
+    openai: Provider("https://api.openai.com"),
+    anthropic: Provider("https://api.anthropic.com"),
+    gemini: Provider("https://generativelanguage.googleapis.com"),
+    cohere: Provider("https://api.cohere.com"),
+  }),
+  upstream: Section({
+    /** bound on concurrent upstream requests across all providers */
+    max_in_flight: T.Integer({ default: 1024, minimum: 1 }),
+  }),
+  embedding: Section({
+    provider: T.Union([T.Literal("local"), T.Literal("openai")], { default: "local" }),
+    base_url: T.Optional(T.String({ format: "uri" })),
+    model: T.Optional(T.String()),
+    api_key: T.Optional(T.String()),
+    timeout_ms: T.Integer({ default: 10_000, minimum: 1 }),
+    /** on embedder failure: false = 503 embedding_error, true = serve uncached (BYPASS) */
+    fail_open: T.Boolean({ default: false }),
+    lru_size: T.Integer({ default: 10_000, minimum: 0 }),
+  }),
+  cache: Section({
+    enabled: T.Boolean({ default: true }),
+    /** single-turn semantic tier: minimum cosine before verification */
+    similarity_threshold: T.Number({ default: 0.85, minimum: 0, maximum: 1 }),
+    /** default time-to-live of a cache entry, seconds (0 = never expires) */
+    ttl_secs: T.Integer({ default: 86_400, minimum: 0 }),
+    /** per-tenant entry bound; coldest entries are evicted beyond it */
+    max_entries_per_tenant: T.Integer({ default: 100_000, minimum: 1 }),
+    /** directory for saved vector index files (defaults next to the database) */
+    index_dir: T.Optional(T.String()),
+  }),
+  context_cache: Section({
+    enabled: T.Boolean({ default: true }),
+    stage1_threshold: T.Number({ default: 0.85, minimum: 0, maximum: 1 }),
+    context_hit_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
+    query_weight: T.Number({ default: 0.3, minimum: 0, maximum: 1 }),
+    context_weight: T.Number({ default: 0.7, minimum: 0, maximum: 1 }),
+    max_turns: T.Integer({ default: 20, minimum: 1 }),
+  }),
+  models: Section({
+    /** model name or glob -> provider (openai | anthropic | gemini | cohere) */
+    routes: T.Record(T.String(), T.Union([T.Literal("openai"), T.Literal("anthropic"), T.Literal("gemini"), T.Literal("cohere")]), {
+      default: {},
+    }),
+  }),
+  rate_limits: Section({
+    enabled: T.Boolean({ default: true }),
+  }),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+export type ProviderName = keyof Config["providers"];
+
+export class ConfigError extends Error {}
+
+type Json = Record<string, unknown>;
+
+/** Apply defaults at every nesting level so a partial object becomes a full Config. */
+function withDefaults(schema: TSchema, value: unknown): unknown {
+  const v = value === undefined ? {} : value;
+  return Value.Default(schema, Value.Clone(v));
+}
+
+function setPath(target: Json, path: string[], value: unknown) {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
+    node = node[key] as Json;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+/** The schema node at a config path, to know how to coerce an env string. */
+function schemaAt(path: string[]): TSchema | undefined {
+  let node: TSchema | undefined = ConfigSchema;
+  for (const key of path) {
+    if (!node) return undefined;
+    if (node.type === "object" && node.properties) node = node.properties[key];
+    else if (node.type === "object" && node.patternProperties) node = Object.values(node.patternProperties)[0] as TSchema;
+    else return undefined;
+  }
+  return node;
+}
+
+function coerceEnv(name: string, raw: string, schema: TSchema | undefined): unknown {
+  if (!schema) return raw;
+  const kind = schema.type ?? (schema.anyOf ? "string" : undefined);
+  if (kind === "integer" || kind === "number") {
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n)) throw new ConfigError(`${name}: expected a number, got "${raw}"`);
+    return n;
+  }
+  if (kind === "boolean") {
+    const s = raw.trim().toLowerCase();
+    if (["true", "1", "yes", "on"].includes(s)) return true;
+    if (["false", "0", "no", "off"].includes(s)) return false;
+    throw new ConfigError(`${name}: expected true or false, got "${raw}"`);
+  }
+  if (kind === "object") {
+    try {
+      return parseYaml(raw); // YAML is a superset of JSON
+    } catch (e) {
+      throw new ConfigError(`${name}: expected YAML or JSON, ${(e as Error).message}`);
+    }
+  }
+  return raw;
+}
+
+/** Path (as env variable name) of the first invalid value, for the error message. */
+function envName(path: string): string {
+  return "SVC_" + path.split("/").filter(Boolean).map((s) => s.toUpperCase()).join("__");
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides?: Json): Config {
+  let fromFile: Json = {};
+  const file = env.SVC_CONFIG;
+  if (file) {
+    try {
+      fromFile = (parseYaml(readFileSync(file, "utf8")) ?? {}) as Json;
+    } catch (e) {
+      throw new ConfigError(`SVC_CONFIG: cannot read ${file}: ${(e as Error).message}`);
+    }
+    if (typeof fromFile !== "object" || Array.isArray(fromFile)) throw new ConfigError(`SVC_CONFIG: ${file} must hold a mapping`);
+  }
+  const merged: Json = structuredClone(fromFile);
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith("SVC_") || name === "SVC_CONFIG" || raw === undefined) continue;
+    const path = name.slice(4).toLowerCase().split("__");
+    const schema = schemaAt(path);
+    if (!schema) continue; // unknown variables are ignored (they may belong to a newer version)
+    setPath(merged, path, coerceEnv(name, raw, schema));
+  }
+  if (overrides) deepMerge(merged, overrides);
+  const full = withDefaults(ConfigSchema, merged);
+  const first = Value.Errors(ConfigSchema, full).First();
+  if (first) throw new ConfigError(`${envName(first.path)}: ${first.message} (got ${JSON.stringify(first.value)})`);
+  const cfg = full as Config;
+  if (Math.abs(cfg.context_cache.query_weight + cfg.context_cache.context_weight - 1) > 1e-6)
+    throw new ConfigError("SVC_CONTEXT_CACHE__QUERY_WEIGHT + SVC_CONTEXT_CACHE__CONTEXT_WEIGHT must add up to 1");
+  if (cfg.embedding.provider === "openai" && !cfg.embedding.base_url)
+    throw new ConfigError("SVC_EMBEDDING__BASE_URL: required when SVC_EMBEDDING__PROVIDER=openai");
+  return cfg;
+}
+
+function deepMerge(target: Json, src: Json) {
+  for (const [k, v] of Object.entries(src)) {
+    if (v && typeof v === "object" && !Array.isArray(v) && typeof target[k] === "object" && target[k] !== null)
+      deepMerge(target[k] as Json, v as Json);
+    else target[k] = v;
+  }
+}

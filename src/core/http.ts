@@ -1,0 +1,65 @@
+/**
+ * The HTTP kernel shared by every domain: request id, error envelopes, auth macro.
+ * Domains build their routes as `new Elysia().use(kernel(ctx))...` and declare
+ * `{ auth: true }` or `{ auth: "ViewMetrics" }` on routes that need a caller.
+ */
+import { Elysia } from "elysia";
+import { ApiError, errorResponse, toApiError, familyOf } from "./errors";
+import { requirePermission, type Permission, type Principal } from "./auth";
+import type { AppContext } from "../context";
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** X-Request-ID: echo a valid incoming UUID, otherwise a new one. */
+export function requestIdOf(request: Request): string {
+  const incoming = request.headers.get("x-request-id");
+  return incoming && UUID_RE.test(incoming) ? incoming : crypto.randomUUID();
+}
+
+/** Turn Elysia's validation error into a one-line human message. */
+function validationMessage(error: any): string {
+  try {
+    const first = error.all?.[0] ?? error.valueError;
+    if (first) {
+      const path = String(first.path ?? "").replace(/^\//, "").replace(/\//g, ".") || error.type;
+      const summary = !first.summary || /should be one of/.test(first.summary) ? first.message : first.summary;
+      return `${error.type ?? "request"} ${path ? `field '${path}'` : ""}: ${summary}`.replace(/\s+/g, " ").trim();
+    }
+  } catch {}
+  return "invalid request";
+}
+
+export function mapError(code: string | number, error: unknown, request: Request, log?: AppContext["log"]): Response {
+  const path = new URL(request.url).pathname;
+  let err: ApiError;
+  if (error instanceof ApiError) err = error;
+  else if (code === "VALIDATION") err = new ApiError("validation_error", validationMessage(error));
+  else if (code === "PARSE") err = new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
+  else if (code === "NOT_FOUND") err = new ApiError("not_found", `no route for ${request.method} ${path}`);
+  else {
+    err = toApiError(error);
+    log?.error("unhandled error", { path, error: String((error as Error)?.stack ?? error) });
+  }
+  return errorResponse(err, path);
+}
+
+/**
+ * Auth macro: `auth: true` authenticates, `auth: "Perm"` also requires a permission.
+ * The resolved principal is available to the handler as `principal`.
+ * Rate limiting of the principal's tenant happens here too (see ctx.rateLimiter).
+ */
+export const kernel = (ctx: AppContext) =>
+  new Elysia({ name: "svc-kernel" }).macro({
+    auth(perm: true | Permission) {
+      return {
+        async resolve({ request, set }): Promise<{ principal: Principal }> {
+          const principal = await ctx.auth.authenticate(request);
+          if (perm !== true) requirePermission(principal, perm);
+          ctx.rateLimiter?.enforce(principal, request, set.headers as Record<string, string>);
+          return { principal };
+        },
+      };
+    },
+  });
+
+export { familyOf, UUID_RE };

@@ -1,0 +1,56 @@
+/**
+ * Start a real gateway for a test file: fresh SQLite file in a temp dir, port 0, loopback only.
+ *   const gw = await startGateway({ providers: { openai: { base_url: upstream.url } } });
+ *   const token = await gw.token("tenant-a", ["WorkspaceAdmin"]);
+ *   ...; await gw.stop();
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/core/config";
+import { startServer, type RunningServer } from "../../src/server";
+import { Logger } from "../../src/core/log";
+
+export const TEST_JWT_SECRET = "test-secret-test-secret-test-secret";
+
+export interface TestGateway extends RunningServer {
+  dir: string;
+  token(tenantId: string, permissions?: string[], sub?: string): Promise<string>;
+  /** fetch relative to the gateway with an Authorization header for the token */
+  api(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
+}
+
+export async function startGateway(overrides: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<TestGateway> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-test-"));
+  const config = loadConfig(
+    { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, ...env },
+    deepMerge({ server: { host: "127.0.0.1", port: 0, request_log: false } }, overrides),
+  );
+  const logs: string[] = [];
+  const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)) });
+  return {
+    ...running,
+    dir,
+    token: (tenantId, permissions = [], sub) => running.ctx.tokens.sign({ tenantId, permissions, sub }),
+    api: (path, init = {}) => {
+      const headers = new Headers(init.headers);
+      if (init.token) headers.set("authorization", `Bearer ${init.token}`);
+      let body = init.body;
+      if (init.json !== undefined) {
+        headers.set("content-type", "application/json");
+        body = JSON.stringify(init.json);
+      }
+      return fetch(running.url + path, { ...init, headers, body });
+    },
+    async stop() {
+      await running.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function deepMerge(a: Record<string, any>, b: Record<string, any>): Record<string, any> {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = v && typeof v === "object" && !Array.isArray(v) && typeof a[k] === "object" ? deepMerge(a[k], v) : v;
+  return out;
+}
