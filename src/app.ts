@@ -10,6 +10,7 @@ import { Authenticator, ApiKeyService, TokenService, resolveJwtSecret } from "./
 import { mapError, requestIdOf } from "./core/http";
 import type { AppContext } from "./context";
 import { authRoutes } from "./core/auth.routes";
+import { Metrics } from "./ops/metrics";
 
 export interface ContextOptions {
   logger?: Logger;
@@ -29,6 +30,7 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     auth: new Authenticator(tokens, apiKeys),
     readiness: { database: true, migrations: true, embedder: () => true },
     startedAt: Date.now(),
+    metrics: new Metrics(),
     closers: [() => db.close()],
   };
   return ctx;

@@ -6,6 +6,10 @@ import type { Config } from "./core/config";
 import type { Db } from "./storage/db";
 import type { Logger } from "./core/log";
 import type { Authenticator, TokenService, ApiKeyService, Principal } from "./core/auth";
+import type { Metrics } from "./ops/metrics";
+import type { CacheEngine } from "./cache/types";
+import type { Embedder } from "./cache/embedding/types";
+import type { GatewayService } from "./gateway/types";
 
 /** Per-request rate limiting (src/ratelimit). Throws ApiError rate_limit_error (429). */
 export interface RateLimiterLike {
@@ -28,7 +32,13 @@ export interface AppContext {
   auth: Authenticator;
   readiness: Readiness;
   startedAt: number;
+  metrics: Metrics;
   rateLimiter?: RateLimiterLike;
+  /** set by src/cache at start-up */
+  embedder?: Embedder;
+  cache?: CacheEngine;
+  /** set by src/gateway at start-up */
+  gateway?: GatewayService;
   /** resources closed on shutdown, in reverse order of registration */
   closers: Array<() => void | Promise<void>>;
 }
