@@ -11,6 +11,10 @@ import { mapError, requestIdOf } from "./core/http";
 import type { AppContext } from "./context";
 import { authRoutes } from "./core/auth.routes";
 import { Metrics } from "./ops/metrics";
+import { RequestObserver } from "./ops/requests";
+import { opsRoutes } from "./ops/routes";
+import { docsRoutes } from "./ops/docs";
+import { RateLimiter, SqliteTierStore, rateLimitRoutes } from "./ratelimit";
 
 export interface ContextOptions {
   logger?: Logger;
@@ -33,19 +37,40 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     metrics: new Metrics(),
     closers: [() => db.close()],
   };
+  ctx.requests = new RequestObserver(ctx);
+  ctx.rateLimiter = new RateLimiter(new SqliteTierStore(db), { enabled: config.rate_limits.enabled, metrics: ctx.metrics });
   return ctx;
 }
 
 export function createApp(ctx: AppContext) {
+  const observer = ctx.requests;
   const app = new Elysia({ name: "svc" })
     .onRequest(({ request, set }) => {
       set.headers["x-request-id"] = requestIdOf(request);
+      observer?.start(request);
     })
     .onError(({ code, error, request, set }) => {
       const res = mapError(code, error, request, ctx.log);
       res.headers.set("x-request-id", String(set.headers["x-request-id"] ?? requestIdOf(request)));
+      set.status = res.status; // seen by onAfterResponse
       return res;
     })
+    .onAfterResponse((c) => {
+      const { request, set } = c;
+      const route = (c as { route?: string }).route;
+      const principal = (c as { principal?: { tenantId: string } }).principal;
+      const value = (c as { responseValue?: unknown }).responseValue;
+      observer?.finish({
+        request,
+        route: route || undefined,
+        status: value instanceof Response ? value.status : typeof set.status === "number" ? set.status : 200,
+        requestId: String(set.headers["x-request-id"] ?? ""),
+        tenantId: principal?.tenantId,
+      });
+    })
+    .use(opsRoutes(ctx, observer!))
+    .use(docsRoutes())
+    .use(rateLimitRoutes(ctx, ctx.rateLimiter as RateLimiter))
     .use(authRoutes(ctx));
   return app;
 }

@@ -24,7 +24,8 @@ export async function startGateway(overrides: Record<string, unknown> = {}, env:
   const dir = mkdtempSync(join(tmpdir(), "svc-test-"));
   const config = loadConfig(
     { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, ...env },
-    deepMerge({ server: { host: "127.0.0.1", port: 0, request_log: false } }, overrides),
+    // rate limits are off unless a test turns them on (starter allows 10 requests/s per tenant)
+    deepMerge({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false } }, overrides),
   );
   const logs: string[] = [];
   const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)) });

@@ -1,0 +1,270 @@
+/**
+ * Per-tenant rate limiting (doc1 §8), all state in memory of this process.
+ *
+ * How the group limits and the tier preset combine (docs/decisions.md):
+ *  - every authenticated request is charged to the tenant's tier buckets: requests/second,
+ *    requests/minute and requests/day;
+ *  - a request of a group with its own limit (proxy 60/s, memory read 100/s, memory write 50/s,
+ *    token exchange 10/min) is also charged to that group's bucket; other admin routes have no
+ *    group bucket (tier limits only);
+ *  - a request passes only if every bucket that applies has a token; then one token is taken
+ *    from each (all or nothing, so a rejected request consumes nothing);
+ *  - tokens/minute is charged after the upstream reports usage (chargeTokens) and may go
+ *    negative; while it is negative, proxy requests are rejected.
+ * JavaScript runs `enforce` to completion on one thread, so the check-and-take is exact under
+ * any number of concurrent requests. Tier assignments are read from the store once per tenant
+ * and cached (write-through), so the per-request cost is a few map lookups and multiplications.
+ */
+import type { Principal } from "../core/auth";
+import { ApiError } from "../core/errors";
+import type { RateLimiterLike } from "../context";
+import type { Metrics } from "../ops/metrics";
+import { TokenBucket, systemClock, type Clock } from "./bucket";
+import { DEFAULT_TIER, GROUP_LIMITS, TIERS, groupOf, type Group, type Tier, type TierName } from "./tiers";
+import type { TierAssignment, TierStore } from "./store";
+
+const EPS = 1e-9;
+
+type LimitName = "requests_per_second" | "requests_per_minute" | "requests_per_day" | "tokens_per_minute" | Exclude<Group, "admin">;
+
+interface TenantState {
+  tier: TierName;
+  rps: TokenBucket;
+  rpm: TokenBucket;
+  rpd: TokenBucket;
+  tpm: TokenBucket;
+  groups: Partial<Record<Exclude<Group, "admin">, TokenBucket>>;
+}
+
+export interface Decision {
+  allowed: boolean;
+  group: Group;
+  /** the bucket that decided: the one that rejected, or the one with the fewest tokens left */
+  limitName: LimitName;
+  limit: number;
+  remaining: number;
+  resetSecs: number;
+  retryAfterSecs: number;
+}
+
+export interface RateLimiterOptions {
+  clock?: Clock;
+  enabled?: boolean;
+  metrics?: Metrics;
+}
+
+export interface TenantLimits {
+  tenantId: string;
+  tier: TierName;
+  isDefault: boolean;
+  updatedAt: string | null;
+  limits: Omit<Tier, "name">;
+  remaining: { requestsPerSecond: number; requestsPerMinute: number; requestsPerDay: number; tokensPerMinute: number };
+}
+
+export class RateLimiter implements RateLimiterLike {
+  private readonly clock: Clock;
+  readonly enabled: boolean;
+  private readonly metrics?: Metrics;
+  private readonly states = new Map<string, TenantState>();
+  /** write-through cache of the store: tenant -> assignment (null = default tier) */
+  private readonly assignments = new Map<string, TierAssignment | null>();
+
+  constructor(private readonly store: TierStore, opts: RateLimiterOptions = {}) {
+    this.clock = opts.clock ?? systemClock;
+    this.enabled = opts.enabled ?? true;
+    this.metrics = opts.metrics;
+  }
+
+  // ---- tier assignments -------------------------------------------------------------
+
+  assignment(tenantId: string): TierAssignment | null {
+    let a = this.assignments.get(tenantId);
+    if (a === undefined) {
+      a = this.store.get(tenantId) ?? null;
+      this.assignments.set(tenantId, a);
+    }
+    return a;
+  }
+
+  tierOf(tenantId: string): TierName {
+    return this.assignment(tenantId)?.tier ?? DEFAULT_TIER;
+  }
+
+  setTier(tenantId: string, tier: TierName, by: string): TierAssignment {
+    const a = this.store.set(tenantId, tier, by);
+    this.assignments.set(tenantId, a);
+    this.retier(tenantId, tier);
+    return a;
+  }
+
+  /** Back to the default tier; false if the tenant had no assignment. */
+  resetTier(tenantId: string): boolean {
+    const had = this.store.remove(tenantId);
+    this.assignments.set(tenantId, null);
+    this.retier(tenantId, DEFAULT_TIER);
+    return had;
+  }
+
+  /** New tier buckets start full; a token debt carries over. */
+  private retier(tenantId: string, tier: TierName) {
+    const old = this.states.get(tenantId);
+    if (!old || old.tier === tier) return;
+    const fresh = this.newState(tier);
+    fresh.groups = old.groups;
+    const debt = old.tpm.level();
+    if (debt < 0) fresh.tpm.setLevel(debt);
+    this.states.set(tenantId, fresh);
+  }
+
+  private newState(tier: TierName): TenantState {
+    const p = TIERS[tier];
+    const c = this.clock;
+    return {
+      tier,
+      rps: new TokenBucket(p.requestsPerSecond, 1_000, c),
+      rpm: new TokenBucket(p.requestsPerMinute, 60_000, c),
+      rpd: new TokenBucket(p.requestsPerDay, 86_400_000, c),
+      tpm: new TokenBucket(p.tokensPerMinute, 60_000, c),
+      groups: {},
+    };
+  }
+
+  private state(tenantId: string): TenantState {
+    let s = this.states.get(tenantId);
+    if (!s) {
+      s = this.newState(this.tierOf(tenantId));
+      this.states.set(tenantId, s);
+    }
+    return s;
+  }
+
+  private groupBucket(s: TenantState, group: Exclude<Group, "admin">): TokenBucket {
+    let b = s.groups[group];
+    if (!b) {
+      const g = GROUP_LIMITS[group];
+      b = s.groups[group] = new TokenBucket(g.limit, g.periodMs, this.clock);
+    }
+    return b;
+  }
+
+  // ---- per request ------------------------------------------------------------------
+
+  /** Check and (if allowed) consume one request of `group` for the tenant. */
+  check(tenantId: string, group: Group): Decision {
+    const s = this.state(tenantId);
+    const buckets: Array<[LimitName, TokenBucket]> = [
+      ["requests_per_second", s.rps],
+      ["requests_per_minute", s.rpm],
+      ["requests_per_day", s.rpd],
+    ];
+    if (group !== "admin") buckets.push([group, this.groupBucket(s, group)]);
+
+    // Rejection: the failing bucket that needs the longest wait decides Retry-After.
+    let failing: [LimitName, TokenBucket] | undefined;
+    let waitMs = 0;
+    for (const entry of buckets) {
+      const w = entry[1].msUntil(1 - EPS);
+      if (w > waitMs) {
+        waitMs = w;
+        failing = entry;
+      }
+    }
+    if (group === "proxy" && s.tpm.level() < 0) {
+      const w = s.tpm.msUntil(0);
+      if (w > waitMs || !failing) {
+        waitMs = Math.max(w, waitMs);
+        failing = ["tokens_per_minute", s.tpm];
+      }
+    }
+    if (failing) {
+      const [name, b] = failing;
+      return {
+        allowed: false,
+        group,
+        limitName: name,
+        limit: b.capacity,
+        remaining: 0,
+        resetSecs: Math.ceil(b.msUntilFull() / 1000),
+        retryAfterSecs: Math.max(1, Math.ceil(waitMs / 1000)),
+      };
+    }
+    let tightest = buckets[0]!;
+    let least = Infinity;
+    for (const entry of buckets) {
+      entry[1].take(1);
+      const left = entry[1].level();
+      if (left < least) {
+        least = left;
+        tightest = entry;
+      }
+    }
+    return {
+      allowed: true,
+      group,
+      limitName: tightest[0],
+      limit: tightest[1].capacity,
+      remaining: Math.max(0, Math.floor(least + EPS)),
+      resetSecs: Math.ceil(tightest[1].msUntilFull() / 1000),
+      retryAfterSecs: 0,
+    };
+  }
+
+  enforce(principal: Principal, request: Request, headers: Record<string, string>): void {
+    if (!this.enabled) return;
+    const url = request.url;
+    // pathname without allocating a URL object: after "scheme://host"
+    const start = url.indexOf("/", url.indexOf("//") + 2);
+    const q = url.indexOf("?", start);
+    const pathname = start < 0 ? "/" : url.slice(start, q < 0 ? undefined : q);
+    const d = this.check(principal.tenantId, groupOf(request.method, pathname));
+    const h = rateHeaders(d);
+    if (d.allowed) {
+      Object.assign(headers, h);
+      return;
+    }
+    this.metrics?.rateLimitRejections.inc({ group: d.group, limit: d.limitName });
+    throw new ApiError(
+      "rate_limit_error",
+      `rate limit exceeded (${d.limitName.replace(/_/g, " ")}: ${d.limit}); retry after ${d.retryAfterSecs} s`,
+      { retry_after_secs: d.retryAfterSecs },
+      { ...h, "retry-after": String(d.retryAfterSecs) },
+    );
+  }
+
+  /** Charge LLM tokens reported by an upstream to the tenant's tokens/minute budget. */
+  chargeTokens(tenantId: string, tokens: number): void {
+    if (!this.enabled || !(tokens > 0)) return;
+    this.state(tenantId).tpm.take(tokens);
+  }
+
+  /** The tenant's tier, its limits and what is left right now (without consuming anything). */
+  describe(tenantId: string): TenantLimits {
+    const a = this.assignment(tenantId);
+    const tier = a?.tier ?? DEFAULT_TIER;
+    const { name: _n, ...limits } = TIERS[tier];
+    const s = this.state(tenantId);
+    const left = (b: TokenBucket) => Math.floor(b.level() + EPS);
+    return {
+      tenantId,
+      tier,
+      isDefault: !a,
+      updatedAt: a?.updatedAt ?? null,
+      limits,
+      remaining: {
+        requestsPerSecond: Math.max(0, left(s.rps)),
+        requestsPerMinute: Math.max(0, left(s.rpm)),
+        requestsPerDay: Math.max(0, left(s.rpd)),
+        tokensPerMinute: left(s.tpm),
+      },
+    };
+  }
+}
+
+export function rateHeaders(d: Decision): Record<string, string> {
+  return {
+    "x-ratelimit-limit": String(d.limit),
+    "x-ratelimit-remaining": String(d.remaining),
+    "x-ratelimit-reset": String(d.resetSecs),
+  };
+}

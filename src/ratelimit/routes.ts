@@ -1,0 +1,95 @@
+/**
+ * Rate-limit administration (doc1 §4.8). A caller sees and manages only its own tenant:
+ * {tenant_id} must be the caller's tenant, any other id is 404 not_found (tenant isolation).
+ */
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../context";
+import { kernel } from "../core/http";
+import { notFound } from "../core/errors";
+import type { Principal } from "../core/auth";
+import { TIERS, TIER_NAMES } from "./tiers";
+import type { RateLimiter } from "./limiter";
+
+const TierSchema = t.Object({
+  name: t.String(),
+  requestsPerSecond: t.Integer(),
+  requestsPerMinute: t.Integer(),
+  tokensPerMinute: t.Integer(),
+  requestsPerDay: t.Integer(),
+});
+
+const TenantLimitsSchema = t.Object({
+  tenantId: t.String(),
+  tier: t.String(),
+  isDefault: t.Boolean(),
+  updatedAt: t.Nullable(t.String()),
+  limits: t.Omit(TierSchema, ["name"]),
+  remaining: t.Object({
+    requestsPerSecond: t.Integer(),
+    requestsPerMinute: t.Integer(),
+    requestsPerDay: t.Integer(),
+    tokensPerMinute: t.Integer(),
+  }),
+});
+
+const TenantParam = t.Object({ tenant_id: t.String({ minLength: 1, maxLength: 128 }) });
+
+function ownTenant(principal: Principal, tenantId: string) {
+  if (tenantId !== principal.tenantId) throw notFound(`tenant ${tenantId}`);
+}
+
+export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
+  new Elysia({ prefix: "/api/v1/rate-limits" })
+    .use(kernel(ctx))
+    .get("", ({ principal }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
+      auth: "ViewMetrics",
+      response: t.Object({ tenants: t.Array(TenantLimitsSchema) }),
+      detail: { summary: "List tenant tier assignments (the caller's tenant)", tags: ["rate-limits"] },
+    })
+    .get("/tiers", () => ({ tiers: TIER_NAMES.map((n) => TIERS[n]) }), {
+      auth: "ViewMetrics",
+      response: t.Object({ tiers: t.Array(TierSchema) }),
+      detail: { summary: "List tier presets", tags: ["rate-limits"] },
+    })
+    .get(
+      "/:tenant_id",
+      ({ principal, params }) => {
+        ownTenant(principal, params.tenant_id);
+        return limiter.describe(params.tenant_id);
+      },
+      {
+        auth: "ViewMetrics",
+        params: TenantParam,
+        response: TenantLimitsSchema,
+        detail: { summary: "Current tier of a tenant", tags: ["rate-limits"] },
+      },
+    )
+    .put(
+      "/:tenant_id",
+      ({ principal, params, body }) => {
+        ownTenant(principal, params.tenant_id);
+        limiter.setTier(params.tenant_id, body.tier, principal.sub);
+        return limiter.describe(params.tenant_id);
+      },
+      {
+        auth: "ManageConfig",
+        params: TenantParam,
+        body: t.Object({ tier: t.UnionEnum(TIER_NAMES, { description: "starter | pro | enterprise" }) }),
+        response: TenantLimitsSchema,
+        detail: { summary: "Assign a tier (starter, pro, enterprise)", tags: ["rate-limits"] },
+      },
+    )
+    .delete(
+      "/:tenant_id",
+      ({ principal, params }) => {
+        ownTenant(principal, params.tenant_id);
+        limiter.resetTier(params.tenant_id);
+        return limiter.describe(params.tenant_id);
+      },
+      {
+        auth: "ManageConfig",
+        params: TenantParam,
+        response: TenantLimitsSchema,
+        detail: { summary: "Reset a tenant to the default tier (starter)", tags: ["rate-limits"] },
+      },
+    );
