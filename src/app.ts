@@ -15,6 +15,7 @@ import { RequestObserver } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { docsRoutes } from "./ops/docs";
 import { RateLimiter, SqliteTierStore, rateLimitRoutes } from "./ratelimit";
+import { promptRoutes } from "./prompts/routes";
 
 export interface ContextOptions {
   logger?: Logger;
@@ -71,7 +72,8 @@ export function createApp(ctx: AppContext) {
     .use(opsRoutes(ctx, observer!))
     .use(docsRoutes())
     .use(rateLimitRoutes(ctx, ctx.rateLimiter as RateLimiter))
-    .use(authRoutes(ctx));
+    .use(authRoutes(ctx))
+    .use(promptRoutes(ctx));
   return app;
 }
 
