@@ -79,6 +79,10 @@ export const ConfigSchema = T.Object({
     max_entries_per_tenant: T.Integer({ default: 100_000, minimum: 1 }),
     /** directory for saved vector index files (defaults next to the database) */
     index_dir: T.Optional(T.String()),
+    /** vector index scalar type: f16 halves index memory (the hit decision uses exact f32 cosines either way) */
+    index_quantization: T.Union([T.Literal("f32"), T.Literal("f16")], { default: "f16" }),
+    /** how long concurrent identical misses wait for the first one's upstream answer */
+    single_flight_wait_ms: T.Integer({ default: 30_000, minimum: 0 }),
   }),
   context_cache: Section({
     enabled: T.Boolean({ default: true }),

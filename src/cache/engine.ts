@@ -1,0 +1,490 @@
+/**
+ * The semantic cache engine (implements CacheEngine, src/cache/types.ts).
+ *
+ * lookup():
+ *   1. exact tier — hash of the whole cacheable request (partition.ts), served from an in-memory
+ *      LRU of serialized payloads in front of SQLite; no embedding.
+ *   2. single-turn semantic tier (no earlier turns) — embed the query, nearest neighbours in the
+ *      (tenant, partition) USearch index, exact cosine from the stored f32 vector >= threshold,
+ *      then the verifier (src/cache/verify) must accept the pair.
+ *   3. multi-turn context tier (earlier turns present, doc1 §4.7) — every message embedded
+ *      (reused within a session_id), fused into a context vector (context.ts); stage 1: neighbours
+ *      of the last query with cosine >= STAGE1_THRESHOLD; stage 2: QUERY_WEIGHT·q + CONTEXT_WEIGHT·c
+ *      >= CONTEXT_HIT_THRESHOLD; and the verifier must accept the two last queries.
+ * store(): after a complete upstream answer; reuses the lookup's embeddings.
+ *
+ * Entries live in SQLite (store.ts, TenantDb); indexes are per tenant and partition, built lazily
+ * from a saved file (if it still matches SQLite) or from SQLite, and saved on close().
+ */
+import { LRUCache } from "lru-cache";
+import { join } from "node:path";
+import { rmSync } from "node:fs";
+import type { Db } from "../storage/db";
+import type { Logger } from "../core/log";
+import type { Metrics } from "../ops/metrics";
+import type { CacheEngine, CacheKeyInput, CachedPayload, LookupResult, CacheTier } from "./types";
+import { EmbeddingError, dot, type Embedder } from "./embedding/types";
+import { verifyPair } from "./verify";
+import { deriveKeys, sha256, type DerivedKeys } from "./partition";
+import { SqliteCacheRepo, type CacheRepo, type Removed } from "./store";
+import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "./vector-index";
+import { SessionTurns, contextWindow, fuseContext } from "./context";
+import { SingleFlight } from "./single-flight";
+
+export interface EngineSettings {
+  enabled: boolean;
+  similarityThreshold: number;
+  ttlSecs: number;
+  maxEntriesPerTenant: number;
+  failOpen: boolean;
+  context: {
+    enabled: boolean;
+    stage1Threshold: number;
+    contextHitThreshold: number;
+    queryWeight: number;
+    contextWeight: number;
+    maxTurns: number;
+  };
+  /** also run the verifier on the last query of a context hit (default true) */
+  verifyContextQuery: boolean;
+  quantization: Quantization;
+  singleFlightWaitMs: number;
+  /** neighbours examined per lookup */
+  candidates: number;
+}
+
+export type Verifier = (query: string, candidate: string, cosine: number) => { accept: boolean; score: number; reason: string };
+
+export interface EngineOptions {
+  db: Db;
+  embedder: Embedder;
+  settings: EngineSettings;
+  /** directory for saved index files; null = never save (in-memory databases, tests) */
+  indexDir: string | null;
+  now?: () => number;
+  verify?: Verifier;
+  log?: Logger;
+  metrics?: Metrics;
+  /** background timers (touch flush, TTL sweep); default true */
+  timers?: boolean;
+}
+
+interface LookupState {
+  keys: DerivedKeys;
+  queryVec?: Float32Array;
+  contextVec?: Float32Array;
+  /** fail-open embedding failure: serve uncached, write nothing */
+  noStore?: boolean;
+}
+
+interface ExactMem {
+  vecKey: number;
+  id: string;
+  payload: string;
+  inputTokens: number;
+  outputTokens: number;
+  expiresAt: number | null;
+}
+
+export interface TenantStats {
+  entries: number;
+  lookups: number;
+  hits: { exact: number; semantic: number; l2_context: number };
+  misses: number;
+  stores: number;
+  evictions: number;
+}
+
+class TenantState {
+  count: number;
+  readonly parts = new Map<string, VectorIndex>();
+  readonly stats = { lookups: 0, hits: { exact: 0, semantic: 0, l2_context: 0 }, misses: 0, stores: 0, evictions: 0 };
+  constructor(
+    readonly repo: CacheRepo,
+    readonly dirKey: string,
+  ) {
+    this.count = repo.count();
+  }
+}
+
+/** Similarity slack when picking candidates from an f16 index (the decision uses the exact f32 cosine). */
+const INDEX_SLACK = 0.01;
+
+export class SemanticCacheEngine implements CacheEngine {
+  private readonly tenants = new Map<string, TenantState>();
+  private readonly exact: LRUCache<string, ExactMem>;
+  private readonly sessions = new SessionTurns();
+  private readonly flights: SingleFlight;
+  /** pending hit bookkeeping: tenant -> vecKey -> hits */
+  private readonly touches = new Map<string, Map<number, number>>();
+  private readonly timers: Array<ReturnType<typeof setInterval>> = [];
+  private readonly now: () => number;
+  private readonly verify: Verifier;
+  private closed = false;
+
+  constructor(private readonly o: EngineOptions) {
+    this.now = o.now ?? Date.now;
+    this.verify = o.verify ?? verifyPair;
+    this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
+    this.exact = new LRUCache<string, ExactMem>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
+    if (o.timers !== false) {
+      const flush = setInterval(() => {
+        this.flushTouches();
+        this.updateGauge();
+      }, 1000);
+      const sweep = setInterval(() => this.sweepExpired(), 60_000);
+      flush.unref?.();
+      sweep.unref?.();
+      this.timers.push(flush, sweep);
+    }
+  }
+
+  get settings(): EngineSettings {
+    return this.o.settings;
+  }
+  get embedder(): Embedder {
+    return this.o.embedder;
+  }
+
+  // ---------------------------------------------------------------- lookup
+
+  async lookup(input: CacheKeyInput): Promise<LookupResult> {
+    const t0 = performance.now();
+    const s = this.o.settings;
+    const keys = deriveKeys(input, this.o.embedder.id);
+    if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { keys, noStore: true } satisfies LookupState };
+    const now = this.now();
+    const ts = this.tenant(input.tenantId);
+    ts.stats.lookups++;
+
+    const ex = this.exactGet(input.tenantId, ts, keys.exactKey, now);
+    if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0);
+
+    const state: LookupState = { keys };
+    const miss = (): LookupResult => {
+      ts.stats.misses++;
+      const lookupMs = performance.now() - t0;
+      this.o.metrics?.cacheLookupDuration.observe({ tier: "none" }, lookupMs / 1000);
+      return { hit: false, lookupMs, state };
+    };
+    if (!keys.partition || !keys.query) return miss();
+    if (keys.mode === "context" && !s.context.enabled) return miss();
+
+    try {
+      await this.embedFor(input, keys, state);
+    } catch (e) {
+      const err = e instanceof EmbeddingError ? e : new EmbeddingError(`embedding failed: ${(e as Error)?.message ?? e}`, { cause: e });
+      if (!s.failOpen) throw err;
+      this.o.log?.warn("embedding failed; serving uncached (fail-open)", { error: err.message });
+      state.noStore = true;
+      return miss();
+    }
+
+    const index = this.partitionIndex(input.tenantId, ts, keys.partition);
+    const qv = state.queryVec!;
+    const minSim = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
+    const neighbours = index.search(qv, s.candidates).filter((n) => n.similarity >= minSim - INDEX_SLACK);
+
+    let best: { vecKey: number; sim: number; ctxSim?: number; score: number } | undefined;
+    for (const n of neighbours) {
+      const c = ts.repo.candidate(n.key);
+      if (!c) {
+        index.remove(n.key);
+        continue;
+      }
+      if (c.expiresAt !== null && c.expiresAt <= now) {
+        const r = ts.repo.deleteByVecKey(c.vecKey);
+        if (r) this.dropRows(input.tenantId, ts, [r]);
+        continue;
+      }
+      const sim = dot(qv, c.queryVec);
+      if (sim < minSim) continue;
+      if (keys.mode === "single") {
+        if (best && sim <= best.score) continue;
+        if (!this.verify(keys.query, c.queryText, sim).accept) continue;
+        best = { vecKey: c.vecKey, sim, score: sim };
+      } else {
+        if (!c.contextVec || !state.contextVec) continue;
+        const ctxSim = dot(state.contextVec, c.contextVec);
+        const score = s.context.queryWeight * sim + s.context.contextWeight * ctxSim;
+        if (score < s.context.contextHitThreshold) continue;
+        if (best && score <= best.score) continue;
+        if (s.verifyContextQuery && !this.verify(keys.query, c.queryText, sim).accept) continue;
+        best = { vecKey: c.vecKey, sim, ctxSim, score };
+      }
+    }
+    if (best) {
+      const row = ts.repo.payload(best.vecKey);
+      if (row) {
+        const tier: CacheTier = keys.mode === "single" ? "semantic" : "l2_context";
+        return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0);
+      }
+    }
+    return miss();
+  }
+
+  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactMem, sim: number, ctxSim: number | undefined, t0: number): LookupResult {
+    ts.stats.hits[tier]++;
+    this.touch(tenantId, row.vecKey);
+    const lookupMs = performance.now() - t0;
+    this.o.metrics?.cacheLookupDuration.observe({ tier }, lookupMs / 1000);
+    return {
+      hit: true,
+      tier,
+      entryId: row.id,
+      similarity: sim,
+      ...(ctxSim !== undefined ? { contextSimilarity: ctxSim } : {}),
+      payload: { body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } },
+      lookupMs,
+    };
+  }
+
+  private exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): ExactMem | undefined {
+    const k = `${tenantId}\u0000${exactKey}`;
+    let m = this.exact.get(k);
+    if (!m) {
+      const row = ts.repo.findExact(exactKey, now);
+      if (!row) return undefined;
+      m = row;
+      this.exact.set(k, m);
+    }
+    if (m.expiresAt !== null && m.expiresAt <= now) {
+      this.exact.delete(k);
+      const r = ts.repo.deleteByVecKey(m.vecKey);
+      if (r) this.dropRows(tenantId, ts, [r]);
+      return undefined;
+    }
+    return m;
+  }
+
+  /** Fill state.queryVec (and state.contextVec in context mode). */
+  private async embedFor(input: CacheKeyInput, keys: DerivedKeys, state: LookupState) {
+    const emb = this.o.embedder;
+    const t0 = performance.now();
+    if (keys.mode === "single") {
+      const [v] = await emb.embed([keys.query!]);
+      state.queryVec = v!;
+    } else {
+      const window = contextWindow(keys.history, this.o.settings.context.maxTurns);
+      const texts = [...window.map((t) => t.text), keys.query!];
+      const vecs: (Float32Array | undefined)[] = texts.map((t) => this.sessions.get(input.tenantId, input.sessionId, t));
+      const missing = [...new Set(texts.filter((_, i) => !vecs[i]))];
+      if (missing.length) {
+        const got = await emb.embed(missing);
+        const byText = new Map(missing.map((t, i) => [t, got[i]!]));
+        texts.forEach((t, i) => {
+          if (!vecs[i]) {
+            vecs[i] = byText.get(t)!;
+            this.sessions.set(input.tenantId, input.sessionId, t, vecs[i]!);
+          }
+        });
+      }
+      state.queryVec = vecs[vecs.length - 1]!;
+      state.contextVec = fuseContext(vecs.slice(0, -1) as Float32Array[], emb.dimensions);
+    }
+    this.o.metrics?.embeddingDuration.observe({ provider: emb.id }, (performance.now() - t0) / 1000);
+  }
+
+  // ---------------------------------------------------------------- store
+
+  async store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void> {
+    const s = this.o.settings;
+    if (!s.enabled || this.closed) return;
+    const st = miss && !miss.hit ? (miss.state as LookupState | undefined) : undefined;
+    if (st?.noStore) return;
+    const keys = st?.keys ?? deriveKeys(input, this.o.embedder.id);
+    const state: LookupState = st ?? { keys };
+    let semantic = !!keys.partition && !!keys.query && (keys.mode === "single" || s.context.enabled);
+    if (semantic && !state.queryVec) {
+      try {
+        await this.embedFor(input, keys, state);
+      } catch (e) {
+        // The answer is already delivered; keep it for the exact tier only.
+        this.o.log?.warn("embedding failed at store; entry kept for the exact tier only", { error: String((e as Error)?.message ?? e) });
+        semantic = false;
+      }
+    }
+    const ts = this.tenant(input.tenantId);
+    const now = this.now();
+    if (keys.code?.scope) this.dropRows(input.tenantId, ts, ts.repo.deleteCodeScopeExcept(keys.code.scope, keys.code.hash));
+    const body = JSON.stringify(payload.body);
+    const expiresAt = s.ttlSecs > 0 ? now + s.ttlSecs * 1000 : null;
+    const id = crypto.randomUUID();
+    const { vecKey, replaced } = ts.repo.insert({
+      id,
+      exactKey: keys.exactKey,
+      partition: semantic ? keys.partition! : null,
+      mode: semantic ? keys.mode! : "exact",
+      style: input.style,
+      model: input.model,
+      queryText: keys.query ?? null,
+      queryVec: semantic ? state.queryVec! : null,
+      contextVec: semantic && keys.mode === "context" ? state.contextVec! : null,
+      codeScope: keys.code?.scope ?? null,
+      codeHash: keys.code?.hash ?? null,
+      payload: body,
+      inputTokens: payload.usage.inputTokens,
+      outputTokens: payload.usage.outputTokens,
+      createdAt: now,
+      expiresAt,
+    });
+    this.dropRows(input.tenantId, ts, replaced);
+    ts.count++;
+    ts.stats.stores++;
+    if (semantic) this.partitionIndex(input.tenantId, ts, keys.partition!).add(vecKey, state.queryVec!);
+    this.exact.set(`${input.tenantId}\u0000${keys.exactKey}`, {
+      vecKey,
+      id,
+      payload: body,
+      inputTokens: payload.usage.inputTokens,
+      outputTokens: payload.usage.outputTokens,
+      expiresAt,
+    });
+    if (ts.count > s.maxEntriesPerTenant) {
+      this.flushTouches(input.tenantId);
+      const evicted = ts.repo.evictColdest(ts.count - s.maxEntriesPerTenant);
+      ts.stats.evictions += evicted.length;
+      this.dropRows(input.tenantId, ts, evicted);
+    }
+  }
+
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>): Promise<T> {
+    const keys = deriveKeys(input, this.o.embedder.id);
+    return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
+  }
+
+  // ---------------------------------------------------------------- admin
+
+  async purge(tenantId: string): Promise<number> {
+    const ts = this.tenant(tenantId);
+    this.touches.delete(tenantId);
+    const removed = ts.repo.deleteAll();
+    for (const k of this.exact.keys()) if (k.startsWith(`${tenantId}\u0000`)) this.exact.delete(k);
+    for (const p of ts.parts.keys()) if (this.o.indexDir) VectorIndex.removeFiles(this.indexFile(ts, p));
+    if (this.o.indexDir) rmSync(join(this.o.indexDir, ts.dirKey), { recursive: true, force: true });
+    this.sessions.forgetTenant(tenantId);
+    this.tenants.delete(tenantId);
+    return removed.length;
+  }
+
+  /** Delete one entry; false when the tenant has no entry with that id. */
+  deleteEntry(tenantId: string, id: string): boolean {
+    const ts = this.tenant(tenantId);
+    const r = ts.repo.deleteById(id);
+    if (!r) return false;
+    this.dropRows(tenantId, ts, [r]);
+    return true;
+  }
+
+  listEntries(tenantId: string, limit: number, offset: number) {
+    this.flushTouches(tenantId);
+    return this.tenant(tenantId).repo.list(limit, offset);
+  }
+
+  stats(tenantId: string): TenantStats {
+    const ts = this.tenant(tenantId);
+    return { entries: ts.count, ...structuredClone(ts.stats) };
+  }
+
+  /** Delete expired entries of every tenant loaded in memory (also done lazily on lookup). */
+  sweepExpired(): number {
+    const now = this.now();
+    let n = 0;
+    for (const [tenantId, ts] of this.tenants) {
+      const removed = ts.repo.deleteExpired(now);
+      n += removed.length;
+      this.dropRows(tenantId, ts, removed);
+    }
+    return n;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.flushTouches();
+    if (this.o.indexDir) {
+      for (const ts of this.tenants.values())
+        for (const [p, idx] of ts.parts) {
+          if (!idx.dirty) continue;
+          try {
+            idx.save(this.indexFile(ts, p), ts.repo.partitionFingerprint(p));
+          } catch (e) {
+            this.o.log?.warn("could not save cache index (it will be rebuilt at start)", { error: String(e) });
+          }
+        }
+    }
+    this.tenants.clear();
+    this.exact.clear();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private tenant(tenantId: string): TenantState {
+    let ts = this.tenants.get(tenantId);
+    if (!ts) {
+      ts = new TenantState(new SqliteCacheRepo(this.o.db, tenantId), sha256(`tenant:${tenantId}`).slice(0, 32));
+      this.tenants.set(tenantId, ts);
+    }
+    return ts;
+  }
+
+  private indexFile(ts: TenantState, partition: string) {
+    return join(this.o.indexDir!, ts.dirKey, `${partition}.usearch`);
+  }
+
+  private partitionIndex(tenantId: string, ts: TenantState, partition: string): VectorIndex {
+    let idx = ts.parts.get(partition);
+    if (idx) return idx;
+    idx = new VectorIndex({ dimensions: this.o.embedder.dimensions, quantization: this.o.settings.quantization, ...DEFAULT_INDEX_PARAMS });
+    const fp = ts.repo.partitionFingerprint(partition);
+    if (fp.count > 0) {
+      const loaded = this.o.indexDir ? idx.tryLoad(this.indexFile(ts, partition), fp) : false;
+      if (!loaded) {
+        idx.addMany(ts.repo.partitionVectors(partition));
+        this.o.log?.info("cache index rebuilt from the database", { tenant: tenantId, partition, entries: fp.count });
+      }
+    }
+    ts.parts.set(partition, idx);
+    return idx;
+  }
+
+  private dropRows(tenantId: string, ts: TenantState, rows: Removed[]) {
+    for (const r of rows) {
+      if (r.partition) ts.parts.get(r.partition)?.remove(r.vecKey);
+      this.exact.delete(`${tenantId}\u0000${r.exactKey}`);
+      this.touches.get(tenantId)?.delete(r.vecKey);
+      ts.count--;
+    }
+  }
+
+  private touch(tenantId: string, vecKey: number) {
+    let m = this.touches.get(tenantId);
+    if (!m) this.touches.set(tenantId, (m = new Map()));
+    m.set(vecKey, (m.get(vecKey) ?? 0) + 1);
+  }
+
+  /** Write pending last-used / hit counts (batched: hits stay off the write path). */
+  flushTouches(tenantId?: string) {
+    const at = this.now();
+    for (const [t, m] of this.touches) {
+      if (tenantId !== undefined && t !== tenantId) continue;
+      if (!m.size) continue;
+      const ts = this.tenants.get(t);
+      this.touches.delete(t);
+      if (!ts) continue;
+      try {
+        ts.repo.touch([...m.keys()], at, [...m.values()]);
+      } catch (e) {
+        this.o.log?.warn("could not record cache hits", { error: String(e) });
+      }
+    }
+  }
+
+  private updateGauge() {
+    if (!this.o.metrics) return;
+    let n = 0;
+    for (const ts of this.tenants.values()) for (const idx of ts.parts.values()) n += idx.size;
+    this.o.metrics.cacheEntries.set(n);
+  }
+}

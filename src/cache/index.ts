@@ -1,0 +1,56 @@
+/**
+ * Cache domain wiring: builds the embedder and the engine from the Config.
+ */
+import { dirname, join } from "node:path";
+import type { Config } from "../core/config";
+import type { Db } from "../storage/db";
+import type { Logger } from "../core/log";
+import type { Metrics } from "../ops/metrics";
+import { createEmbedder } from "./embedding";
+import type { Embedder } from "./embedding/types";
+import { SemanticCacheEngine, type EngineSettings, type EngineOptions } from "./engine";
+
+export { SemanticCacheEngine } from "./engine";
+
+export function engineSettings(config: Config): EngineSettings {
+  const c = config.cache;
+  const cc = config.context_cache;
+  return {
+    enabled: c.enabled,
+    similarityThreshold: c.similarity_threshold,
+    ttlSecs: c.ttl_secs,
+    maxEntriesPerTenant: c.max_entries_per_tenant,
+    failOpen: config.embedding.fail_open,
+    context: {
+      enabled: cc.enabled,
+      stage1Threshold: cc.stage1_threshold,
+      contextHitThreshold: cc.context_hit_threshold,
+      queryWeight: cc.query_weight,
+      contextWeight: cc.context_weight,
+      maxTurns: cc.max_turns,
+    },
+    verifyContextQuery: true,
+    quantization: c.index_quantization,
+    singleFlightWaitMs: c.single_flight_wait_ms,
+    candidates: 8,
+  };
+}
+
+export function embedderFromConfig(config: Config): Embedder {
+  const e = config.embedding;
+  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size });
+}
+
+/** Saved index files: cache.index_dir, else `<database dir>/cache-index`; none for an in-memory database. */
+export function indexDirOf(config: Config): string | null {
+  if (config.cache.index_dir) return config.cache.index_dir;
+  if (config.storage.path === ":memory:") return null;
+  return join(dirname(config.storage.path), "cache-index");
+}
+
+export function createCacheEngine(
+  config: Config,
+  deps: { db: Db; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers">>,
+): SemanticCacheEngine {
+  return new SemanticCacheEngine({ ...deps, settings: engineSettings(config), indexDir: indexDirOf(config) });
+}

@@ -1,0 +1,234 @@
+/**
+ * Cache entry repository: the narrow storage interface of the cache domain, implemented over
+ * TenantDb (every statement scoped by $tenant). Vectors are stored as raw little-endian f32.
+ */
+import type { Db } from "../storage/db";
+import { TenantDb } from "../storage/scoped";
+import type { Mode } from "./partition";
+
+export interface NewEntry {
+  id: string;
+  exactKey: string;
+  partition: string | null;
+  mode: Mode | "exact";
+  style: string;
+  model: string;
+  queryText: string | null;
+  queryVec: Float32Array | null;
+  contextVec: Float32Array | null;
+  codeScope: string | null;
+  codeHash: string | null;
+  payload: string;
+  inputTokens: number;
+  outputTokens: number;
+  createdAt: number;
+  expiresAt: number | null;
+}
+
+/** What removing rows hands back so the engine can drop them from its in-memory structures. */
+export interface Removed {
+  vecKey: number;
+  partition: string | null;
+  exactKey: string;
+}
+
+export interface Candidate {
+  vecKey: number;
+  id: string;
+  queryText: string;
+  queryVec: Float32Array;
+  contextVec: Float32Array | null;
+  expiresAt: number | null;
+}
+
+export interface ExactRow {
+  vecKey: number;
+  id: string;
+  payload: string;
+  inputTokens: number;
+  outputTokens: number;
+  expiresAt: number | null;
+}
+
+export interface EntrySummary {
+  id: string;
+  style: string;
+  model: string;
+  mode: string;
+  query: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number;
+  hits: number;
+}
+
+export interface CacheRepo {
+  readonly tenantId: string;
+  findExact(exactKey: string, now: number): ExactRow | undefined;
+  candidate(vecKey: number): Candidate | undefined;
+  payload(vecKey: number): ExactRow | undefined;
+  /** Insert (replacing an entry with the same exact key); returns the new vec_key and what was replaced. */
+  insert(e: NewEntry): { vecKey: number; replaced: Removed[] };
+  touch(vecKeys: number[], at: number, hits: number[]): void;
+  count(): number;
+  deleteById(id: string): Removed | undefined;
+  deleteByVecKey(vecKey: number): Removed | undefined;
+  deleteAll(): Removed[];
+  evictColdest(n: number): Removed[];
+  deleteExpired(now: number): Removed[];
+  /** delete entries of a code scope built on another code-context hash */
+  deleteCodeScopeExcept(scope: string, hash: string): Removed[];
+  partitionVectors(partition: string): Array<{ vecKey: number; vec: Float32Array }>;
+  partitionFingerprint(partition: string): { count: number; maxKey: number; sumKey: number };
+  list(limit: number, offset: number): { entries: EntrySummary[]; total: number };
+}
+
+const toBlob = (v: Float32Array | null) => (v ? new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength)) : null);
+const fromBlob = (b: Uint8Array | null): Float32Array | null => {
+  if (!b) return null;
+  // copy into an aligned buffer
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+};
+
+const REMOVED = "RETURNING vec_key AS vecKey, partition, exact_key AS exactKey";
+
+export class SqliteCacheRepo implements CacheRepo {
+  private readonly t: TenantDb;
+  constructor(db: Db, readonly tenantId: string) {
+    this.t = new TenantDb(db, tenantId);
+  }
+
+  findExact(exactKey: string, now: number): ExactRow | undefined {
+    return this.t.get<ExactRow>(
+      `SELECT vec_key AS vecKey, id, payload, input_tokens AS inputTokens, output_tokens AS outputTokens, expires_at AS expiresAt
+       FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k AND (expires_at IS NULL OR expires_at > $now)`,
+      { k: exactKey, now },
+    );
+  }
+
+  candidate(vecKey: number): Candidate | undefined {
+    const r = this.t.get<{ vecKey: number; id: string; queryText: string; q: Uint8Array; c: Uint8Array | null; expiresAt: number | null }>(
+      `SELECT vec_key AS vecKey, id, query_text AS queryText, query_vec AS q, context_vec AS c, expires_at AS expiresAt
+       FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k`,
+      { k: vecKey },
+    );
+    if (!r || !r.q) return undefined;
+    return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec: fromBlob(r.q)!, contextVec: fromBlob(r.c), expiresAt: r.expiresAt };
+  }
+
+  payload(vecKey: number): ExactRow | undefined {
+    return this.t.get<ExactRow>(
+      `SELECT vec_key AS vecKey, id, payload, input_tokens AS inputTokens, output_tokens AS outputTokens, expires_at AS expiresAt
+       FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k`,
+      { k: vecKey },
+    );
+  }
+
+  insert(e: NewEntry): { vecKey: number; replaced: Removed[] } {
+    return this.t.tx(() => {
+      const replaced = this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
+      const r = this.t.run(
+        `INSERT INTO cache_entries (id, tenant_id, exact_key, partition, mode, style, model, query_text, query_vec, context_vec,
+           code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
+         VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv,
+           $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)`,
+        {
+          id: e.id,
+          exact: e.exactKey,
+          partition: e.partition,
+          mode: e.mode,
+          style: e.style,
+          model: e.model,
+          query: e.queryText,
+          qv: toBlob(e.queryVec),
+          cv: toBlob(e.contextVec),
+          codeScope: e.codeScope,
+          codeHash: e.codeHash,
+          payload: e.payload,
+          inTok: e.inputTokens,
+          outTok: e.outputTokens,
+          created: e.createdAt,
+          expires: e.expiresAt,
+        },
+      );
+      return { vecKey: Number(r.lastInsertRowid), replaced };
+    });
+  }
+
+  touch(vecKeys: number[], at: number, hits: number[]) {
+    if (!vecKeys.length) return;
+    this.t.tx(() => {
+      vecKeys.forEach((k, i) =>
+        this.t.run("UPDATE cache_entries SET last_used_at = MAX(last_used_at, $at), hits = hits + $h WHERE tenant_id = $tenant AND vec_key = $k", {
+          at,
+          h: hits[i] ?? 0,
+          k,
+        }),
+      );
+    });
+  }
+
+  count(): number {
+    return this.t.get<{ n: number }>("SELECT COUNT(*) AS n FROM cache_entries WHERE tenant_id = $tenant")!.n;
+  }
+
+  deleteById(id: string): Removed | undefined {
+    return this.t.get<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND id = $id ${REMOVED}`, { id });
+  }
+
+  deleteByVecKey(vecKey: number): Removed | undefined {
+    return this.t.get<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k ${REMOVED}`, { k: vecKey });
+  }
+
+  deleteAll(): Removed[] {
+    return this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant ${REMOVED}`);
+  }
+
+  evictColdest(n: number): Removed[] {
+    if (n <= 0) return [];
+    return this.t.all<Removed>(
+      `DELETE FROM cache_entries WHERE tenant_id = $tenant AND vec_key IN (
+         SELECT vec_key FROM cache_entries WHERE tenant_id = $tenant ORDER BY last_used_at ASC, vec_key ASC LIMIT $n) ${REMOVED}`,
+      { n },
+    );
+  }
+
+  deleteExpired(now: number): Removed[] {
+    return this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND expires_at IS NOT NULL AND expires_at <= $now ${REMOVED}`, { now });
+  }
+
+  deleteCodeScopeExcept(scope: string, hash: string): Removed[] {
+    return this.t.all<Removed>(
+      `DELETE FROM cache_entries WHERE tenant_id = $tenant AND code_scope = $scope AND code_hash <> $hash ${REMOVED}`,
+      { scope, hash },
+    );
+  }
+
+  partitionVectors(partition: string): Array<{ vecKey: number; vec: Float32Array }> {
+    return this.t
+      .all<{ vecKey: number; q: Uint8Array }>(
+        "SELECT vec_key AS vecKey, query_vec AS q FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL ORDER BY vec_key",
+        { p: partition },
+      )
+      .map((r) => ({ vecKey: r.vecKey, vec: fromBlob(r.q)! }));
+  }
+
+  partitionFingerprint(partition: string) {
+    const r = this.t.get<{ count: number; maxKey: number | null; sumKey: number | null }>(
+      "SELECT COUNT(*) AS count, MAX(vec_key) AS maxKey, SUM(vec_key) AS sumKey FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL",
+      { p: partition },
+    )!;
+    return { count: r.count, maxKey: r.maxKey ?? 0, sumKey: r.sumKey ?? 0 };
+  }
+
+  list(limit: number, offset: number) {
+    const entries = this.t.all<EntrySummary>(
+      `SELECT id, style, model, mode, query_text AS query, created_at AS createdAt, expires_at AS expiresAt, last_used_at AS lastUsedAt, hits
+       FROM cache_entries WHERE tenant_id = $tenant ORDER BY created_at DESC, vec_key DESC LIMIT $limit OFFSET $offset`,
+      { limit, offset },
+    );
+    return { entries, total: this.count() };
+  }
+}

@@ -1,0 +1,94 @@
+/** Shared helpers for the cache engine tests: temp database, engine factory, request builders. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Db } from "../../src/storage/db";
+import { loadConfig, type Config } from "../../src/core/config";
+import { createCacheEngine, SemanticCacheEngine } from "../../src/cache";
+import type { Embedder } from "../../src/cache/embedding/types";
+import { EmbeddingError, l2normalize } from "../../src/cache/embedding/types";
+import type { CacheKeyInput, Turn } from "../../src/cache/types";
+
+export function tempDir(): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "svc-cache-"));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function testConfig(dir: string, overrides: Record<string, unknown> = {}): Config {
+  return loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db") }, overrides);
+}
+
+export interface Harness {
+  db: Db;
+  engine: SemanticCacheEngine;
+  clock: { t: number };
+  close(): Promise<void>;
+}
+
+export function openEngine(dir: string, embedder: Embedder, overrides: Record<string, unknown> = {}): Harness {
+  const config = testConfig(dir, overrides);
+  const db = new Db(config.storage.path);
+  const clock = { t: 1_700_000_000_000 };
+  const engine = createCacheEngine(config, { db, embedder, now: () => clock.t, timers: false });
+  return {
+    db,
+    engine,
+    clock,
+    async close() {
+      await engine.close();
+      db.close();
+    },
+  };
+}
+
+export function ask(tenantId: string, text: string, o: Partial<CacheKeyInput> & { history?: Turn[] } = {}): CacheKeyInput {
+  const { history, ...rest } = o;
+  return {
+    tenantId,
+    style: "openai",
+    model: "gpt-4o-mini",
+    scope: {},
+    turns: [...(history ?? []), { role: "user", text }],
+    ...rest,
+  };
+}
+
+export const answer = (text: string) => ({ body: { id: "chatcmpl-x", choices: [{ index: 0, message: { role: "assistant", content: text } }] }, usage: { inputTokens: 5, outputTokens: 7 } });
+
+/** Miss, then store an answer; returns the stored payload. */
+export async function fill(engine: SemanticCacheEngine, input: CacheKeyInput, text = "cached answer") {
+  const miss = await engine.lookup(input);
+  if (miss.hit) throw new Error(`expected a miss for ${JSON.stringify(input.turns)}`);
+  const p = answer(text);
+  await engine.store(input, p, miss);
+  return p;
+}
+
+/**
+ * Deterministic tiny embedder for index/TTL/eviction mechanics only: a bag of hashed words in
+ * 64 dimensions. `fail` makes embed() throw EmbeddingError.
+ */
+export class HashEmbedder implements Embedder {
+  readonly id = "test:hash-64";
+  readonly dimensions = 64;
+  fail = false;
+  calls = 0;
+  async load() {}
+  isReady() {
+    return true;
+  }
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    this.calls++;
+    if (this.fail) throw new EmbeddingError("embedder down");
+    return texts.map((t) => {
+      const v = new Float32Array(this.dimensions);
+      for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+        let h = 2166136261;
+        for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
+        v[(h >>> 0) % this.dimensions]! += 1;
+      }
+      return l2normalize(v);
+    });
+  }
+  async close() {}
+}
