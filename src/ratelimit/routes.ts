@@ -74,7 +74,7 @@ export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
       {
         auth: "ManageConfig",
         params: TenantParam,
-        body: t.Object({ tier: t.UnionEnum(TIER_NAMES, { description: "starter | pro | enterprise" }) }),
+        body: t.Object({ tier: t.Union(TIER_NAMES.map((n) => t.Literal(n)), { description: "starter | pro | enterprise" }) }),
         response: TenantLimitsSchema,
         detail: { summary: "Assign a tier (starter, pro, enterprise)", tags: ["rate-limits"] },
       },
