@@ -71,7 +71,7 @@ export function createApp(ctx: AppContext) {
     })
     .use(opsRoutes(ctx, observer!))
     .use(docsRoutes())
-    .use(rateLimitRoutes(ctx, ctx.rateLimiter as RateLimiter))
+    .use(rateLimitRoutes(ctx))
     .use(authRoutes(ctx))
     .use(promptRoutes(ctx));
   return app;

@@ -38,10 +38,12 @@ function ownTenant(principal: Principal, tenantId: string) {
   if (tenantId !== principal.tenantId) throw notFound(`tenant ${tenantId}`);
 }
 
-export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
+export const rateLimitRoutes = (ctx: AppContext) =>
   new Elysia({ prefix: "/api/v1/rate-limits" })
     .use(kernel(ctx))
-    .get("", ({ principal }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
+    // the limiter is read from the context per request (tests swap in one with a fake clock)
+    .resolve(() => ({ limiter: ctx.rateLimiter as RateLimiter }))
+    .get("", ({ principal, limiter }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
       auth: "ViewMetrics",
       response: t.Object({ tenants: t.Array(TenantLimitsSchema) }),
       detail: { summary: "List tenant tier assignments (the caller's tenant)", tags: ["rate-limits"] },
@@ -53,7 +55,7 @@ export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
     })
     .get(
       "/:tenant_id",
-      ({ principal, params }) => {
+      ({ principal, params, limiter }) => {
         ownTenant(principal, params.tenant_id);
         return limiter.describe(params.tenant_id);
       },
@@ -66,7 +68,7 @@ export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
     )
     .put(
       "/:tenant_id",
-      ({ principal, params, body }) => {
+      ({ principal, params, body, limiter }) => {
         ownTenant(principal, params.tenant_id);
         limiter.setTier(params.tenant_id, body.tier, principal.sub);
         return limiter.describe(params.tenant_id);
@@ -81,7 +83,7 @@ export const rateLimitRoutes = (ctx: AppContext, limiter: RateLimiter) =>
     )
     .delete(
       "/:tenant_id",
-      ({ principal, params }) => {
+      ({ principal, params, limiter }) => {
         ownTenant(principal, params.tenant_id);
         limiter.resetTier(params.tenant_id);
         return limiter.describe(params.tenant_id);

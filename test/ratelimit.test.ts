@@ -1,0 +1,274 @@
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { Db } from "../src/storage/db";
+import { FakeClock, RateLimiter, SqliteTierStore, TokenBucket, TIERS, groupOf, type TierStore, type TierAssignment } from "../src/ratelimit";
+import { ApiError } from "../src/core/errors";
+import type { Principal } from "../src/core/auth";
+import { Metrics } from "../src/ops/metrics";
+import { startGateway, type TestGateway } from "./helpers/gateway";
+
+/** In-memory store that counts reads, to prove assignments are cached. */
+class MemStore implements TierStore {
+  reads = 0;
+  m = new Map<string, TierAssignment>();
+  get(t: string) {
+    this.reads++;
+    return this.m.get(t);
+  }
+  set(t: string, tier: any, by: string) {
+    const a = { tenantId: t, tier, updatedAt: new Date().toISOString(), updatedBy: by };
+    this.m.set(t, a);
+    return a;
+  }
+  remove(t: string) {
+    return this.m.delete(t);
+  }
+}
+
+const principal = (tenantId: string): Principal => ({ tenantId, sub: tenantId, permissions: new Set(), via: "jwt" });
+const req = (path: string, method = "POST") => new Request(`http://localhost${path}`, { method });
+
+function run(l: RateLimiter, tenant: string, path: string, n: number, method = "POST") {
+  let ok = 0;
+  let last: ApiError | undefined;
+  for (let i = 0; i < n; i++) {
+    try {
+      l.enforce(principal(tenant), req(path, method), {});
+      ok++;
+    } catch (e) {
+      last = e as ApiError;
+    }
+  }
+  return { ok, last };
+}
+
+describe("token bucket (fake clock)", () => {
+  test("burst up to capacity, then refills at capacity/period", () => {
+    const c = new FakeClock();
+    const b = new TokenBucket(60, 1000, c);
+    expect(b.level()).toBe(60);
+    b.take(60);
+    expect(b.level()).toBe(0);
+    c.advance(500);
+    expect(b.level()).toBeCloseTo(30);
+    c.advance(10_000);
+    expect(b.level()).toBe(60); // never above capacity
+    expect(b.msUntil(61)).toBeGreaterThan(0);
+  });
+  test("negative level (charged after the fact) recovers over time", () => {
+    const c = new FakeClock();
+    const b = new TokenBucket(100, 60_000, c);
+    b.take(250);
+    expect(b.level()).toBe(-150);
+    expect(b.msUntil(0)).toBeCloseTo(90_000);
+  });
+});
+
+describe("groups", () => {
+  test("path and method pick the group", () => {
+    expect(groupOf("POST", "/v1/chat/completions")).toBe("proxy");
+    expect(groupOf("POST", "/v1beta/models/gemini-pro/generateContent")).toBe("proxy");
+    expect(groupOf("GET", "/api/v1/memory/projects")).toBe("memory_read");
+    expect(groupOf("POST", "/api/v1/memory/projects")).toBe("memory_write");
+    expect(groupOf("DELETE", "/api/v1/memory/projects/x")).toBe("memory_write");
+    expect(groupOf("POST", "/api/v1/auth/token")).toBe("token_exchange");
+    expect(groupOf("GET", "/api/v1/rate-limits/tiers")).toBe("admin");
+    expect(groupOf("GET", "/v1x")).toBe("admin");
+  });
+});
+
+describe("limiter (fake clock)", () => {
+  test("starter tier: 10 requests/second on admin routes, then 429 with retry_after_secs", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    const r = run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET");
+    expect(r.ok).toBe(10);
+    expect(r.last!.status).toBe(429);
+    expect(r.last!.type).toBe("rate_limit_error");
+    expect(r.last!.extra).toEqual({ retry_after_secs: 1 });
+    expect(r.last!.headers!["retry-after"]).toBe("1");
+    expect(r.last!.headers!["x-ratelimit-limit"]).toBe("10");
+    expect(r.last!.headers!["x-ratelimit-remaining"]).toBe("0");
+    clock.advance(1000);
+    expect(run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET").ok).toBe(10);
+  });
+  test("enterprise tier: the proxy group's 60/s is the binding limit (exactly 60 of 100)", () => {
+    const clock = new FakeClock();
+    const store = new MemStore();
+    const l = new RateLimiter(store, { clock });
+    l.setTier("e", "enterprise", "test");
+    expect(run(l, "e", "/v1/chat/completions", 100).ok).toBe(60);
+    clock.advance(500); // half a second refills 30
+    expect(run(l, "e", "/v1/chat/completions", 100).ok).toBe(30);
+  });
+  test("memory read 100/s and write 50/s are separate buckets", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    l.setTier("e", "enterprise", "test");
+    expect(run(l, "e", "/api/v1/memory/projects", 80).ok).toBe(50);
+    expect(run(l, "e", "/api/v1/memory/projects", 150, "GET").ok).toBe(100);
+  });
+  test("token exchange: 10 per minute even on enterprise; retry after ~6 s", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    l.setTier("e", "enterprise", "test");
+    const r = run(l, "e", "/api/v1/auth/token", 20);
+    expect(r.ok).toBe(10);
+    expect(r.last!.extra!.retry_after_secs).toBe(6);
+    clock.advance(6000);
+    expect(run(l, "e", "/api/v1/auth/token", 5).ok).toBe(1);
+  });
+  test("requests per day of the tier binds a tenant that sends at its full rate for long", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    // starter: 10/s and 10,000/day. At 10/s the day bucket is empty after ~1000 s.
+    let ok = 0;
+    let last: ApiError | undefined;
+    for (let s = 0; s < 1500; s++) {
+      const r = run(l, "d", "/api/v1/x", 10);
+      ok += r.ok;
+      last = r.last ?? last;
+      clock.advance(1000);
+    }
+    const refill = (1500 * 10_000) / 86_400; // what the day bucket regains in 1500 s
+    expect(ok).toBeGreaterThanOrEqual(10_000 + Math.floor(refill) - 1);
+    expect(ok).toBeLessThanOrEqual(10_000 + Math.ceil(refill) + 1);
+    expect(last!.message).toContain("requests per day");
+    const wait = last!.extra!.retry_after_secs as number; // one request per 8.64 s
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(9);
+    const d = l.describe("d");
+    expect(d.limits).toEqual({ requestsPerSecond: 10, requestsPerMinute: 600, tokensPerMinute: 100_000, requestsPerDay: 10_000 });
+    expect(d.remaining.requestsPerDay).toBe(0);
+  });
+  test("a rejected request consumes nothing (all-or-nothing)", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    run(l, "a", "/api/v1/x", 10);
+    const before = l.describe("a").remaining.requestsPerMinute;
+    run(l, "a", "/api/v1/x", 50);
+    expect(l.describe("a").remaining.requestsPerMinute).toBe(before);
+  });
+  test("tokens per minute: charged after the response, blocks proxy requests while negative", () => {
+    const clock = new FakeClock();
+    const l = new RateLimiter(new MemStore(), { clock });
+    l.setTier("p", "pro", "test");
+    expect(run(l, "p", "/v1/messages", 1).ok).toBe(1);
+    l.chargeTokens("p", 1_250_000); // pro: 1,000,000 per minute -> 250,000 in debt
+    const r = run(l, "p", "/v1/messages", 1);
+    expect(r.ok).toBe(0);
+    expect(r.last!.message).toContain("tokens per minute");
+    expect(r.last!.extra!.retry_after_secs).toBe(15); // 250k at 1M/min
+    // non-proxy groups are not blocked by token debt
+    expect(run(l, "p", "/api/v1/rate-limits/tiers", 1, "GET").ok).toBe(1);
+    clock.advance(15_000);
+    expect(run(l, "p", "/v1/messages", 1).ok).toBe(1);
+  });
+  test("tier assignments are read once per tenant and cached (write-through)", () => {
+    const store = new MemStore();
+    const l = new RateLimiter(store, { clock: new FakeClock() });
+    run(l, "a", "/api/v1/x", 5);
+    expect(store.reads).toBe(1);
+    l.setTier("a", "pro", "x");
+    run(l, "a", "/api/v1/x", 50);
+    expect(store.reads).toBe(1);
+    expect(l.tierOf("a")).toBe("pro");
+    expect(store.m.get("a")!.tier).toBe("pro");
+    l.resetTier("a");
+    expect(l.tierOf("a")).toBe("starter");
+    expect(store.m.has("a")).toBe(false);
+  });
+  test("tenants never share buckets", () => {
+    const l = new RateLimiter(new MemStore(), { clock: new FakeClock() });
+    expect(run(l, "a", "/api/v1/x", 30).ok).toBe(10);
+    expect(run(l, "b", "/api/v1/x", 30).ok).toBe(10);
+    l.chargeTokens("a", 10_000_000);
+    expect(run(l, "b", "/v1/chat/completions", 1).ok).toBe(0); // b's own rps bucket is empty
+    expect(l.describe("b").remaining.tokensPerMinute).toBe(TIERS.starter.tokensPerMinute);
+  });
+  test("rejections are counted in the metrics", async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const l = new RateLimiter(new MemStore(), { clock: new FakeClock(), metrics });
+    run(l, "a", "/v1/chat/completions", 13);
+    const v = (await metrics.rateLimitRejections.get()).values;
+    expect(v).toEqual([{ value: 3, labels: { group: "proxy", limit: "requests_per_second" } }]);
+  });
+  test("disabled: everything passes", () => {
+    const l = new RateLimiter(new MemStore(), { clock: new FakeClock(), enabled: false });
+    expect(run(l, "a", "/v1/chat/completions", 100).ok).toBe(100);
+  });
+  test("SQLite store persists assignments across instances", () => {
+    const db = new Db(":memory:");
+    const store = new SqliteTierStore(db);
+    new RateLimiter(store).setTier("t", "enterprise", "admin");
+    expect(new RateLimiter(new SqliteTierStore(db)).tierOf("t")).toBe("enterprise");
+    expect(new RateLimiter(new SqliteTierStore(db)).tierOf("other")).toBe("starter");
+    db.close();
+  });
+});
+
+describe("HTTP", () => {
+  let gw: TestGateway;
+  let clock: FakeClock;
+  beforeAll(async () => {
+    gw = await startGateway({ rate_limits: { enabled: true } });
+    clock = new FakeClock();
+    // same store and metrics, fake clock: nothing refills while a burst is in flight
+    gw.ctx.rateLimiter = new RateLimiter(new SqliteTierStore(gw.ctx.db), { clock, metrics: gw.ctx.metrics });
+  });
+  afterAll(() => gw.stop());
+
+  test("100 parallel requests on a starter tenant: exactly 10 pass, the rest 429 with headers and envelope", async () => {
+    const token = await gw.token("par", ["ViewMetrics"]);
+    const rs = await Promise.all(Array.from({ length: 100 }, () => gw.api("/api/v1/rate-limits/tiers", { token })));
+    const ok = rs.filter((r) => r.status === 200);
+    const limited = rs.filter((r) => r.status === 429);
+    expect(ok.length).toBe(10);
+    expect(limited.length).toBe(90);
+    expect(ok[0]!.headers.get("x-ratelimit-limit")).toBe("10");
+    const r = limited[0]!;
+    expect(r.headers.get("retry-after")).toBe("1");
+    expect(r.headers.get("x-ratelimit-limit")).toBe("10");
+    expect(r.headers.get("x-ratelimit-remaining")).toBe("0");
+    expect(Number(r.headers.get("x-ratelimit-reset"))).toBeGreaterThanOrEqual(1);
+    expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const body = await r.json();
+    expect(body).toEqual({ error: { message: expect.any(String), type: "rate_limit_error", retry_after_secs: 1 } });
+    expect(Number.isInteger(body.error.retry_after_secs)).toBe(true);
+    clock.advance(1000);
+    expect((await gw.api("/api/v1/rate-limits/tiers", { token })).status).toBe(200);
+  });
+
+  test("token exchange: 30 parallel exchanges by a pro tenant -> exactly 10 pass (10/min group)", async () => {
+    gw.ctx.rateLimiter = new RateLimiter(new SqliteTierStore(gw.ctx.db), { clock, metrics: gw.ctx.metrics });
+    const admin = await gw.token("tx", ["ManageConfig"]);
+    expect((await gw.api("/api/v1/rate-limits/tx", { token: admin, method: "PUT", json: { tier: "pro" } })).status).toBe(200);
+    const { key } = gw.ctx.apiKeys.create("tx", "k");
+    const rs = await Promise.all(Array.from({ length: 30 }, () => gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } })));
+    expect(rs.filter((r) => r.status === 200).length).toBe(10);
+    const r = rs.find((r) => r.status === 429)!;
+    expect((await r.json()).error.retry_after_secs).toBe(6);
+  });
+
+  test("two tenants: neither sees nor spends the other's rate-limit state", async () => {
+    const a = await gw.token("iso-a", ["ViewMetrics", "ManageConfig"]);
+    const b = await gw.token("iso-b", ["ViewMetrics", "ManageConfig"]);
+    expect((await gw.api("/api/v1/rate-limits/iso-a", { token: a, method: "PUT", json: { tier: "enterprise" } })).status).toBe(200);
+    // b cannot read, change or reset a's assignment
+    for (const method of ["GET", "PUT", "DELETE"]) {
+      const r = await gw.api("/api/v1/rate-limits/iso-a", { token: b, method, json: method === "PUT" ? { tier: "starter" } : undefined });
+      expect(r.status).toBe(404);
+      expect((await r.json()).error.type).toBe("not_found");
+    }
+    const listB = await (await gw.api("/api/v1/rate-limits", { token: b })).json();
+    expect(listB.tenants.map((t: any) => t.tenantId)).toEqual(["iso-b"]);
+    expect(listB.tenants[0].tier).toBe("starter");
+    // b exhausting its own bucket leaves a untouched
+    const rs = await Promise.all(Array.from({ length: 30 }, () => gw.api("/api/v1/rate-limits/tiers", { token: b })));
+    expect(rs.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    const ra = await gw.api("/api/v1/rate-limits/iso-a", { token: a });
+    expect(ra.status).toBe(200);
+    const da = await ra.json();
+    expect(da.tier).toBe("enterprise");
+    expect(da.remaining.requestsPerSecond).toBeGreaterThan(490);
+  });
+});
