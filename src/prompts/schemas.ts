@@ -20,6 +20,12 @@ export const LIMITS = {
   maxTokens: 1_000_000,
 } as const;
 
+/**
+ * An enum as a union of literals. Not t.UnionEnum: Elysia gives an optional UnionEnum its first
+ * value as a default, so an omitted `status` filter would silently become DRAFT.
+ */
+const OneOf = <V extends string>(values: readonly V[]) => t.Union(values.map((v) => t.Literal(v)));
+
 const Uuid = t.String({ format: "uuid" });
 const Name = t.String({ minLength: 1, maxLength: LIMITS.name });
 const Template = t.String({ minLength: 1, maxLength: LIMITS.template });
@@ -27,7 +33,7 @@ const Model = t.String({ minLength: 1, maxLength: LIMITS.model });
 const Temperature = t.Number({ minimum: 0, maximum: 2 });
 const MaxTokens = t.Integer({ minimum: 1, maximum: LIMITS.maxTokens });
 const Message = t.String({ maxLength: LIMITS.message });
-const Status = t.UnionEnum([...PROMPT_STATUSES]);
+const Status = OneOf(PROMPT_STATUSES);
 
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
 export const VersionParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }), version: t.Integer({ minimum: 1 }) });
@@ -99,7 +105,7 @@ export const Execute = t.Object({
 });
 
 export const RunListQuery = t.Object({
-  status: t.Optional(t.UnionEnum([...RUN_STATUSES])),
+  status: t.Optional(OneOf(RUN_STATUSES)),
   version: t.Optional(t.Integer({ minimum: 1 })),
   ...PageQuery,
 });
@@ -115,7 +121,7 @@ export const FolderUpdate = t.Object({ name: t.Optional(Name), parentId: t.Optio
 export const ChainStepSchema = t.Object({
   modelId: Model,
   systemPrompt: t.Optional(t.String({ maxLength: LIMITS.systemPrompt })),
-  transform: t.Optional(t.UnionEnum([...TRANSFORMS])),
+  transform: t.Optional(OneOf(TRANSFORMS)),
   field: t.Optional(t.String({ minLength: 1, maxLength: LIMITS.field })),
   template: t.Optional(t.String({ minLength: 1, maxLength: LIMITS.template })),
   maxTokens: t.Optional(MaxTokens),
@@ -134,7 +140,7 @@ const TextPart = t.Object({ type: t.String(), text: t.Optional(t.String()) });
 export const ChainExecute = t.Object({
   messages: t.Array(
     t.Object({
-      role: t.UnionEnum(["system", "user", "assistant"]),
+      role: OneOf(["system", "user", "assistant"] as const),
       content: t.Union([t.String({ maxLength: LIMITS.content }), t.Array(TextPart, { maxItems: 100 })]),
     }),
     { minItems: 1, maxItems: LIMITS.messages },

@@ -117,7 +117,7 @@ export function render(template: string, values: Record<string, unknown> = {}): 
       continue;
     }
     const text = coerce(given, v.varType);
-    if (text === undefined) throw badRequest(`variable '${v.name}' must be a ${v.varType}`);
+    if (text === undefined) throw badRequest(`variable '${v.name}' must be of type ${v.varType}`);
     rendered.set(v.name, text);
   }
   if (missing.length) throw badRequest(`missing value for template variable${missing.length > 1 ? "s" : ""} ${missing.map((m) => `'${m}'`).join(", ")}`);
