@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, type Embedder } from "../../src/cache/embedding/index";
+
+const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
+
+describe("local embedder (USE-lite)", () => {
+  let emb: LocalEmbedder;
+  beforeAll(async () => {
+    emb = new LocalEmbedder();
+    await emb.load();
+  }, 120_000);
+  afterAll(async () => {
+    await emb.close();
+  });
+
+  test("loads and reports its shape", () => {
+    expect(emb.isReady()).toBe(true);
+    expect(emb.dimensions).toBe(512);
+    expect(emb.id).toBe("local:use-lite-512");
+  });
+
+  test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
+    const [a, b, c] = await emb.embed([
+      "How do I reset my Gmail password?",
+      "How can I change the password of my Gmail account?",
+      "What is the boiling point of water at sea level?",
+    ]);
+    for (const v of [a!, b!, c!]) expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-3);
+    expect(dot(a!, b!)).toBeGreaterThan(dot(a!, c!) + 0.2);
+    expect(dot(a!, b!)).toBeGreaterThan(0.7);
+  });
+
+  test("case and whitespace do not change the vector", async () => {
+    const [a, b] = await emb.embed(["What Is   The Capital of France?", "what is the capital of france?"]);
+    expect(dot(a!, b!)).toBeGreaterThan(0.9999);
+  });
+
+  test("concurrent calls are micro-batched and every caller gets its own vectors in order", async () => {
+    const texts = Array.from({ length: 12 }, (_, i) => `question number ${i} about topic ${String.fromCharCode(97 + i)}`);
+    const [solo] = await Promise.all([emb.embed([texts[5]!])]);
+    const before = emb.batchesRun;
+    const results = await Promise.all(texts.map((t) => emb.embed([t])));
+    expect(emb.batchesRun - before).toBeLessThan(texts.length); // batched
+    expect(dot(results[5]![0]!, solo![0]!)).toBeGreaterThan(0.9999); // right vector for the right caller
+    const multi = await emb.embed([texts[3]!, texts[7]!, texts[3]!]);
+    expect(multi.length).toBe(3);
+    expect(dot(multi[0]!, results[3]![0]!)).toBeGreaterThan(0.9999);
+    expect(dot(multi[1]!, results[7]![0]!)).toBeGreaterThan(0.9999);
+    expect(dot(multi[2]!, multi[0]!)).toBeGreaterThan(0.9999);
+    expect(await emb.embed([])).toEqual([]);
+  });
+
+  test("LRU wrapper prevents re-embedding the same text", async () => {
+    let calls = 0;
+    let texts = 0;
+    const counting: Embedder = {
+      id: emb.id,
+      dimensions: emb.dimensions,
+      load: () => emb.load(),
+      isReady: () => emb.isReady(),
+      embed: (t) => {
+        calls++;
+        texts += t.length;
+        return emb.embed(t);
+      },
+      close: async () => {},
+    };
+    const cached = new CachedEmbedder(counting, 100);
+    const first = await cached.embed(["alpha beta", "gamma delta"]);
+    const second = await cached.embed(["gamma delta", "alpha beta", "epsilon"]);
+    expect(calls).toBe(2);
+    expect(texts).toBe(3); // only "epsilon" was new
+    expect(dot(first[0]!, second[1]!)).toBeGreaterThan(0.9999);
+    await Promise.all([cached.embed(["zeta"]), cached.embed(["zeta"])]); // concurrent duplicates share one call
+    expect(texts).toBe(4);
+    second[0]![0] = 42; // callers get copies
+    expect((await cached.embed(["gamma delta"]))[0]![0]).not.toBe(42);
+    expect(cached.hits).toBeGreaterThan(0);
+  });
+});
+
+describe("remote embedder (OpenAI-compatible)", () => {
+  let server: ReturnType<typeof Bun.serve>;
+  let lastAuth = "";
+  beforeAll(() => {
+    server = Bun.serve({
+      port: 0,
+      async fetch(req) {
+        const url = new URL(req.url);
+        lastAuth = req.headers.get("authorization") ?? "";
+        if (url.pathname === "/ok/v1/embeddings") {
+          const body = (await req.json()) as { model: string; input: string[] };
+          // Deterministic 3-d vectors, returned out of order to test the `index` handling.
+          const data = body.input.map((t, i) => ({ object: "embedding", index: i, embedding: [t.length, 1, 0] }));
+          return Response.json({ object: "list", model: body.model, data: data.reverse() });
+        }
+        if (url.pathname === "/fail/v1/embeddings") return new Response("upstream exploded", { status: 500 });
+        if (url.pathname === "/bad/v1/embeddings") return Response.json({ data: [] });
+        if (url.pathname === "/slow/v1/embeddings") {
+          await Bun.sleep(500);
+          return Response.json({ data: [] });
+        }
+        return new Response("not found", { status: 404 });
+      },
+    });
+  });
+  afterAll(() => {
+    server.stop(true);
+  });
+  const base = (p: string) => `http://127.0.0.1:${server.port}/${p}/v1`;
+
+  test("returns normalised vectors in input order and sends the API key", async () => {
+    const emb = createEmbedder({ provider: "openai", baseUrl: base("ok"), model: "fake-embed", apiKey: "sk-test", lruSize: 0 });
+    expect(emb).toBeInstanceOf(RemoteEmbedder);
+    const vs = await emb.embed(["a", "abcd"]);
+    expect(lastAuth).toBe("Bearer sk-test");
+    expect(emb.dimensions).toBe(3);
+    expect(emb.id).toBe("openai:fake-embed");
+    expect(Math.abs(norm(vs[0]!) - 1)).toBeLessThan(1e-6);
+    expect(vs[0]![0]).toBeCloseTo(1 / Math.sqrt(2), 5); // [1,1,0] normalised
+    expect(vs[1]![0]).toBeCloseTo(4 / Math.sqrt(17), 5); // [4,1,0] normalised
+    await emb.load();
+    expect(emb.isReady()).toBe(true);
+  });
+
+  test("HTTP failure throws EmbeddingError", async () => {
+    const emb = new RemoteEmbedder({ baseUrl: base("fail"), model: "m" });
+    const err = await emb.embed(["x"]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EmbeddingError);
+    expect((err as Error).message).toContain("500");
+  });
+
+  test("malformed body, timeout and unreachable host throw EmbeddingError", async () => {
+    await expect(new RemoteEmbedder({ baseUrl: base("bad"), model: "m" }).embed(["x"])).rejects.toBeInstanceOf(EmbeddingError);
+    await expect(new RemoteEmbedder({ baseUrl: base("slow"), model: "m", timeoutMs: 50 }).embed(["x"])).rejects.toBeInstanceOf(EmbeddingError);
+    await expect(new RemoteEmbedder({ baseUrl: "http://127.0.0.1:1/v1", model: "m" }).embed(["x"])).rejects.toBeInstanceOf(EmbeddingError);
+  });
+
+  test("the cached wrapper passes errors through", async () => {
+    const emb = createEmbedder({ provider: "openai", baseUrl: base("fail"), model: "m" });
+    expect(emb).toBeInstanceOf(CachedEmbedder);
+    await expect(emb.embed(["x"])).rejects.toBeInstanceOf(EmbeddingError);
+  });
+});

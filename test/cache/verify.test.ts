@@ -1,0 +1,90 @@
+import { describe, expect, test } from "bun:test";
+import { analyzePair, verifyPair } from "../../src/cache/verify/index";
+
+// The cosine passed in is what USE-lite typically gives such pairs (high), so
+// these tests check that the verifier, not the threshold, makes the decision.
+describe("verifyPair", () => {
+  test("entity swap is rejected", () => {
+    const r = verifyPair("What is the capital of Germany?", "What is the capital of France?", 0.93);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toStartWith("entity-mismatch");
+  });
+
+  test("entity swap in lower case is rejected (names known from general word statistics)", () => {
+    expect(verifyPair("what is the capital of germany", "what is the capital of france", 0.93).accept).toBe(false);
+  });
+
+  test("number change is rejected", () => {
+    const r = verifyPair("Who won the World Cup in 2014?", "Who won the World Cup in 2018?", 0.97);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toStartWith("number-mismatch");
+    expect(verifyPair("What are the best laptops under 500 dollars?", "What are the best laptops under 1,000 dollars?", 0.97).accept).toBe(false);
+    expect(verifyPair("Is the iPhone 7 waterproof?", "Is the iPhone 8 waterproof?", 0.98).accept).toBe(false);
+  });
+
+  test("negation is rejected", () => {
+    const r = verifyPair("Why don't cats like water?", "Why do cats like water?", 0.96);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toBe("negation-mismatch");
+    expect(verifyPair("Which foods are not safe for dogs?", "Which foods are safe for dogs?", 0.95).accept).toBe(false);
+  });
+
+  test("order swap is rejected", () => {
+    const r = verifyPair("How do I convert ethanoic acid to ethanol?", "How do I convert ethanol to ethanoic acid?", 0.99);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toStartWith("order-swap");
+    expect(verifyPair("Is a dolphin bigger than a shark?", "Is a shark bigger than a dolphin?", 0.99).accept).toBe(false);
+  });
+
+  test("symmetric relations and reordered compounds are not order swaps", () => {
+    expect(analyzePair("What is the difference between tea and coffee?", "What is the difference between coffee and tea?").orderSwap).toBeNull();
+    expect(analyzePair("How do I reset my Gmail account password?", "How can I reset the password for my Gmail account?").orderSwap).toBeNull();
+  });
+
+  test("asked-for attribute change is rejected", () => {
+    const r = verifyPair("When was the Eiffel Tower built?", "Where was the Eiffel Tower built?", 0.95);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toStartWith("asks-differ");
+  });
+
+  test("case/punctuation/whitespace-only change is accepted", () => {
+    const r = verifyPair("  what are the best books about OFFICE politics  ", "What are the best books about office politics?", 0.9);
+    expect(r.accept).toBe(true);
+    expect(r.reason).toBe("surface-identical");
+    expect(r.score).toBe(1);
+  });
+
+  test("a one-letter typo is accepted", () => {
+    expect(verifyPair("What does a mentailst do and how?", "What does a mentalist do and how?", 0.9).accept).toBe(true);
+  });
+
+  test("plain paraphrase is accepted", () => {
+    const r = verifyPair("How can I reset the password for my Gmail account?", "How do I reset my Gmail account password?", 0.9);
+    expect(r.accept).toBe(true);
+    expect(r.reason).toBe("ok");
+    expect(verifyPair("What are some good books on machine learning?", "Which good books are there for machine learning?", 0.9).accept).toBe(true);
+  });
+
+  test("low cosine is never accepted", () => {
+    const r = verifyPair("How do I learn Java?", "How can I learn Java?", 0.6);
+    expect(r.accept).toBe(false);
+    expect(r.reason).toBe("low-score");
+  });
+
+  test("extra content words need a very high cosine", () => {
+    // 'quickly' and 'beginner' are on one side only.
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.9).accept).toBe(false);
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.97).accept).toBe(true);
+  });
+
+  test("words in another script and quoted terms must match", () => {
+    expect(verifyPair("How do I translate '才' to English?", "How do I translate '竟然' to English?", 1).accept).toBe(false);
+  });
+
+  test("is fast", () => {
+    verifyPair("warm up the vocabulary", "warm up", 0.9);
+    const t = performance.now();
+    for (let i = 0; i < 1000; i++) verifyPair(`How do I convert ${i} miles to kilometers?`, "How many kilometers are in a mile?", 0.9);
+    expect((performance.now() - t) / 1000).toBeLessThan(1); // ms per pair
+  });
+});
