@@ -1,0 +1,226 @@
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SignJWT } from "jose";
+import { startGateway, TEST_JWT_SECRET, type TestGateway } from "./helpers/gateway";
+import { loadConfig } from "../src/core/config";
+import { startServer, type RunningServer } from "../src/server";
+import { Logger } from "../src/core/log";
+import { FakeClock, RateLimiter, SqliteTierStore } from "../src/ratelimit";
+import pkg from "../package.json";
+
+const RID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startGateway({ rate_limits: { enabled: true }, server: { max_body_bytes: 4096 } });
+  gw.ctx.rateLimiter = new RateLimiter(new SqliteTierStore(gw.ctx.db), { clock: new FakeClock(), metrics: gw.ctx.metrics });
+});
+afterAll(() => gw.stop());
+
+describe("operational endpoints", () => {
+  test("GET /health -> 200 {status: ok}, no credentials needed", async () => {
+    const r = await gw.api("/health");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: "ok" });
+    expect(r.headers.get("x-request-id")).toMatch(RID);
+  });
+
+  test("GET /ready -> 200 with every check; 503 service_unavailable naming the failed check", async () => {
+    const r = await gw.api("/ready");
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: "ready", checks: { database: true, migrations: true, embedder: true } });
+    const saved = gw.ctx.readiness.embedder;
+    gw.ctx.readiness.embedder = () => false;
+    try {
+      const r2 = await gw.api("/ready");
+      expect(r2.status).toBe(503);
+      const body = await r2.json();
+      expect(body.error.type).toBe("service_unavailable");
+      expect(body.error.message).toContain("embedder");
+      expect(body.error.checks).toEqual({ database: true, migrations: true, embedder: false });
+      expect(r2.headers.get("x-request-id")).toMatch(RID);
+    } finally {
+      gw.ctx.readiness.embedder = saved;
+    }
+  });
+
+  test("GET / -> information document", async () => {
+    const r = await gw.api("/");
+    expect(r.status).toBe(200);
+    const body = await r.json();
+    expect(body.service).toBe("svc");
+    expect(body.version).toBe(pkg.version);
+    expect(typeof body.description).toBe("string");
+    expect(body.documentation).toEqual({ openapi: "/openapi.json", swagger: "/docs" });
+    expect(body.endpoints["chat-completions"]).toEqual({ method: "POST", path: "/v1/chat/completions" });
+    expect(body.endpoints.messages).toEqual({ method: "POST", path: "/v1/messages" });
+    expect(body.endpoints["generate-content"]).toEqual({ method: "POST", path: "/v1beta/models/{model}/generateContent" });
+    expect(body.endpoints.chat).toEqual({ method: "POST", path: "/v1/chat" });
+    expect(body.endpoints.generate).toEqual({ method: "POST", path: "/v1/generate" });
+    expect(body.endpoints.embed).toEqual({ method: "POST", path: "/v1/embed" });
+  });
+
+  test("GET /metrics -> Prometheus text with per-route-template counters and histograms", async () => {
+    const token = await gw.token("metrics-t", ["ViewMetrics"]);
+    await gw.api("/api/v1/rate-limits/metrics-t", { token });
+    await gw.api("/api/v1/rate-limits/someone-else", { token });
+    await gw.api("/no/such/path/123");
+    const r = await gw.api("/metrics");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toContain("text/plain");
+    const text = await r.text();
+    expect(text).toContain('svc_http_requests_total{method="GET",route="/api/v1/rate-limits/:tenant_id",status="200"}');
+    expect(text).toContain('svc_http_requests_total{method="GET",route="/api/v1/rate-limits/:tenant_id",status="404"}');
+    expect(text).toContain('svc_http_requests_total{method="GET",route="unmatched",status="404"}');
+    expect(text).toContain('svc_http_request_duration_seconds_bucket{le="0.005",method="GET",route="/health",status="200"}');
+    // raw paths never become labels
+    expect(text).not.toContain("metrics-t");
+    expect(text).not.toContain("/no/such/path");
+    expect(text).toContain("svc_process_");
+  });
+
+  test("GET /stats -> uptime, request counts, cache hits/misses per tier from the metrics registry", async () => {
+    gw.ctx.metrics.cacheLookups.inc({ style: "openai", tier: "exact", result: "hit" }, 3);
+    gw.ctx.metrics.cacheLookups.inc({ style: "openai", tier: "semantic", result: "hit" }, 1);
+    gw.ctx.metrics.cacheLookups.inc({ style: "openai", tier: "none", result: "miss" }, 4);
+    const r = await gw.api("/stats");
+    expect(r.status).toBe(200);
+    const s = await r.json();
+    expect(s.uptimeSecs).toBeGreaterThanOrEqual(0);
+    expect(s.requests.total).toBeGreaterThan(3);
+    expect(s.requests.byStatus["2xx"]).toBeGreaterThan(0);
+    expect(s.cache.hits).toBe(4);
+    expect(s.cache.misses).toBe(4);
+    expect(s.cache.hitRate).toBe(0.5);
+    expect(s.cache.tiers.exact).toEqual({ hits: 3, misses: 0 });
+    expect(s.cache.tiers.semantic).toEqual({ hits: 1, misses: 0 });
+    expect(s.tenants.active).toBeGreaterThanOrEqual(1);
+  });
+
+  test("GET /openapi.json -> OpenAPI 3.x listing every route; GET /docs -> Swagger UI served offline", async () => {
+    const r = await gw.api("/openapi.json");
+    expect(r.status).toBe(200);
+    const spec = await r.json();
+    expect(spec.openapi).toMatch(/^3\./);
+    expect(spec.info.title).toBe("svc");
+    const documented = new Set<string>();
+    const norm = (p: string) => p.replace(/\/$/, "") || "/";
+    for (const [path, ops] of Object.entries<any>(spec.paths)) for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${norm(path)}`);
+    const hidden = new Set(["/openapi.json", "/docs", "/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"]);
+    const app = (await import("../src/app")).createApp(gw.ctx);
+    expect(app.routes.length).toBeGreaterThan(8);
+    for (const route of app.routes) {
+      if (hidden.has(route.path)) continue;
+      const p = norm(route.path.replace(/:(\w+)/g, "{$1}"));
+      expect(`${route.method} ${p}: ${documented.has(`${route.method} ${p}`)}`).toBe(`${route.method} ${p}: true`);
+    }
+    expect(documented.has("PUT /api/v1/rate-limits/{tenant_id}")).toBe(true);
+    expect(documented.has("GET /health")).toBe(true);
+    const d = await gw.api("/docs");
+    expect(d.status).toBe(200);
+    const html = await d.text();
+    expect(html).toContain("/docs/assets/swagger-ui-bundle.js");
+    expect(html).not.toMatch(/https?:\/\/(unpkg|cdn)/);
+    const js = await gw.api("/docs/assets/swagger-ui-bundle.js");
+    expect(js.status).toBe(200);
+    expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+    expect((await gw.api("/docs/assets/swagger-ui.css")).status).toBe(200);
+  });
+});
+
+describe("bad input matrix (doc1 envelope, X-Request-ID on every response)", () => {
+  const path = "/api/v1/rate-limits/matrix";
+  const envelope = async (r: Response, status: number, type: string) => {
+    expect(r.status).toBe(status);
+    expect(r.headers.get("x-request-id")).toMatch(RID);
+    const body = await r.json();
+    expect(body).toEqual({ error: { message: expect.any(String), type, ...(type === "rate_limit_error" ? { retry_after_secs: expect.any(Number) } : {}) } });
+  };
+  test("missing token -> 401", async () => envelope(await gw.api(path), 401, "authentication_error"));
+  test("garbage token -> 401", async () => envelope(await gw.api(path, { token: "not-a-token" }), 401, "authentication_error"));
+  test("bad signature -> 401", async () => {
+    const forged = await new SignJWT({ tenant_id: "matrix", permissions: ["ViewMetrics"] })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode("another-secret-another-secret!!"));
+    await envelope(await gw.api(path, { token: forged }), 401, "authentication_error");
+  });
+  test("expired token -> 401 'access token expired'", async () => {
+    const expired = await new SignJWT({ tenant_id: "matrix", permissions: ["ViewMetrics"] })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const r = await gw.api(path, { token: expired });
+    expect(r.status).toBe(401);
+    expect((await r.json()).error.message).toBe("access token expired");
+  });
+  test("wrong permission -> 403 (GET needs ViewMetrics, PUT/DELETE need ManageConfig)", async () => {
+    const viewer = await gw.token("matrix", ["ViewMetrics"]);
+    const nobody = await gw.token("matrix", []);
+    await envelope(await gw.api(path, { token: nobody }), 403, "authorization_error");
+    await envelope(await gw.api(path, { token: viewer, method: "PUT", json: { tier: "pro" } }), 403, "authorization_error");
+    await envelope(await gw.api(path, { token: viewer, method: "DELETE" }), 403, "authorization_error");
+    const admin = await gw.token("matrix", ["WorkspaceAdmin"]);
+    expect((await gw.api(path, { token: admin, method: "PUT", json: { tier: "pro" } })).status).toBe(200);
+    const del = await gw.api(path, { token: admin, method: "DELETE" });
+    expect(del.status).toBe(200);
+    expect((await del.json()).tier).toBe("starter");
+  });
+  test("malformed JSON -> 400 invalid_request_error; unknown tier -> 400 validation_error", async () => {
+    const admin = await gw.token("matrix", ["ManageConfig"]);
+    await envelope(await gw.api(path, { token: admin, method: "PUT", body: "{tier:", headers: { "content-type": "application/json" } }), 400, "invalid_request_error");
+    await envelope(await gw.api(path, { token: admin, method: "PUT", json: { tier: "gold" } }), 400, "validation_error");
+    await envelope(await gw.api(path, { token: admin, method: "PUT", json: {} }), 400, "validation_error");
+  });
+  test("oversize body -> 413 invalid_request_error envelope, counted in metrics", async () => {
+    const admin = await gw.token("matrix", ["ManageConfig"]);
+    await envelope(await gw.api(path, { token: admin, method: "PUT", json: { tier: "pro", pad: "x".repeat(10_000) } }), 413, "invalid_request_error");
+    expect(await (await gw.api("/metrics")).text()).toContain('svc_http_requests_total{method="PUT",route="unmatched",status="413"}');
+  });
+  test("unknown route -> 404; rate limited -> 429 (both with X-Request-ID)", async () => {
+    await envelope(await gw.api("/api/v1/nothing-here"), 404, "not_found");
+    const token = await gw.token("matrix-429", ["ViewMetrics"]);
+    const rs = await Promise.all(Array.from({ length: 15 }, () => gw.api("/api/v1/rate-limits/tiers", { token })));
+    await envelope(rs.find((r) => r.status === 429)!, 429, "rate_limit_error");
+    expect(await (await gw.api("/metrics")).text()).toContain('svc_rate_limit_rejections_total{group="admin",limit="requests_per_second"} 5');
+  });
+});
+
+describe("request log", () => {
+  let s: RunningServer;
+  let dir: string;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "svc-log-"));
+    const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET }, { server: { host: "127.0.0.1", port: 0, request_log: true } });
+    s = await startServer(config, { logger: new Logger("info", (l) => lines.push(l)) });
+  });
+  afterAll(async () => {
+    await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  test("one JSON line per request: request id, tenant, route template, method, status, latency", async () => {
+    const token = await s.ctx.tokens.sign({ tenantId: "log-t", permissions: ["ViewMetrics"] });
+    const rid = crypto.randomUUID();
+    const r = await fetch(`${s.url}/api/v1/rate-limits/log-t`, { headers: { authorization: `Bearer ${token}`, "x-request-id": rid } });
+    expect(r.status).toBe(200);
+    await fetch(`${s.url}/health`);
+    await Bun.sleep(20);
+    const logs = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    const a = logs.find((l) => l.request_id === rid)!;
+    expect(a).toMatchObject({ level: "info", tenant: "log-t", route: "/api/v1/rate-limits/:tenant_id", method: "GET", status: 200 });
+    expect(typeof a.latency_ms).toBe("number");
+    const h = logs.find((l) => l.route === "/health")!;
+    expect(h.tenant).toBeUndefined();
+    expect(h.status).toBe(200);
+  });
+  test("server.request_log=false: no request lines", async () => {
+    const before = lines.length;
+    const quiet = await startGateway(); // the helper turns request logs off
+    await quiet.api("/health");
+    await quiet.stop();
+    expect(lines.length).toBe(before);
+  });
+});
