@@ -30,6 +30,7 @@ export function engineSettings(config: Config): EngineSettings {
       maxTurns: cc.max_turns,
     },
     verifyContextQuery: true,
+    verifyContextTurns: true,
     quantization: c.index_quantization,
     singleFlightWaitMs: c.single_flight_wait_ms,
     candidates: 8,

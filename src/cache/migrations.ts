@@ -38,4 +38,12 @@ export const CACHE_MIGRATIONS: Migration[] = [
       db.run("CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL");
     },
   },
+  {
+    // the earlier user turns of a context entry (texts + f32 vectors), checked pairwise by the verifier
+    id: "0101_cache_context_users",
+    up: (db) => {
+      db.run("ALTER TABLE cache_entries ADD COLUMN context_users TEXT");
+      db.run("ALTER TABLE cache_entries ADD COLUMN context_user_vecs BLOB");
+    },
+  },
 ];

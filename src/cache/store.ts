@@ -16,6 +16,8 @@ export interface NewEntry {
   queryText: string | null;
   queryVec: Float32Array | null;
   contextVec: Float32Array | null;
+  /** earlier user turns (context mode): texts and their vectors */
+  contextUsers: Array<{ text: string; vec: Float32Array }> | null;
   codeScope: string | null;
   codeHash: string | null;
   payload: string;
@@ -38,6 +40,7 @@ export interface Candidate {
   queryText: string;
   queryVec: Float32Array;
   contextVec: Float32Array | null;
+  contextUsers: Array<{ text: string; vec: Float32Array }> | null;
   expiresAt: number | null;
 }
 
@@ -92,6 +95,16 @@ const fromBlob = (b: Uint8Array | null): Float32Array | null => {
   return new Float32Array(copy.buffer);
 };
 
+function concat(vs: Float32Array[]): Float32Array {
+  const out = new Float32Array(vs.reduce((n, v) => n + v.length, 0));
+  let o = 0;
+  for (const v of vs) {
+    out.set(v, o);
+    o += v.length;
+  }
+  return out;
+}
+
 const REMOVED = "RETURNING vec_key AS vecKey, partition, exact_key AS exactKey";
 
 export class SqliteCacheRepo implements CacheRepo {
@@ -109,13 +122,31 @@ export class SqliteCacheRepo implements CacheRepo {
   }
 
   candidate(vecKey: number): Candidate | undefined {
-    const r = this.t.get<{ vecKey: number; id: string; queryText: string; q: Uint8Array; c: Uint8Array | null; expiresAt: number | null }>(
-      `SELECT vec_key AS vecKey, id, query_text AS queryText, query_vec AS q, context_vec AS c, expires_at AS expiresAt
+    const r = this.t.get<{
+      vecKey: number;
+      id: string;
+      queryText: string;
+      q: Uint8Array;
+      c: Uint8Array | null;
+      users: string | null;
+      uv: Uint8Array | null;
+      expiresAt: number | null;
+    }>(
+      `SELECT vec_key AS vecKey, id, query_text AS queryText, query_vec AS q, context_vec AS c, context_users AS users,
+         context_user_vecs AS uv, expires_at AS expiresAt
        FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k`,
       { k: vecKey },
     );
     if (!r || !r.q) return undefined;
-    return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec: fromBlob(r.q)!, contextVec: fromBlob(r.c), expiresAt: r.expiresAt };
+    const queryVec = fromBlob(r.q)!;
+    let contextUsers: Candidate["contextUsers"] = null;
+    if (r.users !== null) {
+      const texts = JSON.parse(r.users) as string[];
+      const all = fromBlob(r.uv) ?? new Float32Array(0);
+      const d = queryVec.length;
+      contextUsers = texts.map((text, i) => ({ text, vec: all.subarray(i * d, (i + 1) * d) }));
+    }
+    return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec, contextVec: fromBlob(r.c), contextUsers, expiresAt: r.expiresAt };
   }
 
   payload(vecKey: number): ExactRow | undefined {
@@ -131,8 +162,8 @@ export class SqliteCacheRepo implements CacheRepo {
       const replaced = this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
       const r = this.t.run(
         `INSERT INTO cache_entries (id, tenant_id, exact_key, partition, mode, style, model, query_text, query_vec, context_vec,
-           code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
-         VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv,
+           context_users, context_user_vecs, code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
+         VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv, $users, $uv,
            $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)`,
         {
           id: e.id,
@@ -144,6 +175,8 @@ export class SqliteCacheRepo implements CacheRepo {
           query: e.queryText,
           qv: toBlob(e.queryVec),
           cv: toBlob(e.contextVec),
+          users: e.contextUsers ? JSON.stringify(e.contextUsers.map((u) => u.text)) : null,
+          uv: e.contextUsers ? toBlob(concat(e.contextUsers.map((u) => u.vec))) : null,
           codeScope: e.codeScope,
           codeHash: e.codeHash,
           payload: e.payload,
