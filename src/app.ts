@@ -16,6 +16,7 @@ import { opsRoutes } from "./ops/routes";
 import { docsRoutes } from "./ops/docs";
 import { RateLimiter, SqliteTierStore, rateLimitRoutes } from "./ratelimit";
 import { promptRoutes } from "./prompts/routes";
+import { installGateway, gatewayRoutes } from "./gateway/routes";
 
 export interface ContextOptions {
   logger?: Logger;
@@ -40,6 +41,7 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   };
   ctx.requests = new RequestObserver(ctx);
   ctx.rateLimiter = new RateLimiter(new SqliteTierStore(db), { enabled: config.rate_limits.enabled, metrics: ctx.metrics });
+  installGateway(ctx); // sets ctx.gateway
   return ctx;
 }
 
@@ -73,7 +75,8 @@ export function createApp(ctx: AppContext) {
     .use(docsRoutes())
     .use(rateLimitRoutes(ctx))
     .use(authRoutes(ctx))
-    .use(promptRoutes(ctx));
+    .use(promptRoutes(ctx))
+    .use(gatewayRoutes(ctx));
   return app;
 }
 

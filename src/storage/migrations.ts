@@ -8,10 +8,11 @@ import { CORE_MIGRATIONS } from "../core/migrations";
 import { RATELIMIT_MIGRATIONS } from "../ratelimit/store";
 import { PROMPTS_MIGRATIONS } from "../prompts/migrations";
 import { CACHE_MIGRATIONS } from "../cache/migrations";
+import { GATEWAY_MIGRATIONS } from "../gateway/usage";
 
 export interface Migration {
   id: string;
   up: string | ((db: Database) => void);
 }
 
-export const MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, ...RATELIMIT_MIGRATIONS, ...PROMPTS_MIGRATIONS, ...CACHE_MIGRATIONS];
+export const MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, ...RATELIMIT_MIGRATIONS, ...PROMPTS_MIGRATIONS, ...CACHE_MIGRATIONS, ...GATEWAY_MIGRATIONS];

@@ -1,0 +1,116 @@
+/**
+ * What a provider style contributes to the shared proxy pipeline (src/gateway/pipeline.ts).
+ * An adapter only knows its wire format: it validates and parses a request, names the cache
+ * key parts, builds the upstream request, and encodes (cached) responses back into its JSON
+ * and streaming formats. Auth, rate limits, cache, upstream I/O, metrics and errors live in
+ * the pipeline. A new style is one new file in adapters/ plus its entries in routes.ts.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { createHash } from "node:crypto";
+import type { ProviderName } from "../core/config";
+import type { CacheKeyInput, CacheTier, Turn } from "../cache/types";
+import type { SseEvent } from "./sse";
+
+export type KeyParts = Pick<CacheKeyInput, "style" | "model" | "scope" | "turns" | "sessionId">;
+
+/** A parsed, validated client request, ready for the pipeline. */
+export interface ProxyCall {
+  model: string;
+  stream: boolean;
+  /** cache key parts; null = this request is never cached */
+  key: KeyParts | null;
+  upstream: { method: "GET" | "POST"; path: string; body?: unknown };
+  /** adapter-private details the encoders need (e.g. the session id, include_usage) */
+  meta: Record<string, unknown>;
+}
+
+/** Cache facts attached to a response in the style's metadata object. */
+export interface CacheMeta {
+  status: "HIT" | "MISS" | "BYPASS";
+  tier?: CacheTier;
+  similarity: number;
+  contextSimilarity?: number;
+  lookupMs: number;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Rebuilds a non-streamed response body from the upstream stream's events. */
+export interface Assembler {
+  push(ev: SseEvent): void;
+  /** the complete body, or undefined if the stream did not finish normally */
+  result(): unknown | undefined;
+}
+
+export interface StreamCodec {
+  format: "sse" | "ndjson";
+  contentType: string;
+  assembler(call: ProxyCall): Assembler;
+  /** frames (already serialised) replaying a cached body as this style's stream */
+  replay(body: any, call: ProxyCall, meta: CacheMeta): string[];
+  /** a frame telling the client the stream failed, if the style has one */
+  errorFrame?(message: string): string;
+}
+
+export interface RequestInput {
+  body: any;
+  /** path parameters (model for generate-content) */
+  params: Record<string, string>;
+  url: URL;
+  headers: Headers;
+}
+
+export interface Endpoint {
+  /** metric/route label, e.g. "openai.chat_completions" */
+  id: string;
+  provider: ProviderName;
+  method: "GET" | "POST";
+  /** request body schema (TypeBox), checked before parse */
+  schema?: TSchema;
+  check?: TypeCheck<TSchema>;
+  /** header checks (e.g. anthropic-version); throws ApiError */
+  checkHeaders?(headers: Headers): void;
+  parse(input: RequestInput): ProxyCall;
+  /** cacheable endpoints only */
+  usageOf?(body: any): Usage;
+  textOf?(body: any): string;
+  decorate?(body: any, call: ProxyCall, meta: CacheMeta): any;
+  stream?: StreamCodec;
+}
+
+/** Provider-level wire details shared by a style's endpoints. */
+export interface ProviderWire {
+  name: ProviderName;
+  /** headers carrying the upstream key */
+  authHeaders(key: string): Record<string, string>;
+  /** client headers forwarded upstream (lower-case names) */
+  forwardHeaders: string[];
+  /** the key a caller passes through (messages style: x-api-key), if any */
+  passThroughKey?(headers: Headers, authenticatedVia: "authorization" | "other"): string | undefined;
+}
+
+export function compile(ep: Endpoint): Endpoint {
+  if (ep.schema && !ep.check) ep.check = TypeCompiler.Compile(ep.schema);
+  return ep;
+}
+
+export const sha = (s: string) => createHash("sha256").update(s).digest("hex").slice(0, 16);
+
+/** Compact JSON used when a structured part must become turn text. */
+export const compact = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+
+/** Drop the listed keys; what remains is the scope of a request (what changes the answer). */
+export function scopeOf(body: Record<string, unknown>, drop: string[]): Record<string, unknown> {
+  const scope: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (!drop.includes(k) && v !== undefined) scope[k] = v;
+  return scope;
+}
+
+/** Rough token estimate (4 characters per token) when a provider reports no usage. */
+export const estimateTokens = (text: string) => Math.max(1, Math.ceil(text.length / 4));
+
+export type { Turn };

@@ -1,0 +1,32 @@
+/**
+ * Model routing (CONTRACT.md): where svc itself picks the upstream for a model name.
+ * models.routes (name or glob -> provider) first, exact names before globs; then the defaults.
+ */
+import type { ProviderName } from "../core/config";
+
+export const DEFAULT_ROUTES: Array<[string, ProviderName]> = [
+  ["gpt-*", "openai"],
+  ["o1*", "openai"],
+  ["o3*", "openai"],
+  ["o4*", "openai"],
+  ["claude-*", "anthropic"],
+  ["gemini-*", "gemini"],
+  ["command*", "cohere"],
+];
+
+const globCache = new Map<string, RegExp>();
+function globRe(glob: string): RegExp {
+  let re = globCache.get(glob);
+  if (!re) {
+    re = new RegExp("^" + glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".") + "$", "i");
+    globCache.set(glob, re);
+  }
+  return re;
+}
+
+export function providerFor(model: string, routes: Record<string, ProviderName> = {}): ProviderName {
+  if (routes[model]) return routes[model]!;
+  for (const [glob, provider] of Object.entries(routes)) if (/[*?]/.test(glob) && globRe(glob).test(model)) return provider;
+  for (const [glob, provider] of DEFAULT_ROUTES) if (globRe(glob).test(model)) return provider;
+  return "openai";
+}

@@ -1,0 +1,151 @@
+/**
+ * Usage accounting: one row per proxied request (tenant, model, tokens in/out, cache status,
+ * latency, estimated cost saved). Analytics and budgets read `usage_records`.
+ * Writes are batched off the request path: buffered and flushed in one transaction every
+ * FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within ~FLUSH_MS.
+ */
+import type { Db } from "../storage/db";
+import { TenantDb } from "../storage/scoped";
+import type { Migration } from "../storage/migrations";
+import { uuid, now } from "../core/ids";
+import { costOf } from "./prices";
+
+export const GATEWAY_MIGRATIONS: Migration[] = [
+  {
+    id: "0100_gateway_usage_records",
+    up: `
+      CREATE TABLE usage_records (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        style TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        cache_status TEXT NOT NULL,
+        cache_tier TEXT,
+        streamed INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        latency_ms REAL NOT NULL,
+        cost_saved_usd REAL NOT NULL
+      );
+      CREATE INDEX usage_records_tenant_time ON usage_records(tenant_id, created_at);
+      CREATE INDEX usage_records_tenant_model ON usage_records(tenant_id, model, created_at);
+    `,
+  },
+];
+
+export interface UsageRecord {
+  tenantId: string;
+  requestId: string;
+  style: string;
+  provider: string;
+  endpoint: string;
+  model: string;
+  cacheStatus: "HIT" | "MISS" | "BYPASS";
+  cacheTier?: string;
+  streamed: boolean;
+  inputTokens: number;
+  outputTokens: number;
+  latencyMs: number;
+}
+
+export interface UsageRow extends UsageRecord {
+  id: string;
+  createdAt: string;
+  costSavedUsd: number;
+}
+
+/** Repository over TenantDb. */
+export class UsageRepo {
+  constructor(private readonly db: TenantDb) {}
+  insert(r: UsageRow) {
+    this.db.run(
+      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_saved_usd)
+       VALUES ($id, $tenant, $at, $rid, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $saved)`,
+      {
+        id: r.id,
+        at: r.createdAt,
+        rid: r.requestId,
+        style: r.style,
+        provider: r.provider,
+        endpoint: r.endpoint,
+        model: r.model,
+        status: r.cacheStatus,
+        tier: r.cacheTier ?? null,
+        streamed: r.streamed ? 1 : 0,
+        in: r.inputTokens,
+        out: r.outputTokens,
+        latency: r.latencyMs,
+        saved: r.costSavedUsd,
+      },
+    );
+  }
+  list(limit = 100): UsageRow[] {
+    return this.db
+      .all<any>(`SELECT * FROM usage_records WHERE tenant_id = $tenant ORDER BY created_at DESC, rowid DESC LIMIT $limit`, { limit })
+      .map((r) => ({
+        id: r.id,
+        tenantId: r.tenant_id,
+        createdAt: r.created_at,
+        requestId: r.request_id,
+        style: r.style,
+        provider: r.provider,
+        endpoint: r.endpoint,
+        model: r.model,
+        cacheStatus: r.cache_status,
+        cacheTier: r.cache_tier ?? undefined,
+        streamed: r.streamed === 1,
+        inputTokens: r.input_tokens,
+        outputTokens: r.output_tokens,
+        latencyMs: r.latency_ms,
+        costSavedUsd: r.cost_saved_usd,
+      }));
+  }
+}
+
+export class UsageRecorder {
+  static FLUSH_MS = 200;
+  static BATCH = 500;
+  private buf: UsageRow[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(private readonly db: Db, private readonly onError: (e: unknown) => void = () => {}) {}
+
+  repo(tenantId: string) {
+    return new UsageRepo(new TenantDb(this.db, tenantId));
+  }
+
+  record(r: UsageRecord) {
+    if (this.closed) return;
+    this.buf.push({ ...r, id: uuid(), createdAt: now(), costSavedUsd: r.cacheStatus === "HIT" ? costOf(r.model, r.inputTokens, r.outputTokens) : 0 });
+    if (this.buf.length >= UsageRecorder.BATCH) this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), UsageRecorder.FLUSH_MS);
+      (this.timer as any).unref?.();
+    }
+  }
+
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.buf.length === 0 || this.db.closed) return;
+    const rows = this.buf;
+    this.buf = [];
+    try {
+      this.db.tx(() => {
+        for (const r of rows) this.repo(r.tenantId).insert(r);
+      });
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+
+  close() {
+    this.flush();
+    this.closed = true;
+  }
+}

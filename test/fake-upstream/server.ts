@@ -1,0 +1,280 @@
+/**
+ * A fake upstream that speaks the four providers' real wire formats (JSON and streaming),
+ * records every request it receives (method, path + query, headers, body), and fails on demand:
+ *   fake.failNext({ kind: "status", status: 500 })      5xx
+ *   fake.failNext({ kind: "status", status: 400 })      4xx with the provider's own error body
+ *   fake.failNext({ kind: "hang" })                     never answers (timeouts)
+ *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
+ * Connection refused: point a provider at `closedPort()`.
+ * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
+ * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
+ * mentions "weather" gets a tool call instead of text.
+ */
+import type { Server } from "bun";
+
+export interface Recorded {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: any;
+}
+
+export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "cut" };
+
+export interface FakeUpstream {
+  url: string;
+  requests: Recorded[];
+  /** requests whose path starts with prefix */
+  received(prefix: string): Recorded[];
+  failNext(f: Failure): void;
+  reset(): void;
+  stop(): Promise<void>;
+  /** resolves once `n` stream cancellations (client went away) were seen */
+  cancelled: number;
+}
+
+const enc = new TextEncoder();
+
+function words(text: string): string[] {
+  const out = text.match(/\S+\s*/g) ?? [text];
+  return out;
+}
+
+function lastUserText(kind: string, body: any): string {
+  const textOf = (c: any): string =>
+    typeof c === "string" ? c : Array.isArray(c) ? c.map((p: any) => p.text ?? (p.inlineData ? `[${p.inlineData.mimeType}]` : "")).join(" ") : "";
+  switch (kind) {
+    case "openai":
+    case "anthropic": {
+      const users = (body.messages ?? []).filter((m: any) => m.role === "user");
+      return textOf(users[users.length - 1]?.content);
+    }
+    case "gemini": {
+      const users = (body.contents ?? []).filter((c: any) => (c.role ?? "user") === "user");
+      return textOf(users[users.length - 1]?.parts);
+    }
+    default:
+      return body.message ?? body.prompt ?? "";
+  }
+}
+
+const ERROR_BODIES: Record<string, (status: number) => unknown> = {
+  openai: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
+  anthropic: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
+  gemini: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
+  cohere: (s) => ({ message: `fake cohere error ${s}` }),
+};
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const requests: Recorded[] = [];
+  const failures: Failure[] = [];
+  let n = 0;
+  const state = { cancelled: 0 };
+
+  const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json" } });
+
+  /** A stream of frames; "cut" errors it after the first half. */
+  const streamOf = (frames: string[], contentType: string, cut: boolean) => {
+    let i = 0;
+    const limit = cut ? Math.max(1, Math.floor(frames.length / 2)) : frames.length;
+    return new Response(
+      new ReadableStream({
+        async pull(c) {
+          if (i >= limit) {
+            if (cut) c.error(new Error("cut"));
+            else c.close();
+            return;
+          }
+          c.enqueue(enc.encode(frames[i++]!));
+          await Bun.sleep(1);
+        },
+        cancel() {
+          state.cancelled++;
+        },
+      }),
+      { headers: { "content-type": contentType } },
+    );
+  };
+
+  const server: Server<unknown> = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const text = req.method === "POST" ? await req.text() : "";
+      let body: any = undefined;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = text;
+      }
+      const headers: Record<string, string> = {};
+      req.headers.forEach((v, k) => (headers[k] = v));
+      const path = url.pathname + url.search;
+      requests.push({ method: req.method, path, headers, body });
+      const kind = url.pathname.startsWith("/v1beta/")
+        ? "gemini"
+        : url.pathname.startsWith("/v1/messages")
+          ? "anthropic"
+          : ["/v1/chat", "/v1/generate", "/v1/embed"].includes(url.pathname)
+            ? "cohere"
+            : "openai";
+      const failure = failures.shift();
+      if (failure?.kind === "hang") return new Promise<Response>(() => {});
+      if (failure?.kind === "status") {
+        if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status });
+        return json(ERROR_BODIES[kind]!(failure.status), failure.status);
+      }
+      const cut = failure?.kind === "cut";
+      const num = ++n;
+      return route(kind, url, req.method, body, num, cut);
+    },
+  });
+
+  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean): Response {
+    const p = url.pathname;
+    const answer = `answer #${num}: ${lastUserText(kind, body ?? {})}`;
+    const wantsTool = (tools: unknown) => Array.isArray(tools) && tools.length > 0 && /weather/i.test(lastUserText(kind, body ?? {}));
+    if (kind === "openai") {
+      if (p === "/v1/models" && method === "GET")
+        return json({ object: "list", data: [{ id: "gpt-4o-mini", object: "model", created: 1700000000, owned_by: "fake" }, { id: "gpt-4o", object: "model", created: 1700000000, owned_by: "fake" }] });
+      if (p.startsWith("/v1/models/") && method === "GET") return json({ id: decodeURIComponent(p.slice(11)), object: "model", created: 1700000000, owned_by: "fake" });
+      if (p === "/v1/embeddings") {
+        const inputs = Array.isArray(body.input) ? body.input : [body.input];
+        return json({ object: "list", data: inputs.map((_: unknown, i: number) => ({ object: "embedding", index: i, embedding: [0.1 * (i + 1), 0.2, 0.3] })), model: body.model, usage: { prompt_tokens: 3, total_tokens: 3 } });
+      }
+      if (p === "/v1/chat/completions") {
+        const id = `chatcmpl-${num}`;
+        const tool = wantsTool(body.tools);
+        const toolCalls = tool ? [{ id: `call_${num}`, type: "function", function: { name: body.tools[0].function?.name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] : undefined;
+        const usage = { prompt_tokens: 10, completion_tokens: words(answer).length, total_tokens: 10 + words(answer).length };
+        if (!body.stream)
+          return json({
+            id,
+            object: "chat.completion",
+            created: 1700000000 + num,
+            model: body.model,
+            choices: [{ index: 0, message: { role: "assistant", content: tool ? null : answer, ...(tool ? { tool_calls: toolCalls } : {}), refusal: null }, logprobs: null, finish_reason: tool ? "tool_calls" : "stop" }],
+            usage,
+          });
+        const base = { id, object: "chat.completion.chunk", created: 1700000000 + num, model: body.model, system_fingerprint: null };
+        const frames = [`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] })}\n\n`];
+        if (tool) {
+          const args = toolCalls![0]!.function.arguments;
+          frames.push(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: toolCalls![0]!.id, type: "function", function: { name: toolCalls![0]!.function.name, arguments: "" } }] }, finish_reason: null }] })}\n\n`);
+          for (const part of [args.slice(0, 5), args.slice(5)])
+            frames.push(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: part } }] }, finish_reason: null }] })}\n\n`);
+        } else for (const w of words(answer)) frames.push(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: w }, logprobs: null, finish_reason: null }] })}\n\n`);
+        frames.push(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: tool ? "tool_calls" : "stop" }] })}\n\n`);
+        if (body.stream_options?.include_usage) frames.push(`data: ${JSON.stringify({ ...base, choices: [], usage })}\n\n`);
+        frames.push("data: [DONE]\n\n");
+        return streamOf(frames, "text/event-stream", cut);
+      }
+    }
+    if (kind === "anthropic" && p === "/v1/messages") {
+      const id = `msg_${num}`;
+      const tool = wantsTool(body.tools);
+      const content = tool ? [{ type: "tool_use", id: `toolu_${num}`, name: body.tools[0].name, input: { city: "Paris" } }] : [{ type: "text", text: answer }];
+      const usage = { input_tokens: 12, output_tokens: words(answer).length };
+      const message = { id, type: "message", role: "assistant", model: body.model, content, stop_reason: tool ? "tool_use" : "end_turn", stop_sequence: null, usage };
+      if (!body.stream) return json(message);
+      const ev = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+      const frames = [ev("message_start", { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 12, output_tokens: 1 } } })];
+      frames.push(ev("ping", { type: "ping" }));
+      if (tool) {
+        frames.push(ev("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: `toolu_${num}`, name: body.tools[0].name, input: {} } }));
+        const js = JSON.stringify({ city: "Paris" });
+        for (const part of [js.slice(0, 4), js.slice(4)]) frames.push(ev("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: part } }));
+      } else {
+        frames.push(ev("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }));
+        for (const w of words(answer)) frames.push(ev("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: w } }));
+      }
+      frames.push(ev("content_block_stop", { type: "content_block_stop", index: 0 }));
+      frames.push(ev("message_delta", { type: "message_delta", delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } }));
+      frames.push(ev("message_stop", { type: "message_stop" }));
+      return streamOf(frames, "text/event-stream", cut);
+    }
+    if (kind === "gemini") {
+      if (p === "/v1beta/models" && method === "GET")
+        return json({ models: ["gemini-2.0-flash", "gemini-1.5-pro"].map((m) => ({ name: `models/${m}`, displayName: m, description: `fake ${m}`, inputTokenLimit: 1048576, outputTokenLimit: 8192 })) });
+      const m = /^\/v1beta\/models\/([^:/]+)(?::(\w+))?$/.exec(decodeURIComponent(p));
+      if (m && method === "GET" && !m[2]) return json({ name: `models/${m[1]}`, displayName: m[1], description: `fake ${m[1]}`, inputTokenLimit: 1048576, outputTokenLimit: 8192 });
+      if (m && m[2] === "countTokens") return json({ totalTokens: lastUserText("gemini", body).split(/\s+/).length });
+      if (m && m[2] === "embedContent") return json({ embedding: { values: [0.1, 0.2, 0.3] } });
+      if (m && m[2] === "batchEmbedContents") return json({ embeddings: body.requests.map((_: unknown, i: number) => ({ values: [0.1 * (i + 1), 0.2, 0.3] })) });
+      if (m && (m[2] === "generateContent" || m[2] === "streamGenerateContent")) {
+        const tool = wantsTool(body.tools);
+        const parts = tool ? [{ functionCall: { name: body.tools[0].functionDeclarations?.[0]?.name ?? "get_weather", args: { city: "Paris" } } }] : [{ text: answer }];
+        const usageMetadata = { promptTokenCount: 8, candidatesTokenCount: words(answer).length, totalTokenCount: 8 + words(answer).length };
+        if (m[2] === "generateContent")
+          return json({ candidates: [{ content: { role: "model", parts }, finishReason: "STOP", index: 0 }], usageMetadata, modelVersion: m[1], responseId: `resp-${num}` });
+        const pieces = tool ? [parts[0]] : words(answer).map((w) => ({ text: w }));
+        const frames = pieces.map((part, i) => {
+          const last = i === pieces.length - 1;
+          const chunk: any = { candidates: [{ content: { role: "model", parts: [part] }, index: 0, ...(last ? { finishReason: "STOP" } : {}) }], modelVersion: m[1], responseId: `resp-${num}` };
+          if (last) chunk.usageMetadata = usageMetadata;
+          return `data: ${JSON.stringify(chunk)}\r\n\r\n`;
+        });
+        return streamOf(frames, "text/event-stream", cut);
+      }
+    }
+    if (kind === "cohere") {
+      if (p === "/v1/embed")
+        return json({ id: `embed-${num}`, embeddings: body.texts.map((_: unknown, i: number) => [0.1 * (i + 1), 0.2]), texts: body.texts, meta: { api_version: { version: "1" }, billed_units: { input_tokens: body.texts.length } } });
+      if (p === "/v1/generate")
+        return json({ id: `gen-${num}`, generations: [{ id: `g-${num}`, text: answer, finish_reason: "COMPLETE" }], prompt: body.prompt, meta: { api_version: { version: "1" }, billed_units: { input_tokens: 5, output_tokens: words(answer).length } } });
+      if (p === "/v1/chat") {
+        const tool = wantsTool(body.tools);
+        const history = [...(body.chat_history ?? []), { role: "USER", message: body.message }, { role: "CHATBOT", message: tool ? "" : answer }];
+        const response: any = {
+          response_id: `resp-${num}`,
+          text: tool ? "" : answer,
+          generation_id: `gen-${num}`,
+          chat_history: history,
+          finish_reason: "COMPLETE",
+          meta: { api_version: { version: "1" }, billed_units: { input_tokens: 9, output_tokens: words(answer).length }, tokens: { input_tokens: 20, output_tokens: words(answer).length } },
+        };
+        if (tool) response.tool_calls = [{ name: body.tools[0].name, parameters: { city: "Paris" } }];
+        if (Array.isArray(body.documents) && body.documents.length) {
+          response.citations = [{ start: 0, end: 6, text: "answer", document_ids: [body.documents[0].id ?? "doc_0"] }];
+          response.documents = body.documents;
+        }
+        if (!body.stream) return json(response);
+        const ev = (o: unknown) => JSON.stringify(o) + "\n";
+        const frames = [ev({ is_finished: false, event_type: "stream-start", generation_id: `gen-${num}` })];
+        if (!tool) for (const w of words(answer)) frames.push(ev({ is_finished: false, event_type: "text-generation", text: w }));
+        if (response.citations) frames.push(ev({ is_finished: false, event_type: "citation-generation", citations: response.citations }));
+        if (tool) frames.push(ev({ is_finished: false, event_type: "tool-calls-generation", text: "", tool_calls: response.tool_calls }));
+        frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: "COMPLETE", response }));
+        return streamOf(frames, "application/stream+json", cut);
+      }
+    }
+    return json({ error: { message: `fake upstream: no route ${method} ${p}` } }, 404);
+  }
+
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    requests,
+    received: (prefix) => requests.filter((r) => r.path.startsWith(prefix)),
+    failNext: (f) => failures.push(f),
+    reset() {
+      requests.length = 0;
+      failures.length = 0;
+    },
+    get cancelled() {
+      return state.cancelled;
+    },
+    async stop() {
+      await server.stop(true);
+    },
+  };
+}
+
+/** A loopback port with nothing listening (connection refused). */
+export async function closedPort(): Promise<number> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+  const port = s.port!;
+  await s.stop(true);
+  return port;
+}
