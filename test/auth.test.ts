@@ -1,0 +1,136 @@
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { SignJWT, generateKeyPair, exportJWK } from "jose";
+import { TokenService, Authenticator, ApiKeyService, hasPermission, requirePermission, extractCredential, PERMISSIONS, parsePermissions, type Principal } from "../src/core/auth";
+import { ApiError } from "../src/core/errors";
+import { Db } from "../src/storage/db";
+
+const SECRET = "unit-test-secret-unit-test-secret";
+const key = new TextEncoder().encode(SECRET);
+
+async function expectAuthError(p: Promise<unknown>, message: string) {
+  try {
+    await p;
+    throw new Error("expected an authentication error");
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError);
+    expect((e as ApiError).type).toBe("authentication_error");
+    expect((e as ApiError).status).toBe(401);
+    expect((e as ApiError).message).toBe(message);
+  }
+}
+
+describe("HS256 access tokens", () => {
+  const tokens = new TokenService(SECRET);
+  test("sign -> verify round trip with tenant, sub, permissions", async () => {
+    const t = await tokens.sign({ tenantId: "acme", sub: "alice", permissions: ["ViewMetrics"] });
+    const p = await tokens.verify(t);
+    expect(p.tenantId).toBe("acme");
+    expect(p.sub).toBe("alice");
+    expect([...p.permissions]).toEqual(["ViewMetrics"]);
+    expect(p.via).toBe("jwt");
+  });
+  test("expired -> 401 'access token expired'", async () => {
+    const t = await new SignJWT({ tenant_id: "acme" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime(Math.floor(Date.now() / 1000) - 5).sign(key);
+    await expectAuthError(tokens.verify(t), "access token expired");
+  });
+  test("bad signature -> 401", async () => {
+    const t = await new SignJWT({ tenant_id: "acme" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h").sign(new TextEncoder().encode("x".repeat(40)));
+    await expectAuthError(tokens.verify(t), "invalid access token");
+  });
+  test("missing tenant_id -> 401", async () => {
+    const t = await new SignJWT({ permissions: [] }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h").sign(key);
+    await expectAuthError(tokens.verify(t), "access token has no tenant_id");
+  });
+  test("missing exp -> 401", async () => {
+    const t = await new SignJWT({ tenant_id: "acme" }).setProtectedHeader({ alg: "HS256" }).sign(key);
+    await expectAuthError(tokens.verify(t), "access token has no exp");
+  });
+  test("alg none / unsupported alg without JWKS -> 401", async () => {
+    const header = Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url");
+    const body = Buffer.from(JSON.stringify({ tenant_id: "acme", exp: 9999999999 })).toString("base64url");
+    await expectAuthError(tokens.verify(`${header}.${body}.`), "invalid access token");
+  });
+});
+
+describe("JWKS (RS256) access tokens", () => {
+  let server: ReturnType<typeof Bun.serve>;
+  let privateKey: CryptoKey;
+  let tokens: TokenService;
+  beforeAll(async () => {
+    const pair = await generateKeyPair("RS256");
+    privateKey = pair.privateKey as CryptoKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: [jwk] }) });
+    tokens = new TokenService(SECRET, `http://127.0.0.1:${server.port}/.well-known/jwks.json`);
+  });
+  afterAll(() => server.stop(true));
+  test("a token signed by the JWKS key verifies", async () => {
+    const t = await new SignJWT({ tenant_id: "sso-tenant", permissions: ["ManageConfig"] })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" })
+      .setSubject("bob")
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    const p = await tokens.verify(t);
+    expect(p.tenantId).toBe("sso-tenant");
+    expect(p.sub).toBe("bob");
+    expect(p.permissions.has("ManageConfig")).toBe(true);
+  });
+  test("a token signed by another RSA key is rejected", async () => {
+    const other = await generateKeyPair("RS256");
+    const t = await new SignJWT({ tenant_id: "sso-tenant" }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setExpirationTime("1h").sign(other.privateKey);
+    await expectAuthError(tokens.verify(t), "invalid access token");
+  });
+  test("HS256 tokens keep working beside the JWKS", async () => {
+    const p = await tokens.verify(await tokens.sign({ tenantId: "local" }));
+    expect(p.tenantId).toBe("local");
+  });
+});
+
+describe("permissions", () => {
+  const principal = (perms: string[]): Principal => ({ tenantId: "t", sub: "s", permissions: new Set(perms), via: "jwt" });
+  test("WorkspaceAdmin implies every permission", () => {
+    for (const p of PERMISSIONS) expect(hasPermission(principal(["WorkspaceAdmin"]), p)).toBe(true);
+  });
+  test("a permission grants only itself", () => {
+    const p = principal(["ViewMetrics"]);
+    expect(hasPermission(p, "ViewMetrics")).toBe(true);
+    expect(hasPermission(p, "ManageConfig")).toBe(false);
+    expect(() => requirePermission(p, "ManageConfig")).toThrow("missing permission ManageConfig");
+    try {
+      requirePermission(p, "ManageConfig");
+    } catch (e) {
+      expect((e as ApiError).status).toBe(403);
+      expect((e as ApiError).type).toBe("authorization_error");
+    }
+  });
+  test("parsePermissions rejects unknown names", () => {
+    expect(parsePermissions("ViewMetrics, ManageConfig")).toEqual(["ViewMetrics", "ManageConfig"]);
+    expect(() => parsePermissions("Root")).toThrow(/unknown permission "Root"/);
+  });
+});
+
+describe("credentials and API keys", () => {
+  test("the credential is found wherever an SDK puts it", () => {
+    const r = (h: Record<string, string>, q = "") => new Request(`http://localhost/v1/x${q}`, { headers: h });
+    expect(extractCredential(r({ authorization: "Bearer abc.def.ghi" }))).toBe("abc.def.ghi");
+    expect(extractCredential(r({ "x-api-key": "svc_key" }))).toBe("svc_key");
+    expect(extractCredential(r({ "x-goog-api-key": "svc_key2" }))).toBe("svc_key2");
+    expect(extractCredential(r({}, "?key=svc_q"))).toBe("svc_q");
+    expect(extractCredential(r({}))).toBeUndefined();
+  });
+  test("API key: create, authenticate, revoke", async () => {
+    const db = new Db(":memory:");
+    const keys = new ApiKeyService(db);
+    const auth = new Authenticator(new TokenService(SECRET), keys);
+    const { key, record } = keys.create("acme", "ci", ["ViewKeys"]);
+    expect(key.startsWith("svc_")).toBe(true);
+    const p = await auth.authenticateCredential(key);
+    expect(p).toMatchObject({ tenantId: "acme", via: "api_key", keyId: record.id });
+    keys.revoke("acme", record.id);
+    await expectAuthError(auth.authenticateCredential(key), "invalid API key");
+    await expectAuthError(auth.authenticateCredential(undefined), "missing credentials: send Authorization: Bearer <token>");
+    await expectAuthError(auth.authenticateCredential("plain-garbage"), "invalid credentials");
+    expect(() => keys.revoke("other-tenant", record.id)).toThrow("api key not found");
+    db.close();
+  });
+});
