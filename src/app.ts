@@ -17,6 +17,8 @@ import { docsRoutes } from "./ops/docs";
 import { RateLimiter, SqliteTierStore, rateLimitRoutes } from "./ratelimit";
 import { promptRoutes } from "./prompts/routes";
 import { installGateway, gatewayRoutes } from "./gateway/routes";
+import { installCache } from "./cache";
+import { cacheRoutes } from "./cache/routes";
 
 export interface ContextOptions {
   logger?: Logger;
@@ -41,6 +43,7 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
   };
   ctx.requests = new RequestObserver(ctx);
   ctx.rateLimiter = new RateLimiter(new SqliteTierStore(db), { enabled: config.rate_limits.enabled, metrics: ctx.metrics });
+  installCache(ctx); // sets ctx.embedder (loading in the background) and ctx.cache
   installGateway(ctx); // sets ctx.gateway
   return ctx;
 }
@@ -76,7 +79,8 @@ export function createApp(ctx: AppContext) {
     .use(rateLimitRoutes(ctx))
     .use(authRoutes(ctx))
     .use(promptRoutes(ctx))
-    .use(gatewayRoutes(ctx));
+    .use(gatewayRoutes(ctx))
+    .use(cacheRoutes(ctx));
   return app;
 }
 

@@ -171,9 +171,7 @@ export class SemanticCacheEngine implements CacheEngine {
     const state: LookupState = { keys };
     const miss = (): LookupResult => {
       ts.stats.misses++;
-      const lookupMs = performance.now() - t0;
-      this.o.metrics?.cacheLookupDuration.observe({ tier: "none" }, lookupMs / 1000);
-      return { hit: false, lookupMs, state };
+      return { hit: false, lookupMs: performance.now() - t0, state };
     };
     if (!keys.partition || !keys.query) return miss();
     if (keys.mode === "context" && !s.context.enabled) return miss();
@@ -236,7 +234,6 @@ export class SemanticCacheEngine implements CacheEngine {
     ts.stats.hits[tier]++;
     this.touch(tenantId, row.vecKey);
     const lookupMs = performance.now() - t0;
-    this.o.metrics?.cacheLookupDuration.observe({ tier }, lookupMs / 1000);
     return {
       hit: true,
       tier,

@@ -6,6 +6,7 @@ import type { Config } from "../core/config";
 import type { Db } from "../storage/db";
 import type { Logger } from "../core/log";
 import type { Metrics } from "../ops/metrics";
+import type { AppContext } from "../context";
 import { createEmbedder } from "./embedding";
 import type { Embedder } from "./embedding/types";
 import { SemanticCacheEngine, type EngineSettings, type EngineOptions } from "./engine";
@@ -54,4 +55,20 @@ export function createCacheEngine(
   deps: { db: Db; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers">>,
 ): SemanticCacheEngine {
   return new SemanticCacheEngine({ ...deps, settings: engineSettings(config), indexDir: indexDirOf(config) });
+}
+
+/**
+ * Wire the cache into a gateway: ctx.embedder (loading starts in the background; /ready waits for
+ * it), ctx.cache, and their shutdown (engine first — it saves its indexes — then the embedder).
+ */
+export function installCache(ctx: AppContext): SemanticCacheEngine {
+  const embedder = embedderFromConfig(ctx.config);
+  ctx.embedder = embedder;
+  ctx.readiness.embedder = () => embedder.isReady();
+  embedder.load().catch((e) => ctx.log.error("embedding model failed to load", { error: String((e as Error)?.message ?? e) }));
+  const engine = createCacheEngine(ctx.config, { db: ctx.db, embedder, log: ctx.log, metrics: ctx.metrics });
+  ctx.cache = engine;
+  ctx.closers.push(() => embedder.close());
+  ctx.closers.push(() => engine.close());
+  return engine;
 }
