@@ -261,6 +261,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     reset() {
       requests.length = 0;
       failures.length = 0;
+      n = 0;
     },
     get cancelled() {
       return state.cancelled;

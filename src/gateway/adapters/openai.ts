@@ -200,10 +200,12 @@ class ChatAssembler implements Assembler {
       }));
     if (choices.some((c) => !c.finish_reason)) return undefined;
     const text = choices.map((c) => c.message.content ?? "").join("");
+    // without stream_options.include_usage the provider sends no usage: estimate it
+    const promptText = (this.call.key?.turns ?? []).map((t) => t.text).join("\n") + JSON.stringify(this.call.key?.scope ?? {});
     const usage = this.usage ?? {
-      prompt_tokens: 0,
+      prompt_tokens: estimateTokens(promptText),
       completion_tokens: estimateTokens(text),
-      total_tokens: estimateTokens(text),
+      total_tokens: estimateTokens(promptText) + estimateTokens(text),
     };
     return {
       id: this.head.id,
