@@ -118,6 +118,17 @@ describe("create and get", () => {
   });
 });
 
+describe("credentials", () => {
+  test("an API key works as the bearer credential; createdBy is its sub", async () => {
+    const { key, record } = gw.ctx.apiKeys.create("tenant-a", "ci-bot");
+    const r = await call("POST", P, key, { name: "By key", template: "x" });
+    expect(r.status).toBe(201);
+    expect(r.body.createdBy).toBe(`key:${record.id}`);
+    expect((await call("GET", `${P}/${r.body.id}`, A)).status).toBe(200); // same tenant as the JWT
+    expectError(await call("GET", P, "svc_not-a-real-key"), 401, "authentication_error");
+  });
+});
+
 describe("list", () => {
   let folder: string;
   let t: string;
