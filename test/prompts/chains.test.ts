@@ -191,9 +191,9 @@ describe("chain execution (service level, recording gateway)", () => {
     expect(double.calls.every((c) => c.tenantId === "t1")).toBe(true);
     // the double counts whitespace-separated words as tokens
     expect(out.steps).toEqual([
-      { index: 0, model: "gpt-4o-mini", output: replies[0], promptTokens: 2 + 2 + 4, completionTokens: 3, cacheHit: false, durationMs: 1 },
-      { index: 1, model: "claude-3-5-haiku", output: replies[1], promptTokens: 3 + 3, completionTokens: 4, cacheHit: false, durationMs: 1 },
-      { index: 2, model: "gemini-2.0-flash", output: replies[2], promptTokens: 6, completionTokens: 3, cacheHit: false, durationMs: 1 },
+      { index: 0, model: "gpt-4o-mini", output: replies[0]!, promptTokens: 2 + 2 + 4, completionTokens: 3, cacheHit: false, durationMs: 1 },
+      { index: 1, model: "claude-3-5-haiku", output: replies[1]!, promptTokens: 3 + 3, completionTokens: 4, cacheHit: false, durationMs: 1 },
+      { index: 2, model: "gemini-2.0-flash", output: replies[2]!, promptTokens: 6, completionTokens: 3, cacheHit: false, durationMs: 1 },
     ]);
     expect(out.output).toBe("FINAL: les chats");
     expect(out.totalPromptTokens).toBe(8 + 6 + 6);
@@ -204,10 +204,10 @@ describe("chain execution (service level, recording gateway)", () => {
     const double = new RecordingGateway((req) => (req.model === "bad-model" ? new ApiError("proxy_error", "upstream returned 500") : "ok"));
     const svc = new ChainService(sqlStores(db).chains, () => double);
     const chain = svc.create(actor, { name: "fails", steps: [{ modelId: "m1" }, { modelId: "bad-model" }, { modelId: "m3" }] });
-    const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).catch((e) => e as ApiError);
+    const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).then(() => undefined, (e) => e as ApiError);
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ type: "proxy_error", status: 502, extra: { step: 1 } });
-    expect(err.message).toBe("chain step 1 (model 'bad-model') failed: upstream returned 500");
+    expect(err!.message).toBe("chain step 1 (model 'bad-model') failed: upstream returned 500");
     expect(double.calls.map((c) => c.model)).toEqual(["m1", "bad-model"]);
   });
 

@@ -127,8 +127,8 @@ describe("chain execute through the gateway", () => {
         ],
       })
     ).body;
-    const counts = () => [fake.received("/v1/chat/completions").length, fake.received("/v1/messages").length, fake.requests.filter((r) => r.path.includes(":generateContent")).length];
-    const [o0, a0, g0] = counts();
+    const counts = (): number[] => [fake.received("/v1/chat/completions").length, fake.received("/v1/messages").length, fake.requests.filter((r) => r.path.includes(":generateContent")).length];
+    const [o0 = 0, a0 = 0, g0 = 0] = counts();
     const question = `Explain semantic caching in one line (${crypto.randomUUID()})`;
     const r = await call("POST", `/api/v1/chains/${chain.id}/execute`, { messages: [{ role: "user", content: question }] });
     expect(r.status).toBe(200);

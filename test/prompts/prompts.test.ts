@@ -107,7 +107,7 @@ describe("create and get", () => {
     // malformed JSON
     const r = await gw.api(P, { method: "POST", token: A, body: "{", headers: { "content-type": "application/json" } });
     expect(r.status).toBe(400);
-    expect((await r.json()).error.type).toBe("invalid_request_error");
+    expect(((await r.json()) as any).error.type).toBe("invalid_request_error");
   });
 
   test("unknown folderId -> 404; unknown prompt -> 404; no token -> 401", async () => {
