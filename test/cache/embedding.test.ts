@@ -50,6 +50,15 @@ describe("local embedder (USE-lite)", () => {
     expect(await emb.embed([])).toEqual([]);
   });
 
+  test("a crashed worker is restarted on the next call", async () => {
+    const [before] = await emb.embed(["restart check"]);
+    const backend = (emb as unknown as { backend: { worker: Worker | null; fail(m: string): void } }).backend;
+    backend.fail("simulated crash");
+    expect(emb.isReady()).toBe(true);
+    const [after] = await emb.embed(["restart check"]);
+    expect(dot(before!, after!)).toBeGreaterThan(0.9999);
+  }, 60_000);
+
   test("LRU wrapper prevents re-embedding the same text", async () => {
     let calls = 0;
     let texts = 0;

@@ -32,6 +32,8 @@ export interface LocalEmbedderOptions {
 }
 
 interface Backend {
+  /** False after the worker crashed or exited; the next call reloads. */
+  alive(): boolean;
   load(): Promise<string>;
   embedFlat(texts: string[]): Promise<Float32Array>;
   close(): Promise<void>;
@@ -39,6 +41,9 @@ interface Backend {
 
 class InProcessBackend implements Backend {
   private model: import("./use-lite").UseLiteModel | null = null;
+  alive(): boolean {
+    return this.model !== null;
+  }
   async load(): Promise<string> {
     const { UseLiteModel } = await import("./use-lite");
     const m = new UseLiteModel();
@@ -72,6 +77,10 @@ class WorkerBackend implements Backend {
     private readonly loadTimeoutMs: number,
     private readonly callTimeoutMs: number,
   ) {}
+
+  alive(): boolean {
+    return this.worker !== null;
+  }
 
   private spawn(): Worker {
     const w = new Worker(new URL("./local-worker.ts", import.meta.url).href);
@@ -157,8 +166,8 @@ class WorkerBackend implements Backend {
     const id = this.nextId++;
     return new Promise<Float32Array>((resolve, reject) => {
       const timer = setTimeout(() => {
-        if (this.calls.delete(id)) reject(new EmbeddingError(`local embedding timed out after ${this.callTimeoutMs} ms`));
-        this.updateRef();
+        // A call this late means the worker is stuck: fail everything in flight and restart on the next call.
+        if (this.calls.has(id)) this.fail(`local embedding timed out after ${this.callTimeoutMs} ms`);
       }, this.callTimeoutMs);
       this.calls.set(id, { resolve, reject, timer });
       this.updateRef();
@@ -239,7 +248,14 @@ export class LocalEmbedder implements Embedder {
   async embed(texts: string[]): Promise<Float32Array[]> {
     if (this.closed) throw new EmbeddingError("embedder closed");
     if (texts.length === 0) return [];
-    if (!this.ready) await this.load();
+    if (!this.ready || !this.backend.alive()) {
+      // First use, or the worker died (crash/timeout): start it again.
+      if (this.ready) {
+        this.ready = false;
+        this.loading = null;
+      }
+      await this.load();
+    }
     const prepared = texts.map((t) => prepareText(t, this.maxChars));
     return new Promise<Float32Array[]>((resolve, reject) => {
       this.queue.push({ texts: prepared, resolve, reject });
