@@ -1,0 +1,158 @@
+/**
+ * Cache quality, measured end to end: starts a real gateway (temp SQLite, real local embedder)
+ * in front of the fake upstream (test/fake-upstream), and drives it through the official `openai`
+ * SDK with /work/shared/data/cache-eval-dev (or --data DIR). Each pair / multi-turn case runs in
+ * its own fresh tenant (a JWT with a fresh tenant_id): first request fills, second request is
+ * a HIT when the response carries X-Cache-Status: HIT.
+ *
+ *   bun scripts/bench/cache-quality.ts [--thresholds 0.80,0.85,0.90] [--data DIR] [--concurrency 8] [--limit N]
+ *
+ * Reports precision (of HITs, how many were true paraphrases), recall, false-hit rate on
+ * non-paraphrases (per category), and for multi-turn cases the hit rate on "hit" cases and the
+ * false-hit rate on "miss" cases (context changed), plus the client-side latency of the second request.
+ */
+import OpenAI from "openai";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/core/config";
+import { startServer } from "../../src/server";
+import { Logger } from "../../src/core/log";
+import { startFakeUpstream } from "../../test/fake-upstream/server";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
+const DATA = args.get("data") ?? "/work/shared/data/cache-eval-dev";
+const THRESHOLDS = (args.get("thresholds") ?? "0.85").split(",").map(Number);
+const CONCURRENCY = Number(args.get("concurrency") ?? 8);
+const LIMIT = Number(args.get("limit") ?? Infinity);
+
+interface Pair {
+  id: string;
+  q1: string;
+  q2: string;
+  label: 0 | 1;
+  category: string;
+}
+interface MtCase {
+  id: string;
+  expect: "hit" | "miss";
+  kind: string;
+  variant: string;
+  first: Array<{ role: string; content: string }>;
+  second: Array<{ role: string; content: string }>;
+}
+
+const readJsonl = async <T>(f: string): Promise<T[]> =>
+  (await Bun.file(f).text())
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+
+async function pool<T>(items: T[], n: number, fn: (x: T, i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i]!, i);
+      }
+    }),
+  );
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+};
+const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "n/a");
+
+async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
+  const fake = await startFakeUpstream();
+  const dir = mkdtempSync(join(tmpdir(), "svc-quality-"));
+  const config = loadConfig(
+    { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "bench-secret-bench-secret-bench" },
+    {
+      server: { host: "127.0.0.1", port: 0, request_log: false },
+      rate_limits: { enabled: false },
+      providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
+      cache: { similarity_threshold: threshold },
+    },
+  );
+  const srv = await startServer(config, { logger: new Logger("error") });
+  await srv.ctx.embedder!.load();
+  const run = `${Date.now().toString(36)}`;
+  const clientFor = async (tenant: string) =>
+    new OpenAI({ apiKey: await srv.ctx.tokens.sign({ tenantId: tenant, permissions: [] }), baseURL: `${srv.url}/v1`, maxRetries: 0 });
+  const send = async (c: OpenAI, messages: any[]) => {
+    const t0 = performance.now();
+    const { response } = await c.chat.completions.create({ model: "gpt-4o-mini", messages }).withResponse();
+    return { status: response.headers.get("x-cache-status"), ms: performance.now() - t0 };
+  };
+
+  const pairOut: Array<Pair & { hit: boolean; ms: number }> = [];
+  await pool(pairs, CONCURRENCY, async (p) => {
+    const c = await clientFor(`qp-${run}-${p.id}`);
+    const a = await send(c, [{ role: "user", content: p.q1 }]);
+    if (a.status !== "MISS") throw new Error(`${p.id}: first request was ${a.status}`);
+    const b = await send(c, [{ role: "user", content: p.q2 }]);
+    pairOut.push({ ...p, hit: b.status === "HIT", ms: b.ms });
+  });
+  const mtOut: Array<MtCase & { hit: boolean; ms: number }> = [];
+  await pool(cases, CONCURRENCY, async (m) => {
+    const c = await clientFor(`qm-${run}-${m.id}`);
+    const a = await send(c, m.first);
+    if (a.status !== "MISS") throw new Error(`${m.id}: first request was ${a.status}`);
+    const b = await send(c, m.second);
+    mtOut.push({ ...m, hit: b.status === "HIT", ms: b.ms });
+  });
+  await srv.stop();
+  await fake.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return { pairOut, mtOut };
+}
+
+const pairs = (await readJsonl<Pair>(join(DATA, "pairs.jsonl"))).slice(0, LIMIT);
+const cases = (await readJsonl<MtCase>(join(DATA, "multiturn.jsonl"))).slice(0, LIMIT);
+console.log(`# cache quality: ${pairs.length} pairs, ${cases.length} multi-turn cases, concurrency ${CONCURRENCY}, ${new Date().toISOString()}\n`);
+
+for (const th of THRESHOLDS) {
+  const t0 = performance.now();
+  const { pairOut, mtOut } = await runOnce(th, pairs, cases);
+  const hits = pairOut.filter((p) => p.hit);
+  const tp = hits.filter((p) => p.label === 1).length;
+  const pos = pairOut.filter((p) => p.label === 1).length;
+  const neg = pairOut.length - pos;
+  const precision = tp / hits.length;
+  const recall = tp / pos;
+  const fhr = (hits.length - tp) / neg;
+  const f1 = (2 * precision * recall) / (precision + recall);
+  console.log(`## single-turn threshold ${th} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s)\n`);
+  console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
+  console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
+  const cats = [...new Set(pairOut.map((p) => p.category))].sort();
+  console.log("| category | label | n | hit rate |\n|---|---|---|---|");
+  for (const c of cats) {
+    const xs = pairOut.filter((p) => p.category === c);
+    console.log(`| ${c} | ${xs[0]!.label} | ${xs.length} | ${f3(xs.filter((p) => p.hit).length / xs.length)} |`);
+  }
+  const mtHit = mtOut.filter((m) => m.expect === "hit");
+  const mtMiss = mtOut.filter((m) => m.expect === "miss");
+  console.log(
+    `\nmulti-turn: hit rate on expect=hit ${f3(mtHit.filter((m) => m.hit).length / mtHit.length)} (${mtHit.filter((m) => m.hit).length}/${mtHit.length}); ` +
+      `false-hit rate on expect=miss (context changed) ${f3(mtMiss.filter((m) => m.hit).length / mtMiss.length)} (${mtMiss.filter((m) => m.hit).length}/${mtMiss.length})\n`,
+  );
+  console.log("| kind | expect | n | hit rate |\n|---|---|---|---|");
+  for (const k of [...new Set(mtOut.map((m) => m.kind))]) {
+    const xs = mtOut.filter((m) => m.kind === k);
+    console.log(`| ${k} | ${xs[0]!.expect} | ${xs.length} | ${f3(xs.filter((m) => m.hit).length / xs.length)} |`);
+  }
+  const hitMs = [...pairOut, ...mtOut].filter((x) => x.hit).map((x) => x.ms);
+  const missMs = [...pairOut, ...mtOut].filter((x) => !x.hit).map((x) => x.ms);
+  console.log(`\nsecond-request latency (client, concurrency ${CONCURRENCY}): HIT p50 ${f3(pct(hitMs, 50))} ms, MISS p50 ${f3(pct(missMs, 50))} ms\n`);
+  if (args.has("show-false-hits")) {
+    for (const p of hits.filter((p) => p.label === 0)) console.log(`FALSE HIT ${p.id} [${p.category}] ${p.q1} | ${p.q2}`);
+    for (const m of mtMiss.filter((m) => m.hit)) console.log(`FALSE HIT ${m.id} [${m.kind}]`);
+  }
+}
+process.exit(0);
