@@ -1,0 +1,56 @@
+/** PromptService and FolderService called directly (no HTTP) over an in-memory database. */
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { Db } from "../../src/storage/db";
+import { sqlStores } from "../../src/prompts/repository";
+import { PromptService } from "../../src/prompts/service";
+import { FolderService } from "../../src/prompts/folders.service";
+import { RecordingGateway } from "./helpers";
+
+let db: Db;
+beforeAll(() => {
+  db = new Db(":memory:");
+});
+afterAll(() => db.close());
+const alice = { tenantId: "t1", sub: "alice" };
+const eve = { tenantId: "t2", sub: "eve" };
+const page = { page: 1, pageSize: 20, limit: 20, offset: 0 };
+
+describe("PromptService", () => {
+  test("versions: create=1, same template no bump, changed template N+1, explicit version, rollback", () => {
+    const svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => undefined);
+    const p = svc.create(alice, { name: "S", template: "a" });
+    expect(svc.update(alice, p.id, { template: "a" }).currentVersion).toBe(1);
+    expect(svc.update(alice, p.id, { template: "b", message: "m" }).currentVersion).toBe(2);
+    expect(svc.addVersion(alice, p.id, { template: "b" }).version).toBe(3);
+    const rb = svc.rollback(alice, p.id, 1);
+    expect(rb).toMatchObject({ version: 4, template: "a", message: "Rollback to version 1" });
+    expect(svc.listVersions(alice, p.id, page).items.map((v) => v.version)).toEqual([4, 3, 2, 1]);
+    expect(() => svc.get(eve, p.id)).toThrow("not found");
+  });
+
+  test("execute goes through the injected gateway and records the run; no gateway -> 503", async () => {
+    const double = new RecordingGateway((r) => `hi from ${r.model}`);
+    const svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => double);
+    const p = svc.create(alice, { name: "E", template: "Ping {{x}}", model: "gpt-4o-mini" });
+    const out = await svc.execute(alice, p.id, { variables: { x: "pong" } });
+    expect(double.calls).toEqual([{ tenantId: "t1", model: "gpt-4o-mini", messages: [{ role: "user", content: "Ping pong" }], temperature: undefined, maxTokens: undefined, requestId: undefined }]);
+    expect(out).toMatchObject({ renderedPrompt: "Ping pong", response: "hi from gpt-4o-mini", dryRun: false, cacheHit: false });
+    expect(svc.getRun(alice, p.id, out.runId)).toMatchObject({ status: "COMPLETED", createdBy: "alice" });
+    const none = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => undefined);
+    await expect(none.execute(alice, p.id, { variables: { x: "1" } })).rejects.toMatchObject({ type: "service_unavailable", status: 503 });
+    // a dry run needs no gateway
+    expect((await none.execute(alice, p.id, { variables: { x: "1" }, dryRun: true })).renderedPrompt).toBe("Ping 1");
+  });
+});
+
+describe("FolderService", () => {
+  test("ancestry blocks cycles at any depth; other tenants' folders are invisible", () => {
+    const svc = new FolderService(sqlStores(db).folders);
+    let parent = svc.create(alice, { name: "0" });
+    const top = parent;
+    for (let i = 1; i < 30; i++) parent = svc.create(alice, { name: String(i), parentId: parent.id });
+    expect(() => svc.update(alice, top.id, { parentId: parent.id })).toThrow("descendants");
+    expect(() => svc.create(eve, { name: "x", parentId: top.id })).toThrow("not found");
+    expect(svc.list(eve, null, page).total).toBe(0);
+  });
+});
