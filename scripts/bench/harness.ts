@@ -1,0 +1,260 @@
+#!/usr/bin/env bun
+/**
+ * Reusable load-test harness. The load generator runs as a separate process on loopback
+ * (127.0.0.1), never inside the gateway's event loop:
+ *   - wrk (C, microsecond latency percentiles) when it is on PATH (`apt-get install -y wrk`);
+ *   - otherwise autocannon (npm devDependency, run with `node`; its percentiles are whole ms).
+ * Every result says which tool produced it (`tool`).
+ *
+ * Library:
+ *   const gw = await startTarget({ binary: "dist/svc" });      // or omit binary: `bun src/main.ts`
+ *   const r = await load({ url: gw.url + "/health", connections: 64, durationSecs: 10 });
+ *   // r = { requestsPerSec, p50Ms, p99Ms, total, non2xx, errors }
+ *   await gw.stop();
+ *
+ * CLI:
+ *   bun scripts/bench/harness.ts --url http://127.0.0.1:8080/health [-c 64] [-d 10] [-m GET] [-H 'k: v'] [--body '{...}']
+ *   bun scripts/bench/harness.ts --start [--binary dist/svc] --path /health [-c 64] [-d 10] [--token-tenant T --token-perms P1,P2]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir, cpus } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { readFileSync } from "node:fs";
+
+export const ROOT = resolve(import.meta.dir, "../..");
+export const BENCH_JWT_SECRET = "bench-secret-bench-secret-bench-secret";
+
+export async function freePort(): Promise<number> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const p = s.port!;
+  s.stop(true);
+  return p;
+}
+
+/** Poll GET /health until 200; returns ms from `since` to the first 200. */
+export async function waitHealthy(url: string, proc?: { exitCode: number | null }, timeoutMs = 20_000, since = performance.now()): Promise<number> {
+  const deadline = since + timeoutMs;
+  while (performance.now() < deadline) {
+    if (proc && proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode}`);
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.status === 200) {
+        await r.arrayBuffer();
+        return performance.now() - since;
+      }
+    } catch {}
+    await Bun.sleep(1);
+  }
+  throw new Error(`${url} did not become healthy within ${timeoutMs} ms`);
+}
+
+export interface Target {
+  url: string;
+  port: number;
+  dir: string;
+  proc: ReturnType<typeof Bun.spawn>;
+  /** ms from spawn to the first 200 on /health */
+  startMs: number;
+  stop(): Promise<number>;
+}
+
+/** Start a gateway (the built binary or `bun src/main.ts`) on a free loopback port with a temp DB. */
+export async function startTarget(opts: { binary?: string; env?: Record<string, string> } = {}): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+  const port = await freePort();
+  const cmd = opts.binary ? [resolve(ROOT, opts.binary)] : [process.execPath, "src/main.ts"];
+  const t0 = performance.now();
+  const proc = Bun.spawn(cmd, {
+    cwd: opts.binary ? dir : ROOT,
+    env: {
+      ...process.env,
+      SVC_SERVER__HOST: "127.0.0.1",
+      SVC_SERVER__PORT: String(port),
+      SVC_STORAGE__PATH: join(dir, "svc.db"),
+      SVC_AUTH__JWT_SECRET: BENCH_JWT_SECRET,
+      SVC_SERVER__REQUEST_LOG: "false",
+      ...opts.env,
+    },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const startMs = await waitHealthy(url, proc, 30_000, t0);
+  return {
+    url,
+    port,
+    dir,
+    proc,
+    startMs,
+    async stop() {
+      proc.kill("SIGTERM");
+      const code = await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+export interface LoadOptions {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  durationSecs?: number;
+  /** HTTP pipelining factor (default 1: one request in flight per connection) */
+  pipelining?: number;
+  /** default: wrk if installed, else autocannon */
+  tool?: "wrk" | "autocannon";
+}
+
+export interface LoadResult {
+  tool: "wrk" | "autocannon";
+  connections: number;
+  durationSecs: number;
+  requestsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function load(o: LoadOptions): Promise<LoadResult> {
+  const tool = o.tool ?? (Bun.which("wrk") ? "wrk" : "autocannon");
+  return tool === "wrk" ? loadWrk(o) : loadAutocannon(o);
+}
+
+const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000 };
+const toMs = (v: string, unit: string) => Number(v) * UNIT_MS[unit]!;
+
+/** wrk with a generated Lua script for method, headers and body; parses --latency output. */
+async function loadWrk(o: LoadOptions): Promise<LoadResult> {
+  const connections = o.connections ?? 64;
+  const durationSecs = o.durationSecs ?? 10;
+  const dir = mkdtempSync(join(tmpdir(), "svc-wrk-"));
+  const script = join(dir, "req.lua");
+  const lua = [`wrk.method = ${JSON.stringify(o.method ?? "GET")}`];
+  for (const [k, v] of Object.entries(o.headers ?? {})) lua.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  if (o.body !== undefined) lua.push(`wrk.body = ${JSON.stringify(o.body)}`);
+  await Bun.write(script, lua.join("\n") + "\n");
+  const threads = Math.max(1, Math.min(connections, navigator.hardwareConcurrency));
+  const p = Bun.spawn(["wrk", `-t${threads}`, `-c${connections}`, `-d${durationSecs}s`, "--latency", "-s", script, o.url], { stdout: "pipe", stderr: "pipe" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  rmSync(dir, { recursive: true, force: true });
+  if (code !== 0) throw new Error(`wrk failed (${code}): ${await new Response(p.stderr).text()}`);
+  const pct = (q: string) => {
+    const m = new RegExp(`^\\s*${q}%\\s+([\\d.]+)(us|ms|s)\\s*$`, "m").exec(out);
+    if (!m) throw new Error(`cannot parse wrk p${q} from:\n${out}`);
+    return toMs(m[1]!, m[2]!);
+  };
+  const total = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    tool: "wrk",
+    connections,
+    durationSecs,
+    requestsPerSec: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50Ms: pct("50"),
+    p99Ms: pct("99"),
+    total,
+    non2xx,
+    errors: sock ? sock.slice(1).reduce((s, x) => s + Number(x), 0) : 0,
+  };
+}
+
+/** Run autocannon in a separate node process against `url` and parse its JSON report. */
+async function loadAutocannon(o: LoadOptions): Promise<LoadResult> {
+  const connections = o.connections ?? 64;
+  const durationSecs = o.durationSecs ?? 10;
+  const args = [join(ROOT, "node_modules/autocannon/autocannon.js"), "--json", "-c", String(connections), "-d", String(durationSecs), "-p", String(o.pipelining ?? 1), "-m", o.method ?? "GET"];
+  for (const [k, v] of Object.entries(o.headers ?? {})) args.push("-H", `${k}=${v}`);
+  if (o.body !== undefined) args.push("-b", o.body);
+  args.push(o.url);
+  const node = Bun.which("node");
+  if (!node) throw new Error("node is required to run autocannon");
+  const p = Bun.spawn([node, ...args], { stdout: "pipe", stderr: "pipe" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  if (code !== 0) throw new Error(`autocannon failed (${code}): ${await new Response(p.stderr).text()}`);
+  const j = JSON.parse(out);
+  return {
+    tool: "autocannon",
+    connections,
+    durationSecs,
+    requestsPerSec: j.requests.average,
+    p50Ms: j.latency.p50,
+    p99Ms: j.latency.p99,
+    total: j.requests.total,
+    non2xx: j.non2xx,
+    errors: j.errors,
+  };
+}
+
+/** Median of ms from spawn to first 200 on /health over `runs` starts of the binary. */
+export async function coldStarts(binary: string, runs = 7): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = await startTarget({ binary });
+    out.push(t.startMs);
+    await t.stop();
+  }
+  return out;
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export function machine(): { nproc: number; cpu: string; bun: string } {
+  let cpu = cpus()[0]?.model ?? "unknown";
+  try {
+    cpu = /model name\s*:\s*(.+)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpu;
+  } catch {}
+  return { nproc: navigator.hardwareConcurrency, cpu, bun: Bun.version };
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      url: { type: "string" },
+      start: { type: "boolean" },
+      binary: { type: "string" },
+      path: { type: "string", default: "/health" },
+      c: { type: "string", default: "64" },
+      d: { type: "string", default: "10" },
+      m: { type: "string", default: "GET" },
+      H: { type: "string", multiple: true },
+      body: { type: "string" },
+      "token-tenant": { type: "string" },
+      "token-perms": { type: "string" },
+      tool: { type: "string" },
+    },
+  });
+  const headers: Record<string, string> = {};
+  for (const h of values.H ?? []) {
+    const i = h.indexOf(":");
+    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+  }
+  let target: Target | undefined;
+  let url = values.url;
+  if (values.start) {
+    target = await startTarget({ binary: values.binary });
+    url = target.url + values.path;
+  }
+  if (!url) throw new Error("--url or --start is required");
+  if (values["token-tenant"]) {
+    const { TokenService } = await import("../../src/core/auth");
+    headers.authorization = `Bearer ${await new TokenService(BENCH_JWT_SECRET).sign({ tenantId: values["token-tenant"], permissions: (values["token-perms"] ?? "").split(",").filter(Boolean) })}`;
+  }
+  try {
+    const r = await load({ url, method: values.m, headers, body: values.body, connections: Number(values.c), durationSecs: Number(values.d), tool: values.tool as LoadOptions["tool"] });
+    console.log(JSON.stringify({ machine: machine(), url, ...r }, null, 2));
+  } finally {
+    await target?.stop();
+  }
+}

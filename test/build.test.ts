@@ -1,0 +1,117 @@
+/**
+ * The single binary (CONTRACT.md: `npm run build` -> dist/svc that runs when copied alone).
+ * Builds with scripts/build.ts into a temp dir, copies the executable alone to another temp dir
+ * and runs it there. Where the test may create a mount namespace (root + unshare), the project's
+ * node_modules and src are hidden from the binary so that any lookup of a build-time path fails.
+ * Slow (~30 s on 2 cores): builds two executables and loads the embedding model once. Runs in CI.
+ */
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { mkdtempSync, rmSync, copyFileSync, chmodSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildBinary } from "../scripts/build";
+import { freePort, waitHealthy, ROOT } from "../scripts/bench/harness";
+import { TokenService } from "../src/core/auth";
+
+const SECRET = "build-test-secret-build-test-secret";
+const work = mkdtempSync(join(tmpdir(), "svc-build-"));
+const runDir = join(work, "elsewhere");
+const empty = join(work, "empty");
+let isolate = false;
+
+/** argv that runs `bin` with the project's node_modules and src hidden (when possible). */
+function isolated(bin: string, args: string[] = []): string[] {
+  if (!isolate) return [bin, ...args];
+  const q = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+  return ["unshare", "-m", "sh", "-c", `mount --bind ${q(empty)} ${q(join(ROOT, "node_modules"))} && mount --bind ${q(empty)} ${q(join(ROOT, "src"))} && exec ${[bin, ...args].map(q).join(" ")}`];
+}
+
+async function run(argv: string[], env: Record<string, string>) {
+  const p = Bun.spawn(argv, { cwd: runDir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: runDir, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+beforeAll(async () => {
+  mkdirSync(runDir, { recursive: true });
+  mkdirSync(empty, { recursive: true });
+  const probe = Bun.spawnSync(["unshare", "-m", "sh", "-c", `mount --bind ${empty} ${join(ROOT, "node_modules")} && test ! -e ${join(ROOT, "node_modules", "elysia")}`]);
+  isolate = probe.exitCode === 0;
+  if (!isolate) console.warn("build.test: cannot create a mount namespace here; running the copied binary without hiding node_modules");
+  const svc = await buildBinary({ outfile: join(work, "out", "svc") });
+  copyFileSync(svc, join(runDir, "svc"));
+  chmodSync(join(runDir, "svc"), 0o755);
+  const probeBin = await buildBinary({ entry: "test/fixtures/build-probe.ts", outfile: join(work, "out", "probe") });
+  copyFileSync(probeBin, join(runDir, "probe"));
+  chmodSync(join(runDir, "probe"), 0o755);
+  rmSync(join(work, "out"), { recursive: true, force: true }); // nothing but the copies remain
+}, 180_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("dist/svc copied alone", () => {
+  test("serves /health, exchanges a key made by `svc keys create`, accepts a `svc token` token, exits 0 on SIGTERM", async () => {
+    const env = { SVC_STORAGE__PATH: join(runDir, "data", "svc.db"), SVC_AUTH__JWT_SECRET: SECRET, SVC_SERVER__REQUEST_LOG: "false" };
+
+    const help = await run(isolated("./svc", ["--help"]), env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("svc keys create");
+
+    const keys = await run(isolated("./svc", ["keys", "create", "--tenant", "bin-t", "--name", "ci", "--permissions", "ViewMetrics"]), env);
+    expect(keys.code).toBe(0);
+    const apiKey = keys.stdout.trim();
+    expect(apiKey).toMatch(/^svc_[A-Za-z0-9_-]{40,}$/);
+    expect(keys.stderr).toContain("shown only once");
+
+    const tok = await run(isolated("./svc", ["token", "--tenant", "bin-t", "--permissions", "ViewMetrics,ManageConfig", "--ttl", "1h"]), env);
+    expect(tok.code).toBe(0);
+    const token = tok.stdout.trim();
+    const p = await new TokenService(SECRET).verify(token);
+    expect(p.tenantId).toBe("bin-t");
+    expect([...p.permissions].sort()).toEqual(["ManageConfig", "ViewMetrics"]);
+
+    const bad = await run(isolated("./svc", ["token"]), env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("--tenant is required");
+    const badCfg = await run(isolated("./svc", ["token", "--tenant", "x"]), { ...env, SVC_SERVER__PORT: "nope" });
+    expect(badCfg.code).toBe(78);
+    expect(badCfg.stderr).toContain("SVC_SERVER__PORT");
+
+    const port = await freePort();
+    const proc = Bun.spawn(isolated("./svc"), {
+      cwd: runDir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitHealthy(url, proc, 30_000);
+      const h = await fetch(`${url}/health`);
+      expect(h.status).toBe(200);
+      expect(await h.json()).toEqual({ status: "ok" });
+      const ex = await fetch(`${url}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey }) });
+      expect(ex.status).toBe(200);
+      const tiers = await fetch(`${url}/api/v1/rate-limits/tiers`, { headers: { authorization: `Bearer ${token}` } });
+      expect(tiers.status).toBe(200);
+      expect((await tiers.json()).tiers.length).toBe(3);
+      const docs = await fetch(`${url}/docs/assets/swagger-ui-bundle.js`);
+      expect(docs.status).toBe(200);
+      await docs.arrayBuffer();
+      proc.kill("SIGTERM");
+      expect(await proc.exited).toBe(0);
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  test("usearch's native addon, the embedding model (weights, TF.js wasm) and its worker are embedded", async () => {
+    for (const worker of ["1", "0"]) {
+      const r = await run(isolated("./probe"), { PROBE_WORKER: worker });
+      expect(r.stderr.slice(0, 500)).toBe(r.code === 0 ? r.stderr.slice(0, 500) : "<probe failed>");
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
+      expect(out).toMatchObject({ usearch: 1, dims: 512, nearest: 1, worker: worker === "1" });
+      expect(out.similarity).toBeGreaterThan(0.7); // a paraphrase, embedded by the real model
+    }
+  }, 60_000);
+});

@@ -1,0 +1,126 @@
+/**
+ * Graceful shutdown of the real process: `bun src/main.ts` with a temp database, an in-flight
+ * proxied request held open by a slow upstream (a fake provider in this test process), SIGTERM.
+ * The in-flight request completes, new connections are refused, the process exits 0 and the
+ * database was closed cleanly (WAL checkpointed and truncated).
+ */
+import { describe, expect, test, afterAll } from "bun:test";
+import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Database } from "bun:sqlite";
+import { TEST_JWT_SECRET } from "./helpers/gateway";
+import { TokenService } from "../src/core/auth";
+
+const ROOT = resolve(import.meta.dir, "..");
+const BUN = process.execPath;
+
+export async function freePort(): Promise<number> {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const p = s.port!;
+  s.stop(true);
+  return p;
+}
+
+export async function waitHealthy(url: string, proc: { exitCode: number | null }, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode}`);
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) return;
+    } catch {}
+    await Bun.sleep(25);
+  }
+  throw new Error("gateway did not become healthy");
+}
+
+describe("graceful shutdown (SIGTERM)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-shutdown-"));
+  let upstreamHit: () => void;
+  const upstreamCalled = new Promise<void>((r) => (upstreamHit = r));
+  // a fake chat-completions provider that answers after 1.5 s
+  const upstream = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch() {
+      upstreamHit();
+      await Bun.sleep(1500);
+      return Response.json({
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1,
+        model: "gpt-4o-mini",
+        choices: [{ index: 0, message: { role: "assistant", content: "slow answer" }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+      });
+    },
+  });
+  afterAll(() => {
+    upstream.stop(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("in-flight request completes, new connections are refused, exit 0, WAL checkpointed", async () => {
+    const port = await freePort();
+    const dbPath = join(dir, "svc.db");
+    const proc = Bun.spawn([BUN, "src/main.ts"], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        SVC_SERVER__HOST: "127.0.0.1",
+        SVC_SERVER__PORT: String(port),
+        SVC_STORAGE__PATH: dbPath,
+        SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET,
+        SVC_PROVIDERS__OPENAI__BASE_URL: `http://127.0.0.1:${upstream.port}`,
+        SVC_SERVER__REQUEST_LOG: "false",
+        SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "10000",
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitHealthy(url, proc);
+      const token = await new TokenService(TEST_JWT_SECRET).sign({ tenantId: "shutdown-t", permissions: ["ManageConfig"] });
+      // write something so the WAL has content to checkpoint
+      expect((await fetch(`${url}/api/v1/rate-limits/shutdown-t`, { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "pro" }) })).status).toBe(200);
+
+      const started = Date.now();
+      const inflight = fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-svc-skip-cache": "true" },
+        body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "take your time" }] }),
+      });
+      await upstreamCalled; // the request is inside the gateway, waiting on the upstream
+      proc.kill("SIGTERM");
+      await Bun.sleep(200);
+
+      // new connections are refused while the in-flight request drains
+      let refused = false;
+      try {
+        await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+      } catch {
+        refused = true;
+      }
+      expect(refused).toBe(true);
+
+      const r = await inflight;
+      expect(r.status).toBe(200);
+      const body = await r.json();
+      expect(body.choices[0].message.content).toBe("slow answer");
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+
+      expect(await proc.exited).toBe(0);
+      // closed cleanly: the WAL was checkpointed (truncated) and the data is in the main file
+      const wal = dbPath + "-wal";
+      expect(!existsSync(wal) || statSync(wal).size === 0).toBe(true);
+      const db = new Database(dbPath, { readonly: true });
+      expect(db.query("SELECT tier FROM rate_limit_tiers WHERE tenant_id = 'shutdown-t'").get()).toEqual({ tier: "pro" });
+      db.close();
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      const err = await new Response(proc.stderr).text();
+      if (proc.exitCode !== 0) console.error(err);
+    }
+  }, 30_000);
+});
