@@ -221,7 +221,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     if (kind === "cohere") {
       if (p === "/v1/embed")
-        return json({ id: `embed-${num}`, embeddings: body.texts.map((_: unknown, i: number) => [0.1 * (i + 1), 0.2]), texts: body.texts, meta: { api_version: { version: "1" }, billed_units: { input_tokens: body.texts.length } } });
+        return json({ response_type: "embeddings_floats", id: `embed-${num}`, embeddings: body.texts.map((_: unknown, i: number) => [0.1 * (i + 1), 0.2]), texts: body.texts, meta: { api_version: { version: "1" }, billed_units: { input_tokens: body.texts.length } } });
       if (p === "/v1/generate")
         return json({ id: `gen-${num}`, generations: [{ id: `g-${num}`, text: answer, finish_reason: "COMPLETE" }], prompt: body.prompt, meta: { api_version: { version: "1" }, billed_units: { input_tokens: 5, output_tokens: words(answer).length } } });
       if (p === "/v1/chat") {

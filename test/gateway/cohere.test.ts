@@ -1,0 +1,161 @@
+/**
+ * Chat/generate/embed proxy through the official `cohere-ai` SDK. Its `CohereClient` calls the
+ * spec's v1 paths (/v1/chat, /v1/generate, /v1/embed); `CohereClientV2` calls /v2/* (not in the spec).
+ */
+import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { CohereClient, CohereError } from "cohere-ai";
+import { startProxyEnv, KEYS, type ProxyEnv } from "./setup";
+
+let env: ProxyEnv;
+let co: CohereClient;
+
+beforeAll(async () => {
+  env = await startProxyEnv();
+  co = new CohereClient({ token: env.token, baseUrl: env.gw.url, maxRetries: 0 } as any);
+});
+afterAll(() => env.stop());
+
+const post = (path: string, json: unknown, headers: Record<string, string> = {}) => env.gw.api(path, { method: "POST", token: env.token, headers, json });
+
+describe("chat-style proxy", () => {
+  test("SDK chat: miss forwards every field to /v1/chat with the configured key; repeat is a HIT", async () => {
+    env.fake.reset();
+    const req = {
+      message: "Who wrote the novel Moby Dick?",
+      model: "command-r",
+      preamble: "Answer briefly.",
+      chatHistory: [
+        { role: "USER" as const, message: "Hello there." },
+        { role: "CHATBOT" as const, message: "Hi! How can I help?" },
+      ],
+      temperature: 0.1,
+      maxTokens: 30,
+      k: 5,
+      p: 0.9,
+      stopSequences: ["END"],
+      frequencyPenalty: 0.1,
+      presencePenalty: 0.2,
+    };
+    const first = await co.chat(req as any);
+    expect(first.text).toBe("answer #1: Who wrote the novel Moby Dick?");
+    const up = env.fake.requests[0]!;
+    expect(up.path).toBe("/v1/chat");
+    expect(up.headers.authorization).toBe(`Bearer ${KEYS.cohere}`);
+    expect(up.body).toEqual({
+      message: "Who wrote the novel Moby Dick?",
+      model: "command-r",
+      preamble: "Answer briefly.",
+      chat_history: [
+        { role: "USER", message: "Hello there." },
+        { role: "CHATBOT", message: "Hi! How can I help?" },
+      ],
+      temperature: 0.1,
+      max_tokens: 30,
+      k: 5,
+      p: 0.9,
+      stop_sequences: ["END"],
+      frequency_penalty: 0.1,
+      presence_penalty: 0.2,
+      stream: false, // the SDK sends it
+    });
+    const again = await co.chat(req as any);
+    expect(again.text).toBe(first.text);
+    expect(again.generationId).toBe(first.generationId);
+    expect((again as any).svc).toMatchObject({ cache_hit: true, similarity: 1, source: "exact" });
+    expect(env.fake.requests).toHaveLength(1);
+  });
+
+  test("raw envelope: svc on a miss, headers, meta", async () => {
+    env.fake.reset();
+    const r = await post("/v1/chat", { message: "What colour are bananas when ripe?" });
+    expect(r.headers.get("x-cache-status")).toBe("MISS");
+    expect(r.headers.get("x-request-id")).toBeTruthy();
+    const j = await r.json();
+    expect(j).toMatchObject({ response_id: "resp-1", generation_id: "gen-1", finish_reason: "COMPLETE", meta: { api_version: { version: "1" }, billed_units: { input_tokens: 9 } } });
+    expect(j.svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: expect.any(Number) });
+    const b = await post("/v1/chat", { message: "What colour are bananas when ripe?" }, { "X-Svc-Skip-Cache": "1" });
+    expect(b.headers.get("x-cache-status")).toBe("BYPASS");
+  });
+
+  test("SDK chatStream: live events, then rebuilt events with the same text; JSON request hits the streamed entry", async () => {
+    env.fake.reset();
+    const req = { message: "Name a planet with rings.", model: "command-r" };
+    const collect = async () => {
+      let text = "";
+      let end: any;
+      for await (const ev of await co.chatStream(req)) {
+        if (ev.eventType === "text-generation") text += ev.text;
+        if (ev.eventType === "stream-end") end = ev;
+      }
+      return { text, end };
+    };
+    const live = await collect();
+    expect(live.text).toBe("answer #1: Name a planet with rings.");
+    expect(live.end.finishReason).toBe("COMPLETE");
+    expect(env.fake.requests[0]!.body.stream).toBe(true);
+    const replay = await collect();
+    expect(replay.text).toBe(live.text);
+    expect(replay.end.response.text).toBe(live.text);
+    const json = await co.chat(req);
+    expect(json.text).toBe(live.text);
+    expect(env.fake.requests).toHaveLength(1);
+  });
+
+  test("documents with citations, connectors, conversation_id, tools", async () => {
+    env.fake.reset();
+    const documents = [{ id: "doc1", title: "Whales", text: "Blue whales are the largest animals." }];
+    const r1 = await co.chat({ message: "Which animal is the largest?", documents, connectors: [{ id: "web-search" }], conversationId: "conv-1" } as any);
+    expect(r1.citations?.[0]).toMatchObject({ start: 0, end: 6, documentIds: ["doc1"] });
+    expect(env.fake.requests[0]!.body).toMatchObject({ documents, connectors: [{ id: "web-search" }], conversation_id: "conv-1" });
+    // another conversation does not share the entry (the provider adds its own stored history)
+    await co.chat({ message: "Which animal is the largest?", documents, connectors: [{ id: "web-search" }], conversationId: "conv-2" } as any);
+    expect(env.fake.requests).toHaveLength(2);
+
+    const tools = [{ name: "get_weather", description: "weather", parameterDefinitions: { city: { type: "str", required: true } } }];
+    const t1 = await co.chat({ message: "What is the weather in Paris?", tools } as any);
+    expect(t1.toolCalls?.[0]).toEqual({ name: "get_weather", parameters: { city: "Paris" } });
+    let streamedCalls: any;
+    for await (const ev of await co.chatStream({ message: "What is the weather in Paris?", tools } as any)) if (ev.eventType === "tool-calls-generation") streamedCalls = ev.toolCalls;
+    expect(streamedCalls).toEqual(t1.toolCalls);
+    expect(env.fake.requests).toHaveLength(3);
+  });
+
+  test("SDK generate: svc.source is provider on a miss; repeat is a HIT", async () => {
+    env.fake.reset();
+    const g1 = await co.generate({ prompt: "Write a haiku about rain.", maxTokens: 40, returnLikelihoods: "NONE" } as any);
+    expect(g1.generations[0]!.text).toBe("answer #1: Write a haiku about rain.");
+    expect(env.fake.requests[0]!.path).toBe("/v1/generate");
+    expect(env.fake.requests[0]!.body).toEqual({ prompt: "Write a haiku about rain.", max_tokens: 40, return_likelihoods: "NONE", stream: false });
+    const r = await post("/v1/generate", { prompt: "Write a haiku about snow." });
+    expect((await r.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: expect.any(Number) });
+    const g2 = await co.generate({ prompt: "Write a haiku about rain.", maxTokens: 40, returnLikelihoods: "NONE" } as any);
+    expect(g2.id).toBe(g1.id);
+    expect(env.fake.requests).toHaveLength(2);
+  });
+
+  test("SDK embed forwarded; more than 96 texts -> 400 validation_error", async () => {
+    env.fake.reset();
+    const e = await co.embed({ texts: ["a", "b"], model: "embed-english-v3.0", inputType: "search_document" });
+    expect((e as any).embeddings).toHaveLength(2);
+    expect(env.fake.requests[0]!.body).toEqual({ texts: ["a", "b"], model: "embed-english-v3.0", input_type: "search_document" });
+    const r = await post("/v1/embed", { texts: Array.from({ length: 97 }, (_, i) => `t${i}`) });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error.type).toBe("validation_error");
+    const bad = await post("/v1/embed", { texts: ["x"], input_type: "poetry" });
+    expect(bad.status).toBe(400);
+    const err: any = await co.embed({ texts: Array.from({ length: 97 }, (_, i) => `t${i}`) }).catch((x) => x);
+    expect(err).toBeInstanceOf(CohereError);
+    expect(err.statusCode).toBe(400);
+  });
+
+  test("chat validation and provider 4xx pass-through", async () => {
+    let r = await post("/v1/chat", { model: "command-r" });
+    expect(r.status).toBe(400);
+    r = await post("/v1/chat", { message: "x", chat_history: [{ role: "ROBOT", message: "y" }] });
+    expect(r.status).toBe(400);
+    env.fake.failNext({ kind: "status", status: 422 });
+    const err: any = await co.chat({ message: "Please fail for me." }).catch((e) => e);
+    expect(err.statusCode).toBe(422);
+    expect(err.body).toEqual({ message: "fake cohere error 422" });
+  });
+});
