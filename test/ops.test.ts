@@ -28,7 +28,13 @@ describe("operational endpoints", () => {
   });
 
   test("GET /ready -> 200 with every check; 503 service_unavailable naming the failed check", async () => {
-    const r = await gw.api("/ready");
+    // the embedding model loads in the background: 503 until it is ready, then 200
+    let r = await gw.api("/ready");
+    for (let i = 0; i < 600 && r.status === 503; i++) {
+      expect((await r.json()).error.checks).toMatchObject({ database: true, migrations: true });
+      await Bun.sleep(100);
+      r = await gw.api("/ready");
+    }
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ status: "ready", checks: { database: true, migrations: true, embedder: true } });
     const saved = gw.ctx.readiness.embedder;
@@ -44,7 +50,7 @@ describe("operational endpoints", () => {
     } finally {
       gw.ctx.readiness.embedder = saved;
     }
-  });
+  }, 90_000);
 
   test("GET / -> information document", async () => {
     const r = await gw.api("/");
