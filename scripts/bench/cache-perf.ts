@@ -1,0 +1,183 @@
+/**
+ * Cache performance.
+ *
+ *   bun scripts/bench/cache-perf.ts http    # hit-path latency (exact / semantic), hits/s at 64 connections, embedding time
+ *   bun scripts/bench/cache-perf.ts index [--sizes 10000,100000] [--quant f32,f16] [--queries 200]
+ *
+ * http: the gateway runs as its own process (`bun src/main.ts serve`, temp SQLite, local embedder)
+ *   in front of the fake upstream (this process); latency is measured by the client over loopback
+ *   (request out -> full body in), one request at a time; throughput with 64 concurrent connections.
+ * index: USearch HNSW (cos, M=16, efC=128, efS=64) over RANDOM unit vectors of the model's
+ *   dimension (512) — index-only numbers: build time, search p50/p99 (k=8), recall@10 against
+ *   exact search for random queries (a hard case: random 512-d vectors are nearly equidistant), and
+ *   RSS growth of the process while the index is held.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exactSearch, MetricKind } from "usearch";
+import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../../src/cache/vector-index";
+import { startFakeUpstream } from "../../test/fake-upstream/server";
+import { TokenService } from "../../src/core/auth";
+import { createEmbedder } from "../../src/cache/embedding";
+
+const argv = process.argv.slice(2);
+const mode = argv[0] ?? "http";
+const opt = (name: string, def: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1]! : def;
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const ms = (x: number) => x.toFixed(3);
+
+function randomUnit(d: number): Float32Array {
+  const v = new Float32Array(d);
+  let s = 0;
+  for (let i = 0; i < d; i++) {
+    // Box-Muller: Gaussian components give a uniform direction
+    const g = Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+    v[i] = g;
+    s += g * g;
+  }
+  const inv = 1 / Math.sqrt(s);
+  for (let i = 0; i < d; i++) v[i]! *= inv;
+  return v;
+}
+
+async function indexBench() {
+  const sizes = opt("sizes", "10000,100000").split(",").map(Number);
+  const quants = opt("quant", "f32,f16").split(",") as Quantization[];
+  const nq = Number(opt("queries", "200"));
+  const d = 512;
+  console.log(`| entries | scalar | build s | search p50 ms | search p99 ms | recall@10 | RSS growth MB |\n|---|---|---|---|---|---|---|`);
+  for (const n of sizes) {
+    const flat = new Float32Array(n * d);
+    for (let i = 0; i < n; i++) flat.set(randomUnit(d), i * d);
+    const queries = Array.from({ length: nq }, () => randomUnit(d));
+    const qflat = new Float32Array(nq * d);
+    queries.forEach((q, i) => qflat.set(q, i * d));
+    const truth = exactSearch(flat, qflat, d, 10, MetricKind.Cos);
+    for (const q of quants) {
+      Bun.gc(true);
+      const rss0 = process.memoryUsage().rss;
+      const idx = new VectorIndex({ dimensions: d, quantization: q, ...DEFAULT_INDEX_PARAMS });
+      const t0 = performance.now();
+      const chunk = 50_000;
+      for (let i = 0; i < n; i += chunk) {
+        const m = Math.min(chunk, n - i);
+        idx.addMany(Array.from({ length: m }, (_, j) => ({ vecKey: i + j + 1, vec: flat.subarray((i + j) * d, (i + j + 1) * d) })));
+      }
+      const build = (performance.now() - t0) / 1000;
+      Bun.gc(true);
+      const rss1 = process.memoryUsage().rss;
+      const times: number[] = [];
+      let found = 0;
+      queries.forEach((qv, qi) => {
+        const t = performance.now();
+        const res = idx.search(qv, 10);
+        times.push(performance.now() - t);
+        const want = new Set(Array.from(truth.keys.subarray(qi * 10, qi * 10 + 10), (k) => Number(k) + 1));
+        for (const r of res) if (want.has(r.key)) found++;
+      });
+      console.log(`| ${n.toLocaleString("en")} | ${q} | ${build.toFixed(1)} | ${ms(pct(times, 50))} | ${ms(pct(times, 99))} | ${(found / (nq * 10)).toFixed(4)} | ${((rss1 - rss0) / 1e6).toFixed(0)} |`);
+    }
+  }
+}
+
+async function httpBench() {
+  const fake = await startFakeUpstream();
+  const dir = mkdtempSync(join(tmpdir(), "svc-perf-"));
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const secret = "perf-secret-perf-secret-perf-secret";
+  const proc = Bun.spawn(["./node_modules/.bin/bun", "src/main.ts", "serve"], {
+    env: {
+      ...process.env,
+      SVC_SERVER__HOST: "127.0.0.1",
+      SVC_SERVER__PORT: String(port),
+      SVC_SERVER__REQUEST_LOG: "false",
+      SVC_STORAGE__PATH: join(dir, "svc.db"),
+      SVC_AUTH__JWT_SECRET: secret,
+      SVC_RATE_LIMITS__ENABLED: "false",
+      SVC_PROVIDERS__OPENAI__BASE_URL: fake.url,
+      SVC_PROVIDERS__OPENAI__API_KEY: "sk-fake",
+    },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    for (let i = 0; i < 300; i++) {
+      const r = await fetch(`${base}/ready`).catch(() => undefined);
+      if (r?.status === 200) break;
+      await Bun.sleep(100);
+    }
+    const token = await new TokenService(secret, undefined, 86400).sign({ tenantId: "perf", permissions: [] });
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const body = (q: string) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }] });
+    const call = async (q: string) => {
+      const r = await fetch(`${base}/v1/chat/completions`, { method: "POST", headers, body: body(q) });
+      await r.arrayBuffer();
+      return r.headers.get("x-cache-status");
+    };
+    // exact tier
+    const q0 = "What is the capital of France?";
+    if ((await call(q0)) !== "MISS") throw new Error("expected a miss first");
+    for (let i = 0; i < 200; i++) await call(q0); // warm-up
+    const exact: number[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const t = performance.now();
+      const s = await call(q0);
+      exact.push(performance.now() - t);
+      if (s !== "HIT") throw new Error(`exact: ${s}`);
+    }
+    // semantic tier: fill N questions, then ask a different wording of each (a fresh text -> one embedding)
+    const subjects = Array.from({ length: 300 }, (_, i) => `topic number ${i} in the history of the ${["roman", "greek", "persian", "chinese", "inca"][i % 5]} empire`);
+    for (const s of subjects) await call(`Tell me about ${s}.`);
+    const semantic: number[] = [];
+    let semHits = 0;
+    for (const s of subjects) {
+      const t = performance.now();
+      const st = await call(`tell me about ${s}`); // case/punctuation change: not exact, same meaning
+      semantic.push(performance.now() - t);
+      if (st === "HIT") semHits++;
+    }
+    // throughput: exact hits, 64 connections, 5 s
+    const until = performance.now() + 5000;
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (performance.now() < until) {
+          await call(q0);
+          done++;
+        }
+      }),
+    );
+    console.log(`| path | n | p50 ms | p99 ms |\n|---|---|---|---|`);
+    console.log(`| exact hit (HTTP round trip) | ${exact.length} | ${ms(pct(exact, 50))} | ${ms(pct(exact, 99))} |`);
+    console.log(`| semantic hit incl. embedding (HTTP round trip) | ${semantic.length} (${semHits} hits) | ${ms(pct(semantic, 50))} | ${ms(pct(semantic, 99))} |`);
+    console.log(`\nexact hits/s at 64 connections: ${(done / 5).toFixed(0)}`);
+  } finally {
+    proc.kill();
+    await proc.exited;
+    await fake.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // embedding time per query (in-process, local model in its worker), fresh texts
+  const emb = createEmbedder({ provider: "local", lruSize: 0 });
+  await emb.load();
+  const times: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now();
+    await emb.embed([`how do I configure feature ${i} of product ${i * 7} on linux`]);
+    times.push(performance.now() - t);
+  }
+  await emb.close();
+  console.log(`embedding per query (local USE-lite, one at a time): p50 ${ms(pct(times, 50))} ms, p99 ${ms(pct(times, 99))} ms`);
+}
+
+if (mode === "index") await indexBench();
+else await httpBench();
+process.exit(0);
