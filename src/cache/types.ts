@@ -67,5 +67,14 @@ export interface CacheEngine {
   singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>): Promise<T>;
   /** Remove every entry of a tenant; returns how many were removed. */
   purge(tenantId: string): Promise<number>;
+  /** Optional: the tenant's entry count and counters since start (used by GET /api/v1/cache/stats). */
+  stats?(tenantId: string): {
+    entries: number;
+    lookups: number;
+    hits: Record<CacheTier, number>;
+    misses: number;
+    stores: number;
+    evictions: number;
+  };
   close(): Promise<void>;
 }
