@@ -21,7 +21,7 @@ const msg = (content: string) => [{ role: "user" as const, content }];
 
 async function lookup(gw: TestGateway, token: string, content: string) {
   const r = await gw.api("/api/v1/query", { method: "POST", token, json: { model: "gpt-4o-mini", messages: msg(content) } });
-  return (await r.json()) as { hit: boolean; tier: string | null };
+  return ((await r.json()) as any) as { hit: boolean; tier: string | null };
 }
 
 describe("cache in the pipeline (local embedder)", () => {
@@ -108,10 +108,10 @@ describe("embedder failure", () => {
       const token = await gw.token("tenant-e");
       const r = await gw.api("/v1/chat/completions", { method: "POST", token, json: { model: "gpt-4o-mini", messages: msg("Is the embedder up?") } });
       expect(r.status).toBe(503);
-      expect((await r.json()).error.type).toBe("embedding_error");
+      expect(((await r.json()) as any).error.type).toBe("embedding_error");
       const q = await gw.api("/api/v1/query", { method: "POST", token, json: { model: "gpt-4o-mini", messages: msg("Is the embedder up?") } });
       expect(q.status).toBe(503);
-      expect((await q.json()).error.type).toBe("embedding_error");
+      expect(((await q.json()) as any).error.type).toBe("embedding_error");
       const ready = await gw.api("/ready");
       expect(ready.status).toBe(503);
     } finally {

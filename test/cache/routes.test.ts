@@ -37,7 +37,7 @@ async function ask(token: string, content: string) {
 
 async function query(token: string, body: unknown, headers: Record<string, string> = {}) {
   const r = await gw.api("/api/v1/query", { method: "POST", token, json: body, headers });
-  return { status: r.status, body: (await r.json()) as any };
+  return { status: r.status, body: ((await r.json()) as any) as any };
 }
 
 describe("POST /api/v1/query", () => {
@@ -89,7 +89,7 @@ describe("POST /api/v1/query", () => {
     expect(r3.body.error.type).toBe("validation_error");
     const r4 = await gw.api("/api/v1/query", { method: "POST", json: chat("x") });
     expect(r4.status).toBe(401);
-    expect((await r4.json()).error.type).toBe("authentication_error");
+    expect(((await r4.json()) as any).error.type).toBe("authentication_error");
   });
 
   test("tenant isolation: tenant B never sees tenant A's entries", async () => {
@@ -103,24 +103,24 @@ describe("cache administration", () => {
   test("stats and entries need ViewMetrics and show only the caller's tenant", async () => {
     const denied = await gw.api("/api/v1/cache/entries", { token: plainA });
     expect(denied.status).toBe(403);
-    expect((await denied.json()).error.type).toBe("authorization_error");
+    expect(((await denied.json()) as any).error.type).toBe("authorization_error");
 
     await ask(plainA, "Who wrote the novel Moby Dick?");
-    const list = await (await gw.api("/api/v1/cache/entries?limit=100", { token: admin })).json();
+    const list = (await (await gw.api("/api/v1/cache/entries?limit=100", { token: admin })).json()) as any;
     expect(list.total).toBeGreaterThan(0);
     expect(list.entries.some((e: any) => e.query === "Who wrote the novel Moby Dick?")).toBe(true);
     expect(list.entries[0].createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
-    const listB = await (await gw.api("/api/v1/cache/entries", { token: adminB })).json();
+    const listB = (await (await gw.api("/api/v1/cache/entries", { token: adminB })).json()) as any;
     expect(listB).toEqual({ entries: [], total: 0, limit: 20, offset: 0 });
 
     const bad = await gw.api("/api/v1/cache/entries?limit=1000", { token: admin });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.type).toBe("validation_error");
+    expect(((await bad.json()) as any).error.type).toBe("validation_error");
 
-    const stats = await (await gw.api("/api/v1/cache/stats", { token: admin })).json();
+    const stats = (await (await gw.api("/api/v1/cache/stats", { token: admin })).json()) as any;
     expect(stats.entries).toBe(list.total);
     expect(stats.hits.exact + stats.hits.semantic).toBeGreaterThan(0);
-    const statsB = await (await gw.api("/api/v1/cache/stats", { token: adminB })).json();
+    const statsB = (await (await gw.api("/api/v1/cache/stats", { token: adminB })).json()) as any;
     expect(statsB.entries).toBe(0);
   });
 
@@ -131,10 +131,10 @@ describe("cache administration", () => {
     expect((await gw.api(`/api/v1/cache/entries/${id}`, { method: "DELETE", token: plainA })).status).toBe(403);
     const other = await gw.api(`/api/v1/cache/entries/${id}`, { method: "DELETE", token: adminB });
     expect(other.status).toBe(404);
-    expect((await other.json()).error.type).toBe("not_found");
+    expect(((await other.json()) as any).error.type).toBe("not_found");
     const ok = await gw.api(`/api/v1/cache/entries/${id}`, { method: "DELETE", token: admin });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ id, deleted: true });
+    expect((await ok.json()) as any).toEqual({ id, deleted: true });
     expect((await query(plainA, chat("What is the speed of light in vacuum?"))).body.hit).toBe(false);
     expect((await gw.api(`/api/v1/cache/entries/${id}`, { method: "DELETE", token: admin })).status).toBe(404);
   });
@@ -145,10 +145,10 @@ describe("cache administration", () => {
     expect((await gw.api("/api/v1/cache", { method: "DELETE", token: plainA })).status).toBe(403);
     const purgedB = await gw.api("/api/v1/cache", { method: "DELETE", token: adminB });
     expect(purgedB.status).toBe(200);
-    expect(await purgedB.json()).toEqual({ deleted: 1 });
+    expect((await purgedB.json()) as any).toEqual({ deleted: 1 });
     expect((await query(adminB, chat("What is the capital of Japan?"))).body.hit).toBe(false);
     expect((await query(plainA, chat("What is the capital of Japan?"))).body.hit).toBe(true);
-    const purgedA = await (await gw.api("/api/v1/cache", { method: "DELETE", token: admin })).json();
+    const purgedA = (await (await gw.api("/api/v1/cache", { method: "DELETE", token: admin })).json()) as any;
     expect(purgedA.deleted).toBeGreaterThan(0);
     expect((await query(plainA, chat("What is the capital of Japan?"))).body.hit).toBe(false);
     const again = await ask(plainA, "What is the capital of Japan?");
