@@ -131,7 +131,7 @@ const doc = (summary: string, description?: string) => ({ detail: { tags: ["Prox
 export function gatewayRoutes(ctx: AppContext) {
   const h = proxyHandlers(installGateway(ctx), false);
   const any = t.Any();
-  return new Elysia({ name: "svc-gateway" })
+  return new Elysia()
     .post("/v1/chat/completions", ({ request, body }) => h.chatCompletions(request, {}, body), { body: ChatCompletionBody, ...doc("Chat-completions proxy", "Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.") })
     .post("/v1/embeddings", ({ request, body }) => h.embeddings(request, {}, body), { body: EmbeddingsBody, ...doc("Embeddings (forwarded, never cached)") })
     .get("/v1/models", ({ request }) => h.models(request), doc("List models (chat-completions style)"))
