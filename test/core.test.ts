@@ -58,3 +58,14 @@ describe("errors", () => {
     expect(r.headers.get("x-request-id")).toBe(id);
   });
 });
+
+describe("validation messages", () => {
+  test("an out-of-range query parameter is named in the 400 message", async () => {
+    const token = await gw.token("tenant-a");
+    const r = await gw.api("/api/v1/prompts?pageSize=500", { token });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toEqual({
+      error: { message: "query field 'pageSize': Expected integer to be less or equal to 100", type: "validation_error" },
+    });
+  });
+});

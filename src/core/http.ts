@@ -16,11 +16,24 @@ export function requestIdOf(request: Request): string {
   return incoming && UUID_RE.test(incoming) ? incoming : crypto.randomUUID();
 }
 
+/**
+ * Elysia validates coerced query parameters one by one and reports them as type "property" with
+ * no path; name the parameter by finding which query value failed.
+ */
+function queryParamOf(error: any, request: Request): string | undefined {
+  if (error.type !== "property") return undefined;
+  const params = new URL(request.url).searchParams;
+  for (const [k, v] of params) if (v === String(error.value)) return k;
+  return undefined;
+}
+
 /** Turn Elysia's validation error into a one-line human message. */
-function validationMessage(error: any): string {
+function validationMessage(error: any, request: Request): string {
   try {
     const first = error.all?.[0] ?? error.valueError;
     if (first) {
+      const param = queryParamOf(error, request);
+      if (param) return `query field '${param}': ${first.message}`;
       const path = String(first.path ?? "").replace(/^\//, "").replace(/\//g, ".") || error.type;
       const summary = !first.summary || /should be one of/.test(first.summary) ? first.message : first.summary;
       return `${error.type ?? "request"} ${path ? `field '${path}'` : ""}: ${summary}`.replace(/\s+/g, " ").trim();
@@ -33,7 +46,7 @@ export function mapError(code: string | number, error: unknown, request: Request
   const path = new URL(request.url).pathname;
   let err: ApiError;
   if (error instanceof ApiError) err = error;
-  else if (code === "VALIDATION") err = new ApiError("validation_error", validationMessage(error));
+  else if (code === "VALIDATION") err = new ApiError("validation_error", validationMessage(error, request));
   else if (code === "PARSE") err = new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
   else if (code === "NOT_FOUND") err = new ApiError("not_found", `no route for ${request.method} ${path}`);
   else {
