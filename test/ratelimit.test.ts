@@ -231,7 +231,7 @@ describe("HTTP", () => {
     expect(r.headers.get("x-ratelimit-remaining")).toBe("0");
     expect(Number(r.headers.get("x-ratelimit-reset"))).toBeGreaterThanOrEqual(1);
     expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-    const body = await r.json();
+    const body = ((await r.json()) as any);
     expect(body).toEqual({ error: { message: expect.any(String), type: "rate_limit_error", retry_after_secs: 1 } });
     expect(Number.isInteger(body.error.retry_after_secs)).toBe(true);
     clock.advance(1000);
@@ -246,7 +246,7 @@ describe("HTTP", () => {
     const rs = await Promise.all(Array.from({ length: 30 }, () => gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } })));
     expect(rs.filter((r) => r.status === 200).length).toBe(10);
     const r = rs.find((r) => r.status === 429)!;
-    expect((await r.json()).error.retry_after_secs).toBe(6);
+    expect(((await r.json()) as any).error.retry_after_secs).toBe(6);
   });
 
   test("two tenants: neither sees nor spends the other's rate-limit state", async () => {
@@ -257,9 +257,9 @@ describe("HTTP", () => {
     for (const method of ["GET", "PUT", "DELETE"]) {
       const r = await gw.api("/api/v1/rate-limits/iso-a", { token: b, method, json: method === "PUT" ? { tier: "starter" } : undefined });
       expect(r.status).toBe(404);
-      expect((await r.json()).error.type).toBe("not_found");
+      expect(((await r.json()) as any).error.type).toBe("not_found");
     }
-    const listB = await (await gw.api("/api/v1/rate-limits", { token: b })).json();
+    const listB = ((await (await gw.api("/api/v1/rate-limits", { token: b })).json()) as any);
     expect(listB.tenants.map((t: any) => t.tenantId)).toEqual(["iso-b"]);
     expect(listB.tenants[0].tier).toBe("starter");
     // b exhausting its own bucket leaves a untouched
@@ -267,7 +267,7 @@ describe("HTTP", () => {
     expect(rs.filter((r) => r.status === 429).length).toBeGreaterThan(0);
     const ra = await gw.api("/api/v1/rate-limits/iso-a", { token: a });
     expect(ra.status).toBe(200);
-    const da = await ra.json();
+    const da = ((await ra.json()) as any);
     expect(da.tier).toBe("enterprise");
     expect(da.remaining.requestsPerSecond).toBeGreaterThan(490);
   });

@@ -106,7 +106,7 @@ describe("graceful shutdown (SIGTERM)", () => {
 
       const r = await inflight;
       expect(r.status).toBe(200);
-      const body = await r.json();
+      const body = ((await r.json()) as any);
       expect(body.choices[0].message.content).toBe("slow answer");
       expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
 

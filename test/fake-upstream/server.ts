@@ -65,7 +65,8 @@ const ERROR_BODIES: Record<string, (status: number) => unknown> = {
   cohere: (s) => ({ message: `fake cohere error ${s}` }),
 };
 
-export async function startFakeUpstream(): Promise<FakeUpstream> {
+export async function startFakeUpstream(opts: { record?: boolean; port?: number } = {}): Promise<FakeUpstream> {
+  const record = opts.record !== false;
   const requests: Recorded[] = [];
   const failures: Failure[] = [];
   let n = 0;
@@ -98,7 +99,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   const server: Server<unknown> = Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
+    port: opts.port ?? 0,
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
@@ -112,7 +113,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       const headers: Record<string, string> = {};
       req.headers.forEach((v, k) => (headers[k] = v));
       const path = url.pathname + url.search;
-      requests.push({ method: req.method, path, headers, body });
+      if (record) requests.push({ method: req.method, path, headers, body });
       const kind = url.pathname.startsWith("/v1beta/")
         ? "gemini"
         : url.pathname.startsWith("/v1/messages")
