@@ -1,0 +1,354 @@
+/**
+ * USE-lite forward pass without TF.js: the same graph as the package's model.json, written out
+ * as loops over Float32Arrays, with the dense products in a WebAssembly SIMD kernel
+ * (simd-matmul.ts). Vectors match the TF.js backend (cosine ≥ 0.9999 on every dev text; see
+ * scripts/bench/embedding-equivalence.ts).
+ *
+ * The graph (KonaTransformer, 2 layers), per text of T SentencePiece ids (positions ≥ 128 dropped):
+ *   x   = 2·emb[id] + [sin(t·τ), cos(t·τ)]                      (256; the graph adds the embedding
+ *                                                               twice: once scattered, once with the timing signal)
+ *   L0: h = LN(x); q,k,v = h·Wqkv + b (4 heads × 64, q·0.125); a = softmax(q·kᵀ)·v
+ *       y = a·Wo + bo + (x·Wd + bd)                            (512; residual projected 256 → 512)
+ *       y = y + relu(LN(y)·W1 + b1)·W2 + b2                    (FFN 512 → 1536 → 512)
+ *   L1: y = y + attn(LN(y)) (4 heads × 128, q·1/√128);  y = y + FFN(LN(y))
+ *   out = l2normalize(tanh(mean_t(y)·Wt + bt))
+ * LN is layer norm over the last axis, eps 1e-6. Padding in the TF.js batch is masked with -1e9
+ * before the softmax, so each text can be computed on its own; texts of a batch are stacked as
+ * rows of the dense products (weights are read once per batch, not once per text).
+ */
+import { SentencePieceTokenizer } from "./sentencepiece";
+import { createJsMatmul, createWasmMatmul, packPanels, wasmSimdSupported, type Matmul } from "./simd-matmul";
+import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
+
+const MAX_TOKENS = 128;
+const D0 = 256;
+const D = 512;
+const FF = 1536;
+const HEADS = 4;
+const LN_EPS = 1e-6;
+/** Rows (tokens over all texts) per pass through the layers; a batch is split into chunks of at most this. */
+const MAX_ROWS = 512;
+/** Texts per chunk (the per-text FFN means use a [texts, 1536] buffer of MAX_ROWS × 512 floats). */
+const MAX_TEXTS = 128;
+
+interface DenseW {
+  /** byte offsets in the arena */
+  w: number;
+  b: number;
+  K: number;
+  N: number;
+}
+
+interface LayerW {
+  lnG: Float32Array;
+  lnB: Float32Array;
+  qkv: DenseW;
+  out: DenseW;
+  /** Layer 0 only: projection of the residual from 256 to 512. */
+  resid: DenseW | null;
+  ffnG: Float32Array;
+  ffnB: Float32Array;
+  ff1: DenseW;
+  ff2: DenseW;
+  headDim: number;
+  qScale: number;
+}
+
+/** Bump allocator over a WebAssembly.Memory (16-byte aligned). */
+class Arena {
+  readonly memory: WebAssembly.Memory;
+  private top = 0;
+  constructor(bytes: number) {
+    this.memory = new WebAssembly.Memory({ initial: Math.ceil(bytes / 65536) });
+  }
+  alloc(floats: number): number {
+    const p = this.top;
+    this.top += Math.ceil((floats * 4) / 16) * 16;
+    if (this.top > this.memory.buffer.byteLength) throw new Error("arena overflow");
+    return p;
+  }
+  f32(ptr: number, floats: number): Float32Array {
+    return new Float32Array(this.memory.buffer, ptr, floats);
+  }
+}
+
+export type UseLiteFastKernel = "wasm" | "js";
+
+export class UseLiteFast {
+  private tokenizer: SentencePieceTokenizer | null = null;
+  private emb: Float32Array | null = null;
+  private timing: Float32Array | null = null; // [MAX_TOKENS, 256]
+  private layers: LayerW[] = [];
+  private tanhW: DenseW | null = null;
+  private arena: Arena | null = null;
+  private mm: Matmul | null = null;
+  // activation buffers (byte offsets) and their Float32Array views
+  private bufX = 0; // [MAX_ROWS, 512] residual stream (layer-0 input uses the first 256 columns)
+  private bufH = 0; // [MAX_ROWS, 512] layer-norm output / attention context
+  private bufQKV = 0; // [MAX_ROWS, 1536]
+  private bufA = 0; // [MAX_ROWS, 512]
+  private bufR = 0; // [MAX_ROWS, 512]
+  private bufF = 0; // [MAX_ROWS, 1536]
+  private bufP = 0; // [MAX_ROWS, 512] pooled rows (one per text)
+  private bufO = 0; // [MAX_ROWS, 512] output rows
+  private scores = new Float32Array(MAX_TOKENS);
+
+  constructor(private readonly kernel: UseLiteFastKernel | "auto" = "auto") {}
+
+  backend(): string {
+    return this.mm ? `ts+${this.mm.kind}` : "ts";
+  }
+
+  async load(): Promise<void> {
+    if (this.mm) return;
+    const { tensors, vocabulary } = await readUseLiteFiles();
+    const get = (suffix: string): WeightTensor => {
+      let hit: WeightTensor | undefined;
+      for (const [name, t] of tensors) {
+        if (name.endsWith(suffix)) {
+          if (hit) throw new Error(`USE-lite weights: ambiguous ${suffix}`);
+          hit = t;
+        }
+      }
+      if (!hit) throw new Error(`USE-lite weights: missing ${suffix}`);
+      return hit;
+    };
+    const scalar = (suffix: string) => get(suffix).data[0]!;
+
+    // Arena: dense weights + activations.
+    const denseShapes: Array<[number, number]> = [
+      [D0, 3 * D0], [D0, D], [D0, D], [D, FF], [FF, D], // layer 0: qkv, out, resid, ff1, ff2
+      [D, 3 * D], [D, D], [D, FF], [FF, D], // layer 1
+      [D, D], // tanh
+    ];
+    let floats = denseShapes.reduce((n, [k, m]) => n + k * m + m + 8, 0);
+    floats += MAX_ROWS * (D * 6 + FF * 2 + 64);
+    const arena = new Arena(floats * 4 + 65536);
+    const dense = (wName: string, bName: string, K: number, N: number): DenseW => {
+      const wt = get(wName), bt = get(bName);
+      if (wt.data.length !== K * N || bt.data.length !== N) throw new Error(`USE-lite weights: unexpected shape for ${wName}`);
+      const w = arena.alloc(K * N), b = arena.alloc(N);
+      packPanels(wt.data, K, N, arena.f32(w, K * N)); // tfjs layout [.., K, N] row-major → 8-column panels
+      arena.f32(b, N).set(bt.data);
+      return { w, b, K, N };
+    };
+    const L = (i: number) => `Encode/Layer_${i}/TransformerLayer/`;
+    const S = (i: number) => `Encode/TransformerStack/Layer_${i}/TransformerLayer/`;
+    const ln = (i: number, ffn: boolean, what: "scale" | "bias") =>
+      get(`${L(i)}${ffn ? "FFN/" : ""}layer_prepostprocess/layer_norm/layer_norm_${what}/ConcatPartitions/concat`).data;
+    for (let i = 0; i < 2; i++) {
+      const d = i === 0 ? D0 : D;
+      this.layers.push({
+        lnG: ln(i, false, "scale"),
+        lnB: ln(i, false, "bias"),
+        qkv: dense(`${L(i)}MultiheadAttention/qkv_transform_single/kernel/part_0`, `${L(i)}MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat`, d, 3 * d),
+        out: dense(`${L(i)}MultiheadAttention/output_transform_single/kernel/part_0`, `${L(i)}MultiheadAttention/output_transform_single/bias/ConcatPartitions/concat`, d, D),
+        resid: i === 0 ? dense(`${L(0)}dense/kernel/ConcatPartitions/concat`, `${L(0)}dense/bias/ConcatPartitions/concat`, D0, D) : null,
+        ffnG: ln(i, true, "scale"),
+        ffnB: ln(i, true, "bias"),
+        ff1: dense(`${S(i)}FFN/conv1/Tensordot/Reshape_1`, `${L(i)}FFN/conv1/bias/ConcatPartitions/concat`, D, FF),
+        ff2: dense(`${S(i)}FFN/conv2/Tensordot/Reshape_1`, `${L(i)}FFN/conv2/bias/ConcatPartitions/concat`, FF, D),
+        headDim: d / HEADS,
+        qScale: scalar(`${S(i)}MultiheadAttention/mul/y`),
+      });
+      const headsConst = get(`${S(i)}MultiheadAttention/split_heads/split_last_dimension/Reshape/shape/3`);
+      if (headsConst.data[0] !== d / HEADS) throw new Error("USE-lite weights: unexpected head size");
+    }
+    this.tanhW = dense("Encoder_en/hidden_layers/tanh_layer_0/weights", "Encoder_en/hidden_layers/tanh_layer_0/bias", D, D);
+    this.bufX = arena.alloc(MAX_ROWS * D);
+    this.bufH = arena.alloc(MAX_ROWS * D);
+    this.bufQKV = arena.alloc(MAX_ROWS * FF);
+    this.bufA = arena.alloc(MAX_ROWS * D);
+    this.bufR = arena.alloc(MAX_ROWS * D);
+    this.bufF = arena.alloc(MAX_ROWS * FF);
+    this.bufP = arena.alloc(MAX_ROWS * D);
+    this.bufO = arena.alloc(MAX_ROWS * D);
+
+    const embT = get("module/Embeddings_en");
+    if (embT.shape[1] !== D0) throw new Error("USE-lite weights: unexpected embedding shape");
+    this.emb = embT.data;
+    const tau = get(`TransformerStack/Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1`).data;
+    this.timing = new Float32Array(MAX_TOKENS * D0);
+    for (let t = 0; t < MAX_TOKENS; t++) {
+      for (let c = 0; c < D0 / 2; c++) {
+        const a = Math.fround(t * tau[c]!); // float32 product, as in the graph
+        this.timing[t * D0 + c] = Math.sin(a);
+        this.timing[t * D0 + D0 / 2 + c] = Math.cos(a);
+      }
+    }
+    this.tokenizer = new SentencePieceTokenizer(vocabulary);
+    this.arena = arena;
+    const useWasm = this.kernel === "wasm" || (this.kernel === "auto" && wasmSimdSupported());
+    this.mm = useWasm ? createWasmMatmul(arena.memory) : createJsMatmul(arena.memory);
+    this.embedFlat(["warm up"]);
+  }
+
+  /** SentencePiece ids of an (already prepared) text, as the model sees them (empty → [0], cut at 128). */
+  tokenize(text: string): number[] {
+    if (!this.tokenizer) throw new Error("model not loaded");
+    const ids = this.tokenizer.encode(text.length > 0 ? text : " ");
+    if (ids.length === 0) return [0];
+    return ids.length > MAX_TOKENS ? ids.slice(0, MAX_TOKENS) : ids;
+  }
+
+  /** Embed already-prepared texts; one flat Float32Array of texts.length * 512 values (L2-normalised rows). */
+  embedFlat(texts: string[]): Float32Array {
+    if (!this.mm) throw new Error("model not loaded");
+    const out = new Float32Array(texts.length * D);
+    const ids = texts.map((t) => this.tokenize(t));
+    let start = 0;
+    while (start < texts.length) {
+      let rows = 0;
+      let end = start;
+      while (end < texts.length && (end === start || (rows + ids[end]!.length <= MAX_ROWS && end - start < MAX_TEXTS))) rows += ids[end++]!.length;
+      this.forward(ids.slice(start, end), out.subarray(start * D, end * D));
+      start = end;
+    }
+    return out;
+  }
+
+  /** One chunk: texts whose token counts sum to ≤ MAX_ROWS. */
+  private forward(ids: number[][], out: Float32Array): void {
+    const arena = this.arena!, mm = this.mm!;
+    const emb = this.emb!, timing = this.timing!;
+    const rows = ids.reduce((n, a) => n + a.length, 0);
+    // Layer-0 input x (256 wide), stored in bufR (the residual projection reads it).
+    const x0 = arena.f32(this.bufR, rows * D0);
+    let r = 0;
+    for (const seq of ids) {
+      for (let t = 0; t < seq.length; t++, r++) {
+        const e = seq[t]! * D0, o = r * D0, tm = t * D0;
+        for (let c = 0; c < D0; c++) x0[o + c] = Math.fround(emb[e + c]! + Math.fround(emb[e + c]! + timing[tm + c]!));
+      }
+    }
+    const l0 = this.layers[0]!, l1 = this.layers[1]!;
+    // ---- layer 0 ----
+    this.layerNorm(this.bufR, this.bufH, rows, D0, l0.lnG, l0.lnB);
+    this.dense(this.bufH, l0.qkv, this.bufQKV, rows, false);
+    this.attention(ids, l0);
+    this.dense(this.bufH, l0.out, this.bufA, rows, false); // bufH holds the attention context now
+    this.dense(this.bufR, l0.resid!, this.bufX, rows, false);
+    this.addInto(this.bufX, this.bufA, rows * D);
+    this.ffn(rows, l0);
+    // ---- layer 1 ----
+    this.layerNorm(this.bufX, this.bufH, rows, D, l1.lnG, l1.lnB);
+    this.dense(this.bufH, l1.qkv, this.bufQKV, rows, false);
+    this.attention(ids, l1);
+    this.dense(this.bufH, l1.out, this.bufA, rows, false);
+    this.addInto(this.bufX, this.bufA, rows * D);
+    // ---- layer-1 FFN, mean over tokens ----
+    // mean_t(y_t + relu(LN(y_t)·W1 + b1)·W2 + b2) = mean_t(y_t) + mean_t(relu(LN(y_t)·W1 + b1))·W2 + b2:
+    // W2 is linear, so it is applied once to the mean hidden row of each text instead of to every token.
+    this.layerNorm(this.bufX, this.bufH, rows, D, l1.ffnG, l1.ffnB);
+    this.dense(this.bufH, l1.ff1, this.bufF, rows, true);
+    const X = arena.f32(this.bufX, rows * D);
+    const F = arena.f32(this.bufF, rows * FF);
+    const P = arena.f32(this.bufP, ids.length * D); // mean of y
+    const G = arena.f32(this.bufH, ids.length * FF); // mean of the FFN hidden rows (bufH is free now)
+    r = 0;
+    for (let s = 0; s < ids.length; s++) {
+      const n = ids[s]!.length;
+      const po = s * D, go = s * FF;
+      P.fill(0, po, po + D);
+      G.fill(0, go, go + FF);
+      for (let t = 0; t < n; t++, r++) {
+        const xo = r * D, fo = r * FF;
+        for (let c = 0; c < D; c++) P[po + c] = P[po + c]! + X[xo + c]!;
+        for (let c = 0; c < FF; c++) G[go + c] = G[go + c]! + F[fo + c]!;
+      }
+      for (let c = 0; c < D; c++) P[po + c] = P[po + c]! / n;
+      for (let c = 0; c < FF; c++) G[go + c] = G[go + c]! / n;
+    }
+    this.dense(this.bufH, l1.ff2, this.bufA, ids.length, false);
+    this.addInto(this.bufP, this.bufA, ids.length * D);
+    // ---- tanh layer, L2 normalisation ----
+    mm.run(this.bufP, this.tanhW!.w, this.tanhW!.b, this.bufO, ids.length, D, D, false);
+    const O = arena.f32(this.bufO, ids.length * D);
+    for (let s = 0; s < ids.length; s++) {
+      const o = s * D;
+      let sq = 0;
+      for (let c = 0; c < D; c++) {
+        const v = Math.tanh(O[o + c]!);
+        out[o + c] = v;
+        sq += v * v;
+      }
+      const inv = 1 / Math.sqrt(Math.max(sq, 1e-12));
+      for (let c = 0; c < D; c++) out[o + c] = out[o + c]! * inv;
+    }
+  }
+
+  private dense(x: number, w: DenseW, out: number, rows: number, relu: boolean): void {
+    this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
+  }
+
+  private addInto(dst: number, src: number, n: number): void {
+    const a = this.arena!.f32(dst, n), b = this.arena!.f32(src, n);
+    for (let i = 0; i < n; i++) a[i] = a[i]! + b[i]!;
+  }
+
+  /** FFN block with its residual: X += relu(LN(X)·W1 + b1)·W2 + b2. */
+  private ffn(rows: number, l: LayerW): void {
+    this.layerNorm(this.bufX, this.bufH, rows, D, l.ffnG, l.ffnB);
+    this.dense(this.bufH, l.ff1, this.bufF, rows, true);
+    this.dense(this.bufF, l.ff2, this.bufA, rows, false);
+    this.addInto(this.bufX, this.bufA, rows * D);
+  }
+
+  private layerNorm(src: number, dst: number, rows: number, d: number, g: Float32Array, b: Float32Array): void {
+    const X = this.arena!.f32(src, rows * d), Y = this.arena!.f32(dst, rows * d);
+    for (let r = 0; r < rows; r++) {
+      const o = r * d;
+      let mean = 0;
+      for (let c = 0; c < d; c++) mean += X[o + c]!;
+      mean /= d;
+      let v = 0;
+      for (let c = 0; c < d; c++) {
+        const z = X[o + c]! - mean;
+        v += z * z;
+      }
+      const inv = 1 / Math.sqrt(v / d + LN_EPS);
+      for (let c = 0; c < d; c++) Y[o + c] = (X[o + c]! - mean) * inv * g[c]! + b[c]!;
+    }
+  }
+
+  /** Multi-head self-attention within each text; reads bufQKV, writes the context (rows × d) to bufH. */
+  private attention(ids: number[][], l: LayerW): void {
+    const hd = l.headDim, d = hd * HEADS, w3 = 3 * d;
+    const rows = ids.reduce((n, a) => n + a.length, 0);
+    const QKV = this.arena!.f32(this.bufQKV, rows * w3);
+    const C = this.arena!.f32(this.bufH, rows * d);
+    const sc = this.scores;
+    let base = 0;
+    for (const seq of ids) {
+      const T = seq.length;
+      for (let h = 0; h < HEADS; h++) {
+        const qo = h * hd, ko = d + h * hd, vo = 2 * d + h * hd;
+        for (let i = 0; i < T; i++) {
+          const qi = (base + i) * w3 + qo;
+          let max = -Infinity;
+          for (let j = 0; j < T; j++) {
+            const kj = (base + j) * w3 + ko;
+            let s = 0;
+            for (let c = 0; c < hd; c++) s += QKV[qi + c]! * l.qScale * QKV[kj + c]!;
+            sc[j] = s;
+            if (s > max) max = s;
+          }
+          let sum = 0;
+          for (let j = 0; j < T; j++) {
+            const e = Math.exp(sc[j]! - max);
+            sc[j] = e;
+            sum += e;
+          }
+          const co = (base + i) * d + h * hd;
+          for (let c = 0; c < hd; c++) C[co + c] = 0;
+          for (let j = 0; j < T; j++) {
+            const p = sc[j]! / sum;
+            const vj = (base + j) * w3 + vo;
+            for (let c = 0; c < hd; c++) C[co + c] = C[co + c]! + p * QKV[vj + c]!;
+          }
+        }
+      }
+      base += T;
+    }
+  }
+}
