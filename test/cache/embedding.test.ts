@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, type Embedder } from "../../src/cache/embedding/index";
+import { existsSync, readFileSync } from "node:fs";
+import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/cache/embedding/index";
+import { UseLiteModel } from "../../src/cache/embedding/use-lite";
+import { UseLiteFast } from "../../src/cache/embedding/use-lite-fast";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -17,6 +20,8 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.isReady()).toBe(true);
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
+    expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
+    expect(emb.backendName).toBe("ts+wasm");
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -86,6 +91,79 @@ describe("local embedder (USE-lite)", () => {
     expect((await cached.embed(["gamma delta"]))[0]![0]).not.toBe(42);
     expect(cached.hits).toBeGreaterThan(0);
   });
+});
+
+describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
+  // Edge cases + the first dev pairs (50 texts in all when the dev set is present).
+  const texts = [
+    "",
+    "?",
+    "what is the capital of france?",
+    "ünïcödé façade — naïve café ☕ 🚀 日本語のテキスト",
+    "\u0000\u0001 tabs\tand\nnewlines",
+    "1234567890 3.14159 $100 50% a+b=c",
+    "the quick brown fox jumps over the lazy dog ".repeat(20), // > 128 tokens: clipped
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+  ];
+  const dev = "/work/shared/data/cache-eval-dev/pairs.jsonl";
+  if (existsSync(dev)) {
+    for (const line of readFileSync(dev, "utf8").split("\n").filter((l) => l.trim()).slice(0, 21)) {
+      const p = JSON.parse(line) as { q1: string; q2: string };
+      texts.push(p.q1, p.q2);
+    }
+  }
+  const prepared = texts.map((t) => prepareText(t));
+  let ref: UseLiteModel;
+  let fast: UseLiteFast;
+  let fastJs: UseLiteFast;
+  beforeAll(async () => {
+    ref = new UseLiteModel();
+    fast = new UseLiteFast("wasm");
+    fastJs = new UseLiteFast("js");
+    await Promise.all([ref.load(), fast.load(), fastJs.load()]);
+  }, 120_000);
+
+  const cosines = (a: Float32Array, b: Float32Array) =>
+    Array.from({ length: a.length / 512 }, (_, i) => dot(a.subarray(i * 512, (i + 1) * 512), b.subarray(i * 512, (i + 1) * 512)));
+
+  test("same SentencePiece ids as @energetic-ai/embeddings' tokenizer", () => {
+    const tok = (ref as unknown as { model: { tokenizer: { encode(s: string): number[] } } }).model.tokenizer;
+    for (const t of prepared) expect(fast.tokenize(t)).toEqual(tok.encode(t.length > 0 ? t : " ").slice(0, 128));
+  });
+
+  test("cosine >= 0.9999 with the TF.js vectors for every text (WASM kernel and JS fallback)", async () => {
+    const want = await ref.embedFlat(prepared);
+    const got = fast.embedFlat(prepared);
+    const gotJs = fastJs.embedFlat(prepared.slice(0, 10)); // the scalar fallback is slow: edge cases only
+    expect(fast.backend()).toBe("ts+wasm");
+    expect(fastJs.backend()).toBe("ts+js");
+    for (const c of cosines(want, got)) expect(c).toBeGreaterThan(0.9999);
+    for (const c of cosines(want.subarray(0, gotJs.length), gotJs)) expect(c).toBeGreaterThan(0.9999);
+    for (let i = 0; i < got.length; i += 512) expect(Math.abs(Math.sqrt(dot(got.subarray(i, i + 512), got.subarray(i, i + 512))) - 1)).toBeLessThan(1e-5);
+  }, 60_000);
+
+  test("a text gets the same vector alone and inside a batch", () => {
+    const batch = fast.embedFlat(prepared);
+    for (const i of [0, 3, 6, prepared.length - 1]) {
+      const solo = fast.embedFlat([prepared[i]!]);
+      expect(dot(solo, batch.subarray(i * 512, (i + 1) * 512))).toBeGreaterThan(0.99999);
+    }
+  });
+
+  test("the TF.js engine stays selectable and agrees with the default", async () => {
+    const a = new LocalEmbedder({ engine: "tfjs", worker: false });
+    const b = new LocalEmbedder({ worker: false });
+    try {
+      const [va] = await a.embed(["How do I reset my Gmail password?"]);
+      const [vb] = await b.embed(["How do I reset my Gmail password?"]);
+      expect(a.backendName).toBe("wasm");
+      expect(b.backendName).toBe("ts+wasm");
+      expect(dot(va!, vb!)).toBeGreaterThan(0.9999);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 60_000);
 });
 
 describe("remote embedder (OpenAI-compatible)", () => {

@@ -14,7 +14,7 @@ export { EmbeddingError, dot, l2normalize, type Embedder } from "./types";
 export { LocalEmbedder, type LocalEmbedderOptions } from "./local";
 export { RemoteEmbedder, type RemoteEmbedderOptions } from "./remote";
 export { CachedEmbedder } from "./cached";
-export { prepareText, USE_LITE_ID, USE_LITE_DIMS } from "./use-lite";
+export { prepareText, USE_LITE_ID, USE_LITE_DIMS } from "./use-lite-text";
 
 export interface CreateEmbedderOptions {
   provider: "local" | "openai";

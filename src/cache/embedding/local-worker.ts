@@ -1,31 +1,40 @@
 /**
  * Worker thread hosting the local embedding model, so tokenising and
- * inference never block the request thread (and the emscripten runtime's
- * process-level handlers stay out of the main thread).
+ * inference never block the request thread.
  *
  * Protocol (structured clone):
- *   in:  { type: "load" } | { type: "embed", id: number, texts: string[] } | { type: "close" }
+ *   in:  { type: "load", engine } | { type: "embed", id: number, texts: string[] } | { type: "close" }
  *   out: { type: "ready", backend } | { type: "result", id, flat: Float32Array } |
  *        { type: "error", id?: number, message }
+ * engine: "fast" (default: use-lite-fast.ts, no TF.js) or "tfjs" (use-lite.ts).
  */
-import { UseLiteModel } from "./use-lite";
+import { createUseLiteEngine, type UseLiteEngine, type UseLiteEngineName } from "./engine";
 
 declare const self: Worker;
 
-const model = new UseLiteModel();
+let model: UseLiteEngine | null = null;
 let loading: Promise<void> | null = null;
+let engine: UseLiteEngineName = "fast";
+
+function ensureLoaded(): Promise<void> {
+  loading ??= (async () => {
+    const m = await createUseLiteEngine(engine);
+    await m.load();
+    model = m;
+  })();
+  return loading;
+}
 
 self.onmessage = async (ev: MessageEvent) => {
-  const msg = ev.data as { type: string; id?: number; texts?: string[] };
+  const msg = ev.data as { type: string; id?: number; texts?: string[]; engine?: UseLiteEngineName };
   try {
     if (msg.type === "load") {
-      loading ??= model.load();
-      await loading;
-      self.postMessage({ type: "ready", backend: model.backend() });
+      if (msg.engine && !loading) engine = msg.engine;
+      await ensureLoaded();
+      self.postMessage({ type: "ready", backend: model!.backend() });
     } else if (msg.type === "embed") {
-      loading ??= model.load();
-      await loading;
-      const flat = await model.embedFlat(msg.texts ?? []);
+      await ensureLoaded();
+      const flat = await model!.embedFlat(msg.texts ?? []);
       self.postMessage({ type: "result", id: msg.id, flat }, { transfer: [flat.buffer as ArrayBuffer] });
     } else if (msg.type === "close") {
       process.exit(0);

@@ -1,9 +1,10 @@
 /**
- * Built-in local embedder: Universal Sentence Encoder lite (512-d) on TF.js
- * WASM (SIMD; the threaded WASM build is not available under Bun), running in
- * a Bun Worker with micro-batching.
+ * Built-in local embedder: Universal Sentence Encoder lite (512-d), running in
+ * a Bun Worker with micro-batching. Engine (option `engine` or env
+ * SVC_EMBED_ENGINE): "fast" (default; TS + WASM SIMD forward pass, see
+ * use-lite-fast.ts) or "tfjs" (the package's graph on TF.js WASM); same vectors.
  *
- * - Off the request thread: inference (~12-35 ms per query) runs in a worker,
+ * - Off the request thread: inference (~3-20 ms per query) runs in a worker,
  *   so the event loop keeps serving other requests.
  * - Micro-batching: calls that arrive within `batchWindowMs` (default 1 ms) or
  *   while a batch is running are embedded together in one model call (up to
@@ -13,10 +14,13 @@
  * Set `worker: false` (or env SVC_EMBED_WORKER=0) to run in-process, e.g.
  * for a bundled build where the worker file cannot be resolved.
  */
+import { createUseLiteEngine, defaultEngine, type UseLiteEngine, type UseLiteEngineName } from "./engine";
 import { EmbeddingError, type Embedder } from "./types";
-import { DEFAULT_MAX_CHARS, USE_LITE_DIMS, USE_LITE_ID, prepareText } from "./use-lite";
+import { DEFAULT_MAX_CHARS, USE_LITE_DIMS, USE_LITE_ID, prepareText } from "./use-lite-text";
 
 export interface LocalEmbedderOptions {
+  /** Model implementation (default env SVC_EMBED_ENGINE, else "fast"); "tfjs" is the original TF.js backend. */
+  engine?: UseLiteEngineName;
   /** Run the model in a Bun Worker (default true unless env SVC_EMBED_WORKER=0). */
   worker?: boolean;
   /** How long to wait for more calls before running a batch, in ms (default 1). 0 = next tick. */
@@ -40,20 +44,24 @@ interface Backend {
 }
 
 class InProcessBackend implements Backend {
-  private model: import("./use-lite").UseLiteModel | null = null;
+  private model: UseLiteEngine | null = null;
+  constructor(private readonly engine: UseLiteEngineName) {}
   alive(): boolean {
     return this.model !== null;
   }
   async load(): Promise<string> {
-    const { UseLiteModel } = await import("./use-lite");
-    const m = new UseLiteModel();
+    const m = await createUseLiteEngine(this.engine);
     await m.load();
     this.model = m;
     return m.backend();
   }
   embedFlat(texts: string[]): Promise<Float32Array> {
     if (!this.model) return Promise.reject(new Error("model not loaded"));
-    return this.model.embedFlat(texts);
+    try {
+      return Promise.resolve(this.model.embedFlat(texts));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
   async close(): Promise<void> {
     this.model = null;
@@ -71,9 +79,10 @@ class WorkerBackend implements Backend {
   private nextId = 1;
   private calls = new Map<number, PendingCall>();
   private loadWaiter: PendingCall | null = null;
-  private backendName = "wasm";
+  private backendName = "";
 
   constructor(
+    private readonly engine: UseLiteEngineName,
     private readonly loadTimeoutMs: number,
     private readonly callTimeoutMs: number,
   ) {}
@@ -155,7 +164,7 @@ class WorkerBackend implements Backend {
       const timer = setTimeout(() => this.fail("timed out loading the local embedding model"), this.loadTimeoutMs);
       this.loadWaiter = { resolve, reject, timer };
       this.updateRef();
-      w.postMessage({ type: "load" });
+      w.postMessage({ type: "load", engine: this.engine });
     });
     return this.backendName;
   }
@@ -196,8 +205,10 @@ interface QueuedCall {
 export class LocalEmbedder implements Embedder {
   readonly id = USE_LITE_ID;
   readonly dimensions = USE_LITE_DIMS;
-  /** Name of the TF.js backend in use once loaded (e.g. "wasm"). */
+  /** Backend in use once loaded: "ts+wasm" / "ts+js" (engine "fast") or the TF.js backend name, e.g. "wasm". */
   backendName = "";
+  /** Model implementation: "fast" or "tfjs". */
+  readonly engine: UseLiteEngineName;
 
   private readonly backend: Backend;
   private readonly batchWindowMs: number;
@@ -218,12 +229,14 @@ export class LocalEmbedder implements Embedder {
 
   constructor(opts: LocalEmbedderOptions = {}) {
     const useWorker = opts.worker ?? process.env.SVC_EMBED_WORKER !== "0";
+    const engine = opts.engine ?? defaultEngine();
+    this.engine = engine;
     this.batchWindowMs = opts.batchWindowMs ?? 1;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 64);
     this.maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
     this.backend = useWorker
-      ? new WorkerBackend(opts.loadTimeoutMs ?? 120_000, opts.callTimeoutMs ?? 30_000)
-      : new InProcessBackend();
+      ? new WorkerBackend(engine, opts.loadTimeoutMs ?? 120_000, opts.callTimeoutMs ?? 30_000)
+      : new InProcessBackend(engine);
   }
 
   load(): Promise<void> {

@@ -91,7 +91,13 @@ export class UseLiteFast {
   private bufF = 0; // [MAX_ROWS, 1536]
   private bufP = 0; // [MAX_ROWS, 512] pooled rows (one per text)
   private bufO = 0; // [MAX_ROWS, 512] output rows
-  private scores = new Float32Array(MAX_TOKENS);
+  // attention scratch (per text and head): q rows, kᵀ panels, v panels, scores, context, zero bias
+  private attQ = 0;
+  private attK = 0;
+  private attV = 0;
+  private attS = 0;
+  private attO = 0;
+  private attZero = 0;
 
   constructor(private readonly kernel: UseLiteFastKernel | "auto" = "auto") {}
 
@@ -122,7 +128,7 @@ export class UseLiteFast {
       [D, D], // tanh
     ];
     let floats = denseShapes.reduce((n, [k, m]) => n + k * m + m + 8, 0);
-    floats += MAX_ROWS * (D * 6 + FF * 2 + 64);
+    floats += MAX_ROWS * (D * 6 + FF * 2 + 64) + MAX_TOKENS * (128 * 4 + MAX_TOKENS + 1) + 64;
     const arena = new Arena(floats * 4 + 65536);
     const dense = (wName: string, bName: string, K: number, N: number): DenseW => {
       const wt = get(wName), bt = get(bName);
@@ -163,6 +169,12 @@ export class UseLiteFast {
     this.bufF = arena.alloc(MAX_ROWS * FF);
     this.bufP = arena.alloc(MAX_ROWS * D);
     this.bufO = arena.alloc(MAX_ROWS * D);
+    this.attQ = arena.alloc(MAX_TOKENS * 128);
+    this.attK = arena.alloc(MAX_TOKENS * 128);
+    this.attV = arena.alloc(MAX_TOKENS * 128);
+    this.attS = arena.alloc(MAX_TOKENS * MAX_TOKENS);
+    this.attO = arena.alloc(MAX_TOKENS * 128);
+    this.attZero = arena.alloc(MAX_TOKENS); // zero-filled, never written
 
     const embT = get("module/Embeddings_en");
     if (embT.shape[1] !== D0) throw new Error("USE-lite weights: unexpected embedding shape");
@@ -311,41 +323,63 @@ export class UseLiteFast {
     }
   }
 
-  /** Multi-head self-attention within each text; reads bufQKV, writes the context (rows × d) to bufH. */
+  /**
+   * Multi-head self-attention within each text; reads bufQKV, writes the context (rows × d) to bufH.
+   * Both products go through the matmul kernel: scores = (q·scale)·kᵀ with kᵀ packed as panels
+   * (T padded to a multiple of 8 with zero keys whose scores are ignored), then softmax in JS, then
+   * p·v with v packed as panels (padding rows zero, their weights zero).
+   */
   private attention(ids: number[][], l: LayerW): void {
+    const arena = this.arena!, mm = this.mm!;
     const hd = l.headDim, d = hd * HEADS, w3 = 3 * d;
     const rows = ids.reduce((n, a) => n + a.length, 0);
-    const QKV = this.arena!.f32(this.bufQKV, rows * w3);
-    const C = this.arena!.f32(this.bufH, rows * d);
-    const sc = this.scores;
+    const QKV = arena.f32(this.bufQKV, rows * w3);
+    const C = arena.f32(this.bufH, rows * d);
+    const Q = arena.f32(this.attQ, MAX_TOKENS * 128);
+    const KT = arena.f32(this.attK, MAX_TOKENS * 128);
+    const V = arena.f32(this.attV, MAX_TOKENS * 128);
+    const S = arena.f32(this.attS, MAX_TOKENS * MAX_TOKENS);
+    const O = arena.f32(this.attO, MAX_TOKENS * 128);
     let base = 0;
     for (const seq of ids) {
       const T = seq.length;
+      const Tp = (T + 7) & ~7;
       for (let h = 0; h < HEADS; h++) {
         const qo = h * hd, ko = d + h * hd, vo = 2 * d + h * hd;
+        // Q (scaled) as rows; kᵀ as panels: panel p holds keys 8p..8p+7, element [c][q] = k[8p+q][c].
+        KT.fill(0, 0, hd * Tp);
+        for (let t = 0; t < T; t++) {
+          const src = (base + t) * w3;
+          const qrow = t * hd;
+          for (let c = 0; c < hd; c++) Q[qrow + c] = QKV[src + qo + c]! * l.qScale;
+          const kp = (t >> 3) * hd * 8 + (t & 7);
+          for (let c = 0; c < hd; c++) KT[kp + c * 8] = QKV[src + ko + c]!;
+        }
+        mm.run(this.attQ, this.attK, this.attZero, this.attS, T, hd, Tp, false);
+        // softmax over the first T columns; padding columns get probability 0
         for (let i = 0; i < T; i++) {
-          const qi = (base + i) * w3 + qo;
+          const o = i * Tp;
           let max = -Infinity;
-          for (let j = 0; j < T; j++) {
-            const kj = (base + j) * w3 + ko;
-            let s = 0;
-            for (let c = 0; c < hd; c++) s += QKV[qi + c]! * l.qScale * QKV[kj + c]!;
-            sc[j] = s;
-            if (s > max) max = s;
-          }
+          for (let j = 0; j < T; j++) if (S[o + j]! > max) max = S[o + j]!;
           let sum = 0;
           for (let j = 0; j < T; j++) {
-            const e = Math.exp(sc[j]! - max);
-            sc[j] = e;
+            const e = Math.exp(S[o + j]! - max);
+            S[o + j] = e;
             sum += e;
           }
-          const co = (base + i) * d + h * hd;
-          for (let c = 0; c < hd; c++) C[co + c] = 0;
-          for (let j = 0; j < T; j++) {
-            const p = sc[j]! / sum;
-            const vj = (base + j) * w3 + vo;
-            for (let c = 0; c < hd; c++) C[co + c] = C[co + c]! + p * QKV[vj + c]!;
-          }
+          const inv = 1 / sum;
+          for (let j = 0; j < T; j++) S[o + j] = S[o + j]! * inv;
+          for (let j = T; j < Tp; j++) S[o + j] = 0;
+        }
+        // v as panels: panel p holds channels 8p..8p+7, element [t][q] = v[t][8p+q] (rows ≥ T zero)
+        for (let t = 0; t < Tp; t++) {
+          const src = (base + t) * w3 + vo;
+          for (let c = 0; c < hd; c++) V[(c >> 3) * Tp * 8 + t * 8 + (c & 7)] = t < T ? QKV[src + c]! : 0;
+        }
+        mm.run(this.attS, this.attV, this.attZero, this.attO, T, Tp, hd, false);
+        for (let t = 0; t < T; t++) {
+          const dst = (base + t) * d + h * hd, src = t * hd;
+          for (let c = 0; c < hd; c++) C[dst + c] = O[src + c]!;
         }
       }
       base += T;

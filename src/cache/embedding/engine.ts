@@ -1,0 +1,34 @@
+/**
+ * The two implementations of USE-lite behind the local embedder:
+ *  - "fast" (default): use-lite-fast.ts — the graph written out in TS with a WASM SIMD matmul,
+ *    no TF.js (~2.5× faster per query, less memory);
+ *  - "tfjs": use-lite.ts — the package's graph run by TF.js WASM (the original backend; kept to
+ *    compare against). Both produce the same vectors (cosine ≥ 0.9999, checked by
+ *    scripts/bench/embedding-equivalence.ts and test/cache/embedding.test.ts).
+ * Modules are imported lazily so the unused one (and TF.js) is never loaded.
+ */
+export type UseLiteEngineName = "fast" | "tfjs";
+
+export interface UseLiteEngine {
+  load(): Promise<void>;
+  backend(): string;
+  /** Already-prepared texts → texts.length * 512 floats, L2-normalised rows. */
+  embedFlat(texts: string[]): Float32Array | Promise<Float32Array>;
+}
+
+/** Engine named by env SVC_EMBED_ENGINE ("fast" | "tfjs"), default "fast". */
+export function defaultEngine(): UseLiteEngineName {
+  const v = process.env.SVC_EMBED_ENGINE;
+  if (v === undefined || v === "" || v === "fast") return "fast";
+  if (v === "tfjs") return "tfjs";
+  throw new Error(`SVC_EMBED_ENGINE must be "fast" or "tfjs", got ${JSON.stringify(v)}`);
+}
+
+export async function createUseLiteEngine(name: UseLiteEngineName): Promise<UseLiteEngine> {
+  if (name === "tfjs") {
+    const { UseLiteModel } = await import("./use-lite");
+    return new UseLiteModel();
+  }
+  const { UseLiteFast } = await import("./use-lite-fast");
+  return new UseLiteFast();
+}
