@@ -20,7 +20,7 @@ const n = Number(values.n);
 const bun = process.execPath;
 
 async function spawnReady(cmd: string[], url: string, env: Record<string, string> = {}) {
-  const proc = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...env }, stdout: "ignore", stderr: "ignore" });
+  const proc = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...env }, stdout: "ignore", stderr: "inherit" });
   for (let i = 0; i < 600; i++) {
     try {
       await fetch(url, { method: "POST", body: "{}" });
@@ -84,7 +84,10 @@ for (const [name, t] of Object.entries(targets)) {
 const one: Record<string, { p50us: number; p99us: number; bad: number }> = {};
 const ttfb: Record<string, { p50us: number; p99us: number; bad: number }> = {};
 const many: Record<string, LoadResult> = {};
-for (const [name, t] of Object.entries(targets)) one[name] = await client({ ...t, body });
+for (const [name, t] of Object.entries(targets)) {
+  console.error(`1 connection: ${name}`);
+  one[name] = await client({ ...t, body });
+}
 for (const name of ["direct", "svc", "peer"] as const) ttfb[name] = await client({ ...targets[name], body: streamBody, ttfb: true });
 for (const [name, t] of Object.entries(targets)) many[name] = await load({ url: t.url, method: "POST", headers: t.headers, body, connections: 64, durationSecs: secs });
 
