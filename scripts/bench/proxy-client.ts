@@ -3,6 +3,7 @@
  * latency in microseconds (performance.now). Args: JSON {url, headers, body, n, warmup, ttfb}.
  * ttfb: measure time to the first body chunk of a streamed response instead of the whole body.
  */
+export {};
 const o = JSON.parse(process.argv[2]!) as { url: string; headers: Record<string, string>; body: string; n: number; warmup: number; ttfb?: boolean };
 const samples: number[] = [];
 let bad = 0;
