@@ -7,7 +7,7 @@ import type { Server } from "bun";
 import { loadConfig, type Config } from "./core/config";
 import { createContext, createApp, closeContext, type ContextOptions } from "./app";
 import { ApiError, errorResponse } from "./core/errors";
-import { requestIdOf } from "./core/http";
+import { tooLarge, withinBodyLimit } from "./core/http";
 import type { AppContext } from "./context";
 import { nativeRoutes } from "./gateway/routes";
 
@@ -29,20 +29,19 @@ export async function startServer(config: Config = loadConfig(), opts: ContextOp
   const server = Bun.serve({
     hostname: config.server.host,
     port: config.server.port,
-    // Bun's own limit is a backstop for chunked bodies; declared lengths are checked below (Bun
-    // would answer a declared length above its limit itself, without the envelope or X-Request-ID).
+    // Bodies are checked by withinBodyLimit (declared and chunked); Bun's own limit is only a
+    // backstop (it would answer without the envelope or X-Request-ID).
     maxRequestBodySize: maxBody * 4,
     idleTimeout: 255,
     // proxy hot paths served without the Elysia hop (src/gateway/routes.ts); the rest below
     routes: nativeRoutes(ctx),
-    async fetch(request) {
-      const len = request.headers.get("content-length");
-      if (len !== null && Number(len) > maxBody) {
-        const err = new ApiError("invalid_request_error", `request body exceeds ${maxBody} bytes`, undefined, undefined, 413);
-        const requestId = requestIdOf(request);
-        ctx.requests?.start(request);
-        ctx.requests?.finish({ request, route: undefined, status: 413, requestId });
-        return errorResponse(err, new URL(request.url).pathname, { "x-request-id": requestId });
+    async fetch(incoming) {
+      const request = await withinBodyLimit(incoming, maxBody);
+      if (!request) {
+        const res = tooLarge(incoming, maxBody);
+        ctx.requests?.start(incoming);
+        ctx.requests?.finish({ request: incoming, route: undefined, status: 413, requestId: res.headers.get("x-request-id")! });
+        return res;
       }
       inFlight++;
       try {

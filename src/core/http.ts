@@ -76,3 +76,34 @@ export const kernel = (ctx: AppContext) =>
   });
 
 export { familyOf, UUID_RE };
+
+/** 413 in the path's envelope: the body is larger than server.max_body_bytes. */
+export function tooLarge(request: Request, maxBody: number): Response {
+  const err = new ApiError("invalid_request_error", `request body exceeds ${maxBody} bytes`, undefined, undefined, 413);
+  return errorResponse(err, new URL(request.url).pathname, { "x-request-id": requestIdOf(request) });
+}
+
+/**
+ * Enforce the body limit. A declared Content-Length is checked without reading; a body without
+ * one (chunked) is read up to the limit and handed on as a buffered copy of the request.
+ * Returns the request to serve, or null when the body is too large.
+ */
+export async function withinBodyLimit(request: Request, maxBody: number): Promise<Request | null> {
+  const len = request.headers.get("content-length");
+  if (len !== null) return Number(len) > maxBody ? null : request;
+  if (!request.body) return request;
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBody) {
+      void reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return new Request(request.url, { method: request.method, headers: request.headers, body: Buffer.concat(chunks), signal: request.signal });
+}

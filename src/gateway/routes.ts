@@ -9,7 +9,7 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context";
 import { ApiError, errorResponse } from "../core/errors";
-import { requestIdOf } from "../core/http";
+import { requestIdOf, tooLarge, withinBodyLimit } from "../core/http";
 import type { Endpoint, ProviderWire } from "./adapter";
 import { Pipeline } from "./pipeline";
 import { Gateway } from "./service";
@@ -102,14 +102,10 @@ export function proxyHandlers(pipeline: Pipeline, native: boolean) {
 export function nativeRoutes(ctx: AppContext): NativeRoutes {
   const h = proxyHandlers(installGateway(ctx), true);
   const maxBody = ctx.config.server.max_body_bytes;
-  // same declared-length guard as the server's fetch handler (Bun's maxRequestBodySize backs chunked bodies)
-  const g = (fn: Handler): Handler => (r) => {
-    const len = r.headers.get("content-length");
-    if (len !== null && Number(len) > maxBody) {
-      const err = new ApiError("invalid_request_error", `request body exceeds ${maxBody} bytes`, undefined, undefined, 413);
-      return Promise.resolve(errorResponse(err, new URL(r.url).pathname, { "x-request-id": requestIdOf(r) }));
-    }
-    return fn(r);
+  // the same body limit as the server's fetch handler (src/core/http.ts)
+  const g = (fn: Handler): Handler => async (r) => {
+    const request = await withinBodyLimit(r, maxBody);
+    return request ? fn(request) : tooLarge(r, maxBody);
   };
   return {
     "/v1/chat/completions": { POST: g((r) => h.chatCompletions(r)) },
