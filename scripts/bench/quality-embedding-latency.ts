@@ -1,7 +1,9 @@
 /**
- * Latency / throughput of the local embedder (USE-lite via TF.js WASM).
+ * Latency / throughput of the local embedder (USE-lite).
  *
- *   ./node_modules/.bin/bun run scripts/bench/quality-embedding-latency.ts [--in-process]
+ *   ./node_modules/.bin/bun run scripts/bench/quality-embedding-latency.ts [--in-process] [--engine fast|tfjs]
+ *
+ * --engine: "fast" (default; TS + WASM SIMD, use-lite-fast.ts) or "tfjs" (the original TF.js graph).
  *
  * Reports p50/p90 of single-query latency for 5/12/48-word queries (sequential
  * calls, LRU off), throughput with N concurrent callers (micro-batching), and RSS.
@@ -9,6 +11,8 @@
 import { LocalEmbedder } from "../../src/cache/embedding/local";
 
 const inProcess = process.argv.includes("--in-process");
+const ei = process.argv.indexOf("--engine");
+const engine = (ei > 0 ? process.argv[ei + 1] : "fast") as "fast" | "tfjs";
 const words =
   "how do i convert a pdf file into word document without losing the format of tables images and fonts on windows mac or linux computers using free software tools online today".split(" ");
 let salt = 0;
@@ -20,10 +24,14 @@ function query(n: number): string {
 }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
-const emb = new LocalEmbedder({ worker: !inProcess });
+const rss0 = process.memoryUsage().rss;
+const emb = new LocalEmbedder({ worker: !inProcess, engine });
 const t0 = performance.now();
 await emb.load();
-console.log(`mode=${inProcess ? "in-process" : "worker"} backend=${emb.backendName} load=${(performance.now() - t0).toFixed(0)}ms`);
+console.log(
+  `mode=${inProcess ? "in-process" : "worker"} engine=${emb.engine} backend=${emb.backendName} load=${(performance.now() - t0).toFixed(0)}ms ` +
+    `rss after load=${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB (+${((process.memoryUsage().rss - rss0) / 2 ** 20).toFixed(0)})`,
+);
 console.log("| words | p50 ms | p90 ms |\n|---|---|---|");
 for (const n of [5, 12, 48]) {
   for (let i = 0; i < 5; i++) await emb.embed([query(n)]);

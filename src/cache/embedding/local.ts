@@ -6,7 +6,8 @@
  *
  * - Off the request thread: inference (~3-20 ms per query) runs in a worker,
  *   so the event loop keeps serving other requests.
- * - Micro-batching: calls that arrive within `batchWindowMs` (default 1 ms) or
+ * - Micro-batching: calls that arrive in the same event-loop turn (or within
+ *   `batchWindowMs` when set > 0) or
  *   while a batch is running are embedded together in one model call (up to
  *   `maxBatch` texts). Batching roughly doubles throughput on this model.
  * - Identical texts within a batch are embedded once.
@@ -23,7 +24,7 @@ export interface LocalEmbedderOptions {
   engine?: UseLiteEngineName;
   /** Run the model in a Bun Worker (default true unless env SVC_EMBED_WORKER=0). */
   worker?: boolean;
-  /** How long to wait for more calls before running a batch, in ms (default 1). 0 = next tick. */
+  /** How long to wait for more calls before running a batch, in ms (default 0 = the end of the current event-loop turn, via setImmediate). */
   batchWindowMs?: number;
   /** Max texts per model call (default 64). */
   maxBatch?: number;
@@ -220,6 +221,7 @@ export class LocalEmbedder implements Embedder {
   private queue: QueuedCall[] = [];
   private queuedTexts = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private immediate = false;
   private running = false;
 
   /** Number of model calls made (for tests and metrics). */
@@ -231,7 +233,7 @@ export class LocalEmbedder implements Embedder {
     const useWorker = opts.worker ?? process.env.SVC_EMBED_WORKER !== "0";
     const engine = opts.engine ?? defaultEngine();
     this.engine = engine;
-    this.batchWindowMs = opts.batchWindowMs ?? 1;
+    this.batchWindowMs = opts.batchWindowMs ?? 0;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 64);
     this.maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
     this.backend = useWorker
@@ -285,10 +287,20 @@ export class LocalEmbedder implements Embedder {
       void this.drain();
       return;
     }
-    this.timer ??= setTimeout(() => {
-      this.timer = null;
-      void this.drain();
-    }, this.batchWindowMs);
+    if (this.timer || this.immediate) return;
+    if (this.batchWindowMs > 0) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        void this.drain();
+      }, this.batchWindowMs);
+    } else {
+      // Calls made in the same event-loop turn still share a batch, without a timer's ~1 ms delay.
+      this.immediate = true;
+      setImmediate(() => {
+        this.immediate = false;
+        void this.drain();
+      });
+    }
   }
 
   private async drain(): Promise<void> {
