@@ -54,6 +54,8 @@ export interface EngineSettings {
    */
   verifyContextTurns: boolean;
   quantization: Quantization;
+  /** HNSW efSearch */
+  efSearch: number;
   singleFlightWaitMs: number;
   /** neighbours examined per lookup */
   candidates: number;
@@ -454,7 +456,12 @@ export class SemanticCacheEngine implements CacheEngine {
   private partitionIndex(tenantId: string, ts: TenantState, partition: string): VectorIndex {
     let idx = ts.parts.get(partition);
     if (idx) return idx;
-    idx = new VectorIndex({ dimensions: this.o.embedder.dimensions, quantization: this.o.settings.quantization, ...DEFAULT_INDEX_PARAMS });
+    idx = new VectorIndex({
+      dimensions: this.o.embedder.dimensions,
+      quantization: this.o.settings.quantization,
+      ...DEFAULT_INDEX_PARAMS,
+      expansionSearch: this.o.settings.efSearch,
+    });
     const fp = ts.repo.partitionFingerprint(partition);
     if (fp.count > 0) {
       const loaded = this.o.indexDir ? idx.tryLoad(this.indexFile(ts, partition), fp) : false;

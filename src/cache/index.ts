@@ -33,6 +33,7 @@ export function engineSettings(config: Config): EngineSettings {
     verifyContextQuery: true,
     verifyContextTurns: true,
     quantization: c.index_quantization,
+    efSearch: c.index_ef_search,
     singleFlightWaitMs: c.single_flight_wait_ms,
     candidates: 8,
   };

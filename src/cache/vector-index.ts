@@ -1,6 +1,6 @@
 /**
  * One USearch HNSW index (cosine) over the query embeddings of one (tenant, partition).
- * Keys are the entries' vec_key. Parameters: M=16, efConstruction=128, efSearch=64 — measured in
+ * Keys are the entries' vec_key. Parameters: M=16, efConstruction=128, efSearch=128 (configurable) — measured in
  * BENCHMARKS.md ("Cache performance"). Scores from the index only choose candidates: the engine
  * recomputes the exact cosine from the f32 vector stored in SQLite, so f16 quantization costs at
  * most candidate recall, never a wrong similarity.
@@ -26,7 +26,7 @@ export interface IndexParams {
 export const DEFAULT_INDEX_PARAMS: Omit<IndexParams, "dimensions" | "quantization"> = {
   connectivity: 16,
   expansionAdd: 128,
-  expansionSearch: 64,
+  expansionSearch: 128,
 };
 
 export interface Fingerprint {

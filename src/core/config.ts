@@ -81,6 +81,8 @@ export const ConfigSchema = T.Object({
     index_dir: T.Optional(T.String()),
     /** vector index scalar type: f16 halves index memory (the hit decision uses exact f32 cosines either way) */
     index_quantization: T.Union([T.Literal("f32"), T.Literal("f16")], { default: "f16" }),
+    /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
+    index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** how long concurrent identical misses wait for the first one's upstream answer */
     single_flight_wait_ms: T.Integer({ default: 30_000, minimum: 0 }),
   }),
