@@ -34,6 +34,16 @@ export interface CacheMeta {
   lookupMs: number;
 }
 
+/** The `svc` object of the generate-content and chat/generate styles (doc1 §4.4, §4.5). */
+export function svcObject(meta: CacheMeta) {
+  return {
+    cache_hit: meta.status === "HIT",
+    similarity: meta.similarity,
+    source: meta.status === "HIT" ? meta.tier ?? "exact" : "provider",
+    latency_ms: Math.round(meta.lookupMs),
+  };
+}
+
 export interface Usage {
   inputTokens: number;
   outputTokens: number;

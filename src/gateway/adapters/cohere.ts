@@ -6,7 +6,7 @@
  */
 import { t } from "elysia";
 import { chunkText, type SseEvent } from "../sse";
-import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
 
 export const cohereWire: ProviderWire = {
   name: "cohere",
@@ -69,15 +69,6 @@ export const EmbedBody = t.Object(
 /** The cache key's model when the caller leaves the provider default. */
 const DEFAULT_MODEL = "default";
 
-function svcMeta(meta: CacheMeta) {
-  return {
-    cache_hit: meta.status === "HIT",
-    similarity: meta.similarity,
-    source: meta.status === "HIT" ? meta.tier ?? "exact" : "provider",
-    latency_ms: Math.round(meta.lookupMs),
-  };
-}
-
 const metaUsage = (body: any) => {
   const b = body?.meta?.billed_units ?? body?.meta?.tokens ?? {};
   return { inputTokens: b.input_tokens ?? 0, outputTokens: b.output_tokens ?? 0 };
@@ -105,7 +96,7 @@ const chat: Endpoint = compile({
   },
   usageOf: metaUsage,
   textOf: (body) => body?.text ?? "",
-  decorate: (body, _call, meta) => ({ ...body, svc: svcMeta(meta) }),
+  decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
   stream: {
     format: "ndjson",
     contentType: "application/stream+json",
@@ -116,7 +107,7 @@ const chat: Endpoint = compile({
       for (const piece of chunkText(body.text ?? "")) frames.push(ev({ is_finished: false, event_type: "text-generation", text: piece }));
       if (body.citations?.length) frames.push(ev({ is_finished: false, event_type: "citation-generation", citations: body.citations }));
       if (body.tool_calls?.length) frames.push(ev({ is_finished: false, event_type: "tool-calls-generation", text: body.text ?? "", tool_calls: body.tool_calls }));
-      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: body.finish_reason ?? "COMPLETE", response: { ...body, svc: svcMeta(meta) } }));
+      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: body.finish_reason ?? "COMPLETE", response: { ...body, svc: svcObject(meta) } }));
       return frames;
     },
     errorFrame: (message) => JSON.stringify({ is_finished: true, event_type: "stream-end", finish_reason: "ERROR", error: message }) + "\n",
@@ -161,7 +152,7 @@ const generate: Endpoint = compile({
     return u;
   },
   textOf: (body) => body?.generations?.[0]?.text ?? "",
-  decorate: (body, _call, meta) => ({ ...body, svc: svcMeta(meta) }),
+  decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
 });
 
 const embed: Endpoint = compile({

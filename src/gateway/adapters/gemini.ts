@@ -6,7 +6,7 @@
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, type SseEvent } from "../sse";
-import { compile, compact, scopeOf, sha, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
+import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
 
 export const geminiWire: ProviderWire = {
   name: "gemini",
@@ -63,15 +63,6 @@ function parseGenerate(body: any, model: string, stream: boolean): ProxyCall {
     key: { style: "gemini", model, scope, turns },
     upstream: { method: "POST", path: stream ? upstreamPath(model, "streamGenerateContent") + "?alt=sse" : upstreamPath(model, "generateContent"), body },
     meta: {},
-  };
-}
-
-function svcMeta(meta: CacheMeta) {
-  return {
-    cache_hit: meta.status === "HIT",
-    similarity: meta.similarity,
-    source: meta.status === "HIT" ? meta.tier ?? "exact" : "provider",
-    latency_ms: Math.round(meta.lookupMs),
   };
 }
 
@@ -147,7 +138,7 @@ function replay(body: any, _call: ProxyCall, meta: CacheMeta): string[] {
       };
       if (final && lastCandidate) {
         if (usageMetadata) chunk.usageMetadata = usageMetadata;
-        chunk.svc = svcMeta(meta);
+        chunk.svc = svcObject(meta);
       }
       frames.push(sseFrame(chunk));
     });
@@ -163,7 +154,7 @@ const generateContent: Endpoint = compile({
   parse: ({ body, params }) => parseGenerate(body, params.model!, false),
   usageOf,
   textOf,
-  decorate: (body, _call, meta) => ({ ...body, svc: svcMeta(meta) }),
+  decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
 });
 
 const streamGenerateContent: Endpoint = compile({
