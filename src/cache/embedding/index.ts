@@ -6,14 +6,15 @@
  *   const [v] = await emb.embed(["What is the capital of France?"]); // L2-normalised
  */
 import { CachedEmbedder } from "./cached";
-import { LocalEmbedder } from "./local";
 import { RemoteEmbedder } from "./remote";
+import { acquireLocalEmbedder } from "./shared-local";
 import { EmbeddingError, type Embedder } from "./types";
 
 export { EmbeddingError, dot, l2normalize, type Embedder } from "./types";
 export { LocalEmbedder, type LocalEmbedderOptions } from "./local";
 export { RemoteEmbedder, type RemoteEmbedderOptions } from "./remote";
 export { CachedEmbedder } from "./cached";
+export { acquireLocalEmbedder, sharedLocalModels, SharedLocalHandle } from "./shared-local";
 export { prepareText, USE_LITE_ID, USE_LITE_DIMS } from "./use-lite-text";
 
 export interface CreateEmbedderOptions {
@@ -32,7 +33,8 @@ export interface CreateEmbedderOptions {
 export function createEmbedder(opts: CreateEmbedderOptions): Embedder {
   let inner: Embedder;
   if (opts.provider === "local") {
-    inner = new LocalEmbedder({ callTimeoutMs: opts.timeoutMs });
+    // one model per process, reference-counted (shared-local.ts): the weights are immutable
+    inner = acquireLocalEmbedder({ callTimeoutMs: opts.timeoutMs });
   } else if (opts.provider === "openai") {
     if (!opts.baseUrl || !opts.model) throw new EmbeddingError("openai embedding provider needs baseUrl and model");
     inner = new RemoteEmbedder({ baseUrl: opts.baseUrl, model: opts.model, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs });
