@@ -223,6 +223,20 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
     if (kind === "cohere") {
       if (p === "/v1/embed")
         return json({ response_type: "embeddings_floats", id: `embed-${num}`, embeddings: body.texts.map((_: unknown, i: number) => [0.1 * (i + 1), 0.2]), texts: body.texts, meta: { api_version: { version: "1" }, billed_units: { input_tokens: body.texts.length } } });
+      if (p === "/v1/generate" && body.stream) {
+        // the provider's v1 generate stream: text-generation events, then stream-end with the full response
+        const ev = (o: unknown) => JSON.stringify(o) + "\n";
+        const frames = words(answer).map((w) => ev({ text: w, is_finished: false, event_type: "text-generation" }));
+        frames.push(
+          ev({
+            is_finished: true,
+            event_type: "stream-end",
+            finish_reason: "COMPLETE",
+            response: { id: `gen-${num}`, generations: [{ id: `g-${num}`, text: answer, finish_reason: "COMPLETE" }], prompt: body.prompt, meta: { api_version: { version: "1" }, billed_units: { input_tokens: 5, output_tokens: words(answer).length } } },
+          }),
+        );
+        return streamOf(frames, "application/stream+json", cut);
+      }
       if (p === "/v1/generate")
         return json({ id: `gen-${num}`, generations: [{ id: `g-${num}`, text: answer, finish_reason: "COMPLETE" }], prompt: body.prompt, meta: { api_version: { version: "1" }, billed_units: { input_tokens: 5, output_tokens: words(answer).length } } });
       if (p === "/v1/chat") {

@@ -133,6 +133,47 @@ describe("chat-style proxy", () => {
     expect(env.fake.requests).toHaveLength(2);
   });
 
+  test("SDK generateStream: live events, stored; replayed as the provider's generate stream; JSON generate hits it; a cut stream is not cached", async () => {
+    env.fake.reset();
+    const req = { prompt: "Write a limerick about a cat.", maxTokens: 50 };
+    const collect = async () => {
+      let text = "";
+      let end: any;
+      for await (const ev of await co.generateStream(req)) {
+        if (ev.eventType === "text-generation") text += ev.text;
+        if (ev.eventType === "stream-end") end = ev;
+      }
+      return { text, end };
+    };
+    const live = await collect();
+    expect(live.text).toBe("answer #1: Write a limerick about a cat.");
+    expect(live.end.finishReason).toBe("COMPLETE");
+    expect(env.fake.requests[0]!.body).toMatchObject({ prompt: req.prompt, max_tokens: 50, stream: true });
+    const replay = await collect();
+    expect(replay.text).toBe(live.text);
+    expect(replay.end.finishReason).toBe("COMPLETE");
+    expect(replay.end.response.generations[0].text).toBe(live.text);
+    expect(env.fake.requests).toHaveLength(1);
+    // the raw replay: provider content type, svc in stream-end.response, HIT header
+    const raw = await post("/v1/generate", { prompt: req.prompt, max_tokens: 50, stream: true });
+    expect(raw.headers.get("x-cache-status")).toBe("HIT");
+    expect(raw.headers.get("content-type")).toBe("application/stream+json");
+    const lines = (await raw.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toMatchObject({ event_type: "stream-end", is_finished: true, response: { id: "gen-1", svc: { cache_hit: true, source: "exact" } } });
+    const json = await co.generate(req);
+    expect(json.generations[0]!.text).toBe(live.text);
+    expect(env.fake.requests).toHaveLength(1);
+
+    env.fake.failNext({ kind: "cut" });
+    const cut = await post("/v1/generate", { prompt: "Write a sonnet about the sea.", stream: true });
+    const cutLines = (await cut.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(cutLines.at(-1)).toMatchObject({ event_type: "stream-error", is_finished: true, finish_reason: "ERROR" });
+    const again = await post("/v1/generate", { prompt: "Write a sonnet about the sea.", stream: true });
+    expect(again.headers.get("x-cache-status")).toBe("MISS");
+    await again.text();
+    expect(env.fake.requests).toHaveLength(3);
+  });
+
   test("SDK embed forwarded; more than 96 texts -> 400 validation_error", async () => {
     env.fake.reset();
     const e = await co.embed({ texts: ["a", "b"], model: "embed-english-v3.0", inputType: "search_document" });

@@ -140,8 +140,8 @@ const generate: Endpoint = compile({
     return {
       model,
       stream: body.stream === true,
-      // a streamed legacy generate is forwarded as it is (no rebuilt stream format for it)
-      key: body.stream === true ? null : { style: "cohere-generate", model, scope: scopeOf(body, ["prompt", "model", "stream"]), turns: [{ role: "user", text: body.prompt }] },
+      // streamed or not, one entry: a stream is assembled into the non-streamed body (GenerateStreamAssembler)
+      key: { style: "cohere-generate", model, scope: scopeOf(body, ["prompt", "model", "stream"]), turns: [{ role: "user", text: body.prompt }] },
       upstream: { method: "POST", path: "/v1/generate", body },
       meta: {},
     };
@@ -153,7 +153,60 @@ const generate: Endpoint = compile({
   },
   textOf: (body) => body?.generations?.[0]?.text ?? "",
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
+  // the provider's v1 generate stream (what CohereClient.generateStream parses): one JSON event per
+  // line, text-generation {text, index?}, then stream-end {finish_reason, response: the full body}
+  stream: {
+    format: "ndjson",
+    contentType: "application/stream+json",
+    assembler: () => new GenerateStreamAssembler(),
+    replay(body, _call, meta) {
+      const ev = (o: unknown) => JSON.stringify(o) + "\n";
+      const gens: any[] = body.generations ?? [];
+      const many = gens.length > 1;
+      const frames: string[] = [];
+      gens.forEach((g, i) => {
+        for (const piece of chunkText(g.text ?? "")) frames.push(ev({ text: piece, ...(many ? { index: g.index ?? i } : {}), is_finished: false, event_type: "text-generation" }));
+      });
+      const finish = gens.every((g) => g.finish_reason === "MAX_TOKENS") && gens.length ? "MAX_TOKENS" : "COMPLETE";
+      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: finish, response: { ...body, svc: svcObject(meta) } }));
+      return frames;
+    },
+    errorFrame: (message) => JSON.stringify({ is_finished: true, event_type: "stream-error", finish_reason: "ERROR", err: message }) + "\n",
+  },
 });
+
+/** Rebuilds the non-streamed generate body from its stream; complete only on stream-end COMPLETE/MAX_TOKENS. */
+class GenerateStreamAssembler implements Assembler {
+  private texts = new Map<number, string>();
+  private final: any;
+  private failed = false;
+  push(ev: SseEvent) {
+    let d: any;
+    try {
+      d = JSON.parse(ev.data);
+    } catch {
+      this.failed = true;
+      return;
+    }
+    const type = d.event_type ?? (d.is_finished ? "stream-end" : "text-generation");
+    if (type === "text-generation") {
+      const i = d.index ?? 0;
+      this.texts.set(i, (this.texts.get(i) ?? "") + (d.text ?? ""));
+    } else if (type === "stream-end") {
+      if (d.finish_reason !== "COMPLETE" && d.finish_reason !== "MAX_TOKENS") this.failed = true;
+      else this.final = d;
+    } else if (type === "stream-error") this.failed = true;
+  }
+  result() {
+    if (this.failed || !this.final) return undefined;
+    const r = this.final.response ?? {};
+    const generations =
+      Array.isArray(r.generations) && r.generations.length
+        ? r.generations
+        : [...this.texts.entries()].sort((a, b) => a[0] - b[0]).map(([index, text]) => ({ id: `${r.id ?? "gen"}-${index}`, text, index, finish_reason: this.final.finish_reason }));
+    return { ...r, generations };
+  }
+}
 
 const embed: Endpoint = compile({
   id: "cohere.embed",
