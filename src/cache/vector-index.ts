@@ -9,7 +9,8 @@
  * count, max and sum of vec_key). open() loads the file only when the fingerprint still matches
  * SQLite, otherwise rebuilds from SQLite (the source of truth) — so a crash costs a rebuild, not data.
  */
-import { Index, MetricKind, ScalarKind } from "usearch";
+import type * as USearch from "usearch";
+import type { Index } from "usearch";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -41,6 +42,11 @@ export interface Neighbour {
   similarity: number;
 }
 
+// usearch loads its native addon when its module is evaluated (~2.5 ms, and the compiled binary
+// first extracts the addon): loaded with the first index instead of at start-up.
+let usearch: typeof USearch | undefined;
+const lib = (): typeof USearch => (usearch ??= require("usearch") as typeof USearch);
+
 export class VectorIndex {
   private index: Index;
   /** mutated since load/save */
@@ -51,6 +57,7 @@ export class VectorIndex {
   }
 
   private static create(p: IndexParams): Index {
+    const { Index, MetricKind, ScalarKind } = lib();
     return new Index({
       dimensions: p.dimensions,
       metric: MetricKind.Cos,

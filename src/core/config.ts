@@ -7,8 +7,11 @@
  */
 import { Type as T, FormatRegistry, type Static, type TSchema, type TProperties } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { parse as parseYaml } from "yaml";
+import type * as Yaml from "yaml";
 import { readFileSync } from "node:fs";
+
+/** The YAML parser (~1 ms to load) is loaded only when a YAML file or object-valued variable is read. */
+const parseYaml = (src: string): unknown => (require("yaml") as typeof Yaml).parse(src);
 
 FormatRegistry.Set("uri", (v) => {
   try {

@@ -103,8 +103,23 @@ export interface ProviderWire {
   passThroughKey?(headers: Headers, authenticatedVia: "authorization" | "other"): string | undefined;
 }
 
+/**
+ * Attach the body checker, compiled on first use: compiling every endpoint's schema when the
+ * adapters load cost ~4 ms of the cold start (BENCHMARKS.md); each endpoint compiles once, on
+ * its first request.
+ */
 export function compile(ep: Endpoint): Endpoint {
-  if (ep.schema && !ep.check) ep.check = TypeCompiler.Compile(ep.schema);
+  const schema = ep.schema;
+  if (schema && !ep.check)
+    Object.defineProperty(ep, "check", {
+      configurable: true,
+      enumerable: true,
+      get() {
+        const check = TypeCompiler.Compile(schema);
+        Object.defineProperty(ep, "check", { value: check, writable: true, configurable: true, enumerable: true });
+        return check;
+      },
+    });
   return ep;
 }
 

@@ -1,0 +1,58 @@
+/**
+ * Entry of the start-up profiler's executable (scripts/bench/startup-profile.ts builds and runs
+ * it). Static imports like src/main.ts (a dynamic import() changes how the bundler wraps modules
+ * and how long their first calls take), then startServer's steps one by one with
+ * performance.now() marks (ms since process start), printed as JSON. No top-level await:
+ * --bytecode builds CommonJS.
+ */
+import { Elysia } from "elysia";
+import { loadConfig } from "../../src/core/config";
+import { createContext, createApp, closeContext } from "../../src/app";
+import { Db } from "../../src/storage/db";
+import { nativeRoutes } from "../../src/gateway/routes";
+import { opsRoutes } from "../../src/ops/routes";
+
+const marks: Array<[string, number]> = [["process start -> all modules loaded and evaluated", performance.now()]];
+const mark = (what: string) => marks.push([what, performance.now()]);
+
+async function child() {
+  const config = loadConfig();
+  mark("loadConfig");
+  if (process.env.PROFILE_FRESH_DB !== "0") {
+    new Db(config.storage.path).close();
+    mark("Db open + migrations on a new file (then closed)");
+  }
+  if (process.env.PROFILE_OPS_FIRST) {
+    const early = new Elysia().use(opsRoutes({} as never, {} as never));
+    await (await early.fetch(new Request("http://127.0.0.1/health"))).text();
+    mark("(a separate ops-only Elysia app) first GET /health: Elysia's one-time warm-up");
+  }
+  const ctx = await createContext(config);
+  mark("createContext (Db, JWT, metrics, embedder worker spawn, cache engine, gateway)");
+  const app = createApp(ctx);
+  mark("createApp (all Elysia routes, openapi plugin)");
+  const routes = nativeRoutes(ctx);
+  mark("nativeRoutes");
+  const handle = app.fetch;
+  mark("app.fetch (Elysia composes its request handler)");
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, routes, fetch: (r) => handle(r) });
+  mark("Bun.serve listening");
+  await (await handle(new Request("http://127.0.0.1/health"))).text();
+  mark("app.handle(GET /health) in-process, 1st (the route's handler is composed)");
+  await (await handle(new Request("http://127.0.0.1/health"))).text();
+  mark("app.handle(GET /health) in-process, 2nd");
+  await (await handle(new Request("http://127.0.0.1/ready"))).text();
+  mark("app.handle(GET /ready) in-process, 1st");
+  let prev = 0;
+  const out = marks.map(([w, t]) => {
+    const row = { what: w, at: +t.toFixed(2), step: +(t - prev).toFixed(2) };
+    prev = t;
+    return row;
+  });
+  process.stdout.write(JSON.stringify(out) + "\n");
+  server.stop(true);
+  await closeContext(ctx);
+  process.exit(0);
+}
+
+void child();
