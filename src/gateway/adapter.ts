@@ -57,7 +57,8 @@ export interface Assembler {
 }
 
 export interface StreamCodec {
-  format: "sse" | "ndjson";
+  /** sse; ndjson (one JSON event per line); json-array (generate-content without ?alt=sse) */
+  format: "sse" | "ndjson" | "json-array";
   contentType: string;
   assembler(call: ProxyCall): Assembler;
   /** frames (already serialised) replaying a cached body as this style's stream */

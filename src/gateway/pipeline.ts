@@ -13,7 +13,7 @@ import { ApiError, errorResponse, toApiError } from "../core/errors";
 import { requestIdOf } from "../core/http";
 import type { Principal } from "../core/auth";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./adapter";
-import { SseParser, NdjsonParser } from "./sse";
+import { SseParser, NdjsonParser, JsonArrayParser } from "./sse";
 import { Upstream, ProviderReply, ClientGone } from "./upstream";
 import { UsageRecorder } from "./usage";
 
@@ -210,7 +210,7 @@ export class Pipeline {
     const contentType = codec?.contentType ?? up.response.headers.get("content-type") ?? "text/event-stream";
     const reader = up.response.body!.getReader();
     const asm = codec?.assembler(x.call);
-    const parser = codec ? (codec.format === "sse" ? new SseParser() : new NdjsonParser()) : undefined;
+    const parser = codec ? (codec.format === "sse" ? new SseParser() : codec.format === "json-array" ? new JsonArrayParser() : new NdjsonParser()) : undefined;
     const decoder = new TextDecoder();
     let finished = false;
     const finish = () => {

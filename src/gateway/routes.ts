@@ -68,7 +68,8 @@ export function proxyHandlers(pipeline: Pipeline, native: boolean) {
   const geminiPost = (request: Request, body?: unknown) => {
     const prefix = new URL(request.url).pathname.startsWith("/v1beta/") ? "/v1beta" : "/v1";
     const { model, action } = splitModelPath(modelRest(request));
-    const ep = action ? GEMINI_ACTIONS[action] : undefined;
+    // streamGenerateContent: SSE with ?alt=sse (the SDKs), else the REST API's streamed JSON array
+    const ep = action === "streamGenerateContent" && new URL(request.url).searchParams.get("alt") !== "sse" ? gemini.streamGenerateContentJson : action ? GEMINI_ACTIONS[action] : undefined;
     if (!ep || !model) return Promise.resolve(notFound(request, `unknown generate-content action '${action ?? ""}'`));
     return pipeline.serve(request, ep, gemini.wire, { model }, body, route(`${prefix}/models/*`));
   };
@@ -143,7 +144,7 @@ export function gatewayRoutes(ctx: AppContext) {
       body: any,
       ...doc(
         "Generate-content actions",
-        "`{model}/generateContent` or `{model}:generateContent`; likewise streamGenerateContent (SSE), countTokens (never cached), embedContent, batchEmbedContents. Body of generateContent: " +
+        "`{model}/generateContent` or `{model}:generateContent`; likewise streamGenerateContent (SSE with `?alt=sse`, else a streamed JSON array), countTokens (never cached), embedContent, batchEmbedContents. Body of generateContent: " +
           JSON.stringify(Object.keys(GenerateContentBody.properties)),
       ),
     });

@@ -67,6 +67,57 @@ export class NdjsonParser {
   }
 }
 
+/**
+ * The generate-content stream without `?alt=sse`: one JSON array whose elements (response
+ * objects) arrive as they are generated — `[{…}\n,\r\n{…}\n]`. Each complete top-level element
+ * comes out as one event (its JSON text in `data`); an unfinished element at EOF is dropped.
+ */
+export class JsonArrayParser {
+  private buf = "";
+  private pos = 0;
+  private depth = 0;
+  private inStr = false;
+  private esc = false;
+  private start = -1;
+  push(text: string): SseEvent[] {
+    this.buf += text;
+    const out: SseEvent[] = [];
+    const b = this.buf;
+    for (let i = this.pos; i < b.length; i++) {
+      const c = b.charCodeAt(i);
+      if (this.inStr) {
+        if (this.esc) this.esc = false;
+        else if (c === 92 /* \ */) this.esc = true;
+        else if (c === 34 /* " */) this.inStr = false;
+        continue;
+      }
+      if (c === 34) this.inStr = true;
+      else if (c === 123 /* { */ || c === 91 /* [ */) {
+        if (this.depth === 1) this.start = i;
+        this.depth++;
+      } else if (c === 125 /* } */ || c === 93 /* ] */) {
+        this.depth--;
+        if (this.depth === 1 && this.start >= 0) {
+          out.push({ data: b.slice(this.start, i + 1) });
+          this.start = -1;
+        }
+      }
+    }
+    // keep only an element still being received
+    if (this.start >= 0) {
+      this.buf = b.slice(this.start);
+      this.start = 0;
+    } else this.buf = "";
+    this.pos = this.buf.length;
+    return out;
+  }
+  end(): SseEvent[] {
+    this.buf = "";
+    this.pos = 0;
+    return [];
+  }
+}
+
 /** Render one SSE frame. */
 export function sseFrame(data: unknown, event?: string): string {
   const payload = typeof data === "string" ? data : JSON.stringify(data);

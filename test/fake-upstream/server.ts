@@ -215,9 +215,13 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
           const last = i === pieces.length - 1;
           const chunk: any = { candidates: [{ content: { role: "model", parts: [part] }, index: 0, ...(last ? { finishReason: "STOP" } : {}) }], modelVersion: m[1], responseId: `resp-${num}` };
           if (last) chunk.usageMetadata = usageMetadata;
-          return `data: ${JSON.stringify(chunk)}\r\n\r\n`;
+          return chunk;
         });
-        return streamOf(frames, "text/event-stream", cut);
+        if (url.searchParams.get("alt") === "sse") return streamOf(frames.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`), "text/event-stream", cut);
+        // without alt=sse the REST API streams one JSON array, pretty-printed, elements separated by ",\r\n"
+        const array = frames.map((c, i) => (i === 0 ? "[" : "\n,\r\n") + JSON.stringify(c, null, 2));
+        array.push("\n]");
+        return streamOf(array, "application/json; charset=UTF-8", cut);
       }
     }
     if (kind === "cohere") {

@@ -119,7 +119,7 @@ describe("generate-content proxy", () => {
     r = await post("/v1beta/models/gemini-1.5-pro:generateContent", { contents: [{ parts: [{ text: "Describe this picture in one word." }, { inlineData: { mimeType: "image/png", data: "R0lGODlh" } }] }] });
     expect(r.headers.get("x-cache-status")).toBe("MISS");
 
-    r = await post("/v1beta/models/gemini-1.5-pro/streamGenerateContent", body);
+    r = await post("/v1beta/models/gemini-1.5-pro/streamGenerateContent?alt=sse", body);
     expect(r.headers.get("content-type")).toContain("text/event-stream");
     expect(await r.text()).toContain("data: ");
 
@@ -128,6 +128,57 @@ describe("generate-content proxy", () => {
     r = await post("/v1beta/models/gemini-1.5-pro/generateContent", body, { "X-Svc-Skip-Cache": "true" });
     expect(r.headers.get("x-cache-status")).toBe("BYPASS");
     expect((await r.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: 0 });
+  });
+
+  test("streamGenerateContent without alt=sse: the REST API's streamed JSON array, on miss and hit; shares entries with the SSE form", async () => {
+    env.fake.reset();
+    const body = { contents: [{ role: "user", parts: [{ text: "Which metal is liquid at room temperature?" }] }] };
+    const textOf = (arr: any[]) => arr.map((c) => c.candidates?.[0]?.content?.parts?.map((p: any) => p.text ?? "").join("") ?? "").join("");
+    let r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent", body);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-cache-status")).toBe("MISS");
+    expect(r.headers.get("content-type")).toContain("application/json");
+    const live = await r.text();
+    expect(live.startsWith("[{")).toBe(true);
+    expect(live).toContain("\n,\r\n"); // forwarded as the provider sent it
+    const liveArr = JSON.parse(live);
+    expect(textOf(liveArr)).toBe("answer #1: Which metal is liquid at room temperature?");
+    expect(env.fake.requests[0]!.path).toBe("/v1beta/models/gemini-2.0-flash:streamGenerateContent");
+
+    // hit, both path forms and prefixes: a rebuilt JSON array with the same text, usage and svc on the last element
+    for (const path of ["/v1beta/models/gemini-2.0-flash:streamGenerateContent", "/v1/models/gemini-2.0-flash/streamGenerateContent"]) {
+      r = await post(path, body);
+      expect(r.headers.get("x-cache-status")).toBe("HIT");
+      expect(r.headers.get("content-type")).toContain("application/json");
+      const arr = JSON.parse(await r.text());
+      expect(Array.isArray(arr)).toBe(true);
+      expect(textOf(arr)).toBe(textOf(liveArr));
+      expect(arr.at(-1)).toMatchObject({ candidates: [{ finishReason: "STOP" }], usageMetadata: liveArr.at(-1).usageMetadata, svc: { cache_hit: true, source: "exact" } });
+    }
+    // the SSE form and the non-streamed call hit the same entry
+    r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", body);
+    expect(r.headers.get("x-cache-status")).toBe("HIT");
+    expect(await r.text()).toStartWith("data: ");
+    r = await post("/v1beta/models/gemini-2.0-flash:generateContent", body);
+    expect(r.headers.get("x-cache-status")).toBe("HIT");
+    expect(env.fake.requests).toHaveLength(1);
+
+    // an SSE-streamed entry is served as a JSON array too
+    const other = { contents: [{ role: "user", parts: [{ text: "Name the smallest planet in the solar system." }] }] };
+    await (await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", other)).text();
+    r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent", other);
+    expect(r.headers.get("x-cache-status")).toBe("HIT");
+    expect(textOf(JSON.parse(await r.text()))).toBe("answer #2: Name the smallest planet in the solar system.");
+
+    // a JSON-array stream cut mid-way: the client's body is aborted, nothing is cached
+    const cutBody = { contents: [{ role: "user", parts: [{ text: "How many moons does Mars have?" }] }] };
+    env.fake.failNext({ kind: "cut" });
+    r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent", cutBody);
+    const partial = await r.text().catch(() => "<aborted>");
+    expect(() => JSON.parse(partial)).toThrow();
+    r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent", cutBody);
+    expect(r.headers.get("x-cache-status")).toBe("MISS");
+    expect(textOf(JSON.parse(await r.text()))).toBe("answer #4: How many moons does Mars have?");
   });
 
   test("validation, unknown action, provider 4xx pass-through", async () => {

@@ -2,7 +2,10 @@
  * Generate-content style (doc1 §4.4) under /v1beta/ and /v1/, both path forms
  * (`{model}/generateContent` per spec, `{model}:generateContent` as the official SDK calls).
  * Upstream is always called at `/v1beta/models/{model}:{action}` (CONTRACT.md).
- * Streams are `?alt=sse` chunks: `data: {GenerateContentResponse}`; the stream's end is its EOF.
+ * Streams: with `?alt=sse` (what the SDKs send) SSE chunks `data: {GenerateContentResponse}`;
+ * without it, as the REST API does, one JSON array of those objects streamed element by element
+ * (`application/json`). Upstream is asked for the same form the client asked for; both forms
+ * share cache entries. The stream's end is its EOF.
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, type SseEvent } from "../sse";
@@ -53,7 +56,7 @@ function partsText(parts: any[]): string {
 
 const upstreamPath = (model: string, action: string) => `/v1beta/models/${encodeURIComponent(model)}:${action}`;
 
-function parseGenerate(body: any, model: string, stream: boolean): ProxyCall {
+function parseGenerate(body: any, model: string, stream: boolean, sse = true): ProxyCall {
   const turns: Turn[] = body.contents.map((c: any) => ({ role: c.role === "model" ? "assistant" : "user", text: partsText(c.parts) }));
   const scope = scopeOf(body, ["contents"]);
   if (scope.systemInstruction) scope.systemInstruction = partsText((scope.systemInstruction as any).parts ?? []);
@@ -61,7 +64,7 @@ function parseGenerate(body: any, model: string, stream: boolean): ProxyCall {
     model,
     stream,
     key: { style: "gemini", model, scope, turns },
-    upstream: { method: "POST", path: stream ? upstreamPath(model, "streamGenerateContent") + "?alt=sse" : upstreamPath(model, "generateContent"), body },
+    upstream: { method: "POST", path: stream ? upstreamPath(model, "streamGenerateContent") + (sse ? "?alt=sse" : "") : upstreamPath(model, "generateContent"), body },
     meta: {},
   };
 }
@@ -118,8 +121,9 @@ class GenerateAssembler implements Assembler {
   }
 }
 
-function replay(body: any, _call: ProxyCall, meta: CacheMeta): string[] {
-  const frames: string[] = [];
+/** A cached body as the stream's chunk objects (text split into pieces; usage and svc on the last). */
+function replayChunks(body: any, meta: CacheMeta): any[] {
+  const frames: any[] = [];
   const { candidates = [], usageMetadata, svc: _svc, ...rest } = body;
   candidates.forEach((c: any, ci: number) => {
     const pieces: any[] = [];
@@ -140,11 +144,21 @@ function replay(body: any, _call: ProxyCall, meta: CacheMeta): string[] {
         if (usageMetadata) chunk.usageMetadata = usageMetadata;
         chunk.svc = svcObject(meta);
       }
-      frames.push(sseFrame(chunk));
+      frames.push(chunk);
     });
   });
   return frames;
 }
+
+const replaySse = (body: any, _call: ProxyCall, meta: CacheMeta): string[] => replayChunks(body, meta).map((c) => sseFrame(c));
+
+/** The REST form: `[` + elements separated by `,\r\n` + `]`, as the API sends it. */
+const replayJsonArray = (body: any, _call: ProxyCall, meta: CacheMeta): string[] => {
+  const chunks = replayChunks(body, meta);
+  const frames = chunks.map((c, i) => (i === 0 ? "[" : "\n,\r\n") + JSON.stringify(c, null, 2));
+  frames.push(chunks.length ? "\n]" : "[]");
+  return frames;
+};
 
 const generateContent: Endpoint = compile({
   id: "gemini.generate_content",
@@ -162,7 +176,16 @@ const streamGenerateContent: Endpoint = compile({
   check: undefined,
   id: "gemini.stream_generate_content",
   parse: ({ body, params }) => parseGenerate(body, params.model!, true),
-  stream: { format: "sse", contentType: "text/event-stream", assembler: () => new GenerateAssembler(), replay },
+  stream: { format: "sse", contentType: "text/event-stream", assembler: () => new GenerateAssembler(), replay: replaySse },
+});
+
+/** streamGenerateContent without `?alt=sse`: the JSON array form. */
+const streamGenerateContentJson: Endpoint = compile({
+  ...streamGenerateContent,
+  check: undefined,
+  id: "gemini.stream_generate_content",
+  parse: ({ body, params }) => parseGenerate(body, params.model!, true, false),
+  stream: { format: "json-array", contentType: "application/json; charset=UTF-8", assembler: () => new GenerateAssembler(), replay: replayJsonArray },
 });
 
 const forward = (id: string, action: string, schema: any): Endpoint =>
@@ -197,6 +220,7 @@ export const gemini = {
   wire: geminiWire,
   generateContent,
   streamGenerateContent,
+  streamGenerateContentJson,
   countTokens: forward("gemini.count_tokens", "countTokens", CountTokensBody),
   embedContent: forward("gemini.embed_content", "embedContent", EmbedContentBody),
   batchEmbedContents: forward("gemini.batch_embed_contents", "batchEmbedContents", BatchEmbedBody),
