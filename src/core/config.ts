@@ -61,6 +61,8 @@ export const ConfigSchema = T.Object({
   upstream: Section({
     /** bound on concurrent upstream requests across all providers */
     max_in_flight: T.Integer({ default: 1024, minimum: 1 }),
+    /** how long a request waits for a free slot when max_in_flight are busy, then 503 service_unavailable (0 = fail at once) */
+    queue_timeout_ms: T.Integer({ default: 5_000, minimum: 0 }),
   }),
   embedding: Section({
     provider: T.Union([T.Literal("local"), T.Literal("openai")], { default: "local" }),

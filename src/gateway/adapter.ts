@@ -64,7 +64,7 @@ export interface StreamCodec {
   /** frames (already serialised) replaying a cached body as this style's stream */
   replay(body: any, call: ProxyCall, meta: CacheMeta): string[];
   /** a frame telling the client the stream failed, if the style has one */
-  errorFrame?(message: string): string;
+  errorFrame?(message: string, type?: string): string;
 }
 
 export interface RequestInput {

@@ -252,7 +252,7 @@ export class Pipeline {
             const err = this.upstream.classify(x.endpoint.provider, e, up.deadline, this.ctx.config.providers[x.endpoint.provider].timeout_ms);
             if (err instanceof ClientGone) return;
             if (codec?.errorFrame) {
-              controller.enqueue(enc.encode(codec.errorFrame(err.message)));
+              controller.enqueue(enc.encode(codec.errorFrame(err.message, err instanceof ApiError ? err.type : undefined)));
               controller.close();
             } else controller.error(err);
           }

@@ -1,7 +1,7 @@
 /**
  * Upstream HTTP: one client for all providers. Keep-alive connection reuse is Bun's fetch
  * default (pooled per origin); a semaphore bounds in-flight upstream requests
- * (upstream.max_in_flight); a deadline per request (providers.<p>.timeout_ms) that streams
+ * (upstream.max_in_flight; beyond it requests queue for upstream.queue_timeout_ms, then 503); a deadline per request (providers.<p>.timeout_ms) that streams
  * re-arm on every chunk, so a long stream is fine while a stalled one is cut.
  * Failures become: unreachable / 5xx -> 502 proxy_error, deadline -> 504 timeout_error,
  * provider 4xx -> ProviderReply (status + body passed through to the client).
@@ -80,7 +80,7 @@ export interface OpenUpstream {
 
 export class Upstream {
   private active = 0;
-  private waiting: Array<() => void> = [];
+  private waiting: Array<{ grant(): void }> = [];
   private readonly bases: Record<ProviderName, string>;
 
   constructor(private readonly config: Config, private readonly metrics: Metrics) {
@@ -97,17 +97,52 @@ export class Upstream {
     return this.active;
   }
 
-  private acquire(): Promise<void> | void {
-    if (this.active < this.config.upstream.max_in_flight) {
+  /** requests waiting for a slot */
+  get queued() {
+    return this.waiting.length;
+  }
+
+  /**
+   * Take an in-flight slot. When all upstream.max_in_flight are busy the request waits in FIFO
+   * order for at most upstream.queue_timeout_ms, then fails with 503 service_unavailable (a
+   * client that disconnects while waiting leaves the queue).
+   */
+  private acquire(provider: ProviderName, clientSignal?: AbortSignal): Promise<void> | void {
+    const { max_in_flight: max, queue_timeout_ms: waitMs } = this.config.upstream;
+    if (this.active < max) {
       this.active++;
       return;
     }
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
+    const saturated = () => {
+      this.metrics.upstreamErrors.inc({ provider, kind: "saturated" });
+      return new ApiError("service_unavailable", `too many upstream requests in flight (${max}); no slot freed within ${waitMs} ms, retry later`);
+    };
+    if (waitMs <= 0) throw saturated();
+    return new Promise<void>((resolve, reject) => {
+      const leave = (err: Error) => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        clearTimeout(timer);
+        clientSignal?.removeEventListener("abort", onAbort);
+        reject(err);
+      };
+      const onAbort = () => leave(new ClientGone("client disconnected while queued"));
+      const timer = setTimeout(() => leave(saturated()), waitMs);
+      const waiter = {
+        grant: () => {
+          clearTimeout(timer);
+          clientSignal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      clientSignal?.addEventListener("abort", onAbort, { once: true });
+      this.waiting.push(waiter);
+    });
   }
 
   private releaseSlot() {
     const next = this.waiting.shift();
-    if (next) next(); // the slot passes to the next waiter
+    if (next) next.grant(); // the slot passes to the next waiter
     else this.active--;
   }
 
@@ -126,7 +161,7 @@ export class Upstream {
     const key = req.key ?? settings.api_key;
     if (key) Object.assign(headers, req.wire.authHeaders(key));
 
-    const wait = this.acquire();
+    const wait = this.acquire(req.provider, clientSignal);
     if (wait) await wait;
     let released = false;
     const release = () => {

@@ -5,6 +5,8 @@
  *   fake.failNext({ kind: "status", status: 400 })      4xx with the provider's own error body
  *   fake.failNext({ kind: "hang" })                     never answers (timeouts)
  *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
+ *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
+ *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
  * Connection refused: point a provider at `closedPort()`.
  * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
  * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
@@ -19,7 +21,7 @@ export interface Recorded {
   body: any;
 }
 
-export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "cut" };
+export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "cut" } | { kind: "stall" };
 
 export interface FakeUpstream {
   url: string;
@@ -27,6 +29,8 @@ export interface FakeUpstream {
   /** requests whose path starts with prefix */
   received(prefix: string): Recorded[];
   failNext(f: Failure): void;
+  /** chat-completions answers (JSON and streamed usage) report this many prompt tokens until reset() */
+  reportUsage(promptTokens: number | undefined): void;
   reset(): void;
   stop(): Promise<void>;
   /** resolves once `n` stream cancellations (client went away) were seen */
@@ -70,17 +74,18 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
   const requests: Recorded[] = [];
   const failures: Failure[] = [];
   let n = 0;
-  const state = { cancelled: 0 };
+  const state = { cancelled: 0, promptTokens: undefined as number | undefined };
 
   const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json" } });
 
-  /** A stream of frames; "cut" errors it after the first half. */
-  const streamOf = (frames: string[], contentType: string, cut: boolean) => {
+  /** A stream of frames; "cut" errors it after the first half, "stall" stops sending (never closes). */
+  const streamOf = (frames: string[], contentType: string, cut: boolean | "stall") => {
     let i = 0;
     const limit = cut ? Math.max(1, Math.floor(frames.length / 2)) : frames.length;
     return new Response(
       new ReadableStream({
         async pull(c) {
+          if (i >= limit && cut === "stall") return new Promise<void>(() => {});
           if (i >= limit) {
             if (cut) c.error(new Error("cut"));
             else c.close();
@@ -127,13 +132,13 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status });
         return json(ERROR_BODIES[kind]!(failure.status), failure.status);
       }
-      const cut = failure?.kind === "cut";
+      const cut = failure?.kind === "stall" ? "stall" : failure?.kind === "cut";
       const num = ++n;
       return route(kind, url, req.method, body, num, cut);
     },
   });
 
-  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean): Response {
+  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean | "stall"): Response {
     const p = url.pathname;
     const answer = `answer #${num}: ${lastUserText(kind, body ?? {})}`;
     const wantsTool = (tools: unknown) => Array.isArray(tools) && tools.length > 0 && /weather/i.test(lastUserText(kind, body ?? {}));
@@ -149,7 +154,8 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         const id = `chatcmpl-${num}`;
         const tool = wantsTool(body.tools);
         const toolCalls = tool ? [{ id: `call_${num}`, type: "function", function: { name: body.tools[0].function?.name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] : undefined;
-        const usage = { prompt_tokens: 10, completion_tokens: words(answer).length, total_tokens: 10 + words(answer).length };
+        const pt = state.promptTokens ?? 10;
+        const usage = { prompt_tokens: pt, completion_tokens: words(answer).length, total_tokens: pt + words(answer).length };
         if (!body.stream)
           return json({
             id,
@@ -277,9 +283,13 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
     requests,
     received: (prefix) => requests.filter((r) => r.path.startsWith(prefix)),
     failNext: (f) => failures.push(f),
+    reportUsage: (n) => {
+      state.promptTokens = n;
+    },
     reset() {
       requests.length = 0;
       failures.length = 0;
+      state.promptTokens = undefined;
       n = 0;
     },
     get cancelled() {

@@ -103,7 +103,8 @@ const chatCompletions: Endpoint = compile({
     contentType: "text/event-stream",
     assembler: (call) => new ChatAssembler(call),
     replay,
-    errorFrame: (message) => sseFrame({ error: { message, type: "proxy_error" } }),
+    // svc's error type (timeout_error for an idle timeout, proxy_error otherwise), as in a JSON error
+    errorFrame: (message, type) => sseFrame({ error: { message, type: type ?? "proxy_error" } }),
   },
 });
 

@@ -1,0 +1,174 @@
+/**
+ * Proxy limits and failure paths: a stream that stalls mid-way (idle timeout), the
+ * upstream.max_in_flight bound, tokens/minute charged from the response's usage, and an
+ * embedder outage seen through the official SDKs.
+ */
+import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+import { CohereClient } from "cohere-ai";
+import { startProxyEnv, type ProxyEnv } from "./setup";
+import { closedPort } from "../fake-upstream/server";
+
+const chat = (q: string, extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }], ...extra });
+
+describe("stalled stream", () => {
+  let env: ProxyEnv;
+  beforeAll(async () => {
+    env = await startProxyEnv({ providers: { openai: { timeout_ms: 300 }, anthropic: { timeout_ms: 300 } } });
+  });
+  afterAll(() => env.stop());
+
+  test("chat-completions: the idle timeout ends the client's stream with an error frame, aborts the upstream, caches nothing", async () => {
+    env.fake.reset();
+    const before = env.fake.cancelled;
+    env.fake.failNext({ kind: "stall" });
+    const body = chat("Tell me about the river Danube.", { stream: true });
+    const r = await env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: body });
+    expect(r.status).toBe(200);
+    const text = await r.text();
+    expect(text).toContain('"delta"'); // the frames sent before the stall reached the client
+    const frames = text.trim().split("\n\n");
+    expect(JSON.parse(frames.at(-1)!.replace(/^data: /, ""))).toEqual({ error: { message: expect.stringContaining("did not answer within 300 ms"), type: "timeout_error" } });
+    expect(text).not.toContain("[DONE]");
+    for (let i = 0; i < 100 && env.fake.cancelled === before; i++) await Bun.sleep(10);
+    expect(env.fake.cancelled).toBe(before + 1); // the upstream stream was cancelled, not left hanging
+    const again = await env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: body });
+    expect(again.headers.get("x-cache-status")).toBe("MISS");
+    expect(await again.text()).toContain("[DONE]");
+    expect(env.fake.received("/v1/chat/completions")).toHaveLength(2);
+  });
+
+  test("messages via the SDK: the stall surfaces as an error event; the repeat goes upstream again", async () => {
+    env.fake.reset();
+    const client = new Anthropic({ apiKey: env.token, baseURL: env.gw.url, maxRetries: 0 });
+    const req = { model: "claude-3-5-haiku-latest", max_tokens: 50, messages: [{ role: "user" as const, content: "Describe the Alps briefly." }] };
+    env.fake.failNext({ kind: "stall" });
+    const err: any = await (async () => {
+      for await (const _ of await client.messages.create({ ...req, stream: true })) {
+      }
+    })().catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err.message)).toContain("did not answer within 300 ms");
+    const ok = await client.messages.create(req).withResponse();
+    expect(ok.response.headers.get("x-cache-status")).toBe("MISS");
+    expect(env.fake.received("/v1/messages")).toHaveLength(2);
+  });
+});
+
+describe("upstream.max_in_flight", () => {
+  let env: ProxyEnv;
+  beforeAll(async () => {
+    env = await startProxyEnv({ upstream: { max_in_flight: 1, queue_timeout_ms: 5_000 }, providers: { openai: { timeout_ms: 400 } } });
+  });
+  afterAll(() => env.stop());
+  const post = (q: string) => env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: chat(q) });
+
+  test("beyond the bound a request waits for a slot (FIFO) and is served once one frees", async () => {
+    env.fake.reset();
+    env.fake.failNext({ kind: "hang" });
+    const [first, second] = await Promise.all([post("First question, it will hang."), Bun.sleep(20).then(() => post("Second question, it waits."))]);
+    expect(first.status).toBe(504); // the hung one hit its deadline and released the slot
+    expect(second.status).toBe(200);
+    expect((await second.json()).choices[0].message.content).toBe("answer #1: Second question, it waits.");
+    expect(env.fake.received("/v1/chat/completions").map((r) => r.body.messages[0].content)).toEqual(["First question, it will hang.", "Second question, it waits."]);
+  });
+
+  test("a request that gets no slot within upstream.queue_timeout_ms is 503 service_unavailable; the SDK sees a 503", async () => {
+    env.fake.reset();
+    env.gw.ctx.config.upstream.queue_timeout_ms = 50;
+    try {
+      env.fake.failNext({ kind: "hang" });
+      const hung = post("This one holds the only slot.");
+      await Bun.sleep(20);
+      const r = await post("This one finds no slot.");
+      expect(r.status).toBe(503);
+      expect(await r.json()).toEqual({ error: { message: expect.stringContaining("too many upstream requests in flight (1)"), type: "service_unavailable" } });
+      expect(r.headers.get("x-cache-status")).toBe("MISS");
+      const client = new OpenAI({ apiKey: env.token, baseURL: env.gw.url + "/v1", maxRetries: 0 });
+      const err: any = await client.chat.completions.create(chat("The SDK finds no slot either.") as any).catch((e) => e);
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect(err.status).toBe(503);
+      expect(err.error).toMatchObject({ type: "service_unavailable" });
+      expect((await hung).status).toBe(504);
+      // the slot is free again; queued requests never reached the upstream
+      expect((await post("After the storm.")).status).toBe(200);
+      expect(env.fake.received("/v1/chat/completions").map((x) => x.body.messages[0].content)).toEqual(["This one holds the only slot.", "After the storm."]);
+    } finally {
+      env.gw.ctx.config.upstream.queue_timeout_ms = 5_000;
+    }
+  });
+});
+
+describe("tokens per minute charged from the response's usage", () => {
+  let env: ProxyEnv;
+  beforeAll(async () => {
+    env = await startProxyEnv({ rate_limits: { enabled: true } });
+  });
+  afterAll(() => env.stop());
+
+  test("a JSON answer reporting more than the tier's tokens/min: the next proxy request is 429, admin routes still work", async () => {
+    env.fake.reset();
+    const token = await env.gw.token("tenant-tpm");
+    env.fake.reportUsage(150_000); // starter: 100,000 tokens per minute
+    const first = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: chat("A very long document to summarise.") });
+    expect(first.status).toBe(200);
+    expect((await first.json()).usage.prompt_tokens).toBe(150_000);
+    const client = new OpenAI({ apiKey: token, baseURL: env.gw.url + "/v1", maxRetries: 0 });
+    const err: any = await client.chat.completions.create(chat("Anything else?") as any).catch((e) => e);
+    expect(err.status).toBe(429);
+    expect(err.error).toMatchObject({ type: "rate_limit_error" });
+    expect(env.fake.received("/v1/chat/completions")).toHaveLength(1); // the rejected request never went upstream
+    const admin = await env.gw.api("/api/v1/prompts", { token });
+    expect(admin.status).toBe(200);
+    // another tenant is not affected
+    const other = await env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: chat("Small question.") });
+    expect(other.status).toBe(200);
+  });
+
+  test("a streamed answer's usage is charged too", async () => {
+    env.fake.reset();
+    const token = await env.gw.token("tenant-tpm-stream");
+    env.fake.reportUsage(120_000);
+    const r = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: chat("Stream a long answer.", { stream: true, stream_options: { include_usage: true } }) });
+    expect(await r.text()).toContain('"prompt_tokens":120000');
+    const next = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: chat("And another one.") });
+    expect(next.status).toBe(429);
+    expect((await next.json()).error.type).toBe("rate_limit_error");
+  });
+});
+
+describe("embedder outage through the SDKs (fail-open off)", () => {
+  let env: ProxyEnv;
+  beforeAll(async () => {
+    const port = await closedPort();
+    env = await startProxyEnv({ embedding: { provider: "openai", base_url: `http://127.0.0.1:${port}/v1`, model: "m", timeout_ms: 500, fail_open: false } });
+  });
+  afterAll(() => env.stop());
+
+  test("openai SDK: 503 embedding_error, nothing sent upstream", async () => {
+    const client = new OpenAI({ apiKey: env.token, baseURL: env.gw.url + "/v1", maxRetries: 0 });
+    const err: any = await client.chat.completions.create(chat("Which ocean is the largest?") as any).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err.status).toBe(503);
+    expect(err.error).toMatchObject({ type: "embedding_error" });
+    expect(env.fake.received("/v1/chat/completions")).toHaveLength(0);
+  });
+
+  test("anthropic SDK: 503 embedding_error", async () => {
+    const client = new Anthropic({ apiKey: env.token, baseURL: env.gw.url, maxRetries: 0 });
+    const err: any = await client.messages.create({ model: "claude-3-5-haiku-latest", max_tokens: 20, messages: [{ role: "user", content: "Which desert is the largest?" }] }).catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect(err.status).toBe(503);
+    expect(JSON.stringify(err.error)).toContain("embedding_error");
+    expect(env.fake.received("/v1/messages")).toHaveLength(0);
+  });
+
+  test("cohere SDK: 503 (stream and JSON)", async () => {
+    const co = new CohereClient({ token: env.token, baseUrl: env.gw.url, maxRetries: 0 } as any);
+    const err: any = await co.chat({ message: "Which mountain is the tallest?" }).catch((e) => e);
+    expect(err.statusCode).toBe(503);
+    expect(JSON.stringify(err.body)).toContain("embedding_error");
+    expect(env.fake.received("/v1/chat")).toHaveLength(0);
+  });
+});
