@@ -10,7 +10,8 @@
  *   3. multi-turn context tier (earlier turns present, doc1 §4.7) — every message embedded
  *      (reused within a session_id), fused into a context vector (context.ts); stage 1: neighbours
  *      of the last query with cosine >= STAGE1_THRESHOLD; stage 2: QUERY_WEIGHT·q + CONTEXT_WEIGHT·c
- *      >= CONTEXT_HIT_THRESHOLD; and the verifier must accept the two last queries.
+ *      >= CONTEXT_HIT_THRESHOLD; the verifier must accept the two last queries, and the earlier user
+ *      turns must pass its hard rules pairwise (reworded turns need stage 2 >= contextReworded).
  * store(): after a complete upstream answer; reuses the lookup's embeddings.
  *
  * Entries live in SQLite (store.ts, TenantDb); indexes are per tenant and partition, built lazily
@@ -24,7 +25,7 @@ import type { Logger } from "../core/log";
 import type { Metrics } from "../ops/metrics";
 import type { CacheEngine, CacheKeyInput, CachedPayload, LookupResult, CacheTier } from "./types";
 import { EmbeddingError, dot, type Embedder } from "./embedding/types";
-import { verifyPair } from "./verify";
+import { LOW_SCORE, verifyPair } from "./verify";
 import { deriveKeys, sha256, type DerivedKeys } from "./partition";
 import { SqliteCacheRepo, type CacheRepo, type Removed } from "./store";
 import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "./vector-index";
@@ -48,17 +49,31 @@ export interface EngineSettings {
   /** also run the verifier on the last query of a context hit (default true) */
   verifyContextQuery: boolean;
   /**
-   * also require every earlier user turn to pass the verifier against its counterpart (aligned by
-   * position; a different number of user turns misses). Default true: without it near-duplicate
-   * openers with different meaning ("...good lawyers?" / "...good nurses?") gave 12.5 % false hits.
+   * also check every earlier user turn against its counterpart (aligned by position; a different
+   * number of user turns misses). Default true: without it near-duplicate openers with different
+   * meaning ("...in Canada?" / "...in Germany?") gave 12.5 % false hits. Each pair must pass the
+   * verifier's hard rules (numbers, entities, negation, asked-for attribute, order); when a pair
+   * fails only its score check (a reworded turn), the stage-2 score must also reach
+   * `contextReworded` (see below).
    */
   verifyContextTurns: boolean;
+  /**
+   * Stage-2 score (queryWeight·q + contextWeight·c) needed when an earlier user turn passes the
+   * verifier's hard rules but not its score check (default 0.96; the spec's contextHitThreshold
+   * still applies to every hit). Chosen on the even ids of cache-eval-dev/multiturn.jsonl
+   * (docs/notes/embedding-quality.md §9).
+   */
+  contextReworded?: number;
   quantization: Quantization;
   /** HNSW efSearch */
   efSearch: number;
   singleFlightWaitMs: number;
   /** neighbours examined per lookup */
   candidates: number;
+  /** a tenant's in-memory state (indexes, counters) is dropped after this long without use (default 600 s) */
+  tenantIdleSecs?: number;
+  /** at most this many tenants kept in memory; the least recently used is dropped beyond it (default 10 000) */
+  maxLoadedTenants?: number;
 }
 
 export type Verifier = (query: string, candidate: string, cosine: number) => { accept: boolean; score: number; reason: string };
@@ -107,6 +122,8 @@ export interface TenantStats {
 
 class TenantState {
   count: number;
+  /** engine clock at the last use (idle unloading) */
+  lastUsed = 0;
   readonly parts = new Map<string, VectorIndex>();
   readonly stats = { lookups: 0, hits: { exact: 0, semantic: 0, l2_context: 0 }, misses: 0, stores: 0, evictions: 0 };
   constructor(
@@ -116,6 +133,9 @@ class TenantState {
     this.count = repo.count();
   }
 }
+
+/** Default EngineSettings.contextReworded. */
+export const CONTEXT_REWORDED_THRESHOLD = 0.96;
 
 /** Similarity slack when picking candidates from an f16 index (the decision uses the exact f32 cosine). */
 const INDEX_SLACK = 0.01;
@@ -142,7 +162,10 @@ export class SemanticCacheEngine implements CacheEngine {
         this.flushTouches();
         this.updateGauge();
       }, 1000);
-      const sweep = setInterval(() => this.sweepExpired(), 60_000);
+      const sweep = setInterval(() => {
+        this.sweepExpired();
+        this.unloadIdleTenants();
+      }, 60_000);
       flush.unref?.();
       sweep.unref?.();
       this.timers.push(flush, sweep);
@@ -218,7 +241,11 @@ export class SemanticCacheEngine implements CacheEngine {
         if (score < s.context.contextHitThreshold) continue;
         if (best && score <= best.score) continue;
         if (s.verifyContextQuery && !this.verify(keys.query, c.queryText, sim).accept) continue;
-        if (s.verifyContextTurns && !this.sameUserTurns(state.contextUsers ?? [], c.contextUsers)) continue;
+        if (s.verifyContextTurns) {
+          const turns = this.sameUserTurns(state.contextUsers ?? [], c.contextUsers);
+          if (turns === "differ") continue;
+          if (turns === "reworded" && score < (s.contextReworded ?? CONTEXT_REWORDED_THRESHOLD)) continue;
+        }
         best = { vecKey: c.vecKey, sim, ctxSim, score };
       }
     }
@@ -247,14 +274,25 @@ export class SemanticCacheEngine implements CacheEngine {
     };
   }
 
-  private sameUserTurns(mine: Array<{ text: string; vec: Float32Array }>, theirs: Array<{ text: string; vec: Float32Array }> | null): boolean {
-    if (!theirs || theirs.length !== mine.length) return false;
+  /**
+   * Earlier user turns, pairwise by position: "same" when the verifier accepts every pair,
+   * "reworded" when some pair fails only the verifier's score check (no hard reject), else "differ".
+   */
+  private sameUserTurns(
+    mine: Array<{ text: string; vec: Float32Array }>,
+    theirs: Array<{ text: string; vec: Float32Array }> | null,
+  ): "same" | "reworded" | "differ" {
+    if (!theirs || theirs.length !== mine.length) return "differ";
+    let out: "same" | "reworded" = "same";
     for (let i = 0; i < mine.length; i++) {
       const a = mine[i]!;
       const b = theirs[i]!;
-      if (!this.verify(a.text, b.text, dot(a.vec, b.vec)).accept) return false;
+      const r = this.verify(a.text, b.text, dot(a.vec, b.vec));
+      if (r.accept) continue;
+      if (r.reason !== LOW_SCORE) return "differ";
+      out = "reworded";
     }
-    return true;
+    return out;
   }
 
   private exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): ExactMem | undefined {
@@ -442,11 +480,58 @@ export class SemanticCacheEngine implements CacheEngine {
 
   private tenant(tenantId: string): TenantState {
     let ts = this.tenants.get(tenantId);
-    if (!ts) {
+    if (ts) {
+      // Map order = least recently used first (re-inserted on use), for the loaded-tenants bound
+      this.tenants.delete(tenantId);
+    } else {
       ts = new TenantState(new SqliteCacheRepo(this.o.db, tenantId), sha256(`tenant:${tenantId}`).slice(0, 32));
-      this.tenants.set(tenantId, ts);
+      const max = this.o.settings.maxLoadedTenants ?? 10_000;
+      for (const id of this.tenants.keys()) {
+        if (this.tenants.size < max) break;
+        this.unloadTenant(id);
+      }
     }
+    ts.lastUsed = this.now();
+    this.tenants.set(tenantId, ts);
     return ts;
+  }
+
+  /** Tenants whose state is in memory (diagnostics and tests). */
+  loadedTenants(): string[] {
+    return [...this.tenants.keys()];
+  }
+
+  /**
+   * Drop the in-memory state of tenants unused for `tenantIdleSecs` (run with the TTL sweep).
+   * Their entries stay in SQLite; the next request reloads the count and, per partition, the index
+   * from its saved file (or SQLite) — memory follows the active tenants, not every tenant ever seen.
+   */
+  unloadIdleTenants(): number {
+    const cutoff = this.now() - (this.o.settings.tenantIdleSecs ?? 600) * 1000;
+    let n = 0;
+    for (const [id, ts] of this.tenants) {
+      if (ts.lastUsed > cutoff) continue;
+      this.unloadTenant(id);
+      n++;
+    }
+    return n;
+  }
+
+  private unloadTenant(tenantId: string) {
+    const ts = this.tenants.get(tenantId);
+    if (!ts) return;
+    this.flushTouches(tenantId);
+    if (this.o.indexDir)
+      for (const [p, idx] of ts.parts) {
+        if (!idx.dirty) continue;
+        try {
+          idx.save(this.indexFile(ts, p), ts.repo.partitionFingerprint(p));
+        } catch (e) {
+          this.o.log?.warn("could not save cache index (it will be rebuilt on next use)", { error: String(e) });
+        }
+      }
+    this.tenants.delete(tenantId);
+    this.touches.delete(tenantId);
   }
 
   private indexFile(ts: TenantState, partition: string) {

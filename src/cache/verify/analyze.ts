@@ -3,7 +3,7 @@
  * not, and the meaning-changing differences (numbers, named entities,
  * negation, the asked-for attribute, swapped argument order).
  */
-import { NEGATIONS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
+import { NEGATIONS, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
 import { DEFAULT_WEIGHT_PARAMS, isProperNoun, wordLogProb, wordWeight, type WeightParams } from "./weights";
 
 export interface ContentToken extends Token {
@@ -49,7 +49,7 @@ const COMMON_LOGP = 9.5;
 
 const SYMMETRIC = new Set(["and", "or", "vs", "versus", "&", "/", "nor", "between", "with", "compared", "comparison", "difference", "differences", "similarities", "similarity", "same"]);
 
-export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARAMS): Side {
+export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARAMS, ignoreRequestVerbs = false): Side {
   const tokens = tokenize(text);
   const content: ContentToken[] = [];
   const numbers: string[] = [];
@@ -86,6 +86,7 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
       continue;
     }
     if (STOPWORDS.has(l)) continue;
+    if (ignoreRequestVerbs && REQUEST_VERBS.has(l) && !t.quoted) continue;
     const raw = t.raw;
     const hasUpperInside = /\p{Lu}/u.test(raw.slice(1));
     const caps = /^\p{Lu}/u.test(raw);
@@ -129,6 +130,31 @@ function sameMultiset(a: string[], b: string[]): boolean {
   return x.every((v, i) => v === y[i]);
 }
 
+/**
+ * An unmatched all-caps token of 2-5 letters on one side ("HK", "RAM") matches the run of
+ * consecutive unmatched words on the other side whose initials spell it ("Hong Kong",
+ * "Random Access Memory"); stopwords inside the run are allowed ("Bank of America" / "BOA" no:
+ * only the content words' initials count, so "BoA" needs "Bank America").
+ */
+function acronymMatch(side: Side, match: number[], other: Side, otherMatch: number[]) {
+  for (let i = 0; i < side.content.length; i++) {
+    const t = side.content[i]!;
+    if (match[i] !== -1 || !/^\p{Lu}{2,5}$/u.test(t.raw)) continue;
+    const letters = t.lower;
+    for (let j = 0; j + letters.length <= other.content.length; j++) {
+      let ok = true;
+      for (let k = 0; k < letters.length && ok; k++) {
+        const o = other.content[j + k]!;
+        ok = otherMatch[j + k] === -1 && o.lower[0] === letters[k] && (k === 0 || o.pos === other.content[j + k - 1]!.pos + 1);
+      }
+      if (!ok) continue;
+      match[i] = j;
+      for (let k = 0; k < letters.length; k++) otherMatch[j + k] = i;
+      break;
+    }
+  }
+}
+
 export interface AnalyzeOptions {
   weights?: WeightParams;
   /** Minimum weight of both tokens for a reversed pair to count as an order swap. */
@@ -143,12 +169,16 @@ export interface AnalyzeOptions {
   synonymMinSimilarity?: number;
   /** Order swaps count only when the unmatched weight is at most this (the texts are near-anagrams; default 1). */
   orderMaxUnmatched?: number;
+  /** Request verbs ("explain", "describe"...) are function words (default false). */
+  ignoreRequestVerbs?: boolean;
+  /** Align an all-caps acronym with the run of words it abbreviates ("HK" / "Hong Kong"; default false). */
+  acronyms?: boolean;
 }
 
 export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions = {}): PairAnalysis {
   const wp = opts.weights ?? DEFAULT_WEIGHT_PARAMS;
-  const a = analyzeSide(textA, wp);
-  const b = analyzeSide(textB, wp);
+  const a = analyzeSide(textA, wp, opts.ignoreRequestVerbs);
+  const b = analyzeSide(textB, wp, opts.ignoreRequestVerbs);
   const matchA = new Array<number>(a.content.length).fill(-1);
   const matchB = new Array<number>(b.content.length).fill(-1);
   // Pass 0: identical words (case-insensitive); pass 1: same stem; nearest position first.
@@ -206,6 +236,10 @@ export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions =
   };
   joinMatch(a.content, matchA, b.content, matchB);
   joinMatch(b.content, matchB, a.content, matchA);
+  if (opts.acronyms) {
+    acronymMatch(a, matchA, b, matchB);
+    acronymMatch(b, matchB, a, matchA);
+  }
 
   // Pass 4: synonyms by word similarity, best pairs first.
   const sim = opts.wordSimilarity;

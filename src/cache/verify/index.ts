@@ -47,6 +47,17 @@ export interface VerifyOptions {
   /** Optional synonym alignment (see AnalyzeOptions.wordSimilarity); off by default: USE-lite word similarities did not help. */
   wordSimilarity?: (a: string, b: string) => number | undefined;
   synonymMinSimilarity: number;
+  /** Request verbs ("explain", "describe"...) count as function words ("Explain the causes of X" / "What caused X?"). */
+  ignoreRequestVerbs: boolean;
+  /** Align an all-caps acronym with the words it abbreviates ("HK" / "Hong Kong"). */
+  acronyms: boolean;
+  /**
+   * Rewording rule: when BOTH sides have at least this many unmatched content words, the unmatched
+   * weight is not penalised (0 = off). A one-word substitution barely moves the embedding whatever
+   * the word means, so a high cosine says little; when several words differ on both sides and the
+   * cosine is still >= minScore, the embedding has seen through a rewording.
+   */
+  rephraseMinWords: number;
   weights: WeightParams;
 }
 
@@ -64,8 +75,14 @@ export const DEFAULT_VERIFY_OPTIONS: Readonly<VerifyOptions> = Object.freeze({
   orderMinWeight: 0.3,
   orderMaxUnmatched: 1.5,
   synonymMinSimilarity: 0.8,
+  ignoreRequestVerbs: true,
+  acronyms: true,
+  rephraseMinWords: 3,
   weights: DEFAULT_WEIGHT_PARAMS,
 });
+
+/** Reason of a rejection by the score check alone (no hard rule fired): the texts may be a rewording. */
+export const LOW_SCORE = "low-score";
 
 export interface VerifyResult {
   accept: boolean;
@@ -77,15 +94,16 @@ export interface VerifyResult {
 
 /** Decide from an existing analysis (lets callers inspect the details). */
 export function decide(an: PairAnalysis, cosine: number, o: Readonly<VerifyOptions> = DEFAULT_VERIFY_OPTIONS): VerifyResult {
+  const reworded = o.rephraseMinWords > 0 && an.onlyA.length >= o.rephraseMinWords && an.onlyB.length >= o.rephraseMinWords;
   const score =
-    cosine - (an.unmatched > o.maxUnmatched ? o.unmatchedPenalty : 0) - (an.askMismatch === "soft" ? o.askPenalty : 0);
+    cosine - (an.unmatched > o.maxUnmatched && !reworded ? o.unmatchedPenalty : 0) - (an.askMismatch === "soft" ? o.askPenalty : 0);
   const r = (reason: string): VerifyResult => ({ accept: false, score, reason });
   if (o.rejectNumbers && an.numberMismatch) return r(`number-mismatch:${an.a.numbers.join(",")}|${an.b.numbers.join(",")}`);
   if (o.rejectEntities && an.entityMismatch.length > 0) return r(`entity-mismatch:${an.entityMismatch.map((t) => t.raw).join(",")}`);
   if (o.rejectNegation && an.negationMismatch) return r("negation-mismatch");
   if (o.rejectAsk && an.askMismatch === "hard") return r(`asks-differ:${an.a.asks}|${an.b.asks}`);
   if (o.rejectOrder && an.orderSwap) return r(`order-swap:${an.orderSwap.join(",")}`);
-  if (score < o.minScore) return r("low-score");
+  if (score < o.minScore) return r(LOW_SCORE);
   return { accept: true, score, reason: "ok" };
 }
 
@@ -102,6 +120,8 @@ export function verifyPair(query: string, candidate: string, cosine: number, opt
     orderMaxUnmatched: o.orderMaxUnmatched,
     wordSimilarity: o.wordSimilarity,
     synonymMinSimilarity: o.synonymMinSimilarity,
+    ignoreRequestVerbs: o.ignoreRequestVerbs,
+    acronyms: o.acronyms,
   };
   return decide(analyzePair(query, candidate, aopts), cosine, o);
 }

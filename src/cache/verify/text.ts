@@ -93,6 +93,12 @@ export const NEGATIONS = new Set([
   "haven't", "havent", "hasn't", "hasnt", "hadn't", "hadnt", "mustn't", "needn't", "ain't", "n't",
 ]);
 
+/**
+ * Request verbs that only say "answer this" ("Explain the causes of X" = "What caused X?"):
+ * treated as function words when `ignoreRequestVerbs` is on.
+ */
+export const REQUEST_VERBS = new Set(["explain", "describe", "elaborate", "discuss", "outline", "summarize", "summarise"]);
+
 /** Asked-for attribute by wh-word (the first one in the text is the one asked). */
 export const WH_CLASS: Record<string, string> = {
   who: "person", whom: "person", whose: "person",
@@ -118,6 +124,9 @@ export const WEAK_ONE = "one";
 /** Canonical numeric value of a token, or null if it is not a number / ordinal / number word. */
 export function numberValue(lower: string): string | null {
   if (NUMBER_WORDS[lower]) return NUMBER_WORDS[lower]!;
+  // "60k" = "60,000" = "60000" (thousands only: "5m" may be minutes, metres or millions).
+  const k = /^(\d+(?:\.\d+)?)k$/.exec(lower.replace(/,/g, ""));
+  if (k) return String(Math.round(Number(k[1]) * 1000));
   if (/^\d/.test(lower) || /^\d+(st|nd|rd|th|s|k|m|b)?$/.test(lower)) return lower.replace(/,/g, "");
   if (/\d/.test(lower)) return lower; // model numbers, versions: "5x", "ps4", "iphone7"
   return null;
