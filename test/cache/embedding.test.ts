@@ -21,7 +21,7 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
     expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
-    expect(emb.backendName).toBe("ts+wasm");
+    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s)
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -116,11 +116,13 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
   let ref: UseLiteModel;
   let fast: UseLiteFast;
   let fastJs: UseLiteFast;
+  let fastI16: UseLiteFast;
   beforeAll(async () => {
     ref = new UseLiteModel();
     fast = new UseLiteFast("wasm");
     fastJs = new UseLiteFast("js");
-    await Promise.all([ref.load(), fast.load(), fastJs.load()]);
+    fastI16 = new UseLiteFast(); // default kernel: 16-bit integer weights/activations
+    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load()]);
   }, 120_000);
 
   const cosines = (a: Float32Array, b: Float32Array) =>
@@ -131,23 +133,27 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
     for (const t of prepared) expect(fast.tokenize(t)).toEqual(tok.encode(t.length > 0 ? t : " ").slice(0, 128));
   });
 
-  test("cosine >= 0.9999 with the TF.js vectors for every text (WASM kernel and JS fallback)", async () => {
+  test("cosine >= 0.9999 with the TF.js vectors for every text (16-bit and f32 WASM kernels, JS fallback)", async () => {
     // one text per TF.js call: a batch is padded to its longest text (the 128-token one), which is slow
     const want = new Float32Array(prepared.length * 512);
     for (let i = 0; i < prepared.length; i++) want.set(await ref.embedFlat([prepared[i]!]), i * 512);
     const got = fast.embedFlat(prepared);
+    const gotI16 = fastI16.embedFlat(prepared);
     const gotJs = fastJs.embedFlat(prepared.slice(0, 6)); // the scalar fallback is slow: short edge cases only
     expect(fast.backend()).toBe("ts+wasm");
     expect(fastJs.backend()).toBe("ts+js");
+    expect(fastI16.backend()).toBe("ts+wasm-i16");
     for (const c of cosines(want, got)) expect(c).toBeGreaterThan(0.9999);
+    // 16-bit rounding (≤ 1/16000 of each row's / column's largest value) measured ≥ 0.9999993 on 2000 dev texts
+    for (const c of cosines(want, gotI16)) expect(c).toBeGreaterThan(0.9999);
     for (const c of cosines(want.subarray(0, gotJs.length), gotJs)) expect(c).toBeGreaterThan(0.9999);
     for (let i = 0; i < got.length; i += 512) expect(Math.abs(Math.sqrt(dot(got.subarray(i, i + 512), got.subarray(i, i + 512))) - 1)).toBeLessThan(1e-5);
   }, 60_000);
 
   test("a text gets the same vector alone and inside a batch", () => {
-    const batch = fast.embedFlat(prepared);
+    const batch = fastI16.embedFlat(prepared); // quantisation scales are per row, so batch-independent
     for (const i of [0, 3, 6, prepared.length - 1]) {
-      const solo = fast.embedFlat([prepared[i]!]);
+      const solo = fastI16.embedFlat([prepared[i]!]);
       expect(dot(solo, batch.subarray(i * 512, (i + 1) * 512))).toBeGreaterThan(0.99999);
     }
   });
@@ -159,7 +165,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       const [va] = await a.embed(["How do I reset my Gmail password?"]);
       const [vb] = await b.embed(["How do I reset my Gmail password?"]);
       expect(a.backendName).toBe("wasm");
-      expect(b.backendName).toBe("ts+wasm");
+      expect(b.backendName).toBe("ts+wasm-i16");
       expect(dot(va!, vb!)).toBeGreaterThan(0.9999);
     } finally {
       await a.close();

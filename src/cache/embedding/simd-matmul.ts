@@ -69,6 +69,12 @@ const op = {
   tee: (i: number) => [0x22, ...uleb(i)],
   i32: (v: number) => [0x41, ...sleb(v)],
   add: [0x6a],
+  shrU: [0x76],
+  i32load: (offset: number) => [0x28, 2, ...uleb(offset)],
+  i32splat: [0xfd, ...uleb(0x11)],
+  i32add: [0xfd, ...uleb(0xae)],
+  dot16: [0xfd, ...uleb(0xba)], // i32x4.dot_i16x8_s
+  cvt: [0xfd, ...uleb(0xfa)], // f32x4.convert_i32x4_s
   mul: [0x6c],
   shl: [0x74],
   ltu: [0x49],
@@ -229,10 +235,226 @@ export function createJsMatmul(memory: WebAssembly.Memory): Matmul {
   };
 }
 
+// ---- 16-bit integer kernel (i32x4.dot_i16x8_s) ----
+
+/**
+ * Quantisation range of the 16-bit kernel: weights (per output column) and activations (per row)
+ * are rounded to integers in [-Q16, Q16]. Products are summed in i32 over blocks of 32 k, then
+ * converted to f32: 32 · Q16² < 2³¹, so the i32 sums cannot overflow, and the rounding error
+ * (≤ 1/(2·Q16) of the row's / column's largest magnitude, ~6e-5) is far below what the 0.9999
+ * cosine bar allows (measured: scripts/bench/embedding-equivalence.ts --kernel wasm-i16).
+ */
+export const Q16 = 8000;
+const KBLOCK = 32;
+
+/** Weights [K, N] row-major → i16 panels for the 16-bit kernel, plus one f32 scale per column. */
+export function packPanelsI16(src: Float32Array, K: number, N: number, dst: Int16Array, colScale: Float32Array): void {
+  if (K % KBLOCK !== 0 || N % 8 !== 0) throw new Error(`packPanelsI16: K must be a multiple of ${KBLOCK}, N of 8`);
+  for (let n = 0; n < N; n++) {
+    let m = 0;
+    for (let k = 0; k < K; k++) m = Math.max(m, Math.abs(src[k * N + n]!));
+    colScale[n] = m > 0 ? m / Q16 : 1;
+  }
+  // panel p (columns 8p..8p+7): for each k pair, 16 values [w[2k'][c], w[2k'+1][c]] for c = 0..7
+  let o = 0;
+  for (let j = 0; j < N; j += 8) {
+    for (let k = 0; k < K; k += 2) {
+      for (let q = 0; q < 8; q++) {
+        const inv = 1 / colScale[j + q]!;
+        dst[o++] = Math.round(src[k * N + j + q]! * inv);
+        dst[o++] = Math.round(src[(k + 1) * N + j + q]! * inv);
+      }
+    }
+  }
+}
+
+/**
+ * Body of mm16_R(x16, w16, b, out, M, K, N, rowScale, colScale): rows in tiles of R, 8 columns at a
+ * time; per k pair one i32 splat of x's two values and two dot_i16x8_s per row (8 multiply-adds each).
+ * The f32 partial sums live in `out` between blocks of 32 k (keeps 2R + 3 vector registers live).
+ */
+function tileKernelI16(R: number, relu: boolean): number[] {
+  const [X, W, B, OUT, M, K, N, RS, CS] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  let next = 9;
+  const i = next++, j = next++, kb = next++, k = next++, wp = next++, rowK = next++, rowN = next++, xi = next++, oi = next++, p = next++, rsp = next++;
+  const xr = Array.from({ length: R }, () => next++);
+  const nI32 = next - 9;
+  const acc = Array.from({ length: 2 * R }, () => next++);
+  const w0 = next++, w1 = next++, sp = next++, s0 = next++, s1 = next++;
+  const nV = next - 9 - nI32;
+  const c: number[] = [];
+  const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
+  emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(N), op.i32(2), op.shl, op.set(rowN));
+  emit(op.i32(0), op.set(j));
+  emit(op.block, op.loop); // columns
+  emit(op.get(j), op.get(N), op.ltu, [0x45], op.brIf(1));
+  emit(op.i32(0), op.set(i), op.get(X), op.set(xi), op.get(RS), op.set(rsp));
+  emit(op.get(OUT), op.get(j), op.i32(2), op.shl, op.add, op.set(oi));
+  emit(op.block, op.loop); // row tiles
+  emit(op.get(i), op.get(M), op.ltu, [0x45], op.brIf(1));
+  // zero the f32 partial sums in out
+  emit(op.get(oi), op.set(p));
+  for (let r = 0; r < R; r++) {
+    emit(op.get(p), op.zero, op.v128store(0), op.get(p), op.zero, op.v128store(16));
+    if (r < R - 1) emit(op.get(p), op.get(rowN), op.add, op.set(p));
+  }
+  emit(op.get(xi), op.set(xr[0]!));
+  for (let r = 1; r < R; r++) emit(op.get(xr[r - 1]!), op.get(rowK), op.add, op.set(xr[r]!));
+  emit(op.get(W), op.get(j), op.get(rowK), op.mul, op.add, op.set(wp)); // panel j/8 starts at j*K i16
+  emit(op.get(K), op.i32(5), op.shrU, op.set(kb));
+  emit(op.loop); // blocks of 32 k
+  for (let a = 0; a < 2 * R; a++) emit(op.zero, op.set(acc[a]!));
+  emit(op.i32(KBLOCK / 2), op.set(k));
+  emit(op.loop); // k pairs
+  emit(op.get(wp), op.v128load(0), op.set(w0), op.get(wp), op.v128load(16), op.set(w1));
+  for (let r = 0; r < R; r++) {
+    emit(op.get(xr[r]!), op.i32load(0), op.i32splat, op.set(sp));
+    emit(op.get(acc[2 * r]!), op.get(w0), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r]!));
+    emit(op.get(acc[2 * r + 1]!), op.get(w1), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r + 1]!));
+    emit(op.get(xr[r]!), op.i32(4), op.add, op.set(xr[r]!));
+  }
+  emit(op.get(wp), op.i32(32), op.add, op.set(wp));
+  emit(op.get(k), op.i32(-1), op.add, op.tee(k), op.brIf(0));
+  emit(op.end); // k pairs
+  // flush: out += f32(acc)
+  emit(op.get(oi), op.set(p));
+  for (let r = 0; r < R; r++) {
+    for (let h = 0; h < 2; h++) {
+      emit(op.get(p), op.get(p), op.v128load(16 * h), op.get(acc[2 * r + h]!), op.cvt, op.fadd, op.v128store(16 * h));
+    }
+    if (r < R - 1) emit(op.get(p), op.get(rowN), op.add, op.set(p));
+  }
+  emit(op.get(kb), op.i32(-1), op.add, op.tee(kb), op.brIf(0));
+  emit(op.end); // blocks
+  // epilogue: out = out · (colScale · rowScale) + bias, relu
+  emit(op.get(CS), op.get(j), op.i32(2), op.shl, op.add, op.tee(p), op.v128load(0), op.set(w0), op.get(p), op.v128load(16), op.set(w1));
+  emit(op.get(B), op.get(j), op.i32(2), op.shl, op.add, op.tee(p), op.v128load(0), op.set(s0), op.get(p), op.v128load(16), op.set(s1));
+  emit(op.get(oi), op.set(p));
+  for (let r = 0; r < R; r++) {
+    emit(op.get(rsp), op.f32load(4 * r), op.splat, op.set(sp));
+    for (let h = 0; h < 2; h++) {
+      emit(op.get(p), op.get(p), op.v128load(16 * h), op.get(h ? w1 : w0), op.get(sp), op.fmul, op.fmul, op.get(h ? s1 : s0), op.fadd);
+      if (relu) emit(op.zero, op.fmax);
+      emit(op.v128store(16 * h));
+    }
+    if (r < R - 1) emit(op.get(p), op.get(rowN), op.add, op.set(p));
+  }
+  emit(op.get(i), op.i32(R), op.add, op.set(i));
+  emit(op.get(rsp), op.i32(4 * R), op.add, op.set(rsp));
+  emit(op.get(xi), op.get(rowK), op.i32(R), op.mul, op.add, op.set(xi));
+  emit(op.get(oi), op.get(rowN), op.i32(R), op.mul, op.add, op.set(oi));
+  emit(op.br(0), op.end, op.end); // row tiles
+  emit(op.get(j), op.i32(8), op.add, op.set(j), op.br(0));
+  emit(op.end, op.end); // columns
+  emit(op.end);
+  const locals = vec([
+    [...uleb(nI32), I32],
+    [...uleb(nV), V128],
+  ]);
+  return [...locals, ...c];
+}
+
+/**
+ * Body of quant(x, q, rowScale, M, K): per row, s = max|x| / Q16 (1 for an all-zero row),
+ * q = round-to-nearest-even(x / s) as i16 (f32x4.nearest, i32x4.trunc_sat, i16x8.narrow).
+ */
+function quantKernel(): number[] {
+  const [X, Q, RS, M, K] = [0, 1, 2, 3, 4];
+  const r = 5, cnt = 6, p = 7, qp = 8, rsp = 9; // i32 locals
+  const mx = 10, sv = 11; // v128
+  const m = 12; // f32
+  const f32c = (v: number) => [0x43, ...new Uint8Array(new Float32Array([v]).buffer)];
+  const lane = (l: number) => [0xfd, 0x1f, l];
+  const fmaxS = [0x97], fdivS = [0x95], fgtS = [0x5e], select = [0x1b];
+  const fabs = [0xfd, ...uleb(0xe0)], nearest = [0xfd, ...uleb(0x6a)], truncSat = [0xfd, ...uleb(0xf8)], narrow = [0xfd, ...uleb(0x85)];
+  const c: number[] = [];
+  const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
+  emit(op.get(X), op.set(p), op.get(Q), op.set(qp), op.get(RS), op.set(rsp), op.get(M), op.set(r));
+  emit(op.block, op.loop); // rows
+  emit(op.get(r), [0x45], op.brIf(1));
+  // mx = max |x| over the row (lane-wise), then m = max of the 4 lanes
+  emit(op.zero, op.set(mx), op.get(K), op.i32(2), op.shrU, op.set(cnt));
+  emit(op.loop, op.get(mx), op.get(p), op.v128load(0), fabs, op.fmax, op.set(mx));
+  emit(op.get(p), op.i32(16), op.add, op.set(p), op.get(cnt), op.i32(-1), op.add, op.tee(cnt), op.brIf(0), op.end);
+  emit(op.get(mx), lane(0), op.get(mx), lane(1), fmaxS, op.get(mx), lane(2), op.get(mx), lane(3), fmaxS, fmaxS, op.set(m));
+  // m = m > 0 ? m : Q16 (scale 1); rowScale = m / Q16; sv = splat(Q16 / m)
+  emit(op.get(m), f32c(Q16), op.get(m), f32c(0), fgtS, select, op.set(m));
+  emit(op.get(rsp), op.get(m), f32c(Q16), fdivS, [0x38, 2, 0]);
+  emit(f32c(Q16), op.get(m), fdivS, op.splat, op.set(sv));
+  // second pass over the row: p back to its start
+  emit(op.get(p), op.get(K), op.i32(2), op.shl, [0x6b] /* i32.sub */, op.set(p), op.get(K), op.i32(3), op.shrU, op.set(cnt));
+  emit(op.loop);
+  emit(op.get(qp));
+  emit(op.get(p), op.v128load(0), op.get(sv), op.fmul, nearest, truncSat);
+  emit(op.get(p), op.v128load(16), op.get(sv), op.fmul, nearest, truncSat);
+  emit(narrow, op.v128store(0));
+  emit(op.get(p), op.i32(32), op.add, op.set(p), op.get(qp), op.i32(16), op.add, op.set(qp));
+  emit(op.get(cnt), op.i32(-1), op.add, op.tee(cnt), op.brIf(0), op.end);
+  emit(op.get(rsp), op.i32(4), op.add, op.set(rsp), op.get(r), op.i32(-1), op.add, op.set(r), op.br(0));
+  emit(op.end, op.end, op.end);
+  const locals = vec([
+    [...uleb(5), I32],
+    [...uleb(2), V128],
+    [...uleb(1), 0x7d],
+  ]);
+  return [...locals, ...c];
+}
+
+function buildModuleI16(): Uint8Array {
+  const type = [0x60, ...uleb(9), ...new Array<number>(9).fill(I32), 0];
+  const qtype = [0x60, ...uleb(5), ...new Array<number>(5).fill(I32), 0];
+  const bodies = [...VARIANTS.map(([r, relu]) => tileKernelI16(r, relu)), quantKernel()].map((b) => [...uleb(b.length), ...b]);
+  return new Uint8Array([
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vec([type, qtype])),
+    ...section(2, vec([[...str("env"), ...str("mem"), 0x02, 0x00, ...uleb(1)]])),
+    ...section(3, vec([...VARIANTS.map(() => [0]), [1]])),
+    ...section(7, vec([...VARIANTS.map((_, f) => [...str(`mm${f}`), 0x00, ...uleb(f)]), [...str("quant"), 0x00, ...uleb(VARIANTS.length)]])),
+    ...section(10, vec(bodies)),
+  ]);
+}
+
+type KernelI16 = (x: number, w: number, b: number, out: number, m: number, k: number, n: number, rs: number, cs: number) => void;
+
+export interface MatmulI16 {
+  readonly memory: WebAssembly.Memory;
+  /**
+   * out[M,N] = act(x[M,K] · W + bias) with W packed by packPanelsI16 at `w` (scales at `colScale`).
+   * x is f32 at `x`; it is quantised per row into `scratch` (M·K i16) and `rowScale` (M f32) first.
+   */
+  run(x: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, scratch: number, rowScale: number): void;
+}
+
+export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16()), { env: { mem: memory } });
+  const f = VARIANTS.map((_, i) => inst.exports[`mm${i}`] as KernelI16);
+  const quant = inst.exports.quant as (x: number, q: number, rs: number, m: number, k: number) => void;
+  return {
+    memory,
+    run(x, w, colScale, bias, out, M, K, N, relu, scratch, rowScale) {
+      quant(x, scratch, rowScale, M, K);
+      const m4 = M & ~3;
+      const base = relu ? 4 : 0;
+      if (m4 > 0) f[base]!(scratch, w, bias, out, m4, K, N, rowScale, colScale);
+      const rest = M - m4;
+      if (rest > 0) f[base + 4 - rest]!(scratch + m4 * K * 2, w, bias, out + m4 * N * 4, rest, K, N, rowScale + m4 * 4, colScale);
+    },
+  };
+}
+
 /** True when this runtime accepts WebAssembly SIMD. */
 export function wasmSimdSupported(): boolean {
   try {
     return WebAssembly.validate(buildModule());
+  } catch {
+    return false;
+  }
+}
+
+/** True when this runtime accepts the 16-bit kernel (i32x4.dot_i16x8_s). */
+export function wasmDotI16Supported(): boolean {
+  try {
+    return WebAssembly.validate(buildModuleI16());
   } catch {
     return false;
   }

@@ -17,7 +17,17 @@
  * rows of the dense products (weights are read once per batch, not once per text).
  */
 import { SentencePieceTokenizer } from "./sentencepiece";
-import { createJsMatmul, createWasmMatmul, packPanels, wasmSimdSupported, type Matmul } from "./simd-matmul";
+import {
+  createJsMatmul,
+  createWasmMatmul,
+  createWasmMatmulI16,
+  packPanels,
+  packPanelsI16,
+  wasmDotI16Supported,
+  wasmSimdSupported,
+  type Matmul,
+  type MatmulI16,
+} from "./simd-matmul";
 import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
 
 const MAX_TOKENS = 128;
@@ -32,9 +42,10 @@ const MAX_ROWS = 512;
 const MAX_TEXTS = 128;
 
 interface DenseW {
-  /** byte offsets in the arena */
+  /** byte offsets in the arena: weights (f32 panels, or i16 panels with the 16-bit kernel), bias, column scales (i16 only) */
   w: number;
   b: number;
+  cs: number;
   K: number;
   N: number;
 }
@@ -72,7 +83,12 @@ class Arena {
   }
 }
 
-export type UseLiteFastKernel = "wasm" | "js";
+/**
+ * Kernel for the dense products: "wasm-i16" (default where supported: 16-bit integer weights and
+ * activations, i32x4.dot_i16x8_s, ~2× the f32 kernel), "wasm" (f32x4), "js" (portable fallback).
+ * Attention products always run in f32 (wasm, or js for "js").
+ */
+export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
 
 export class UseLiteFast {
   private tokenizer: SentencePieceTokenizer | null = null;
@@ -82,6 +98,9 @@ export class UseLiteFast {
   private tanhW: DenseW | null = null;
   private arena: Arena | null = null;
   private mm: Matmul | null = null;
+  private mmq: MatmulI16 | null = null;
+  private bufQ = 0; // [MAX_ROWS, 1536] i16 quantised rows (16-bit kernel)
+  private bufQS = 0; // [MAX_ROWS] row scales
   // activation buffers (byte offsets) and their Float32Array views
   private bufX = 0; // [MAX_ROWS, 512] residual stream (layer-0 input uses the first 256 columns)
   private bufH = 0; // [MAX_ROWS, 512] layer-norm output / attention context
@@ -102,7 +121,7 @@ export class UseLiteFast {
   constructor(private readonly kernel: UseLiteFastKernel | "auto" = "auto") {}
 
   backend(): string {
-    return this.mm ? `ts+${this.mm.kind}` : "ts";
+    return this.mmq ? "ts+wasm-i16" : this.mm ? `ts+${this.mm.kind}` : "ts";
   }
 
   async load(): Promise<void> {
@@ -129,14 +148,20 @@ export class UseLiteFast {
     ];
     let floats = denseShapes.reduce((n, [k, m]) => n + k * m + m + 8, 0);
     floats += MAX_ROWS * (D * 6 + FF * 2 + 64) + MAX_TOKENS * (128 * 4 + MAX_TOKENS + 1) + 64;
+    floats += MAX_ROWS * (FF / 2 + 1) + denseShapes.reduce((n, [, m]) => n + m + 4, 0); // i16 scratch, row and column scales
+    const kernel: UseLiteFastKernel =
+      this.kernel !== "auto" ? this.kernel : wasmSimdSupported() ? (wasmDotI16Supported() ? "wasm-i16" : "wasm") : "js";
+    const i16 = kernel === "wasm-i16";
     const arena = new Arena(floats * 4 + 65536);
     const dense = (wName: string, bName: string, K: number, N: number): DenseW => {
       const wt = get(wName), bt = get(bName);
       if (wt.data.length !== K * N || bt.data.length !== N) throw new Error(`USE-lite weights: unexpected shape for ${wName}`);
-      const w = arena.alloc(K * N), b = arena.alloc(N);
-      packPanels(wt.data, K, N, arena.f32(w, K * N)); // tfjs layout [.., K, N] row-major → 8-column panels
+      // tfjs layout [.., K, N] row-major → 8-column panels (f32, or i16 with one scale per column)
+      const w = arena.alloc(i16 ? K * N / 2 : K * N), b = arena.alloc(N), cs = i16 ? arena.alloc(N) : 0;
+      if (i16) packPanelsI16(wt.data, K, N, new Int16Array(arena.memory.buffer, w, K * N), arena.f32(cs, N));
+      else packPanels(wt.data, K, N, arena.f32(w, K * N));
       arena.f32(b, N).set(bt.data);
-      return { w, b, K, N };
+      return { w, b, cs, K, N };
     };
     const L = (i: number) => `Encode/Layer_${i}/TransformerLayer/`;
     const S = (i: number) => `Encode/TransformerStack/Layer_${i}/TransformerLayer/`;
@@ -175,6 +200,8 @@ export class UseLiteFast {
     this.attS = arena.alloc(MAX_TOKENS * MAX_TOKENS);
     this.attO = arena.alloc(MAX_TOKENS * 128);
     this.attZero = arena.alloc(MAX_TOKENS); // zero-filled, never written
+    this.bufQ = arena.alloc(MAX_ROWS * FF / 2);
+    this.bufQS = arena.alloc(MAX_ROWS);
 
     const embT = get("module/Embeddings_en");
     if (embT.shape[1] !== D0) throw new Error("USE-lite weights: unexpected embedding shape");
@@ -190,8 +217,8 @@ export class UseLiteFast {
     }
     this.tokenizer = new SentencePieceTokenizer(vocabulary);
     this.arena = arena;
-    const useWasm = this.kernel === "wasm" || (this.kernel === "auto" && wasmSimdSupported());
-    this.mm = useWasm ? createWasmMatmul(arena.memory) : createJsMatmul(arena.memory);
+    this.mm = kernel === "js" ? createJsMatmul(arena.memory) : createWasmMatmul(arena.memory);
+    if (i16) this.mmq = createWasmMatmulI16(arena.memory);
     this.embedFlat(["warm up"]);
   }
 
@@ -274,7 +301,7 @@ export class UseLiteFast {
     this.dense(this.bufH, l1.ff2, this.bufA, ids.length, false);
     this.addInto(this.bufP, this.bufA, ids.length * D);
     // ---- tanh layer, L2 normalisation ----
-    mm.run(this.bufP, this.tanhW!.w, this.tanhW!.b, this.bufO, ids.length, D, D, false);
+    this.dense(this.bufP, this.tanhW!, this.bufO, ids.length, false);
     const O = arena.f32(this.bufO, ids.length * D);
     for (let s = 0; s < ids.length; s++) {
       const o = s * D;
@@ -290,7 +317,8 @@ export class UseLiteFast {
   }
 
   private dense(x: number, w: DenseW, out: number, rows: number, relu: boolean): void {
-    this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
+    if (this.mmq) this.mmq.run(x, w.w, w.cs, w.b, out, rows, w.K, w.N, relu, this.bufQ, this.bufQS);
+    else this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
   }
 
   private addInto(dst: number, src: number, n: number): void {
