@@ -130,6 +130,23 @@ for (const th of THRESHOLDS) {
   console.log(`## single-turn threshold ${th} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
+  // Halves: verifier rules were chosen on the even ids; the odd ids are held out.
+  const even = (id: string) => Number.parseInt(id.slice(-4), 10) % 2 === 0;
+  console.log("| half | hits | precision | recall | false-hit rate | multi-turn hit rate | multi-turn false-hit rate |\n|---|---|---|---|---|---|---|");
+  for (const [name, keep] of [["even (tuning)", (id: string) => even(id)], ["odd (held out)", (id: string) => !even(id)]] as const) {
+    const ps = pairOut.filter((p) => keep(p.id));
+    const h = ps.filter((p) => p.hit);
+    const t = h.filter((p) => p.label === 1).length;
+    const np = ps.filter((p) => p.label === 1).length;
+    const ms = mtOut.filter((m) => keep(m.id));
+    const mh = ms.filter((m) => m.expect === "hit");
+    const mm = ms.filter((m) => m.expect === "miss");
+    console.log(
+      `| ${name} | ${h.length} | ${f3(t / h.length)} | ${f3(t / np)} | ${f3((h.length - t) / (ps.length - np))} | ` +
+        `${f3(mh.filter((m) => m.hit).length / mh.length)} (${mh.filter((m) => m.hit).length}/${mh.length}) | ${f3(mm.filter((m) => m.hit).length / mm.length)} (${mm.filter((m) => m.hit).length}/${mm.length}) |`,
+    );
+  }
+  console.log("");
   const cats = [...new Set(pairOut.map((p) => p.category))].sort();
   console.log("| category | label | n | hit rate |\n|---|---|---|---|");
   for (const c of cats) {

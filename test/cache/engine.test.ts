@@ -116,6 +116,20 @@ describe("meaning (real embedder)", () => {
     expect((await h.engine.lookup(ask("t-mt2", "How do I get rid of it?", { history: rustLang }))).hit).toBe(false);
   });
 
+  test("multi-turn: a reworded earlier turn hits when the context is very close; a changed name in it never does", async () => {
+    const reply = { role: "assistant" as const, text: "The main causes were a fiscal crisis, food shortages, Enlightenment ideas and resentment of noble privilege." };
+    await fill(h.engine, ask("t-mt5", "What happened next?", { history: [{ role: "user", text: "What were the main causes of the French Revolution?" }, reply] }));
+    // The verifier alone rejects the reworded opener on its score (no hard rule), stage 2 is >= 0.96.
+    const reworded = await h.engine.lookup(ask("t-mt5", "What happened next?", { history: [{ role: "user", text: "Why did the French Revolution happen?" }, reply] }));
+    expect(reworded.hit && reworded.tier).toBe("l2_context");
+    const forums = { role: "assistant" as const, text: "Reddit communities and a few national boards are the most visited." };
+    await fill(h.engine, ask("t-mt6", "Translate your last answer into French.", { history: [{ role: "user", text: "What are the most popular online forums in Canada?" }, forums] }));
+    const other = await h.engine.lookup(
+      ask("t-mt6", "Translate your last answer into French.", { history: [{ role: "user", text: "What are the most popular online forums in Germany?" }, forums] }),
+    );
+    expect(other.hit).toBe(false);
+  });
+
   test("a context-free question does not answer the same question after a conversation, nor vice versa", async () => {
     await fill(h.engine, ask("t-mt3", "Why is that?"));
     expect((await h.engine.lookup(ask("t-mt3", "Why is that?", { history: rustLang }))).hit).toBe(false);

@@ -85,6 +85,42 @@ describe("verifyPair", () => {
     expect(verifyPair("How do I translate '才' to English?", "How do I translate '竟然' to English?", 1).accept).toBe(false);
   });
 
+  test("rewording rule: several different words on both sides pass at cosine >= minScore, a one-word swap does not", () => {
+    // 3+ unmatched content words on each side: the cosine has seen through a rewording.
+    const a = "What is the most effective way to lose belly fat quickly?";
+    const b = "How can someone burn stomach flab fast?";
+    const an = analyzePair(a, b);
+    expect(Math.min(an.onlyA.length, an.onlyB.length)).toBeGreaterThanOrEqual(3);
+    expect(verifyPair(a, b, 0.88).accept).toBe(true);
+    expect(verifyPair(a, b, 0.88, { rephraseMinWords: 0 }).accept).toBe(false);
+    // A single substituted word is still penalised (the cosine of such pairs is high whatever the word means).
+    expect(verifyPair("Do introverts make good lawyers?", "Do introverts make good nurses?", 0.9).accept).toBe(false);
+    // Hard rules still apply to rewordings.
+    expect(verifyPair(`${a} In 2016?`, `${b} In 2018?`, 0.9).reason).toStartWith("number-mismatch");
+    expect(verifyPair("What are the best ways to lose belly fat in Canada?", "How can someone burn stomach flab fast in Germany?", 0.9).reason).toStartWith("entity-mismatch");
+  });
+
+  test("request verbs are function words", () => {
+    const an = analyzePair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", { ignoreRequestVerbs: true });
+    expect(an.onlyA.map((t) => t.lower)).toEqual([]);
+    expect(verifyPair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", 0.88).accept).toBe(true);
+    expect(analyzePair("Explain the causes.", "The causes?", { ignoreRequestVerbs: false }).onlyA.map((t) => t.lower)).toEqual(["explain"]);
+  });
+
+  test("an acronym matches the words it abbreviates, but not other capitalised words", () => {
+    const an = analyzePair("Why did the UK return HK to China?", "Why did the UK return Hong Kong to China?", { acronyms: true });
+    expect(an.entityMismatch).toEqual([]);
+    expect(an.unmatched).toBe(0);
+    expect(verifyPair("How much RAM does a laptop need?", "How much random access memory does a laptop need?", 0.9).accept).toBe(true);
+    expect(verifyPair("Why did the UK return HK to China?", "Why did the UK return Macau to China?", 0.95).reason).toStartWith("entity-mismatch");
+  });
+
+  test("thousands written with k equal the full number", () => {
+    expect(analyzePair("Best laptop under 60k?", "Best laptop under 60,000?").numberMismatch).toBe(false);
+    expect(analyzePair("Best laptop under 60k?", "Best laptop under 50,000?").numberMismatch).toBe(true);
+    expect(analyzePair("Best phone under 15k?", "Best phone under 15000?").numberMismatch).toBe(false);
+  });
+
   test("is fast", () => {
     verifyPair("warm up the vocabulary", "warm up", 0.9);
     const t = performance.now();
