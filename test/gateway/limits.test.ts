@@ -15,7 +15,7 @@ const chat = (q: string, extra: Record<string, unknown> = {}) => ({ model: "gpt-
 describe("stalled stream", () => {
   let env: ProxyEnv;
   beforeAll(async () => {
-    env = await startProxyEnv({ providers: { openai: { timeout_ms: 300 }, anthropic: { timeout_ms: 300 } } });
+    env = await startProxyEnv({ providers: { openai: { timeout_ms: 500 }, anthropic: { timeout_ms: 500 } } });
   });
   afterAll(() => env.stop());
 
@@ -29,7 +29,7 @@ describe("stalled stream", () => {
     const text = await r.text();
     expect(text).toContain('"delta"'); // the frames sent before the stall reached the client
     const frames = text.trim().split("\n\n");
-    expect(JSON.parse(frames.at(-1)!.replace(/^data: /, ""))).toEqual({ error: { message: expect.stringContaining("did not answer within 300 ms"), type: "timeout_error" } });
+    expect(JSON.parse(frames.at(-1)!.replace(/^data: /, ""))).toEqual({ error: { message: expect.stringContaining("did not answer within 500 ms"), type: "timeout_error" } });
     expect(text).not.toContain("[DONE]");
     for (let i = 0; i < 100 && env.fake.cancelled === before; i++) await Bun.sleep(10);
     expect(env.fake.cancelled).toBe(before + 1); // the upstream stream was cancelled, not left hanging
@@ -49,7 +49,7 @@ describe("stalled stream", () => {
       }
     })().catch((e) => e);
     expect(err).toBeInstanceOf(Error);
-    expect(String(err.message)).toContain("did not answer within 300 ms");
+    expect(String(err.message)).toContain("did not answer within 500 ms");
     const ok = await client.messages.create(req).withResponse();
     expect(ok.response.headers.get("x-cache-status")).toBe("MISS");
     expect(env.fake.received("/v1/messages")).toHaveLength(2);
@@ -59,15 +59,19 @@ describe("stalled stream", () => {
 describe("upstream.max_in_flight", () => {
   let env: ProxyEnv;
   beforeAll(async () => {
-    env = await startProxyEnv({ upstream: { max_in_flight: 1, queue_timeout_ms: 5_000 }, providers: { openai: { timeout_ms: 400 } } });
+    env = await startProxyEnv({ upstream: { max_in_flight: 1, queue_timeout_ms: 5_000 }, providers: { openai: { timeout_ms: 1_500 } } });
   });
   afterAll(() => env.stop());
   const post = (q: string) => env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: chat(q) });
+  /** until the hung request holds the only slot (it reached the upstream) */
+  const slotTaken = async () => {
+    for (let i = 0; i < 500 && env.fake.received("/v1/chat/completions").length === 0; i++) await Bun.sleep(5);
+  };
 
   test("beyond the bound a request waits for a slot (FIFO) and is served once one frees", async () => {
     env.fake.reset();
     env.fake.failNext({ kind: "hang" });
-    const [first, second] = await Promise.all([post("First question, it will hang."), Bun.sleep(20).then(() => post("Second question, it waits."))]);
+    const [first, second] = await Promise.all([post("First question, it will hang."), slotTaken().then(() => post("Second question, it waits."))]);
     expect(first.status).toBe(504); // the hung one hit its deadline and released the slot
     expect(second.status).toBe(200);
     expect((await second.json()).choices[0].message.content).toBe("answer #1: Second question, it waits.");
@@ -80,7 +84,7 @@ describe("upstream.max_in_flight", () => {
     try {
       env.fake.failNext({ kind: "hang" });
       const hung = post("This one holds the only slot.");
-      await Bun.sleep(20);
+      await slotTaken();
       const r = await post("This one finds no slot.");
       expect(r.status).toBe(503);
       expect(await r.json()).toEqual({ error: { message: expect.stringContaining("too many upstream requests in flight (1)"), type: "service_unavailable" } });
