@@ -66,10 +66,18 @@ export function installCache(ctx: AppContext): SemanticCacheEngine {
   const embedder = embedderFromConfig(ctx.config);
   ctx.embedder = embedder;
   ctx.readiness.embedder = () => embedder.isReady();
-  embedder.load().catch((e) => ctx.log.error("embedding model failed to load", { error: String((e as Error)?.message ?? e) }));
+  // Loading starts on the next event-loop turn, i.e. once startServer's Bun.serve listens: the
+  // worker parses ~100 MB of weights on another thread, which on 2 cores slowed the cold start
+  // (BENCHMARKS.md). A lookup before then starts (and awaits) the load itself.
+  const loadSoon = setImmediate(() => {
+    embedder.load().catch((e) => ctx.log.error("embedding model failed to load", { error: String((e as Error)?.message ?? e) }));
+  });
   const engine = createCacheEngine(ctx.config, { db: ctx.db, embedder, log: ctx.log, metrics: ctx.metrics });
   ctx.cache = engine;
-  ctx.closers.push(() => embedder.close());
+  ctx.closers.push(() => {
+    clearImmediate(loadSoon);
+    return embedder.close();
+  });
   ctx.closers.push(() => engine.close());
   return engine;
 }
