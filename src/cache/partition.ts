@@ -10,7 +10,6 @@
  *   under another model, system prompt, tool set, parameter, workspace or code context misses,
  *   and a context-free question never matches one asked after a conversation (nor vice versa).
  */
-import { createHash } from "node:crypto";
 import type { CacheKeyInput, Turn } from "./types";
 
 export type Mode = "single" | "context";
@@ -25,7 +24,7 @@ export function canonicalJson(v: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(",")}}`;
 }
 
-export const sha256 = (s: string): string => createHash("sha256").update(s).digest("hex");
+export const sha256 = (s: string): string => new Bun.CryptoHasher("sha256").update(s).digest("hex");
 
 /**
  * Temperature buckets for the semantic partition: answers sampled at 0 and at 0.05 are

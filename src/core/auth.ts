@@ -10,7 +10,6 @@
  */
 import { SignJWT, jwtVerify, createRemoteJWKSet, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
-import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ApiError, forbidden, unauthenticated, notFound } from "./errors";
@@ -112,7 +111,7 @@ export interface ApiKeyRecord {
   revokedAt: string | null;
 }
 
-const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
 export const API_KEY_PREFIX = "svc_";
 
 export class ApiKeyService {

@@ -7,7 +7,6 @@
  */
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import { createHash } from "node:crypto";
 import type { ProviderName } from "../core/config";
 import type { CacheKeyInput, CacheTier, Turn } from "../cache/types";
 import type { SseEvent } from "./sse";
@@ -124,7 +123,7 @@ export function compile(ep: Endpoint): Endpoint {
   return ep;
 }
 
-export const sha = (s: string) => createHash("sha256").update(s).digest("hex").slice(0, 16);
+export const sha = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex").slice(0, 16);
 
 /** Compact JSON used when a structured part must become turn text. */
 export const compact = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
