@@ -4,7 +4,7 @@
  * statements must mention $tenant, so a query without tenant scoping cannot be written.
  */
 import { Database, type SQLQueryBindings } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { MIGRATIONS, type Migration } from "./migrations";
 
@@ -17,12 +17,18 @@ export class Db {
 
   constructor(readonly path: string, migrations: Migration[] = MIGRATIONS) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    // A new file gets its schema with synchronous=OFF, then NORMAL: creating it (journal, WAL
+    // switch, migrations) otherwise costs ~6 fsyncs, ~10 ms of the first start. OFF loses nothing
+    // if the process crashes; only an OS crash in those milliseconds could leave a broken, still
+    // empty, database file.
+    const created = path !== ":memory:" && !existsSync(path);
     this.sqlite = new Database(path, { create: true, strict: true });
     this.sqlite.run("PRAGMA busy_timeout = 5000");
+    this.sqlite.run(`PRAGMA synchronous = ${created ? "OFF" : "NORMAL"}`);
     this.sqlite.run("PRAGMA journal_mode = WAL");
-    this.sqlite.run("PRAGMA synchronous = NORMAL");
     this.sqlite.run("PRAGMA foreign_keys = ON");
     this.migrate(migrations);
+    if (created) this.sqlite.run("PRAGMA synchronous = NORMAL");
   }
 
   /** Cached prepared statement. */
