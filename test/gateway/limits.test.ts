@@ -74,7 +74,7 @@ describe("upstream.max_in_flight", () => {
     const [first, second] = await Promise.all([post("First question, it will hang."), slotTaken().then(() => post("Second question, it waits."))]);
     expect(first.status).toBe(504); // the hung one hit its deadline and released the slot
     expect(second.status).toBe(200);
-    expect((await second.json()).choices[0].message.content).toBe("answer #1: Second question, it waits.");
+    expect(((await second.json()) as any).choices[0].message.content).toBe("answer #1: Second question, it waits.");
     expect(env.fake.received("/v1/chat/completions").map((r) => r.body.messages[0].content)).toEqual(["First question, it will hang.", "Second question, it waits."]);
   });
 
@@ -117,7 +117,7 @@ describe("tokens per minute charged from the response's usage", () => {
     env.fake.reportUsage(150_000); // starter: 100,000 tokens per minute
     const first = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: chat("A very long document to summarise.") });
     expect(first.status).toBe(200);
-    expect((await first.json()).usage.prompt_tokens).toBe(150_000);
+    expect(((await first.json()) as any).usage.prompt_tokens).toBe(150_000);
     const client = new OpenAI({ apiKey: token, baseURL: env.gw.url + "/v1", maxRetries: 0 });
     const err: any = await client.chat.completions.create(chat("Anything else?") as any).catch((e) => e);
     expect(err.status).toBe(429);
@@ -138,7 +138,7 @@ describe("tokens per minute charged from the response's usage", () => {
     expect(await r.text()).toContain('"prompt_tokens":120000');
     const next = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: chat("And another one.") });
     expect(next.status).toBe(429);
-    expect((await next.json()).error.type).toBe("rate_limit_error");
+    expect(((await next.json()) as any).error.type).toBe("rate_limit_error");
   });
 });
 
