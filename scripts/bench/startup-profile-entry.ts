@@ -12,8 +12,13 @@ import { Db } from "../../src/storage/db";
 import { nativeRoutes } from "../../src/gateway/routes";
 import { opsRoutes } from "../../src/ops/routes";
 
-const marks: Array<[string, number]> = [["process start -> all modules loaded and evaluated", performance.now()]];
-const mark = (what: string) => marks.push([what, performance.now()]);
+/** Process CPU time in ms (user + system, all threads; the embedder worker starts only after the last mark). */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const marks: Array<[string, number, number]> = [["process start -> all modules loaded and evaluated", performance.now(), cpuMs()]];
+const mark = (what: string) => marks.push([what, performance.now(), cpuMs()]);
 
 async function child() {
   const config = loadConfig();
@@ -44,9 +49,11 @@ async function child() {
   await (await handle(new Request("http://127.0.0.1/ready"))).text();
   mark("app.handle(GET /ready) in-process, 1st");
   let prev = 0;
-  const out = marks.map(([w, t]) => {
-    const row = { what: w, at: +t.toFixed(2), step: +(t - prev).toFixed(2) };
+  let prevCpu = 0;
+  const out = marks.map(([w, t, c]) => {
+    const row = { what: w, at: +t.toFixed(2), step: +(t - prev).toFixed(2), cpu: +(c - prevCpu).toFixed(2) };
     prev = t;
+    prevCpu = c;
     return row;
   });
   process.stdout.write(JSON.stringify(out) + "\n");

@@ -18,7 +18,7 @@ async function parent() {
   const ROOT = resolve(import.meta.dir, "../..");
   const bin = join(ROOT, "dist/svc-profile");
   if (!values["no-build"]) await buildBinary({ entry: "scripts/bench/startup-profile-entry.ts", outfile: bin });
-  const runs: Array<Array<{ what: string; at: number; step: number }>> = [];
+  const runs: Array<Array<{ what: string; at: number; step: number; cpu: number }>> = [];
   for (let i = 0; i < Number(values.runs); i++) {
     const dir = mkdtempSync(join(tmpdir(), "svc-prof-"));
     const p = Bun.spawn([bin], {
@@ -33,9 +33,11 @@ async function parent() {
     runs.push(JSON.parse(text.trim().split("\n").pop()!));
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-  console.log(`startup profile of the compiled binary, ${runs.length} runs (median ms)`);
+  console.log(`start-up profile of the compiled binary, ${runs.length} runs, medians in ms: wall time of the step, process CPU time of the step, wall time since process start`);
+  console.log(`${"wall".padStart(8)}${"cpu".padStart(8)}${"at".padStart(8)}  step`);
   for (let i = 0; i < runs[0]!.length; i++) {
-    console.log(`${med(runs.map((r) => r[i]!.step)).toFixed(2).padStart(8)}  (at ${med(runs.map((r) => r[i]!.at)).toFixed(1).padStart(6)})  ${runs[0]![i]!.what}`);
+    const col = (k: "step" | "cpu" | "at") => med(runs.map((r) => r[i]![k])).toFixed(2).padStart(8);
+    console.log(`${col("step")}${col("cpu")}${col("at")}  ${runs[0]![i]!.what}`);
   }
 }
 
