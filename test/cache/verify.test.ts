@@ -120,11 +120,4 @@ describe("verifyPair", () => {
     expect(analyzePair("Best laptop under 60k?", "Best laptop under 50,000?").numberMismatch).toBe(true);
     expect(analyzePair("Best phone under 15k?", "Best phone under 15000?").numberMismatch).toBe(false);
   });
-
-  test("is fast", () => {
-    verifyPair("warm up the vocabulary", "warm up", 0.9);
-    const t = performance.now();
-    for (let i = 0; i < 1000; i++) verifyPair(`How do I convert ${i} miles to kilometers?`, "How many kilometers are in a mile?", 0.9);
-    expect((performance.now() - t) / 1000).toBeLessThan(1); // ms per pair
-  });
 });
