@@ -72,7 +72,7 @@ function stumps(X: number[][], y: number[], rounds = 30, eta = 0.3): Model {
       for (let k = 0; k + 1 < vals.length; k++) {
         const t = (vals[k]! + vals[k + 1]!) / 2;
         let gl = 0, hl = 0, gr = 0, hr = 0, nl = 0;
-        X.forEach((x, i) => { if (x[j]! < t) { gl += g[i]; hl += h[i]; nl++; } else { gr += g[i]; hr += h[i]; } });
+        X.forEach((x, i) => { if (x[j]! < t) { gl += g[i]!; hl += h[i]!; nl++; } else { gr += g[i]!; hr += h[i]!; } });
         if (nl < 5 || n - nl < 5) continue;
         const gain = (gl * gl) / (hl + 1) + (gr * gr) / (hr + 1);
         if (!best || gain > best.gain) best = { gain, s: { j, t, l: gl / (hl + 1), r: gr / (hr + 1) } };

@@ -3,16 +3,17 @@
  * pending migration. Domains never get this object: they get a TenantDb (see scoped.ts) whose
  * statements must mention $tenant, so a query without tenant scoping cannot be written.
  */
-import { Database, type SQLQueryBindings } from "bun:sqlite";
+import { Database, type Statement } from "bun:sqlite";
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { MIGRATIONS, type Migration } from "./migrations";
 
-export type Params = Record<string, SQLQueryBindings>;
+/** Named parameters of a statement (bun:sqlite binds $name). */
+export type Params = Record<string, string | bigint | number | boolean | null | NodeJS.TypedArray | ArrayBufferLike>;
 
 export class Db {
   readonly sqlite: Database;
-  private stmts = new Map<string, ReturnType<Database["query"]>>();
+  private stmts = new Map<string, Statement<unknown, [Params]>>();
   closed = false;
 
   constructor(readonly path: string, migrations: Migration[] = MIGRATIONS) {
@@ -35,7 +36,7 @@ export class Db {
   stmt(sql: string) {
     let s = this.stmts.get(sql);
     if (!s) {
-      s = this.sqlite.query(sql);
+      s = this.sqlite.query<unknown, [Params]>(sql);
       this.stmts.set(sql, s);
     }
     return s;
