@@ -108,8 +108,8 @@ const buildEf = 128;
 const index = make(buildEf);
 const dir = mkdtempSync(join(tmpdir(), "svc-index-scale-"));
 console.log(`# quant=${quant} M=${M} efConstruction=${efC} dims=${D} queries/checkpoint=${nq} budget=${budgetS}s load=${load()} baseline rss=${mb(rss0)} MiB`);
-console.log(`| entries | efSearch | build s (cumulative) | search p50 ms | search p99 ms | near-dup recall@1 vs brute force | truth = source | RSS growth MiB | load avg |`);
-console.log(`|---|---|---|---|---|---|---|---|---|`);
+console.log(`| entries | efSearch | build s (cumulative, wall) | process CPU s | search p50 ms | search p99 ms | near-dup recall@1 vs brute force | truth = source | RSS growth MiB | load avg |`);
+console.log(`|---|---|---|---|---|---|---|---|---|---|`);
 
 const flat = new Float32Array(CHUNK * D);
 const keys = new BigUint64Array(CHUNK);
@@ -141,6 +141,10 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
     }
     exactMs += performance.now() - t1;
     built += m;
+    if (built % 50_000 === 0) {
+      const cpu = process.cpuUsage();
+      console.error(`progress: ${built} entries, build ${(buildMs / 1000).toFixed(0)} s wall, process cpu ${((cpu.user + cpu.system) / 1e6).toFixed(0)} s, rss ${mb(process.memoryUsage().rss - rss0)} MiB growth, load ${load()}`);
+    }
     if (buildMs / 1000 > budgetS && built < n) break;
   }
   if (built < n) {
@@ -149,6 +153,7 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
   }
   Bun.gc(true);
   const rss = process.memoryUsage().rss - rss0;
+  const cpuS = ((process.cpuUsage().user + process.cpuUsage().system) / 1e6).toFixed(0);
   let file = "";
   for (const ef of efList) {
     let idx = index;
@@ -172,7 +177,7 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
       if (bestKey[q] === qSource[q]) truthIsSource++;
     }
     console.log(
-      `| ${n.toLocaleString("en")} | ${ef} | ${(buildMs / 1000).toFixed(1)} | ${pct(times, 50).toFixed(3)} | ${pct(times, 99).toFixed(3)} | ${(hit / nq).toFixed(3)} | ${truthIsSource}/${nq} | ${mb(rss)} | ${load()} |`,
+      `| ${n.toLocaleString("en")} | ${ef} | ${(buildMs / 1000).toFixed(1)} | ${cpuS} | ${pct(times, 50).toFixed(3)} | ${pct(times, 99).toFixed(3)} | ${(hit / nq).toFixed(3)} | ${truthIsSource}/${nq} | ${mb(rss)} | ${load()} |`,
     );
   }
   if (file) rmSync(file, { force: true });

@@ -90,6 +90,13 @@ class Arena {
  */
 export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
 
+function kernelFromEnv(): UseLiteFastKernel | "auto" {
+  const v = process.env.SVC_EMBED_KERNEL;
+  if (v === undefined || v === "" || v === "auto") return "auto";
+  if (v === "wasm-i16" || v === "wasm" || v === "js") return v;
+  throw new Error(`SVC_EMBED_KERNEL must be "wasm-i16", "wasm", "js" or "auto", got ${JSON.stringify(v)}`);
+}
+
 export class UseLiteFast {
   private tokenizer: SentencePieceTokenizer | null = null;
   private emb: Float32Array | null = null;
@@ -118,7 +125,8 @@ export class UseLiteFast {
   private attO = 0;
   private attZero = 0;
 
-  constructor(private readonly kernel: UseLiteFastKernel | "auto" = "auto") {}
+  /** `kernel` defaults to env SVC_EMBED_KERNEL ("wasm-i16" | "wasm" | "js"), else "auto" (the fastest this runtime supports). */
+  constructor(private readonly kernel: UseLiteFastKernel | "auto" = kernelFromEnv()) {}
 
   backend(): string {
     return this.mmq ? "ts+wasm-i16" : this.mm ? `ts+${this.mm.kind}` : "ts";

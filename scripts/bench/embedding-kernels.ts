@@ -1,0 +1,70 @@
+/**
+ * A/B of the USE-lite dense-product kernels, in-process, interleaved so that both see the same box load.
+ *
+ *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm,wasm-i16] [--rounds 20]
+ *
+ * Per query length (5 / 12 / 48 words, the texts of quality-embedding-latency.ts): each round embeds
+ * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
+ * least load-sensitive), the cosine between the kernels' vectors, and load time per kernel.
+ */
+import { UseLiteFast, type UseLiteFastKernel } from "../../src/cache/embedding/use-lite-fast";
+
+const argv = process.argv.slice(2);
+const opt = (name: string, def: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1]! : def;
+};
+const kernels = opt("kernels", "wasm,wasm-i16").split(",") as UseLiteFastKernel[];
+const rounds = Number(opt("rounds", "20"));
+const words =
+  "how do i convert a pdf file into word document without losing the format of tables images and fonts on windows mac or linux computers using free software tools online today".split(" ");
+let salt = 0;
+function query(n: number): string {
+  salt++;
+  const w: string[] = [];
+  for (let i = 0; i < n; i++) w.push(words[(i * 7 + salt * 3) % words.length]!);
+  return `${w.join(" ")} ${salt}?`;
+}
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
+
+const models: UseLiteFast[] = [];
+const loadMs: number[] = [];
+for (const k of kernels) {
+  const m = new UseLiteFast(k);
+  const t = performance.now();
+  await m.load();
+  loadMs.push(performance.now() - t);
+  models.push(m);
+}
+console.log(`load avg ${await load()}; load ms: ${kernels.map((k, i) => `${k} ${loadMs[i]!.toFixed(0)}`).join(", ")}`);
+console.log(`| words (tokens) | ${kernels.map((k) => `${k} p50 / min ms`).join(" | ")} | min cosine ${kernels[0]} vs others |`);
+console.log(`|---|${kernels.map(() => "---|").join("")}---|`);
+for (const n of [5, 12, 48]) {
+  const times = kernels.map(() => [] as number[]);
+  let minCos = 1;
+  for (const m of models) for (let i = 0; i < 10; i++) m.embedFlat([query(n)]); // warm-up
+  const sample = query(n);
+  for (let r = 0; r < rounds; r++) {
+    const qs = Array.from({ length: 10 }, () => query(n));
+    models.forEach((m, mi) => {
+      for (const q of qs) {
+        const t = performance.now();
+        m.embedFlat([q]);
+        times[mi]!.push(performance.now() - t);
+      }
+    });
+    const ref = models[0]!.embedFlat([qs[0]!]);
+    for (const m of models.slice(1)) {
+      const v = m.embedFlat([qs[0]!]);
+      let s = 0;
+      for (let c = 0; c < 512; c++) s += ref[c]! * v[c]!;
+      minCos = Math.min(minCos, s);
+    }
+  }
+  console.log(
+    `| ${n} (${models[0]!.tokenize(sample).length}) | ${times.map((t) => `${pct(t, 0.5).toFixed(2)} / ${Math.min(...t).toFixed(2)}`).join(" | ")} | ${minCos.toFixed(7)} |`,
+  );
+}
+console.log(`load avg ${await load()}`);
+process.exit(0);
