@@ -9,6 +9,7 @@ import { Db } from "./storage/db";
 import { ApiKeyService, TokenService, parsePermissions, resolveJwtSecret } from "./core/auth";
 import { startServer } from "./server";
 import { Logger } from "./core/log";
+import { installFatalHandlers } from "./core/fatal";
 import pkg from "../package.json";
 
 const USAGE = `svc ${pkg.version} — LLM API gateway with a semantic response cache
@@ -49,7 +50,10 @@ async function main(argv: string[]) {
   const log = new Logger("info", (l) => process.stderr.write(l + "\n"));
 
   if (cmd === "serve") {
+    // first: an error escaping every handler is logged as JSON before anything else (src/core/fatal.ts)
+    const fatal = installFatalHandlers();
     const running = await startServer(config);
+    fatal.setShutdown(() => running.stop());
     running.ctx.log.info("svc listening", { url: `http://${config.server.host}:${running.port}`, version: pkg.version });
     let signals = 0;
     const shutdown = async (signal: string) => {

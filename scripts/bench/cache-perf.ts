@@ -107,38 +107,91 @@ async function indexBench() {
   }
 }
 
+/**
+ * The gateway under test: `bun src/main.ts serve` on port 0 (a random fixed port could collide with
+ * another process or an ephemeral port on a shared box, and the child then exited at start-up).
+ * Its stdout and stderr are drained continuously — an undrained pipe fills (64 KiB) and blocks the
+ * child's writes — and the last lines are kept to explain an unexpected exit.
+ */
+async function spawnGateway(env: Record<string, string>) {
+  const proc = Bun.spawn(["./node_modules/.bin/bun", "src/main.ts", "serve"], {
+    env: { ...process.env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const tail: string[] = [];
+  let onListening: (url: string) => void = () => {};
+  const listening = new Promise<string>((r) => (onListening = r));
+  const drain = async (stream: ReadableStream<Uint8Array>, name: string, echo: boolean) => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of stream) {
+      buf += dec.decode(chunk, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        tail.push(`[${name}] ${line}`);
+        if (tail.length > 40) tail.shift();
+        if (echo) process.stderr.write(`[gateway] ${line}\n`);
+        if (line.includes('"svc listening"')) onListening(JSON.parse(line).url);
+      }
+    }
+  };
+  const drained = Promise.all([drain(proc.stdout, "stdout", false), drain(proc.stderr, "stderr", true)]);
+  let stopping = false;
+  const died = proc.exited.then((code) => {
+    if (stopping) return "";
+    const why = `gateway process exited during the bench: code ${code}, signal ${proc.signalCode ?? "none"}\nlast output:\n${tail.join("\n")}`;
+    console.error(why);
+    return why;
+  });
+  const url = await Promise.race([listening, died.then((why) => (why ? Promise.reject(new Error(why)) : new Promise<string>(() => {})))]);
+  return {
+    base: url,
+    proc,
+    /** reject with the exit report if the gateway is gone (call when a request failed) */
+    async check(e: unknown): Promise<never> {
+      await Promise.race([proc.exited, Bun.sleep(1000)]); // the exit is reaped asynchronously
+      if (proc.exitCode !== null || proc.signalCode) throw new Error(await died, { cause: e });
+      throw e;
+    },
+    async stop() {
+      stopping = true;
+      proc.kill();
+      await proc.exited;
+      await drained;
+    },
+  };
+}
+
 async function httpBench() {
   const fake = await startFakeUpstream();
   const dir = mkdtempSync(join(tmpdir(), "svc-perf-"));
-  const port = 20000 + Math.floor(Math.random() * 20000);
   const secret = "perf-secret-perf-secret-perf-secret";
-  const proc = Bun.spawn(["./node_modules/.bin/bun", "src/main.ts", "serve"], {
-    env: {
-      ...process.env,
-      SVC_SERVER__HOST: "127.0.0.1",
-      SVC_SERVER__PORT: String(port),
-      SVC_SERVER__REQUEST_LOG: "false",
-      SVC_STORAGE__PATH: join(dir, "svc.db"),
-      SVC_AUTH__JWT_SECRET: secret,
-      SVC_RATE_LIMITS__ENABLED: "false",
-      SVC_PROVIDERS__OPENAI__BASE_URL: fake.url,
-      SVC_PROVIDERS__OPENAI__API_KEY: "sk-fake",
-    },
-    stdout: "ignore",
-    stderr: "inherit",
+  const gw = await spawnGateway({
+    SVC_SERVER__REQUEST_LOG: "false",
+    SVC_STORAGE__PATH: join(dir, "svc.db"),
+    SVC_AUTH__JWT_SECRET: secret,
+    SVC_RATE_LIMITS__ENABLED: "false",
+    SVC_PROVIDERS__OPENAI__BASE_URL: fake.url,
+    SVC_PROVIDERS__OPENAI__API_KEY: "sk-fake",
   });
-  const base = `http://127.0.0.1:${port}`;
+  const base = gw.base;
   try {
-    for (let i = 0; i < 300; i++) {
-      const r = await fetch(`${base}/ready`).catch(() => undefined);
-      if (r?.status === 200) break;
-      await Bun.sleep(100);
+    let ready = false;
+    for (let i = 0; i < 300 && !ready; i++) {
+      const r = await fetch(`${base}/ready`).catch((e) => gw.check(e));
+      ready = r.status === 200;
+      await r.arrayBuffer();
+      if (!ready) await Bun.sleep(100);
     }
+    if (!ready) throw new Error("gateway did not become ready within 30 s");
     const token = await new TokenService(secret, undefined, 86400).sign({ tenantId: "perf", permissions: [] });
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
     const body = (q: string) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }] });
     const call = async (q: string) => {
-      const r = await fetch(`${base}/v1/chat/completions`, { method: "POST", headers, body: body(q) });
+      const r = await fetch(`${base}/v1/chat/completions`, { method: "POST", headers, body: body(q) }).catch((e) => gw.check(e));
       await r.arrayBuffer();
       return r.headers.get("x-cache-status");
     };
@@ -189,8 +242,7 @@ async function httpBench() {
     console.log(`| semantic hit, embedding from the text LRU (HTTP round trip) | ${semanticWarm.length} | ${ms(pct(semanticWarm, 50))} | ${ms(pct(semanticWarm, 99))} |`);
     console.log(`\nexact hits/s at 64 connections: ${(done / 5).toFixed(0)}`);
   } finally {
-    proc.kill();
-    await proc.exited;
+    await gw.stop();
     await fake.stop();
     rmSync(dir, { recursive: true, force: true });
   }
