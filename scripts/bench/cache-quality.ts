@@ -68,6 +68,7 @@ const pct = (xs: number[], p: number) => {
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "n/a");
 
 async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
+  phase = `threshold ${threshold}: starting the gateway`;
   const fake = await startFakeUpstream();
   const dir = mkdtempSync(join(tmpdir(), "svc-quality-"));
   const config = loadConfig(
@@ -91,6 +92,7 @@ async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
   };
 
   const pairOut: Array<Pair & { hit: boolean; ms: number }> = [];
+  phase = `threshold ${threshold}: single-turn pairs`;
   await pool(pairs, CONCURRENCY, async (p) => {
     const c = await clientFor(`qp-${run}-${p.id}`);
     const a = await send(c, [{ role: "user", content: p.q1 }]);
@@ -99,6 +101,7 @@ async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
     pairOut.push({ ...p, hit: b.status === "HIT", ms: b.ms });
   });
   const mtOut: Array<MtCase & { hit: boolean; ms: number }> = [];
+  phase = `threshold ${threshold}: multi-turn cases`;
   await pool(cases, CONCURRENCY, async (m) => {
     const c = await clientFor(`qm-${run}-${m.id}`);
     const a = await send(c, m.first);
@@ -106,11 +109,30 @@ async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
     const b = await send(c, m.second);
     mtOut.push({ ...m, hit: b.status === "HIT", ms: b.ms });
   });
+  phase = `threshold ${threshold}: stopping the gateway`;
   await srv.stop();
   await fake.stop();
   rmSync(dir, { recursive: true, force: true });
   return { pairOut, mtOut };
 }
+
+// The gateway runs in this process: if anything ends it early (an error escaping every handler, a
+// signal, the event loop running dry), say so on stderr with the threshold and stage it was in.
+let phase = "loading the data set";
+let finished = false;
+const rssMb = () => (process.memoryUsage().rss / 1e6).toFixed(0);
+process.on("exit", (code) => {
+  if (!finished) console.error(`cache-quality: process exiting with code ${code} before finishing, during ${phase} (RSS ${rssMb()} MB)`);
+});
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => process.exit(128 + (sig === "SIGINT" ? 2 : sig === "SIGTERM" ? 15 : 1)));
+process.on("uncaughtException", (e) => {
+  console.error(`cache-quality: uncaught exception during ${phase}:`, e);
+  process.exit(1);
+});
+process.on("unhandledRejection", (e) => {
+  console.error(`cache-quality: unhandled rejection during ${phase}:`, e);
+  process.exit(1);
+});
 
 const pairs = (await readJsonl<Pair>(join(DATA, "pairs.jsonl"))).slice(0, LIMIT);
 const cases = (await readJsonl<MtCase>(join(DATA, "multiturn.jsonl"))).slice(0, LIMIT);
@@ -127,7 +149,7 @@ for (const th of THRESHOLDS) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## single-turn threshold ${th} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s)\n`);
+  console.log(`## single-turn threshold ${th} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
   // Halves: verifier rules were chosen on the even ids; the odd ids are held out.
@@ -172,4 +194,5 @@ for (const th of THRESHOLDS) {
     for (const m of mtMiss.filter((m) => m.hit)) console.log(`FALSE HIT ${m.id} [${m.kind}]`);
   }
 }
+finished = true;
 process.exit(0);
