@@ -194,7 +194,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (overrides) deepMerge(merged, overrides);
   const full = withDefaults(ConfigSchema, merged);
-  const first = Value.Errors(ConfigSchema, full).First();
+  const first = Value.Check(ConfigSchema, full) ? undefined : Value.Errors(ConfigSchema, full).First();
   if (first) throw new ConfigError(`${envName(first.path)}: ${first.message} (got ${JSON.stringify(first.value)})`);
   const cfg = full as Config;
   if (Math.abs(cfg.context_cache.query_weight + cfg.context_cache.context_weight - 1) > 1e-6)
