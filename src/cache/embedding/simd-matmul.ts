@@ -7,6 +7,9 @@
  *    f32x4 of w, splats one x value per row and does 8 multiply-adds, so every w vector loaded is
  *    used for 4 rows. Rows left over (M mod 4) go through a 1 × 8 variant.
  *  - `js`: the same loops over Float32Arrays (portable fallback, ~1.4 GMAC/s under Bun).
+ * Plus `createWasmMatmulI16` (the default for the model's dense layers): 16-bit integer weights and
+ * activations with `i32x4.dot_i16x8_s`, ~1.8× the f32 kernel; see its comments and
+ * docs/notes/embedding-quality.md §8.1 for the error budget.
  * Both sum over k in increasing order with float32 rounding, like a plain float32 dot product;
  * results differ from TF.js (XNNPACK) only by summation order.
  *
