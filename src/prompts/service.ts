@@ -341,9 +341,13 @@ export class PromptService {
     const renderedPrompt = render(v.template, variables);
     const estimatedTokens = estimateTokens(renderedPrompt);
     const dryRun = input.dryRun === true;
-    const model = input.model ?? v.model ?? prompt.model;
-    const temperature = input.temperature ?? v.temperature ?? prompt.temperature ?? undefined;
-    const maxTokens = input.maxTokens ?? v.maxTokens ?? prompt.maxTokens ?? undefined;
+    // Settings: the request's, else those of an explicitly chosen older version, else the prompt's
+    // (a PUT may change the prompt's model/temperature/maxTokens without a new version, and the
+    // prompt's `model` is the default model for execution — the current version's copy can be stale).
+    const pinned = input.version !== undefined && input.version !== prompt.currentVersion ? v : undefined;
+    const model = input.model ?? pinned?.model ?? prompt.model ?? v.model;
+    const temperature = input.temperature ?? pinned?.temperature ?? prompt.temperature ?? v.temperature ?? undefined;
+    const maxTokens = input.maxTokens ?? pinned?.maxTokens ?? prompt.maxTokens ?? v.maxTokens ?? undefined;
     const base: Run = {
       runId: uuid(),
       promptId: id,

@@ -371,6 +371,25 @@ describe("test / dry run / runs (gateway double on the context)", () => {
     expect(run).toMatchObject({ status: "COMPLETED", version: 1, model: "gpt-4o-mini", response: `answer to ${rendered}`, usage: r.body.usage, cacheHit: false, dryRun: false, error: null });
   });
 
+  test("a PUT of model/temperature/maxTokens (no new version) is what the next execute uses; an explicit older version keeps its own settings", async () => {
+    const p = await create({ name: "Settings follow PUT", template: "q {{a=1}}", model: "gpt-4o-mini", temperature: 0.1, maxTokens: 10 });
+    const put = await call("PUT", `${P}/${p.id}`, A, { model: "claude-3-5-haiku-latest", temperature: 0.7, maxTokens: 99 });
+    expect(put.body.currentVersion).toBe(1);
+    const r = await call("POST", `${P}/${p.id}/execute`, A, {});
+    expect(r.status).toBe(200);
+    expect(r.body.model).toBe("claude-3-5-haiku-latest");
+    expect(double.calls.at(-1)).toMatchObject({ model: "claude-3-5-haiku-latest", temperature: 0.7, maxTokens: 99 });
+    // asking for the current version by number is the same as not asking
+    await call("POST", `${P}/${p.id}/execute`, A, { version: 1 });
+    expect(double.calls.at(-1)).toMatchObject({ model: "claude-3-5-haiku-latest", temperature: 0.7, maxTokens: 99 });
+    // v2 with its own model; executing v1 explicitly uses v1's recorded settings
+    await call("POST", `${P}/${p.id}/versions`, A, { template: "q2 {{a=1}}", model: "gemini-2.0-flash", temperature: 0.2 });
+    await call("POST", `${P}/${p.id}/execute`, A, { version: 1 });
+    expect(double.calls.at(-1)).toMatchObject({ model: "gpt-4o-mini", temperature: 0.1, maxTokens: 10, messages: [{ role: "user", content: "q 1" }] });
+    await call("POST", `${P}/${p.id}/execute`, A, {});
+    expect(double.calls.at(-1)).toMatchObject({ model: "gemini-2.0-flash", temperature: 0.2, maxTokens: 99, messages: [{ role: "user", content: "q2 1" }] });
+  });
+
   test("execute a specific version; unknown version 404; no model 400; archived 400 but dry run works", async () => {
     const p = await create({ name: "Versions exec", template: "old {{a}}", model: "m" });
     await call("PUT", `${P}/${p.id}`, A, { template: "new {{a}}" });
