@@ -64,8 +64,9 @@ function coerce(value: unknown, type: VarType): string | undefined {
       if (value === "true" || value === "false") return value;
       return undefined;
     case "json":
+      // a string is taken as JSON text and must parse (as a default must); other values are encoded
       if (value === undefined) return undefined;
-      return typeof value === "string" ? value : JSON.stringify(value);
+      return typeof value === "string" ? (checkJson(value) ? value : undefined) : JSON.stringify(value);
   }
 }
 

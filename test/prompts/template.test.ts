@@ -59,6 +59,12 @@ describe("rendering", () => {
     expect(err(() => render("{{i:integer}}", { i: 1.5 })).message).toBe("variable 'i' must be of type integer");
     expect(err(() => render("{{b:boolean}}", { b: "yes" })).type).toBe("validation_error");
     expect(err(() => render("{{s}}", { s: { nested: true } })).message).toBe("variable 's' must be of type string");
+    // a json variable takes JSON text (which must parse) or any JSON value
+    expect(render("{{j:json}}", { j: '{"a": 1}' })).toBe('{"a": 1}');
+    expect(render("{{j:json}}", { j: 42 })).toBe("42");
+    const bad = err(() => render("{{j:json}}", { j: "not json" }));
+    expect(bad.type).toBe("validation_error");
+    expect(bad.message).toBe("variable 'j' must be of type json");
   });
   test("values for unknown names are ignored; values are inserted verbatim (no re-expansion)", () => {
     expect(render("A {{x}}", { x: "{{y}}", unused: 1 })).toBe("A {{y}}");
