@@ -199,7 +199,7 @@ export class ChainService {
         promptTokens: out.usage.promptTokens,
         completionTokens: out.usage.completionTokens,
         cacheHit: out.cacheHit,
-        durationMs: out.durationMs,
+        durationMs: Math.round(out.durationMs), // integer milliseconds, like a prompt run's durationMs
       });
     }
     return {

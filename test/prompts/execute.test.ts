@@ -155,6 +155,7 @@ describe("chain execute through the gateway", () => {
     expect(geminiReq.body.generationConfig?.temperature).toBe(0.1);
     expect(s2).toMatchObject({ index: 2, model: "gemini-2.0-flash", promptTokens: 8, completionTokens: wordCount(s2.output) });
 
+    expect(r.body.steps.every((s: any) => Number.isInteger(s.durationMs) && s.durationMs >= 0)).toBe(true);
     expect(r.body.output).toBe(s2.output);
     expect(r.body.totalPromptTokens).toBe(10 + 12 + 8);
     expect(r.body.totalCompletionTokens).toBe(s0.completionTokens + s1.completionTokens + s2.completionTokens);
