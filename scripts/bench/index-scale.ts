@@ -10,7 +10,8 @@
  * nothing but the index is held in memory (RSS growth = the index). Index-only numbers: real
  * embeddings cluster, which makes HNSW search easier, so recalls here are a lower bound.
  *
- * At every checkpoint n: build time so far, RSS growth, and for each efSearch (the index is saved and
+ * At every checkpoint n: build time so far, anonymous RSS growth (the index; the `view`ed copies are
+ * file-backed and not counted), the saved file's size, and for each efSearch (the index is saved and
  * re-opened with `view` for efSearch ≠ the build value, so the sweep adds no memory):
  * search p50/p99 (k=8, one query at a time, 1 thread) and near-duplicate recall@1 — a stored vector
  * (uniform over the n stored) moved to cosine ≈ 0.9 (what a paraphrase looks like), against the exact
@@ -99,17 +100,27 @@ const load = () => {
   }
 };
 
+/** Anonymous RSS (the index's heap; excludes the file-backed pages of the `view`ed copies used for the efSearch sweep). */
+const rssAnon = () => {
+  try {
+    const m = /RssAnon:\s+(\d+) kB/.exec(require("node:fs").readFileSync("/proc/self/status", "utf8"));
+    return m ? Number(m[1]) * 1024 : process.memoryUsage().rss;
+  } catch {
+    return process.memoryUsage().rss;
+  }
+};
+
 const make = (ef: number) =>
   new Index({ dimensions: D, metric: MetricKind.Cos, quantization: scalar, connectivity: M, expansion_add: efC, expansion_search: ef, multi: false });
 
 Bun.gc(true);
-const rss0 = process.memoryUsage().rss;
+const rss0 = rssAnon();
 const buildEf = 128;
 const index = make(buildEf);
 const dir = mkdtempSync(join(tmpdir(), "svc-index-scale-"));
 console.log(`# quant=${quant} M=${M} efConstruction=${efC} dims=${D} queries/checkpoint=${nq} budget=${budgetS}s load=${load()} baseline rss=${mb(rss0)} MiB`);
-console.log(`| entries | efSearch | build s (cumulative, wall) | process CPU s | search p50 ms | search p99 ms | near-dup recall@1 vs brute force | truth = source | RSS growth MiB | load avg |`);
-console.log(`|---|---|---|---|---|---|---|---|---|---|`);
+console.log(`| entries | efSearch | build s (cumulative, wall) | process CPU s | search p50 ms | search p99 ms | near-dup recall@1 vs brute force | truth = source | anon RSS growth MiB | saved file MiB | load avg |`);
+console.log(`|---|---|---|---|---|---|---|---|---|---|---|`);
 
 const flat = new Float32Array(CHUNK * D);
 const keys = new BigUint64Array(CHUNK);
@@ -143,7 +154,7 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
     built += m;
     if (built % 50_000 === 0) {
       const cpu = process.cpuUsage();
-      console.error(`progress: ${built} entries, build ${(buildMs / 1000).toFixed(0)} s wall, process cpu ${((cpu.user + cpu.system) / 1e6).toFixed(0)} s, rss ${mb(process.memoryUsage().rss - rss0)} MiB growth, load ${load()}`);
+      console.error(`progress: ${built} entries, build ${(buildMs / 1000).toFixed(0)} s wall, process cpu ${((cpu.user + cpu.system) / 1e6).toFixed(0)} s, anon rss ${mb(rssAnon() - rss0)} MiB growth, load ${load()}`);
     }
     if (buildMs / 1000 > budgetS && built < n) break;
   }
@@ -152,15 +163,17 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
     break;
   }
   Bun.gc(true);
-  const rss = process.memoryUsage().rss - rss0;
+  const rss = rssAnon() - rss0;
   const cpuS = ((process.cpuUsage().user + process.cpuUsage().system) / 1e6).toFixed(0);
   let file = "";
+  let fileMiB = "-";
   for (const ef of efList) {
     let idx = index;
     if (ef !== buildEf) {
       if (!file) {
         file = join(dir, `i${n}.usearch`);
         index.save(file);
+        fileMiB = mb(Bun.file(file).size);
       }
       idx = make(ef);
       idx.view(file);
@@ -177,7 +190,7 @@ for (let ci = 0; ci < checkpoints.length; ci++) {
       if (bestKey[q] === qSource[q]) truthIsSource++;
     }
     console.log(
-      `| ${n.toLocaleString("en")} | ${ef} | ${(buildMs / 1000).toFixed(1)} | ${cpuS} | ${pct(times, 50).toFixed(3)} | ${pct(times, 99).toFixed(3)} | ${(hit / nq).toFixed(3)} | ${truthIsSource}/${nq} | ${mb(rss)} | ${load()} |`,
+      `| ${n.toLocaleString("en")} | ${ef} | ${(buildMs / 1000).toFixed(1)} | ${cpuS} | ${pct(times, 50).toFixed(3)} | ${pct(times, 99).toFixed(3)} | ${(hit / nq).toFixed(3)} | ${truthIsSource}/${nq} | ${mb(rss)} | ${fileMiB} | ${load()} |`,
     );
   }
   if (file) rmSync(file, { force: true });
