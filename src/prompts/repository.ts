@@ -38,7 +38,8 @@ export interface PromptStore {
   insertVersion(v: PromptVersion): void;
   getVersion(promptId: string, version: number): PromptVersion | undefined;
   listVersions(promptId: string, page: Page): Listed<PromptVersion>;
-  insertRun(r: Run): void;
+  /** false (nothing stored) when the prompt no longer exists, e.g. deleted during the model call */
+  insertRun(r: Run): boolean;
   getRun(promptId: string, runId: string): Run | undefined;
   listRuns(promptId: string, f: RunFilter, page: Page): Listed<Run>;
 }
@@ -300,9 +301,10 @@ export class SqlPromptStore implements PromptStore {
   }
 
   insertRun(r: Run) {
-    this.db.run(
+    return this.db.run(
       `INSERT INTO prompt_runs (id, tenant_id, prompt_id, version, status, model, variables, rendered_prompt, response, prompt_tokens, completion_tokens, cache_hit, dry_run, duration_ms, error, created_by, created_at)
-       VALUES ($id, $tenant, $prompt_id, $version, $status, $model, $variables, $rendered_prompt, $response, $prompt_tokens, $completion_tokens, $cache_hit, $dry_run, $duration_ms, $error, $created_by, $created_at)`,
+       SELECT $id, $tenant, $prompt_id, $version, $status, $model, $variables, $rendered_prompt, $response, $prompt_tokens, $completion_tokens, $cache_hit, $dry_run, $duration_ms, $error, $created_by, $created_at
+       WHERE EXISTS (SELECT 1 FROM prompts WHERE tenant_id = $tenant AND id = $prompt_id)`,
       {
         id: r.runId,
         prompt_id: r.promptId,
@@ -321,7 +323,7 @@ export class SqlPromptStore implements PromptStore {
         created_by: r.createdBy,
         created_at: r.createdAt,
       },
-    );
+    ).changes > 0;
   }
 
   getRun(promptId: string, runId: string) {

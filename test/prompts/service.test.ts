@@ -5,6 +5,7 @@ import { sqlStores } from "../../src/prompts/repository";
 import { PromptService } from "../../src/prompts/service";
 import { FolderService } from "../../src/prompts/folders.service";
 import { RecordingGateway } from "./helpers";
+import { ApiError } from "../../src/core/errors";
 
 let db: Db;
 beforeAll(() => {
@@ -40,6 +41,21 @@ describe("PromptService", () => {
     await expect(none.execute(alice, p.id, { variables: { x: "1" } })).rejects.toMatchObject({ type: "service_unavailable", status: 503 });
     // a dry run needs no gateway
     expect((await none.execute(alice, p.id, { variables: { x: "1" }, dryRun: true })).renderedPrompt).toBe("Ping 1");
+  });
+
+  test("a prompt deleted while its model call is in flight: the answer (or the upstream error) still reaches the caller; no orphan run is stored", async () => {
+    let svc!: PromptService;
+    let victim = "";
+    const double = new RecordingGateway((r) => {
+      svc.delete(alice, victim); // the prompt and its runs go away mid-call
+      return r.model === "broken" ? new ApiError("proxy_error", "upstream said 500") : "late answer";
+    });
+    svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => double);
+    victim = svc.create(alice, { name: "Gone", template: "x", model: "gpt-4o-mini" }).id;
+    expect(await svc.execute(alice, victim, {})).toMatchObject({ response: "late answer", dryRun: false });
+    victim = svc.create(alice, { name: "Gone too", template: "x", model: "broken" }).id;
+    await expect(svc.execute(alice, victim, {})).rejects.toMatchObject({ type: "proxy_error", status: 502 });
+    expect(db.get<{ n: number }>("SELECT count(*) AS n FROM prompt_runs r WHERE NOT EXISTS (SELECT 1 FROM prompts p WHERE p.id = r.prompt_id)")!.n).toBe(0);
   });
 });
 
