@@ -29,9 +29,10 @@ export async function startServer(config: Config = loadConfig(), opts: ContextOp
   const server = Bun.serve({
     hostname: config.server.host,
     port: config.server.port,
-    // Bodies are checked by withinBodyLimit (declared and chunked); Bun's own limit is only a
-    // backstop (it would answer without the envelope or X-Request-ID).
-    maxRequestBodySize: maxBody * 4,
+    // Bodies are checked by withinBodyLimit (declared and chunked, reading at most the limit), so
+    // Bun's own limit is lifted: it would answer a large declared Content-Length itself with a bare
+    // 413 (no envelope, no X-Request-ID) before any handler runs.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 255,
     // proxy hot paths served without the Elysia hop (src/gateway/routes.ts); the rest below
     routes: nativeRoutes(ctx),

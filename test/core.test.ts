@@ -97,6 +97,19 @@ describe("body limit", () => {
       expect(err.message).toBe("request body exceeds 4096 bytes");
     });
   }
+  // a declared Content-Length far above the limit used to be answered by Bun itself (bare 413,
+  // empty body, no X-Request-ID) once it passed Bun's own backstop limit
+  for (const path of ["/api/v1/auth/token", "/v1/chat/completions", "/v1/messages", "/api/v1/mcp/servers", "/api/v1/scim/v2/Users"]) {
+    test(`declared body 50x the limit -> 413 in the envelope of ${path}`, async () => {
+      const r = await fetch(small.url + path, { method: "POST", body: "x".repeat(200_000), headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(413);
+      expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const body = (await r.json()) as any;
+      const err = path.includes("/mcp/") ? body : body.error;
+      expect(err).toEqual({ type: "invalid_request_error", message: "request body exceeds 4096 bytes" });
+      if (!path.includes("/mcp/")) expect(Object.keys(body)).toEqual(["error"]);
+    });
+  }
   test("chunked body under the limit is served normally", async () => {
     const r = await fetch(small.url + "/api/v1/auth/token", { method: "POST", body: chunked(100), headers: { "content-type": "application/json" } });
     expect(r.status).toBe(401); // parsed and checked: the key is just not valid
