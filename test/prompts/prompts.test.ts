@@ -464,6 +464,14 @@ describe("tenant isolation", () => {
     for (const [m, path, json] of paths) expectError(await call(m, path, B, json), 404, "not_found");
     // B cannot file a prompt into A's folder
     expectError(await call("POST", P, B, { name: "x", template: "x", folderId: f }), 404, "not_found", "folder");
+    // nor move or duplicate its own prompt into A's folder, nor filter by it
+    const mine = (await call("POST", P, B, { name: "B's own", template: "b" })).body;
+    expectError(await call("PUT", `${P}/${mine.id}`, B, { folderId: f }), 404, "not_found", "folder");
+    expectError(await call("POST", `${P}/${mine.id}/duplicate`, B, { folderId: f }), 404, "not_found", "folder");
+    expect((await call("GET", `${P}?folderId=${f}`, B)).body.total).toBe(0);
+    expect((await call("GET", `${P}/${mine.id}`, B)).body.folderId).toBeNull();
+    // B's POST versions / rollback attempts above added nothing to A's prompt
+    expect((await call("GET", `${P}/${p.id}/versions?pageSize=100`, A)).body.total).toBe(1);
     // A's prompt is intact
     const still = (await call("GET", `${P}/${p.id}`, A)).body;
     expect(still).toMatchObject({ name: "Secret of A", currentVersion: 1 });
