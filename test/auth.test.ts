@@ -134,3 +134,75 @@ describe("credentials and API keys", () => {
     db.close();
   });
 });
+
+describe("CLI: svc keys create | list | revoke, svc token", () => {
+  const { mkdtempSync, rmSync } = require("node:fs") as typeof import("node:fs");
+  const { join, resolve } = require("node:path") as typeof import("node:path");
+  const { tmpdir } = require("node:os") as typeof import("node:os");
+  const ROOT = resolve(import.meta.dir, "..");
+  const dir = mkdtempSync(join(tmpdir(), "svc-cli-"));
+  const env = { ...process.env, SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: SECRET };
+  const cli = (...args: string[]) => {
+    const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: ROOT, env });
+    return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
+  };
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a created key is listed without its secret, authenticates, and stops working once revoked", async () => {
+    const created = cli("keys", "create", "--tenant", "cli-t", "--name", "deploy", "--permissions", "ViewMetrics,ManageConfig");
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^svc_[A-Za-z0-9_-]{40,}$/);
+    expect(created.stderr).toContain("shown only once");
+
+    const listed = cli("keys", "list", "--tenant", "cli-t");
+    expect(listed.code).toBe(0);
+    const records = JSON.parse(listed.stdout) as Array<Record<string, unknown>>;
+    expect(records.length).toBe(1);
+    expect(records[0]).toMatchObject({ tenantId: "cli-t", name: "deploy", permissions: ["ViewMetrics", "ManageConfig"], revokedAt: null, prefix: key.slice(0, 12) });
+    expect(listed.stdout).not.toContain(key);
+    expect(JSON.parse(cli("keys", "list", "--tenant", "other-t").stdout)).toEqual([]); // tenant-scoped
+
+    const db = new Db(join(dir, "svc.db"));
+    try {
+      const p = await new Authenticator(new TokenService(SECRET), new ApiKeyService(db)).authenticateCredential(key);
+      expect(p).toMatchObject({ tenantId: "cli-t", via: "api_key" });
+    } finally {
+      db.close();
+    }
+
+    const id = String(records[0]!.id);
+    expect(cli("keys", "revoke", "--tenant", "other-t", "--id", id)).toMatchObject({ code: 1, stderr: "api key not found\n" });
+    const revoked = cli("keys", "revoke", "--tenant", "cli-t", "--id", id);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(cli("keys", "list", "--tenant", "cli-t").stdout)[0].revokedAt).toEqual(expect.any(String));
+    expect(cli("keys", "revoke", "--tenant", "cli-t", "--id", id)).toMatchObject({ code: 1, stderr: "api key not found\n" }); // already revoked
+
+    const db2 = new Db(join(dir, "svc.db"));
+    try {
+      await expectAuthError(new Authenticator(new TokenService(SECRET), new ApiKeyService(db2)).authenticateCredential(key), "invalid API key");
+    } finally {
+      db2.close();
+    }
+  }, 30_000);
+
+  test("bad invocations exit 1 with a message", () => {
+    expect(cli("keys", "revoke", "--tenant", "cli-t").stderr).toContain("--id is required");
+    expect(cli("keys", "create", "--tenant", "cli-t", "--name", "x", "--permissions", "Root")).toMatchObject({ code: 1 });
+    expect(cli("keys", "rotate", "--tenant", "cli-t").stderr).toContain('unknown keys subcommand "rotate"');
+    const tok = cli("token", "--tenant", "t", "--ttl", "forever");
+    expect(tok.code).toBe(1);
+    expect(tok.stderr).toContain("--ttl: expected");
+  }, 30_000);
+
+  test("svc token prints a verifiable token with the requested claims and lifetime", async () => {
+    const r = cli("token", "--tenant", "cli-t", "--sub", "ops", "--permissions", "WorkspaceAdmin", "--ttl", "30m");
+    expect(r.code).toBe(0);
+    const token = r.stdout.trim();
+    const p = await new TokenService(SECRET).verify(token);
+    expect(p).toMatchObject({ tenantId: "cli-t", sub: "ops" });
+    expect([...p.permissions]).toEqual(["WorkspaceAdmin"]);
+    const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
+    expect(claims.exp - claims.iat).toBe(1800);
+  }, 30_000);
+});
