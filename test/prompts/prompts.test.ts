@@ -219,6 +219,42 @@ describe("update, versions, diff, rollback", () => {
     expectError(await call("POST", `${P}/${crypto.randomUUID()}/versions`, A, { template: "x" }), 404, "not_found");
   });
 
+  test("validation of every body and query on a prompt's sub-resources -> 400 validation_error naming the field", async () => {
+    const p = await create({ name: "Limits", template: "x {{a=1}}", model: "m" });
+    const bad: Array<[string, string, unknown, string]> = [
+      ["PUT", "", { folderId: "abc" }, "folderId"],
+      ["PUT", "", { status: "LIVE" }, "status"],
+      ["PUT", "", { template: "" }, "template"],
+      ["PUT", "", { template: "x".repeat(100_001) }, "template"],
+      ["PUT", "", { tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags"],
+      ["PUT", "", { temperature: 2.01 }, "temperature"],
+      ["PUT", "", { maxTokens: 0 }, "maxTokens"],
+      ["POST", "/versions", { template: "" }, "template"],
+      ["POST", "/versions", { template: "x".repeat(100_001) }, "template"],
+      ["POST", "/versions", { template: "x", model: "" }, "model"],
+      ["POST", "/versions", { template: "x", temperature: 3 }, "temperature"],
+      ["POST", "/versions", { template: "x", maxTokens: 0 }, "maxTokens"],
+      ["POST", "/versions", { template: "x", message: "m".repeat(1001) }, "message"],
+      ["POST", "/rollback", { version: 0 }, "version"],
+      ["POST", "/rollback", { version: "one" }, "version"],
+      ["POST", "/rollback", { version: 1, message: "m".repeat(1001) }, "message"],
+      ["POST", "/duplicate", { name: "n".repeat(257) }, "name"],
+      ["POST", "/duplicate", { folderId: "abc" }, "folderId"],
+      ["POST", "/execute", { version: 0 }, "version"],
+      ["POST", "/execute", { maxTokens: 0 }, "maxTokens"],
+      ["POST", "/execute", { model: "" }, "model"],
+      ["POST", "/execute", { dryRun: "yes" }, "dryRun"],
+      ["POST", "/test", { temperature: -1 }, "temperature"],
+      ["GET", "/runs?version=0", undefined, "version"],
+      ["GET", "/runs?page=0", undefined, "page"],
+      ["GET", "/versions?pageSize=0", undefined, "pageSize"],
+      ["GET", "/diff?fromVersion=0&toVersion=1", undefined, "fromVersion"],
+    ];
+    for (const [method, sub, json, field] of bad) expectError(await call(method, `${P}/${p.id}${sub}`, A, json), 400, "validation_error", field);
+    // nothing above changed the prompt
+    expect((await call("GET", `${P}/${p.id}`, A)).body).toMatchObject({ currentVersion: 1, template: "x {{a=1}}", status: "DRAFT" });
+  });
+
   test("versions list pagination", async () => {
     const p = await create({ name: "Many versions", template: "v1" });
     for (let i = 2; i <= 7; i++) await call("PUT", `${P}/${p.id}`, A, { template: `v${i}` });
