@@ -55,6 +55,40 @@ describe("operational endpoints", () => {
     }
   }, 90_000);
 
+  test("GET /ready -> 503 when a migration of this build is not recorded, or the database is closed", async () => {
+    await gw.ctx.embedder?.load();
+    const db = gw.ctx.db;
+    const row = db.get<{ id: string; applied_at: string }>("SELECT * FROM schema_migrations WHERE id = '0200_ratelimit_tiers'")!;
+    expect(db.pendingMigrations()).toEqual([]);
+    db.run("DELETE FROM schema_migrations WHERE id = $id", { id: row.id });
+    try {
+      expect(db.pendingMigrations()).toEqual(["0200_ratelimit_tiers"]);
+      const r = await gw.api("/ready");
+      expect(r.status).toBe(503);
+      const body = (await r.json()) as any;
+      expect(body.error.message).toBe("not ready: migrations");
+      expect(body.error.checks).toEqual({ database: true, migrations: false, embedder: true });
+    } finally {
+      db.run("INSERT INTO schema_migrations (id, applied_at) VALUES ($id, $at)", { id: row.id, at: row.applied_at });
+    }
+    expect((await gw.api("/ready")).status).toBe(200);
+
+    const other = await startGateway();
+    try {
+      await other.ctx.embedder?.load();
+      expect((await other.api("/ready")).status).toBe(200);
+      other.ctx.db.close();
+      const r = await other.api("/ready");
+      expect(r.status).toBe(503);
+      const body = (await r.json()) as any;
+      expect(body.error.type).toBe("service_unavailable");
+      expect(body.error.checks).toMatchObject({ database: false, migrations: false });
+      expect((await other.api("/health")).status).toBe(200); // liveness is not readiness
+    } finally {
+      await other.stop();
+    }
+  }, 90_000);
+
   test("GET / -> information document", async () => {
     const r = await gw.api("/");
     expect(r.status).toBe(200);

@@ -28,9 +28,12 @@ export interface ReadinessReport {
 
 export function readiness(ctx: AppContext): ReadinessReport {
   let database = ctx.readiness.database && !ctx.db.closed;
+  let migrations = false;
   if (database) {
     try {
       ctx.db.get("SELECT 1 AS ok");
+      // every migration this build knows is recorded in schema_migrations
+      migrations = ctx.readiness.migrations && ctx.db.pendingMigrations().length === 0;
     } catch {
       database = false;
     }
@@ -39,7 +42,7 @@ export function readiness(ctx: AppContext): ReadinessReport {
   try {
     embedder = ctx.readiness.embedder();
   } catch {}
-  const checks = { database, migrations: ctx.readiness.migrations, embedder };
+  const checks = { database, migrations, embedder };
   return { ready: database && checks.migrations && embedder, checks };
 }
 

@@ -16,7 +16,7 @@ export class Db {
   private stmts = new Map<string, Statement<unknown, [Params]>>();
   closed = false;
 
-  constructor(readonly path: string, migrations: Migration[] = MIGRATIONS) {
+  constructor(readonly path: string, private readonly migrations: Migration[] = MIGRATIONS) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     // A new file gets its schema with synchronous=OFF, then NORMAL: creating it (journal, WAL
     // switch, migrations) otherwise costs ~6 fsyncs, ~10 ms of the first start. OFF loses nothing
@@ -68,6 +68,12 @@ export class Db {
         this.sqlite.query("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)").run(m.id, new Date().toISOString());
       }).immediate();
     }
+  }
+
+  /** Ids of this build's migrations not recorded as applied (readiness: must be empty). */
+  pendingMigrations(): string[] {
+    const done = new Set(this.appliedMigrations());
+    return this.migrations.map((m) => m.id).filter((id) => !done.has(id));
   }
 
   appliedMigrations(): string[] {
