@@ -82,13 +82,22 @@ export interface Endpoint {
   /** request body schema (TypeBox), checked before parse */
   schema?: TSchema;
   check?: TypeCheck<TSchema>;
-  /** header checks (e.g. anthropic-version); throws ApiError */
-  checkHeaders?(headers: Headers): void;
+  /**
+   * request header schema (TypeBox, lower-case names), e.g. the messages style's required
+   * `anthropic-version`; checked before the body, a failure is 400 validation_error
+   */
+  headerSchema?: TSchema;
+  headerCheck?: TypeCheck<TSchema>;
   parse(input: RequestInput): ProxyCall;
   /** cacheable endpoints only */
   usageOf?(body: any): Usage;
   textOf?(body: any): string;
   decorate?(body: any, call: ProxyCall, meta: CacheMeta): any;
+  /**
+   * never-cached endpoints: normalise the provider's 2xx JSON into the spec's shape (e.g. the
+   * model objects of GET /v1/models, /v1beta/models); without it the body is forwarded verbatim
+   */
+  reshape?(body: any, call: ProxyCall): unknown;
   stream?: StreamCodec;
 }
 
@@ -109,18 +118,22 @@ export interface ProviderWire {
  * its first request.
  */
 export function compile(ep: Endpoint): Endpoint {
-  const schema = ep.schema;
-  if (schema && !ep.check)
-    Object.defineProperty(ep, "check", {
+  lazyCheck(ep, "check", ep.schema);
+  lazyCheck(ep, "headerCheck", ep.headerSchema);
+  return ep;
+}
+
+function lazyCheck(ep: Endpoint, prop: "check" | "headerCheck", schema: TSchema | undefined) {
+  if (schema && !ep[prop])
+    Object.defineProperty(ep, prop, {
       configurable: true,
       enumerable: true,
       get() {
         const check = TypeCompiler.Compile(schema);
-        Object.defineProperty(ep, "check", { value: check, writable: true, configurable: true, enumerable: true });
+        Object.defineProperty(ep, prop, { value: check, writable: true, configurable: true, enumerable: true });
         return check;
       },
     });
-  return ep;
 }
 
 export const sha = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex").slice(0, 16);

@@ -84,7 +84,7 @@ export class Pipeline {
       const principal = await this.ctx.auth.authenticate(request, url);
       tenantId = principal.tenantId;
       this.ctx.rateLimiter?.enforce(principal, request, headers);
-      endpoint.checkHeaders?.(request.headers);
+      if (endpoint.headerCheck) checkHeaders(endpoint, request.headers);
       const body = endpoint.method === "POST" ? (parsedBody !== undefined ? parsedBody : await readJson(request)) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
       const call = endpoint.parse({ body, params, url, headers: request.headers });
@@ -145,6 +145,15 @@ export class Pipeline {
       if (call.stream) return this.stream(x, undefined, BYPASS);
       const r = await this.upstream.text(this.upstreamReq(x), x.signal);
       this.record(x, BYPASS, { inputTokens: 0, outputTokens: 0 }, false);
+      if (endpoint.reshape) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(r.text);
+        } catch {
+          throw new ApiError("proxy_error", `upstream ${endpoint.provider} sent a body that is not JSON`);
+        }
+        return { kind: "forward", status: r.status, text: JSON.stringify(endpoint.reshape(parsed, call)), contentType: "application/json", meta: BYPASS };
+      }
       return { kind: "forward", status: r.status, text: r.text, contentType: r.contentType, meta: BYPASS };
     }
     const cache = x.skipCache ? undefined : this.ctx.cache;
@@ -339,6 +348,17 @@ async function readJson(request: Request): Promise<unknown> {
   } catch {
     throw new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
   }
+}
+
+/** The endpoint's header schema over the request's headers (names lower-case). */
+function checkHeaders(endpoint: Endpoint, headers: Headers) {
+  const values: Record<string, string> = {};
+  headers.forEach((v, k) => (values[k] = v));
+  if (endpoint.headerCheck!.Check(values)) return;
+  const first = endpoint.headerCheck!.Errors(values).First();
+  const name = first?.path.replace(/^\//, "") ?? "";
+  const hint = (first?.schema as { description?: string } | undefined)?.description;
+  throw new ApiError("validation_error", `header '${name}': ${first?.message ?? "invalid"}${hint ? ` (${hint})` : ""}`);
 }
 
 function validationError(endpoint: Endpoint, body: unknown): ApiError {

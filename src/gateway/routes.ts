@@ -87,7 +87,9 @@ export function proxyHandlers(pipeline: Pipeline, native: boolean) {
   return {
     chatCompletions: serve(openai.chatCompletions, openai.wire, "/v1/chat/completions"),
     embeddings: serve(openai.embeddings, openai.wire, "/v1/embeddings"),
-    models: serve(openai.models, openai.wire, "/v1/models"),
+    // the Gemini SDK under apiVersion v1 lists models at /v1/models with x-goog-api-key
+    models: (request: Request) =>
+      looksGemini(request) ? pipeline.serve(request, gemini.models, gemini.wire, {}, undefined, route("/v1/models")) : pipeline.serve(request, openai.models, openai.wire, {}, undefined, route("/v1/models")),
     messages: serve(anthropic.messages, anthropic.wire, "/v1/messages"),
     chat: serve(cohere.chat, cohere.wire, "/v1/chat"),
     generate: serve(cohere.generate, cohere.wire, "/v1/generate"),
@@ -131,7 +133,7 @@ export function gatewayRoutes(ctx: AppContext) {
   return new Elysia()
     .post("/v1/chat/completions", ({ request, body }) => h.chatCompletions(request, {}, body), { body: ChatCompletionBody, ...doc("Chat-completions proxy", "Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.") })
     .post("/v1/embeddings", ({ request, body }) => h.embeddings(request, {}, body), { body: EmbeddingsBody, ...doc("Embeddings (forwarded, never cached)") })
-    .get("/v1/models", ({ request }) => h.models(request), doc("List models (chat-completions style)"))
+    .get("/v1/models", ({ request }) => h.models(request), doc("List models (chat-completions style, or generate-content style when called with x-goog-api-key)"))
     .get("/v1/models/*", ({ request }) => h.v1ModelGet(request), doc("Get a model (chat-completions style, or generate-content style when called with x-goog-api-key)"))
     .post("/v1/models/*", ({ request, body }) => h.geminiPost(request, body), { body: any, ...doc("Generate-content actions under /v1/ (same as /v1beta/)") })
     .post("/v1/messages", ({ request, body }) => h.messages(request, {}, body), { body: MessagesBody, ...doc("Messages proxy", "Requires the anthropic-version header. `stream: true` returns named SSE events.") })

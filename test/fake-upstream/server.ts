@@ -7,6 +7,11 @@
  *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
  *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
  *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
+ *   fake.sparseModels(true)                             model list/get answers carry only an id/name (a minimal compatible server)
+ * Model lookups know gpt-4o-mini, gpt-4o, gemini-2.0-flash, gemini-1.5-pro, text-embedding-004 and
+ * answer anything else with the provider's own 404.
+ * Each recorded request carries the client's source port (`remotePort`): one port for several
+ * requests = the connection was reused (keep-alive).
  * Connection refused: point a provider at `closedPort()`.
  * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
  * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
@@ -19,6 +24,8 @@ export interface Recorded {
   path: string;
   headers: Record<string, string>;
   body: any;
+  /** source port of the connection the request came on */
+  remotePort?: number;
 }
 
 export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "cut" } | { kind: "stall" };
@@ -31,6 +38,8 @@ export interface FakeUpstream {
   failNext(f: Failure): void;
   /** chat-completions answers (JSON and streamed usage) report this many prompt tokens until reset() */
   reportUsage(promptTokens: number | undefined): void;
+  /** model list/get answers with only an id (openai) / a bare name (gemini) until reset() */
+  sparseModels(on: boolean): void;
   reset(): void;
   stop(): Promise<void>;
   /** resolves once `n` stream cancellations (client went away) were seen */
@@ -62,6 +71,9 @@ function lastUserText(kind: string, body: any): string {
   }
 }
 
+const OPENAI_MODELS = ["gpt-4o-mini", "gpt-4o"];
+const GEMINI_MODELS = ["gemini-2.0-flash", "gemini-1.5-pro", "text-embedding-004"];
+
 const ERROR_BODIES: Record<string, (status: number) => unknown> = {
   openai: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
   anthropic: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
@@ -74,7 +86,7 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
   const requests: Recorded[] = [];
   const failures: Failure[] = [];
   let n = 0;
-  const state = { cancelled: 0, promptTokens: undefined as number | undefined };
+  const state = { cancelled: 0, promptTokens: undefined as number | undefined, sparse: false };
 
   const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json" } });
 
@@ -106,8 +118,9 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
     hostname: "127.0.0.1",
     port: opts.port ?? 0,
     idleTimeout: 0,
-    async fetch(req) {
+    async fetch(req, srv) {
       const url = new URL(req.url);
+      const remotePort = srv.requestIP(req)?.port;
       const text = req.method === "POST" ? await req.text() : "";
       let body: any = undefined;
       try {
@@ -118,7 +131,7 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       const headers: Record<string, string> = {};
       req.headers.forEach((v, k) => (headers[k] = v));
       const path = url.pathname + url.search;
-      if (record) requests.push({ method: req.method, path, headers, body });
+      if (record) requests.push({ method: req.method, path, headers, body, remotePort });
       const kind = url.pathname.startsWith("/v1beta/")
         ? "gemini"
         : url.pathname.startsWith("/v1/messages")
@@ -143,9 +156,14 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
     const answer = `answer #${num}: ${lastUserText(kind, body ?? {})}`;
     const wantsTool = (tools: unknown) => Array.isArray(tools) && tools.length > 0 && /weather/i.test(lastUserText(kind, body ?? {}));
     if (kind === "openai") {
-      if (p === "/v1/models" && method === "GET")
-        return json({ object: "list", data: [{ id: "gpt-4o-mini", object: "model", created: 1700000000, owned_by: "fake" }, { id: "gpt-4o", object: "model", created: 1700000000, owned_by: "fake" }] });
-      if (p.startsWith("/v1/models/") && method === "GET") return json({ id: decodeURIComponent(p.slice(11)), object: "model", created: 1700000000, owned_by: "fake" });
+      const openaiModel = (id: string) => (state.sparse ? { id } : { id, object: "model", created: 1700000000, owned_by: "fake" });
+      if (p === "/v1/models" && method === "GET") return json(state.sparse ? { data: OPENAI_MODELS.map(openaiModel) } : { object: "list", data: OPENAI_MODELS.map(openaiModel) });
+      if (p.startsWith("/v1/models/") && method === "GET") {
+        const id = decodeURIComponent(p.slice(11));
+        if (!OPENAI_MODELS.includes(id))
+          return json({ error: { message: `The model '${id}' does not exist`, type: "invalid_request_error", param: null, code: "model_not_found" } }, 404);
+        return json(openaiModel(id));
+      }
       if (p === "/v1/embeddings") {
         const inputs = Array.isArray(body.input) ? body.input : [body.input];
         return json({ object: "list", data: inputs.map((_: unknown, i: number) => ({ object: "embedding", index: i, embedding: [0.1 * (i + 1), 0.2, 0.3] })), model: body.model, usage: { prompt_tokens: 3, total_tokens: 3 } });
@@ -203,10 +221,13 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       return streamOf(frames, "text/event-stream", cut);
     }
     if (kind === "gemini") {
-      if (p === "/v1beta/models" && method === "GET")
-        return json({ models: ["gemini-2.0-flash", "gemini-1.5-pro"].map((m) => ({ name: `models/${m}`, displayName: m, description: `fake ${m}`, inputTokenLimit: 1048576, outputTokenLimit: 8192 })) });
+      const geminiModel = (m: string) => (state.sparse ? { name: m } : { name: `models/${m}`, displayName: m, description: `fake ${m}`, inputTokenLimit: 1048576, outputTokenLimit: 8192 });
+      if (p === "/v1beta/models" && method === "GET") return json({ models: ["gemini-2.0-flash", "gemini-1.5-pro"].map(geminiModel) });
       const m = /^\/v1beta\/models\/([^:/]+)(?::(\w+))?$/.exec(decodeURIComponent(p));
-      if (m && method === "GET" && !m[2]) return json({ name: `models/${m[1]}`, displayName: m[1], description: `fake ${m[1]}`, inputTokenLimit: 1048576, outputTokenLimit: 8192 });
+      if (m && method === "GET" && !m[2]) {
+        if (!GEMINI_MODELS.includes(m[1]!)) return json({ error: { code: 404, message: `models/${m[1]} is not found for API version v1beta`, status: "NOT_FOUND" } }, 404);
+        return json(geminiModel(m[1]!));
+      }
       if (m && m[2] === "countTokens") return json({ totalTokens: lastUserText("gemini", body).split(/\s+/).length });
       if (m && m[2] === "embedContent") return json({ embedding: { values: [0.1, 0.2, 0.3] } });
       if (m && m[2] === "batchEmbedContents") return json({ embeddings: body.requests.map((_: unknown, i: number) => ({ values: [0.1 * (i + 1), 0.2, 0.3] })) });
@@ -286,10 +307,14 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
     reportUsage: (n) => {
       state.promptTokens = n;
     },
+    sparseModels: (on) => {
+      state.sparse = on;
+    },
     reset() {
       requests.length = 0;
       failures.length = 0;
       state.promptTokens = undefined;
+      state.sparse = false;
       n = 0;
     },
     get cancelled() {

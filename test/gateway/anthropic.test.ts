@@ -91,6 +91,15 @@ describe("messages proxy", () => {
     let r = await env.gw.api("/v1/messages", { token: env.token, method: "POST", json: { model: "claude-3", max_tokens: 5, messages: user("hi") } });
     expect(r.status).toBe(400);
     expect(await r.json()).toEqual({ error: { message: expect.stringContaining("anthropic-version"), type: "validation_error" } });
+    // the spec's "date-formatted version string": anything else is 400 too, and never reaches the upstream
+    env.fake.reset();
+    for (const v of ["latest", "2023-6-1", "2023-06-01x"]) {
+      r = await env.gw.api("/v1/messages", { token: env.token, method: "POST", headers: { "anthropic-version": v }, json: { model: "claude-3", max_tokens: 5, messages: user("hi") } });
+      expect(r.status).toBe(400);
+      expect(await r.json()).toEqual({ error: { message: expect.stringContaining("anthropic-version"), type: "validation_error" } });
+      expect(r.headers.get("x-request-id")).toBeTruthy();
+    }
+    expect(env.fake.requests).toHaveLength(0);
     r = await env.gw.api("/v1/messages", { token: env.token, method: "POST", headers: { "anthropic-version": "2023-06-01" }, json: { model: "claude-3", messages: user("hi") } });
     expect(r.status).toBe(400);
     expect((await r.json()).error).toMatchObject({ type: "validation_error", message: expect.stringContaining("max_tokens") });

@@ -4,7 +4,6 @@
  * Streams are named SSE events message_start … message_stop.
  */
 import { t } from "elysia";
-import { ApiError } from "../../core/errors";
 import { isGatewayCredential } from "../../core/auth";
 import { sseFrame, chunkText, type SseEvent } from "../sse";
 import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
@@ -24,6 +23,17 @@ const SystemBlock = t.Object(
     type: t.String(),
     text: t.String(),
     cache_control: t.Optional(t.Object({ type: t.Literal("ephemeral") }, { additionalProperties: true })),
+  },
+  { additionalProperties: true },
+);
+
+/** `anthropic-version` (doc1 §4.3: required, a date-formatted version string); other headers pass. */
+export const MessagesHeaders = t.Object(
+  {
+    "anthropic-version": t.String({
+      pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+      description: "required: the date-formatted API version, e.g. 2023-06-01",
+    }),
   },
   { additionalProperties: true },
 );
@@ -68,10 +78,7 @@ const messages: Endpoint = compile({
   provider: "anthropic",
   method: "POST",
   schema: MessagesBody,
-  checkHeaders(headers) {
-    const v = headers.get("anthropic-version");
-    if (!v) throw new ApiError("validation_error", "header 'anthropic-version' is required (e.g. 2023-06-01)");
-  },
+  headerSchema: MessagesHeaders,
   parse({ body }) {
     const turns: Turn[] = body.messages.map((m: any) => ({ role: m.role === "assistant" ? "assistant" : "user", text: blocksText(m.content) }));
     const scope = scopeOf(body, ["messages", "stream", "model", "metadata", "system"]);

@@ -197,6 +197,27 @@ const forward = (id: string, action: string, schema: any): Endpoint =>
     parse: ({ body, params }) => ({ model: params.model!, stream: false, key: null, upstream: { method: "POST", path: upstreamPath(params.model!, action), body }, meta: {} }),
   });
 
+/**
+ * The spec's model object (doc1 §4.4): name `models/<id>`, displayName, description,
+ * inputTokenLimit, outputTokenLimit. Provider fields beyond these are kept; missing ones are
+ * filled (displayName = the id, description "", unknown token limits null) so SDKs and raw
+ * clients always find every field, whatever compatible server stands upstream.
+ */
+export function geminiModelObject(m: any, fallbackId = ""): Record<string, unknown> {
+  const o = m && typeof m === "object" && !Array.isArray(m) ? m : {};
+  const raw = typeof o.name === "string" && o.name ? o.name : typeof o.id === "string" && o.id ? o.id : fallbackId;
+  const id = raw.replace(/^models\//, "");
+  const limit = (v: unknown) => (Number.isInteger(v) ? v : typeof v === "string" && /^\d+$/.test(v) ? Number(v) : null);
+  return {
+    ...o,
+    name: `models/${id}`,
+    displayName: typeof o.displayName === "string" && o.displayName ? o.displayName : id,
+    description: typeof o.description === "string" ? o.description : "",
+    inputTokenLimit: limit(o.inputTokenLimit),
+    outputTokenLimit: limit(o.outputTokenLimit),
+  };
+}
+
 const models: Endpoint = compile({
   id: "gemini.models",
   provider: "gemini",
@@ -207,6 +228,10 @@ const models: Endpoint = compile({
     const qs = q.toString();
     return { model: "", stream: false, key: null, upstream: { method: "GET", path: "/v1beta/models" + (qs ? `?${qs}` : "") }, meta: {} };
   },
+  reshape: (body) => {
+    const list = Array.isArray(body?.models) ? body.models : [];
+    return { ...(body && typeof body === "object" && !Array.isArray(body) ? body : {}), models: list.map((m: unknown) => geminiModelObject(m)) };
+  },
 });
 
 const model: Endpoint = compile({
@@ -214,6 +239,7 @@ const model: Endpoint = compile({
   provider: "gemini",
   method: "GET",
   parse: ({ params }) => ({ model: params.model!, stream: false, key: null, upstream: { method: "GET", path: `/v1beta/models/${encodeURIComponent(params.model!)}` }, meta: {} }),
+  reshape: (body, call) => geminiModelObject(body, call.model),
 });
 
 export const gemini = {

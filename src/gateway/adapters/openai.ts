@@ -243,12 +243,40 @@ function replay(body: any, call: ProxyCall, meta: CacheMeta): string[] {
   return frames;
 }
 
-/** GET /v1/models and /v1/models/{id}, POST /v1/embeddings: forwarded as they are. */
+/**
+ * GET /v1/models and /v1/models/{id}: forwarded, then normalised to the spec's shape (doc1 §4.2:
+ * {object: "list", data: [{id, object: "model", created (integer), owned_by}]}) so a compatible
+ * upstream that leaves fields out still gives SDKs what they parse; extra provider fields stay.
+ * POST /v1/embeddings: forwarded as it is.
+ */
+export function modelObject(m: any, fallbackId = ""): Record<string, unknown> {
+  const o = m && typeof m === "object" && !Array.isArray(m) ? m : {};
+  return {
+    ...o,
+    id: typeof o.id === "string" && o.id ? o.id : typeof o.name === "string" && o.name ? o.name : fallbackId,
+    object: "model",
+    created: Number.isInteger(o.created) ? o.created : 0,
+    owned_by: typeof o.owned_by === "string" ? o.owned_by : "unknown",
+  };
+}
+
+/** The caller's query minus `key` (a gateway credential must never travel upstream). */
+export function forwardQuery(url: URL): string {
+  const q = new URLSearchParams(url.search);
+  q.delete("key");
+  const qs = q.toString();
+  return qs ? `?${qs}` : "";
+}
+
 const models: Endpoint = compile({
   id: "openai.models",
   provider: "openai",
   method: "GET",
-  parse: ({ url }) => ({ model: "", stream: false, key: null, upstream: { method: "GET", path: "/v1/models" + url.search }, meta: {} }),
+  parse: ({ url }) => ({ model: "", stream: false, key: null, upstream: { method: "GET", path: "/v1/models" + forwardQuery(url) }, meta: {} }),
+  reshape: (body) => {
+    const data = Array.isArray(body?.data) ? body.data : Array.isArray(body) ? body : [];
+    return { ...(body && typeof body === "object" && !Array.isArray(body) ? body : {}), object: "list", data: data.map((m: unknown) => modelObject(m)) };
+  },
 });
 
 const model: Endpoint = compile({
@@ -262,6 +290,7 @@ const model: Endpoint = compile({
     upstream: { method: "GET", path: `/v1/models/${encodeURIComponent(params.model!)}` },
     meta: {},
   }),
+  reshape: (body, call) => modelObject(body, call.model),
 });
 
 export const EmbeddingsBody = t.Object(
