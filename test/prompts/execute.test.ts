@@ -7,6 +7,7 @@ import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { startGateway, type TestGateway } from "../helpers/gateway";
 import { startFakeUpstream, closedPort, type FakeUpstream } from "../fake-upstream/server";
 import { body } from "./helpers";
+import OpenAI from "openai";
 
 let gw: TestGateway;
 let fake: FakeUpstream;
@@ -81,6 +82,27 @@ describe("prompt execute through the gateway", () => {
       ["COMPLETED", false],
     ]);
     expect(runs.runs[1]).toMatchObject({ runId: first.body.runId, renderedPrompt: rendered, response: first.body.response, model: "gpt-4o-mini", variables: { product: "a sqlite-backed LLM gateway" } });
+  });
+
+  test("same cache as the proxies: an OpenAI SDK call with the rendered text is a HIT on the executed prompt's entry, and an execute after a proxy miss is a hit", async () => {
+    const client = new OpenAI({ apiKey: A, baseURL: gw.url + "/v1", maxRetries: 0 });
+    const p = (await call("POST", "/api/v1/prompts", { name: "Shared cache", template: "Summarise {{doc}} in one line.", model: "gpt-4o-mini", temperature: 0 })).body;
+    const doc = `document ${crypto.randomUUID()}`;
+    const before = fake.received("/v1/chat/completions").length;
+    const exec = await call("POST", `/api/v1/prompts/${p.id}/execute`, { variables: { doc } });
+    expect(exec.body.cacheHit).toBe(false);
+    const viaSdk = await client.chat.completions
+      .create({ model: "gpt-4o-mini", temperature: 0, messages: [{ role: "user", content: `Summarise ${doc} in one line.` }] })
+      .withResponse();
+    expect(viaSdk.response.headers.get("x-cache-status")).toBe("HIT");
+    expect(viaSdk.data.choices[0]!.message.content).toBe(exec.body.response);
+    // the other way round: the proxy fills the cache, the prompt execute is served from it
+    const doc2 = `document ${crypto.randomUUID()}`;
+    const miss = await client.chat.completions.create({ model: "gpt-4o-mini", temperature: 0, messages: [{ role: "user", content: `Summarise ${doc2} in one line.` }] }).withResponse();
+    expect(miss.response.headers.get("x-cache-status")).toBe("MISS");
+    const exec2 = await call("POST", `/api/v1/prompts/${p.id}/execute`, { variables: { doc: doc2 } });
+    expect(exec2.body).toMatchObject({ cacheHit: true, response: miss.data.choices[0]!.message.content });
+    expect(fake.received("/v1/chat/completions").length).toBe(before + 2); // one upstream call per distinct text
   });
 
   test("the request's model picks the provider style (messages style for claude-*)", async () => {
