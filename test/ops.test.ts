@@ -267,3 +267,83 @@ describe("request log", () => {
     expect(lines.length).toBe(before);
   });
 });
+
+describe("/metrics and /stats from real proxy traffic (fake upstream, real cache)", () => {
+  test("cache hits/misses per tier, upstream latency per provider, rate-limit rejections, per-route counts", async () => {
+    const { startFakeUpstream } = await import("./fake-upstream/server");
+    const fake = await startFakeUpstream();
+    const g = await startGateway({ providers: { openai: { base_url: fake.url, api_key: "sk-up" } }, rate_limits: { enabled: true } });
+    try {
+      await g.ctx.embedder?.load();
+      const token = await g.token("metrics-proxy");
+      const ask = () =>
+        g.api("/v1/chat/completions", { token, method: "POST", json: { model: "gpt-4o-mini", messages: [{ role: "user", content: "What is the capital of France?" }] } });
+      const miss = await ask();
+      expect(miss.status).toBe(200);
+      expect(miss.headers.get("x-cache-status")).toBe("MISS");
+      let hit = await ask();
+      for (let i = 0; i < 50 && hit.headers.get("x-cache-status") !== "HIT"; i++) {
+        await Bun.sleep(20); // the entry is written after the response
+        hit = await ask();
+      }
+      expect(hit.headers.get("x-cache-status")).toBe("HIT");
+      const tier = ((await hit.json()) as any).svc_metadata.cache_tier as string;
+      // a burst over the starter tier's 10/s: rejections are counted
+      const burst = await Promise.all(Array.from({ length: 15 }, () => ask()));
+      const rejected = burst.filter((r) => r.status === 429).length;
+      expect(rejected).toBeGreaterThan(0);
+
+      const text = await (await g.api("/metrics")).text();
+      expect(text).toMatch(new RegExp(`svc_cache_lookups_total\\{style="openai",tier="${tier}",result="hit"\\} \\d+`));
+      expect(text).toMatch(/svc_cache_lookups_total\{style="openai",tier="none",result="miss"\} 1\n/);
+      expect(text).toMatch(/svc_upstream_duration_seconds_count\{provider="openai",status="200"\} 1\n/);
+      expect(text).toContain('svc_upstream_duration_seconds_bucket{le="+Inf",provider="openai",status="200"} 1');
+      expect(text).toContain(`svc_rate_limit_rejections_total{group="proxy",limit="requests_per_second"} ${rejected}`);
+      expect(text).toContain(`svc_http_requests_total{method="POST",route="/v1/chat/completions",status="429"} ${rejected}`);
+      expect(text).toMatch(/svc_http_request_duration_seconds_count\{method="POST",route="\/v1\/chat\/completions",status="200"\} \d+/);
+      expect(text).toMatch(/svc_embedding_duration_seconds_count\{provider="[^"]+"\} \d+/);
+
+      const s = (await (await g.api("/stats")).json()) as any;
+      expect(s.cache.misses).toBe(1);
+      expect(s.cache.hits).toBeGreaterThanOrEqual(1);
+      expect(s.cache.tiers[tier].hits).toBe(s.cache.hits);
+      expect(s.requests.rateLimited).toBe(rejected);
+      expect(s.requests.byStatus["4xx"]).toBe(rejected);
+      expect(fake.received("/v1/chat/completions").length).toBe(1);
+    } finally {
+      await g.stop();
+      await fake.stop();
+    }
+  }, 90_000);
+});
+
+describe("unexpected errors -> 500 envelope with X-Request-ID, no internals leaked", () => {
+  test("a non-ApiError thrown in an Elysia route and in a native proxy route", async () => {
+    const g = await startGateway({ rate_limits: { enabled: true } });
+    try {
+      const token = await g.token("boom", ["ViewMetrics"]);
+      g.ctx.rateLimiter = {
+        enforce() {
+          throw new Error("secret internal detail");
+        },
+        chargeTokens() {},
+      };
+      const rid = crypto.randomUUID();
+      const a = await g.api("/api/v1/rate-limits/tiers", { token, headers: { "x-request-id": rid } });
+      expect(a.status).toBe(500);
+      expect(a.headers.get("x-request-id")).toBe(rid);
+      expect(await a.json()).toEqual({ error: { message: "internal error", type: "internal_error" } });
+      const b = await g.api("/v1/chat/completions", { token, method: "POST", json: { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] } });
+      expect(b.status).toBe(500);
+      expect(b.headers.get("x-request-id")).toMatch(RID);
+      const body = await b.text();
+      expect(JSON.parse(body)).toEqual({ error: { message: "internal error", type: "internal_error" } });
+      expect(body).not.toContain("secret");
+      const metrics = await (await g.api("/metrics")).text();
+      expect(metrics).toContain('svc_http_requests_total{method="GET",route="/api/v1/rate-limits/tiers",status="500"} 1');
+      expect(metrics).toContain('svc_http_requests_total{method="POST",route="/v1/chat/completions",status="500"} 1');
+    } finally {
+      await g.stop();
+    }
+  });
+});
