@@ -189,6 +189,21 @@ describe("chain execute through the gateway", () => {
     expect(counts()).toEqual([o0 + 1, a0 + 1, g0 + 1]);
   });
 
+  test("extractField on a step whose input is not JSON stops the chain naming that step; it never calls upstream", async () => {
+    const chain = (
+      await call("POST", "/api/v1/chains", {
+        name: "Wants JSON",
+        steps: [{ modelId: "gpt-4o-mini" }, { modelId: "gpt-4o-mini", transform: "extractField", field: "$.summary" }],
+      })
+    ).body;
+    const before = fake.requests.length;
+    const r = await call("POST", `/api/v1/chains/${chain.id}/execute`, { messages: [{ role: "user", content: `plain ${crypto.randomUUID()}` }] });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ type: "invalid_request_error", step: 1 });
+    expect(r.body.error.message).toStartWith("chain step 1 failed: extractField '$.summary'");
+    expect(fake.requests.length).toBe(before + 1); // step 0 only
+  });
+
   test("a failing step stops the chain with an error that names the step", async () => {
     const chain = (
       await call("POST", "/api/v1/chains", {
