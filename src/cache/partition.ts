@@ -91,6 +91,9 @@ export function codeScopeOf(codeContext: unknown): CodeScope | undefined {
   return { scope, hash };
 }
 
+/** X-Svc-Workspace-Context: an empty header is no workspace (as if it were absent). */
+const wsOf = (ws: string | undefined): string | null => (ws ? ws : null);
+
 export interface DerivedKeys {
   exactKey: string;
   /** semantic partition, or undefined when the request is exact-only (no trailing user turn) */
@@ -116,7 +119,7 @@ export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKey
       style: input.style,
       model: input.model,
       scope: input.scope ?? {},
-      ws: input.workspaceContext ?? null,
+      ws: wsOf(input.workspaceContext),
       code: code?.hash ?? null,
       turns: input.turns.map((t) => [t.role, t.text]),
     }),
@@ -131,7 +134,7 @@ export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKey
       style: input.style,
       model: input.model,
       scope: bucketedScope(input.scope ?? {}),
-      ws: input.workspaceContext ?? null,
+      ws: wsOf(input.workspaceContext),
       code: code?.hash ?? null,
       embedder: embedderId,
       mode,
