@@ -115,3 +115,118 @@ describe("body limit", () => {
     expect(r.status).toBe(401); // parsed and checked: the key is just not valid
   });
 });
+
+describe("storage", () => {
+  const { mkdtempSync, rmSync } = require("node:fs") as typeof import("node:fs");
+  const { join } = require("node:path") as typeof import("node:path");
+  const { tmpdir } = require("node:os") as typeof import("node:os");
+  const { Db } = require("../src/storage/db") as typeof import("../src/storage/db");
+  const { TenantDb } = require("../src/storage/scoped") as typeof import("../src/storage/scoped");
+  const { MIGRATIONS } = require("../src/storage/migrations") as typeof import("../src/storage/migrations");
+  const dirs: string[] = [];
+  const tmp = () => {
+    const d = mkdtempSync(join(tmpdir(), "svc-storage-"));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  test("pragmas: WAL, busy_timeout 5000, synchronous NORMAL (new and existing file), foreign keys", () => {
+    const path = join(tmp(), "svc.db");
+    for (let i = 0; i < 2; i++) {
+      const db = new Db(path);
+      expect(db.sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+      expect(db.sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
+      expect(db.sqlite.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 });
+      expect(db.sqlite.query("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
+      db.close();
+    }
+  });
+
+  test("migrations: applied in id order once, recorded, a new one applied on the next open; a failing one rolls back", () => {
+    const path = join(tmp(), "svc.db");
+    const order: string[] = [];
+    const m = (id: string, sql: string) => ({ id, up: (d: import("bun:sqlite").Database) => (order.push(id), d.run(sql)) });
+    const first = [m("0002_t_b", "ALTER TABLE t ADD COLUMN b TEXT"), m("0001_t_create", "CREATE TABLE t (a TEXT)")];
+    let db = new Db(path, first);
+    expect(order).toEqual(["0001_t_create", "0002_t_b"]);
+    expect(db.appliedMigrations()).toEqual(["0001_t_create", "0002_t_b"]);
+    db.run("INSERT INTO t (a, b) VALUES ('x', 'y')");
+    db.close();
+
+    const more = [...first, m("0003_t_c", "ALTER TABLE t ADD COLUMN c TEXT")];
+    db = new Db(path, more);
+    expect(order).toEqual(["0001_t_create", "0002_t_b", "0003_t_c"]); // old ones not re-run
+    expect(db.get("SELECT a, b, c FROM t")).toEqual({ a: "x", b: "y", c: null });
+    expect(db.pendingMigrations()).toEqual([]);
+    db.close();
+
+    const broken = [...more, { id: "0004_t_broken", up: "CREATE TABLE u (x TEXT); INSERT INTO nowhere VALUES (1);" }];
+    expect(() => new Db(path, broken)).toThrow();
+    db = new Db(path, more);
+    expect(db.appliedMigrations()).not.toContain("0004_t_broken");
+    expect(db.get("SELECT name FROM sqlite_master WHERE name = 'u'")).toBeUndefined(); // rolled back whole
+    db.close();
+  });
+
+  test("migration ids are unique and follow NNNN_<domain>_<what>", () => {
+    const ids = MIGRATIONS.map((x) => x.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^\d{4}_[a-z]+_[a-z0-9_]+$/);
+  });
+
+  test("tx is IMMEDIATE: it holds the write lock from the start (a second connection cannot write meanwhile)", () => {
+    const path = join(tmp(), "svc.db");
+    const a = new Db(path, [{ id: "0001_t", up: "CREATE TABLE t (n INTEGER)" }]);
+    const b = new Db(path, []);
+    b.sqlite.run("PRAGMA busy_timeout = 0");
+    a.tx(() => {
+      a.get("SELECT count(*) AS n FROM t"); // a read first: a DEFERRED transaction would hold no write lock yet
+      expect(() => b.run("INSERT INTO t (n) VALUES (1)")).toThrow(/locked|busy/i);
+      a.run("INSERT INTO t (n) VALUES (2)");
+    });
+    b.run("INSERT INTO t (n) VALUES (3)");
+    expect(a.all("SELECT n FROM t ORDER BY n")).toEqual([{ n: 2 }, { n: 3 }]);
+    b.close();
+    a.close();
+  });
+
+  test("TenantDb refuses SQL without $tenant and binds the tenant itself", () => {
+    const db = new Db(":memory:", [{ id: "0001_t", up: "CREATE TABLE t (tenant_id TEXT, v TEXT)" }]);
+    const a = new TenantDb(db, "a");
+    const b = new TenantDb(db, "b");
+    a.run("INSERT INTO t (tenant_id, v) VALUES ($tenant, $v)", { v: "secret-a" });
+    expect(() => a.all("SELECT * FROM t")).toThrow(/unscoped query/);
+    // a caller cannot override the bound tenant through params
+    expect(b.all("SELECT v FROM t WHERE tenant_id = $tenant", { tenant: "a" })).toEqual([]);
+    expect(a.all("SELECT v FROM t WHERE tenant_id = $tenant")).toEqual([{ v: "secret-a" }]);
+    db.close();
+  });
+
+  test("data survives a restart of the gateway on the same file (keys, tier assignments, jwt secret)", async () => {
+    const dir = tmp();
+    const { loadConfig } = await import("../src/core/config");
+    const { startServer } = await import("../src/server");
+    const { Logger } = await import("../src/core/log");
+    const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db") }, { server: { host: "127.0.0.1", port: 0, request_log: false } });
+    const quiet = { logger: new Logger("error", () => {}) };
+    let s = await startServer(config, quiet);
+    const { key } = s.ctx.apiKeys.create("persist-t", "k", ["ManageConfig", "ViewMetrics"]);
+    const token = await s.ctx.tokens.sign({ tenantId: "persist-t", permissions: ["ManageConfig", "ViewMetrics"] });
+    const put = await fetch(`${s.url}/api/v1/rate-limits/persist-t`, { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: '{"tier":"enterprise"}' });
+    expect(put.status).toBe(200);
+    await s.stop();
+
+    s = await startServer(config, quiet); // generated jwt secret is read back from the data dir
+    try {
+      const get = await fetch(`${s.url}/api/v1/rate-limits/persist-t`, { headers: { authorization: `Bearer ${token}` } });
+      expect(get.status).toBe(200);
+      expect(((await get.json()) as any).tier).toBe("enterprise");
+      const ex = await fetch(`${s.url}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey: key }) });
+      expect(ex.status).toBe(200);
+      expect(s.ctx.db.pendingMigrations()).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  });
+});
