@@ -92,6 +92,11 @@ describe("chains CRUD", () => {
       [{ name: "x", steps: [{ modelId: "m", transform: "extractField", field: "a..b" }] }, "JSON path"],
       [{ name: "x", steps: [{ modelId: "m", transform: "template" }] }, "{{input}}"],
       [{ name: "x", steps: [{ modelId: "m", transform: "template", template: "no placeholder" }] }, "{{input}}"],
+      [{ name: "x", steps: [{ modelId: "m".repeat(129) }] }, "modelId"],
+      [{ name: "x", steps: [{ modelId: "m", systemPrompt: "s".repeat(100_001) }] }, "systemPrompt"],
+      [{ name: "x", steps: [{ modelId: "m", transform: "extractField", field: "f".repeat(257) }] }, "field"],
+      [{ name: "x", steps: [{ modelId: "m", transform: "template", template: "{{input}}" + "t".repeat(100_000) }] }, "template"],
+      [{ name: "x", steps: [{ modelId: "m", maxTokens: 1.5 }] }, "maxTokens"],
     ];
     for (const [json, field] of bad) expectError(await call("POST", C, A, json), 400, "validation_error", field);
     const ok = await call("POST", C, A, { name: "x", steps: [{ modelId: "m", transform: "extractField", field: "$.items[0].title" }] });
@@ -100,6 +105,8 @@ describe("chains CRUD", () => {
     expectError(await call("POST", `${C}/${ok.body.id}/execute`, A, {}), 400, "validation_error", "messages");
     expectError(await call("POST", `${C}/${ok.body.id}/execute`, A, { messages: [] }), 400, "validation_error", "messages");
     expectError(await call("POST", `${C}/${ok.body.id}/execute`, A, { messages: [{ role: "robot", content: "x" }] }), 400, "validation_error");
+    expectError(await call("POST", `${C}/${ok.body.id}/execute`, A, { messages: Array.from({ length: 501 }, () => ({ role: "user", content: "x" })) }), 400, "validation_error", "messages");
+    expectError(await call("POST", `${C}/${ok.body.id}/execute`, A, { messages: [{ role: "user" }] }), 400, "validation_error", "content");
     expectError(await call("POST", `${C}/${crypto.randomUUID()}/execute`, A, { messages: [{ role: "user", content: "x" }] }), 404, "not_found");
   });
 
