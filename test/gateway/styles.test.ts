@@ -1,0 +1,177 @@
+/**
+ * The shared pipeline, style by style (raw fetch, so the exact status, envelope and headers are
+ * checked): upstream 5xx / timeout / refused / provider 4xx for JSON and streamed requests in all
+ * four styles, nothing cached after a failure, usage rows per tenant/model/style, and connection
+ * reuse (keep-alive) to the upstream.
+ */
+import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { startProxyEnv, type ProxyEnv } from "./setup";
+import { closedPort } from "../fake-upstream/server";
+import { startGateway } from "../helpers/gateway";
+
+let env: ProxyEnv;
+beforeAll(async () => {
+  env = await startProxyEnv({ providers: { openai: { timeout_ms: 300 }, anthropic: { timeout_ms: 300 }, gemini: { timeout_ms: 300 }, cohere: { timeout_ms: 300 } } });
+});
+afterAll(() => env.stop());
+
+interface Style {
+  name: string;
+  path: (stream: boolean) => string;
+  headers: (token: string) => Record<string, string>;
+  body: (q: string, stream: boolean) => unknown;
+  upstreamPath: string;
+  /** the fake's own 4xx body for this provider */
+  providerError: (status: number) => unknown;
+}
+
+const STYLES: Style[] = [
+  {
+    name: "chat-completions",
+    path: () => "/v1/chat/completions",
+    headers: (t) => ({ authorization: `Bearer ${t}` }),
+    body: (q, stream) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }], ...(stream ? { stream: true } : {}) }),
+    upstreamPath: "/v1/chat/completions",
+    providerError: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
+  },
+  {
+    name: "messages",
+    path: () => "/v1/messages",
+    headers: (t) => ({ "x-api-key": t, "anthropic-version": "2023-06-01" }),
+    body: (q, stream) => ({ model: "claude-3-5-haiku-latest", max_tokens: 50, messages: [{ role: "user", content: q }], ...(stream ? { stream: true } : {}) }),
+    upstreamPath: "/v1/messages",
+    providerError: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
+  },
+  {
+    name: "generate-content",
+    path: (stream) => (stream ? "/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse" : "/v1beta/models/gemini-2.0-flash/generateContent"),
+    headers: (t) => ({ "x-goog-api-key": t }),
+    body: (q) => ({ contents: [{ role: "user", parts: [{ text: q }] }] }),
+    upstreamPath: "/v1beta/models/gemini-2.0-flash:",
+    providerError: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
+  },
+  {
+    name: "chat",
+    path: () => "/v1/chat",
+    headers: (t) => ({ authorization: `Bearer ${t}` }),
+    body: (q, stream) => ({ message: q, model: "command-r", ...(stream ? { stream: true } : {}) }),
+    upstreamPath: "/v1/chat",
+    providerError: (s) => ({ message: `fake cohere error ${s}` }),
+  },
+  {
+    name: "generate (legacy)",
+    path: () => "/v1/generate",
+    headers: (t) => ({ authorization: `Bearer ${t}` }),
+    body: (q, stream) => ({ prompt: q, model: "command", ...(stream ? { stream: true } : {}) }),
+    upstreamPath: "/v1/generate",
+    providerError: (s) => ({ message: `fake cohere error ${s}` }),
+  },
+];
+
+const send = (s: Style, q: string, stream = false, token = env.token, gwUrl = env.gw.url) =>
+  fetch(gwUrl + s.path(stream), { method: "POST", headers: { ...s.headers(token), "content-type": "application/json" }, body: JSON.stringify(s.body(q, stream)) });
+
+describe.each(STYLES)("$name", (s) => {
+  test("upstream 5xx -> 502 proxy_error, timeout -> 504 timeout_error, JSON and streamed; nothing cached", async () => {
+    env.fake.reset();
+    const q = `Failure drill for the ${s.name} style: name a prime number.`;
+    for (const stream of [false, true]) {
+      env.fake.failNext({ kind: "status", status: 503 });
+      let r = await send(s, q, stream);
+      expect(r.status).toBe(502);
+      expect(r.headers.get("content-type")).toContain("application/json");
+      expect(await r.json()).toEqual({ error: { message: expect.stringContaining("answered 503"), type: "proxy_error" } });
+      expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(r.headers.get("x-cache-status")).toBe("MISS");
+
+      env.fake.failNext({ kind: "hang" });
+      r = await send(s, q, stream);
+      expect(r.status).toBe(504);
+      expect(await r.json()).toEqual({ error: { message: expect.stringContaining("did not answer within 300 ms"), type: "timeout_error" } });
+    }
+    // nothing was cached: the next request is a MISS that reaches the upstream, then a HIT
+    const ok = await send(s, q);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("x-cache-status")).toBe("MISS");
+    await ok.text();
+    const hit = await send(s, q);
+    expect(hit.headers.get("x-cache-status")).toBe("HIT");
+    await hit.text();
+    expect(env.fake.received(s.upstreamPath)).toHaveLength(5);
+  });
+
+  test("provider 4xx passes through verbatim (status, body, content type), JSON and streamed; not cached", async () => {
+    env.fake.reset();
+    const q = `Provider rejection drill for the ${s.name} style: name a colour.`;
+    for (const [status, stream] of [[400, false], [429, true], [422, false]] as const) {
+      env.fake.failNext({ kind: "status", status });
+      const r = await send(s, q, stream);
+      expect(r.status).toBe(status);
+      expect(r.headers.get("content-type")).toContain("application/json");
+      expect(await r.json()).toEqual(s.providerError(status) as any);
+      expect(r.headers.get("x-request-id")).toBeTruthy();
+    }
+    const ok = await send(s, q);
+    expect(ok.headers.get("x-cache-status")).toBe("MISS");
+    await ok.text();
+  });
+
+  test("usage rows: one per request, per tenant, with model, tokens, status and cost saved", async () => {
+    env.fake.reset();
+    const tenant = `usage-${s.name.replace(/\W+/g, "-")}`;
+    const token = await env.gw.token(tenant);
+    const q = `Usage drill for the ${s.name} style: name a tree.`;
+    await (await send(s, q, false, token)).text();
+    await (await send(s, q, true, token)).text();
+    const pipeline = (env.gw.ctx as any).pipeline;
+    pipeline.usage.flush();
+    const rows = pipeline.usage.repo(tenant).list();
+    expect(rows).toHaveLength(2);
+    const [hit, miss] = rows; // newest first
+    expect(miss).toMatchObject({ tenantId: tenant, cacheStatus: "MISS", streamed: false, costSavedUsd: 0 });
+    expect(hit).toMatchObject({ tenantId: tenant, cacheStatus: "HIT", cacheTier: "exact", streamed: true });
+    for (const r of rows) {
+      expect(r.model).toBe((s.body(q, false) as any).model ?? "gemini-2.0-flash");
+      expect(r.inputTokens).toBeGreaterThan(0);
+      expect(r.outputTokens).toBeGreaterThan(0);
+      expect(r.latencyMs).toBeGreaterThan(0);
+    }
+    expect(hit.costSavedUsd).toBeGreaterThan(0);
+    // another tenant sees none of them
+    expect(pipeline.usage.repo(`${tenant}-other`).list()).toHaveLength(0);
+  });
+});
+
+describe("upstream connections", () => {
+  test("sequential upstream requests reuse one keep-alive connection", async () => {
+    env.fake.reset();
+    for (let i = 0; i < 6; i++) {
+      const r = await send(STYLES[0]!, `Keep-alive probe number ${i}: name a bird.`, false);
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    const ports = new Set(env.fake.received("/v1/chat/completions").map((r) => r.remotePort));
+    expect(env.fake.received("/v1/chat/completions")).toHaveLength(6);
+    expect(ports.size).toBe(1);
+  });
+
+  test("connection refused -> 502 proxy_error in every style, JSON and streamed", async () => {
+    const port = await closedPort();
+    const base = `http://127.0.0.1:${port}`;
+    const gw = await startGateway({
+      providers: { openai: { base_url: base }, anthropic: { base_url: base }, gemini: { base_url: base }, cohere: { base_url: base } },
+      cache: { enabled: false },
+    });
+    try {
+      const token = await gw.token("t-refused");
+      for (const s of STYLES)
+        for (const stream of [false, true]) {
+          const r = await send(s, "Anyone there?", stream, token, gw.url);
+          expect(r.status).toBe(502);
+          expect(await r.json()).toEqual({ error: { message: expect.stringContaining("unreachable"), type: "proxy_error" } });
+        }
+    } finally {
+      await gw.stop();
+    }
+  });
+});
