@@ -301,6 +301,7 @@ describe("update, versions, diff, rollback", () => {
 
   test("rollback to V creates N+1 with V's content (201); unknown version 404", async () => {
     const p = await create({ name: "Rolled", template: "first {{a}}", model: "m-one", temperature: 0.1 });
+    const v1Before = (await call("GET", `${P}/${p.id}/versions/1`, A)).body;
     await call("PUT", `${P}/${p.id}`, A, { template: "second {{b}}", model: "m-two" });
     await call("POST", `${P}/${p.id}/versions`, A, { template: "third", model: "m-three", temperature: 0.9 });
     const rb = await call("POST", `${P}/${p.id}/rollback`, A, { version: 1 });
@@ -311,6 +312,11 @@ describe("update, versions, diff, rollback", () => {
     expect(rb2.body).toMatchObject({ version: 5, template: "second {{b}}", message: "back to b" });
     // the old versions are untouched
     expect((await call("GET", `${P}/${p.id}/versions/3`, A)).body).toMatchObject({ template: "third", model: "m-three" });
+    // versions are immutable: v1 is byte-for-byte what it was, and no route edits or deletes a version
+    expect((await call("GET", `${P}/${p.id}/versions/1`, A)).body).toEqual(v1Before);
+    expect((await call("PUT", `${P}/${p.id}/versions/1`, A, { template: "edited" })).status).toBe(404);
+    expect((await call("DELETE", `${P}/${p.id}/versions/1`, A)).status).toBe(404);
+    expect((await call("GET", `${P}/${p.id}/versions/1`, A)).body).toEqual(v1Before);
     expectError(await call("POST", `${P}/${p.id}/rollback`, A, { version: 42 }), 404, "not_found");
     expectError(await call("POST", `${P}/${p.id}/rollback`, A, {}), 400, "validation_error", "version");
     expectError(await call("POST", `${P}/${crypto.randomUUID()}/rollback`, A, { version: 1 }), 404, "not_found");
