@@ -70,7 +70,7 @@ export const ConfigSchema = T.Object({
     model: T.Optional(T.String()),
     api_key: T.Optional(T.String()),
     timeout_ms: T.Integer({ default: 10_000, minimum: 1 }),
-    /** on embedder failure: false = 503 embedding_error, true = serve uncached (BYPASS) */
+    /** on embedder failure: false (default) = 503 embedding_error, true = serve uncached (X-Cache-Status MISS, nothing written, a warning logged) */
     fail_open: T.Boolean({ default: false }),
     lru_size: T.Integer({ default: 10_000, minimum: 0 }),
   }),
@@ -201,6 +201,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError("SVC_CONTEXT_CACHE__QUERY_WEIGHT + SVC_CONTEXT_CACHE__CONTEXT_WEIGHT must add up to 1");
   if (cfg.embedding.provider === "openai" && !cfg.embedding.base_url)
     throw new ConfigError("SVC_EMBEDDING__BASE_URL: required when SVC_EMBEDDING__PROVIDER=openai");
+  if (cfg.embedding.provider === "openai" && !cfg.embedding.model)
+    throw new ConfigError("SVC_EMBEDDING__MODEL: required when SVC_EMBEDDING__PROVIDER=openai");
   return cfg;
 }
 

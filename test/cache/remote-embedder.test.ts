@@ -66,6 +66,15 @@ const embeddingConfig = (extra: Record<string, unknown> = {}) => ({
 const msg = (content: string) => [{ role: "user" as const, content }];
 
 describe("SVC_EMBEDDING__PROVIDER=openai", () => {
+  test("start-up names the missing variable: BASE_URL and MODEL are required", () => {
+    expect(() => loadConfig({ SVC_STORAGE__PATH: ":memory:", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__MODEL: "m" })).toThrow("SVC_EMBEDDING__BASE_URL");
+    expect(() => loadConfig({ SVC_STORAGE__PATH: ":memory:", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: "http://127.0.0.1:9/v1" })).toThrow(
+      "SVC_EMBEDDING__MODEL",
+    );
+    const ok = loadConfig({ SVC_STORAGE__PATH: ":memory:", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: "http://127.0.0.1:9/v1", SVC_EMBEDDING__MODEL: "m", SVC_EMBEDDING__API_KEY: "k" });
+    expect(ok.embedding).toMatchObject({ provider: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", api_key: "k", fail_open: false });
+  });
+
   test("embeds through the configured endpoint (model, API key), serves exact and semantic hits, misses other meanings", async () => {
     emb.down = false;
     const gw = await startGateway(embeddingConfig());
