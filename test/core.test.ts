@@ -70,6 +70,26 @@ describe("validation messages", () => {
   });
 });
 
+describe("validation messages say what was expected", () => {
+  test("enum-like unions list the allowed values; coerced integers name the type and range", async () => {
+    const admin = await gw.token("tenant-a", ["ManageConfig", "ViewMetrics"]);
+    const r1 = await gw.api("/api/v1/rate-limits/tenant-a", { token: admin, method: "PUT", json: { tier: "gold" } });
+    expect(r1.status).toBe(400);
+    expect(await r1.json()).toEqual({ error: { message: `body field 'tier': Expected one of "starter", "pro", "enterprise"`, type: "validation_error" } });
+    const r2 = await gw.api("/api/v1/prompts?page=2.5", { token: admin });
+    expect(r2.status).toBe(400);
+    expect(await r2.json()).toEqual({ error: { message: "query field 'page': Expected an integer from 1 to 2147483647", type: "validation_error" } });
+  });
+  test("an offset or page beyond what the database can bind is 400 validation_error, not 500", async () => {
+    const admin = await gw.token("tenant-a", ["ManageConfig", "ViewMetrics"]);
+    for (const path of ["/api/v1/cache/entries?offset=99999999999999999999", "/api/v1/prompts?page=99999999999999999"]) {
+      const r = await gw.api(path, { token: admin });
+      expect(`${path} -> ${r.status}`).toBe(`${path} -> 400`);
+      expect(((await r.json()) as any).error.type).toBe("validation_error");
+    }
+  });
+});
+
 describe("body limit", () => {
   // a body streamed without Content-Length (chunked) must hit the same limit as a declared one
   const chunked = (bytes: number) =>

@@ -27,15 +27,36 @@ function queryParamOf(error: any, request: Request): string | undefined {
   return undefined;
 }
 
+/**
+ * TypeBox reports a failed union as "Expected union value". Say what was expected instead:
+ * the allowed values of an enum-like union, or the type of a coerced query/number union.
+ */
+function unionExpectation(schema: any): string | undefined {
+  const branches: any[] | undefined = schema?.anyOf;
+  if (!Array.isArray(branches) || branches.length === 0) return undefined;
+  if (branches.every((b) => b && "const" in b)) return `Expected one of ${branches.map((b) => JSON.stringify(b.const)).join(", ")}`;
+  const kinds = new Set(branches.map((b) => (b?.type === "string" && b.format ? b.format : b?.type)));
+  if (kinds.size === 1) {
+    const kind = [...kinds][0];
+    if (kind === "integer" || kind === "number" || kind === "boolean") {
+      const range = [schema.minimum ?? branches.find((b) => b.minimum !== undefined)?.minimum, schema.maximum ?? branches.find((b) => b.maximum !== undefined)?.maximum];
+      const bounds = range[0] !== undefined && range[1] !== undefined ? ` from ${range[0]} to ${range[1]}` : range[0] !== undefined ? ` >= ${range[0]}` : range[1] !== undefined ? ` <= ${range[1]}` : "";
+      return `Expected ${kind === "integer" ? "an integer" : `a ${kind}`}${bounds}`;
+    }
+  }
+  return undefined;
+}
+
 /** Turn Elysia's validation error into a one-line human message. */
 function validationMessage(error: any, request: Request): string {
   try {
     const first = error.all?.[0] ?? error.valueError;
     if (first) {
+      const message = (first.message === "Expected union value" && unionExpectation(first.schema)) || first.message;
       const param = queryParamOf(error, request);
-      if (param) return `query field '${param}': ${first.message}`;
+      if (param) return `query field '${param}': ${message}`;
       const path = String(first.path ?? "").replace(/^\//, "").replace(/\//g, ".") || error.type;
-      const summary = !first.summary || /should be one of/.test(first.summary) ? first.message : first.summary;
+      const summary = !first.summary || /should be one of/.test(first.summary) ? message : first.summary;
       return `${error.type ?? "request"} ${path ? `field '${path}'` : ""}: ${summary}`.replace(/\s+/g, " ").trim();
     }
   } catch {}

@@ -1,27 +1,45 @@
 /**
  * The spec's list conventions:
- *   page/pageSize (doc1 prompts, versions, runs, folders; doc2 MCP lists; doc3 SSO) -> {items, total, page, pageSize, totalPages}
- *   page/page_size (doc3 lists that spell it so)
+ *   page/pageSize (doc1 prompts, versions, runs, folders; doc2 MCP lists; doc3 SSO, SCIM, teams, invitations)
+ *     -> {items, total, page, pageSize, totalPages}
+ *   page/page_size (doc3 users: max 100; roles: max 1000) -> {items, total, page, page_size, total_pages}
  *   limit/offset (doc1 Memory API)
  * Query schemas coerce strings; limits are enforced by the schema (400 validation_error).
+ * `page` and `offset` are capped (MAX_PAGE, MAX_OFFSET) so that an absurd value is a 400, not an
+ * offset SQLite cannot bind (a 500).
  */
 import { t } from "elysia";
 
+/** Default maximum page size (doc1 §8, doc3 §8 SSO/SCIM/teams/users). */
 export const MAX_PAGE_SIZE = 100;
+/** doc3 §8: role lists allow pages of up to 1000. */
+export const MAX_ROLE_PAGE_SIZE = 1000;
+export const DEFAULT_PAGE_SIZE = 20;
+/** Largest accepted page number / offset (2^31 - 1): far beyond any real list, safe for SQLite and JS. */
+export const MAX_PAGE = 2_147_483_647;
+export const MAX_OFFSET = 2_147_483_647;
 
-export const PageQuery = {
-  page: t.Optional(t.Integer({ minimum: 1, default: 1 })),
-  pageSize: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })),
-};
+const pageParam = () => t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 }));
+const sizeParam = (max: number, def: number) => t.Optional(t.Integer({ minimum: 1, maximum: max, default: Math.min(def, max) }));
 
-export const SnakePageQuery = {
-  page: t.Optional(t.Integer({ minimum: 1, default: 1 })),
-  page_size: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })),
-};
+/** `page`/`pageSize` query properties with a maximum page size. */
+export const pageQuery = (maxPageSize = MAX_PAGE_SIZE, defaultPageSize = DEFAULT_PAGE_SIZE) => ({
+  page: pageParam(),
+  pageSize: sizeParam(maxPageSize, defaultPageSize),
+});
+
+/** `page`/`page_size` query properties (doc3 users and roles). */
+export const snakePageQuery = (maxPageSize = MAX_PAGE_SIZE, defaultPageSize = DEFAULT_PAGE_SIZE) => ({
+  page: pageParam(),
+  page_size: sizeParam(maxPageSize, defaultPageSize),
+});
+
+export const PageQuery = pageQuery();
+export const SnakePageQuery = snakePageQuery();
 
 export const limitOffsetQuery = (defaultLimit: number, maxLimit: number) => ({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit })),
-  offset: t.Optional(t.Integer({ minimum: 0, default: 0 })),
+  offset: t.Optional(t.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 })),
 });
 
 export interface Page {
@@ -33,7 +51,7 @@ export interface Page {
 
 export function pageOf(q: { page?: number; pageSize?: number; page_size?: number }): Page {
   const page = q.page ?? 1;
-  const pageSize = q.pageSize ?? q.page_size ?? 20;
+  const pageSize = q.pageSize ?? q.page_size ?? DEFAULT_PAGE_SIZE;
   return { page, pageSize, limit: pageSize, offset: (page - 1) * pageSize };
 }
 
@@ -45,4 +63,15 @@ export function pageEnvelope<K extends string, T>(key: K, items: T[], total: num
     pageSize: p.pageSize,
     totalPages: Math.ceil(total / p.pageSize),
   } as { [k in K]: T[] } & { total: number; page: number; pageSize: number; totalPages: number };
+}
+
+/** The envelope of lists queried with `page_size` (doc3 users and roles), spelled the same way. */
+export function snakePageEnvelope<K extends string, T>(key: K, items: T[], total: number, p: Page) {
+  return {
+    [key]: items,
+    total,
+    page: p.page,
+    page_size: p.pageSize,
+    total_pages: Math.ceil(total / p.pageSize),
+  } as { [k in K]: T[] } & { total: number; page: number; page_size: number; total_pages: number };
 }
