@@ -59,13 +59,14 @@ export const PromptCreate = t.Object({
   status: t.Optional(Status),
 });
 
+/** Partial update; `null` clears the optional execution defaults (model, temperature, maxTokens). */
 export const PromptUpdate = t.Object({
   name: t.Optional(Name),
   template: t.Optional(Template),
   description: t.Optional(t.String({ maxLength: LIMITS.description })),
-  model: t.Optional(Model),
-  temperature: t.Optional(Temperature),
-  maxTokens: t.Optional(MaxTokens),
+  model: t.Optional(t.Nullable(Model)),
+  temperature: t.Optional(t.Nullable(Temperature)),
+  maxTokens: t.Optional(t.Nullable(MaxTokens)),
   tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: LIMITS.tag }), { maxItems: LIMITS.tags })),
   folderId: t.Optional(t.Nullable(Uuid)),
   status: t.Optional(Status),

@@ -26,7 +26,11 @@ export interface CreatePromptInput {
   status?: PromptStatus;
 }
 
-export interface UpdatePromptInput extends Partial<CreatePromptInput> {
+export interface UpdatePromptInput extends Partial<Omit<CreatePromptInput, "model" | "temperature" | "maxTokens">> {
+  /** null clears the prompt's default */
+  model?: string | null;
+  temperature?: number | null;
+  maxTokens?: number | null;
   message?: string;
 }
 
@@ -189,9 +193,9 @@ export class PromptService {
         ...cur,
         name: input.name ?? cur.name,
         description: input.description ?? cur.description,
-        model: input.model ?? cur.model,
-        temperature: input.temperature ?? cur.temperature,
-        maxTokens: input.maxTokens ?? cur.maxTokens,
+        model: input.model !== undefined ? input.model : cur.model,
+        temperature: input.temperature !== undefined ? input.temperature : cur.temperature,
+        maxTokens: input.maxTokens !== undefined ? input.maxTokens : cur.maxTokens,
         tags: input.tags ? dedupe(input.tags) : cur.tags,
         folderId: input.folderId !== undefined ? input.folderId : cur.folderId,
         status: input.status ?? cur.status,
@@ -345,9 +349,9 @@ export class PromptService {
     // (a PUT may change the prompt's model/temperature/maxTokens without a new version, and the
     // prompt's `model` is the default model for execution — the current version's copy can be stale).
     const pinned = input.version !== undefined && input.version !== prompt.currentVersion ? v : undefined;
-    const model = input.model ?? pinned?.model ?? prompt.model ?? v.model;
-    const temperature = input.temperature ?? pinned?.temperature ?? prompt.temperature ?? v.temperature ?? undefined;
-    const maxTokens = input.maxTokens ?? pinned?.maxTokens ?? prompt.maxTokens ?? v.maxTokens ?? undefined;
+    const model = input.model ?? (pinned ? (pinned.model ?? prompt.model) : prompt.model);
+    const temperature = input.temperature ?? (pinned ? (pinned.temperature ?? prompt.temperature) : prompt.temperature) ?? undefined;
+    const maxTokens = input.maxTokens ?? (pinned ? (pinned.maxTokens ?? prompt.maxTokens) : prompt.maxTokens) ?? undefined;
     const base: Run = {
       runId: uuid(),
       promptId: id,

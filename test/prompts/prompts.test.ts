@@ -430,6 +430,16 @@ describe("test / dry run / runs (gateway double on the context)", () => {
     expect(double.calls.at(-1)).toMatchObject({ model: "gpt-4o-mini", temperature: 0.1, maxTokens: 10, messages: [{ role: "user", content: "q 1" }] });
     await call("POST", `${P}/${p.id}/execute`, A, {});
     expect(double.calls.at(-1)).toMatchObject({ model: "gemini-2.0-flash", temperature: 0.2, maxTokens: 99, messages: [{ role: "user", content: "q2 1" }] });
+    // null clears a default: no temperature/maxTokens is sent; without any model execute is a 400 (the old version's model is not used)
+    const cleared = await call("PUT", `${P}/${p.id}`, A, { temperature: null, maxTokens: null });
+    expect(cleared.body).toMatchObject({ model: "gemini-2.0-flash", temperature: null, maxTokens: null, currentVersion: 2 });
+    await call("POST", `${P}/${p.id}/execute`, A, {});
+    expect(double.calls.at(-1)!.temperature).toBeUndefined();
+    expect(double.calls.at(-1)!.maxTokens).toBeUndefined();
+    expect((await call("PUT", `${P}/${p.id}`, A, { model: null })).body.model).toBeNull();
+    expectError(await call("POST", `${P}/${p.id}/execute`, A, {}), 400, "validation_error", "model");
+    expect((await call("POST", `${P}/${p.id}/execute`, A, { model: "gpt-4o" })).status).toBe(200);
+    expectError(await call("PUT", `${P}/${p.id}`, A, { name: null }), 400, "validation_error", "name");
   });
 
   test("execute a specific version; unknown version 404; no model 400; archived 400 but dry run works", async () => {
