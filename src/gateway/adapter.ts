@@ -64,6 +64,12 @@ export interface StreamCodec {
   replay(body: any, call: ProxyCall, meta: CacheMeta): string[];
   /** a frame telling the client the stream failed, if the style has one */
   errorFrame?(message: string, type?: string): string;
+  /**
+   * live (upstream) streams: rewrite one leading event (its text up to and including the blank
+   * line) to carry the style's cache metadata; undefined = not that event, forward it and offer the
+   * next. Only leading events are held back (until the first one is decorated); the rest stream as is.
+   */
+  liveHead?(event: string, call: ProxyCall, meta: CacheMeta): string | undefined;
 }
 
 export interface RequestInput {

@@ -221,6 +221,35 @@ export class Pipeline {
     const asm = codec?.assembler(x.call);
     const parser = codec ? (codec.format === "sse" ? new SseParser() : codec.format === "json-array" ? new JsonArrayParser() : new NdjsonParser()) : undefined;
     const decoder = new TextDecoder();
+    // leading bytes held back until the style's liveHead has decorated the first event
+    let head: { text: string; decoder: TextDecoder } | undefined = codec?.liveHead ? { text: "", decoder: new TextDecoder() } : undefined;
+    const flushHead = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+      if (head) {
+        const rest = head.text + head.decoder.decode();
+        head = undefined;
+        if (rest) controller.enqueue(enc.encode(rest));
+      }
+    };
+    /** the held-back text with its first data event decorated, or undefined while no complete one has arrived */
+    const decorateHead = (): string | undefined => {
+      let text = head!.text;
+      let out = "";
+      for (;;) {
+        const m = /\r?\n\r?\n/.exec(text);
+        if (!m) {
+          head!.text = text;
+          return out || undefined;
+        }
+        const end = m.index + m[0].length;
+        const decorated = codec!.liveHead!(text.slice(0, end), x.call, meta);
+        if (decorated !== undefined) {
+          head = undefined;
+          return out + decorated + text.slice(end);
+        }
+        out += text.slice(0, end);
+        text = text.slice(end);
+      }
+    };
     let finished = false;
     const finish = () => {
       finished = true;
@@ -231,35 +260,49 @@ export class Pipeline {
       {
         pull: async (controller) => {
           try {
-            const { done, value } = await reader.read();
-            if (done) {
-              if (parser && asm) for (const ev of parser.end()) asm.push(ev);
-              const body = asm?.result();
-              finish();
-              if (codec && body === undefined) {
-                this.ctx.metrics.upstreamErrors.inc({ provider: x.endpoint.provider, kind: "incomplete_stream" });
-                if (codec.errorFrame) controller.enqueue(enc.encode(codec.errorFrame("upstream stream ended before completion")));
-              } else if (body !== undefined) {
-                const usage = x.endpoint.usageOf ? x.endpoint.usageOf(body) : { inputTokens: 0, outputTokens: 0 };
-                if (store && cache) {
-                  try {
-                    await cache.store(store.input, { body, usage }, store.lookup);
-                  } catch (e) {
-                    this.ctx.log.error("cache store failed", { error: String(e) });
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) {
+                flushHead(controller);
+                if (parser && asm) for (const ev of parser.end()) asm.push(ev);
+                const body = asm?.result();
+                finish();
+                if (codec && body === undefined) {
+                  this.ctx.metrics.upstreamErrors.inc({ provider: x.endpoint.provider, kind: "incomplete_stream" });
+                  if (codec.errorFrame) controller.enqueue(enc.encode(codec.errorFrame("upstream stream ended before completion")));
+                } else if (body !== undefined) {
+                  const usage = x.endpoint.usageOf ? x.endpoint.usageOf(body) : { inputTokens: 0, outputTokens: 0 };
+                  if (store && cache) {
+                    try {
+                      await cache.store(store.input, { body, usage }, store.lookup);
+                    } catch (e) {
+                      this.ctx.log.error("cache store failed", { error: String(e) });
+                    }
                   }
+                  this.record(x, meta, usage, true);
                 }
-                this.record(x, meta, usage, true);
+                controller.close();
+                return;
               }
-              controller.close();
-              return;
+              up.deadline.reset();
+              if (parser && asm) for (const ev of parser.push(decoder.decode(value, { stream: true }))) asm.push(ev);
+              if (!head) {
+                controller.enqueue(value);
+                return;
+              }
+              head.text += head.decoder.decode(value, { stream: true });
+              const ready = decorateHead();
+              if (ready !== undefined) {
+                controller.enqueue(enc.encode(ready));
+                return;
+              }
+              // no complete event yet: read on (pull must enqueue before it returns)
             }
-            up.deadline.reset();
-            controller.enqueue(value);
-            if (parser && asm) for (const ev of parser.push(decoder.decode(value, { stream: true }))) asm.push(ev);
           } catch (e) {
             finish();
             const err = this.upstream.classify(x.endpoint.provider, e, up.deadline, this.ctx.config.providers[x.endpoint.provider].timeout_ms);
             if (err instanceof ClientGone) return;
+            flushHead(controller);
             if (codec?.errorFrame) {
               controller.enqueue(enc.encode(codec.errorFrame(err.message, err instanceof ApiError ? err.type : undefined)));
               controller.close();

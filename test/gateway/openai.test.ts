@@ -88,6 +88,29 @@ describe("chat-completions proxy", () => {
     expect(env.fake.requests).toHaveLength(1);
   });
 
+  test("a live streamed miss carries svc_metadata (with the session id) on its first chunk; the rest is forwarded as the provider sent it", async () => {
+    env.fake.reset();
+    const body = { model: "gpt-4o-mini", messages: msgs("Name a river that flows through Vienna."), stream: true, session_id: "sess-live" };
+    const r = await env.gw.api("/v1/chat/completions", { token: env.token, method: "POST", json: body });
+    expect(r.headers.get("x-cache-status")).toBe("MISS");
+    const frames = (await r.text()).trim().split("\n\n");
+    const chunks = frames.filter((f) => f !== "data: [DONE]").map((f) => JSON.parse(f.replace(/^data: /, "")));
+    expect(chunks[0].svc_metadata).toEqual({ cache_hit: false, cache_tier: null, similarity: 0, context_similarity: null, session_id: "sess-live" });
+    expect(chunks.slice(1).every((c) => c.svc_metadata === undefined)).toBe(true);
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("answer #1: Name a river that flows through Vienna.");
+    expect(frames.at(-1)).toBe("data: [DONE]");
+    expect(env.fake.requests[0]!.body.session_id).toBeUndefined();
+    // without a session_id a fresh UUID is reported; BYPASS streams carry it too
+    const b = await env.gw.api("/v1/chat/completions", { token: env.token, method: "POST", headers: { "x-svc-skip-cache": "1" }, json: { ...body, session_id: undefined } });
+    expect(b.headers.get("x-cache-status")).toBe("BYPASS");
+    const first = JSON.parse((await b.text()).split("\n\n")[0]!.replace(/^data: /, ""));
+    expect(first.svc_metadata.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    // the SDK reads the decorated stream unchanged
+    let text = "";
+    for await (const c of await client.chat.completions.create({ model: "gpt-4o-mini", messages: msgs("Name a lake in Switzerland."), stream: true })) text += c.choices[0]?.delta?.content ?? "";
+    expect(text).toBe("answer #3: Name a lake in Switzerland.");
+  });
+
   test("tools: tool-call responses pass through and are cached by the query (JSON and stream)", async () => {
     env.fake.reset();
     const tools = [{ type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }];
