@@ -114,3 +114,25 @@ describe("partitions: a paraphrase under another tool set misses", () => {
     expect((await query({ model: "gpt-4o-mini", messages: ask(para) })).hit).toBe(false);
   });
 });
+
+describe("SVC_CACHE__ENABLED=false", () => {
+  test("nothing is looked up or written; /api/v1/query answers 503 service_unavailable", async () => {
+    const off = await startGateway({ cache: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
+    try {
+      const tok = await off.token("tenant-off", ["ViewMetrics"]);
+      const c = new OpenAI({ apiKey: tok, baseURL: `${off.url}/v1`, maxRetries: 0 });
+      const req = { model: "gpt-4o-mini", messages: [{ role: "user" as const, content: "Is the cache off?" }] };
+      const before = fake.received("/v1/chat/completions").length;
+      for (let i = 0; i < 2; i++) {
+        const r = await c.chat.completions.create(req).withResponse();
+        expect(r.response.headers.get("x-cache-status")).toBe("MISS");
+      }
+      expect(fake.received("/v1/chat/completions").length).toBe(before + 2);
+      const q = await off.api("/api/v1/query", { method: "POST", token: tok, json: req });
+      expect(q.status).toBe(503);
+      expect(((await q.json()) as any).error.type).toBe("service_unavailable");
+    } finally {
+      await off.stop();
+    }
+  });
+});
