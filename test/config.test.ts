@@ -63,4 +63,96 @@ describe("config", () => {
   test("an unreadable SVC_CONFIG file is named in the error", () => {
     expect(() => loadConfig({ SVC_CONFIG: "/nonexistent/svc.yaml" })).toThrow(/SVC_CONFIG: cannot read \/nonexistent\/svc.yaml/);
   });
+
+  test("every CONTRACT.md variable: providers' BASE_URL/API_KEY/TIMEOUT_MS, auth, context cache (doc1 §4.7 names and defaults)", () => {
+    const d = loadConfig({});
+    expect(d.providers.anthropic.base_url).toBe("https://api.anthropic.com");
+    expect(d.providers.gemini.base_url).toBe("https://generativelanguage.googleapis.com");
+    expect(d.providers.cohere.base_url).toBe("https://api.cohere.com");
+    for (const p of ["openai", "anthropic", "gemini", "cohere"] as const) {
+      expect(d.providers[p].api_key).toBeUndefined();
+      expect(d.providers[p].timeout_ms).toBe(120_000);
+    }
+    expect(d.auth.jwt_secret).toBeUndefined();
+    expect(d.auth.jwks_url).toBeUndefined();
+    expect(d.context_cache).toEqual({ enabled: true, stage1_threshold: 0.85, context_hit_threshold: 0.92, query_weight: 0.3, context_weight: 0.7, max_turns: 20 });
+    expect(d.models.routes).toEqual({});
+
+    const c = loadConfig({
+      SVC_SERVER__HOST: "127.0.0.1",
+      SVC_STORAGE__PATH: "/var/lib/svc/svc.db",
+      SVC_AUTH__JWT_SECRET: "0123456789abcdef0123",
+      SVC_AUTH__JWKS_URL: "https://idp.example.com/.well-known/jwks.json",
+      SVC_PROVIDERS__ANTHROPIC__API_KEY: "sk-ant-1",
+      SVC_PROVIDERS__GEMINI__TIMEOUT_MS: "30000",
+      SVC_PROVIDERS__COHERE__BASE_URL: "http://127.0.0.1:9999",
+      SVC_CONTEXT_CACHE__ENABLED: "false",
+      SVC_CONTEXT_CACHE__STAGE1_THRESHOLD: "0.8",
+      SVC_CONTEXT_CACHE__CONTEXT_HIT_THRESHOLD: "0.95",
+      SVC_CONTEXT_CACHE__QUERY_WEIGHT: "0.4",
+      SVC_CONTEXT_CACHE__CONTEXT_WEIGHT: "0.6",
+      SVC_CONTEXT_CACHE__MAX_TURNS: "8",
+      SVC_MODELS__ROUTES: "gpt-*: openai\nmistral-*: openai\nmy-claude: anthropic\n",
+    });
+    expect(c.server.host).toBe("127.0.0.1");
+    expect(c.storage.path).toBe("/var/lib/svc/svc.db");
+    expect(c.auth).toMatchObject({ jwt_secret: "0123456789abcdef0123", jwks_url: "https://idp.example.com/.well-known/jwks.json" });
+    expect(c.providers.anthropic).toEqual({ base_url: "https://api.anthropic.com", api_key: "sk-ant-1", timeout_ms: 120_000 });
+    expect(c.providers.gemini.timeout_ms).toBe(30_000);
+    expect(c.providers.cohere.base_url).toBe("http://127.0.0.1:9999");
+    expect(c.context_cache).toEqual({ enabled: false, stage1_threshold: 0.8, context_hit_threshold: 0.95, query_weight: 0.4, context_weight: 0.6, max_turns: 8 });
+    expect(c.models.routes).toEqual({ "gpt-*": "openai", "mistral-*": "openai", "my-claude": "anthropic" });
+  });
+
+  test("errors name the variable, the map key, or the YAML file and key the bad value came from", () => {
+    const msg = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        return (e as Error).message;
+      }
+      throw new Error("expected a ConfigError");
+    };
+    expect(msg({ SVC_MODELS__ROUTES: '{"llama-*": "ollama"}' })).toBe('SVC_MODELS__ROUTES (key "llama-*"): expected one of "openai", "anthropic", "gemini", "cohere" (got "ollama")');
+    expect(msg({ SVC_EMBEDDING__PROVIDER: "cohere" })).toBe('SVC_EMBEDDING__PROVIDER: expected one of "local", "openai" (got "cohere")');
+    expect(msg({ SVC_PROVIDERS__OPENAI__TIMEOUT_MS: "0" })).toStartWith("SVC_PROVIDERS__OPENAI__TIMEOUT_MS: ");
+    expect(msg({ SVC_AUTH__JWT_SECRET: "short" })).toStartWith("SVC_AUTH__JWT_SECRET: ");
+    expect(msg({ SVC_AUTH__JWKS_URL: "ftp://idp" })).toStartWith("SVC_AUTH__JWKS_URL: ");
+    expect(msg({ SVC_CONTEXT_CACHE__MAX_TURNS: "0" })).toStartWith("SVC_CONTEXT_CACHE__MAX_TURNS: ");
+    expect(msg({ SVC_CONTEXT_CACHE__CONTEXT_HIT_THRESHOLD: "2" })).toStartWith("SVC_CONTEXT_CACHE__CONTEXT_HIT_THRESHOLD: ");
+    expect(msg({ SVC_CONTEXT_CACHE__QUERY_WEIGHT: "0.5" })).toBe("SVC_CONTEXT_CACHE__QUERY_WEIGHT + SVC_CONTEXT_CACHE__CONTEXT_WEIGHT must add up to 1");
+    const dir = mkdtempSync(join(tmpdir(), "svc-cfg-"));
+    try {
+      const file = join(dir, "svc.yaml");
+      writeFileSync(file, 'server:\n  port: 99999\nmodels:\n  routes:\n    "llama-*": ollama\n');
+      expect(msg({ SVC_CONFIG: file })).toBe(`SVC_CONFIG ${file}: server.port: Expected integer to be less or equal to 65535 (got 99999)`);
+      expect(msg({ SVC_CONFIG: file, SVC_SERVER__PORT: "8081" })).toBe(`SVC_CONFIG ${file}: models.routes.llama-*: expected one of "openai", "anthropic", "gemini", "cohere" (got "ollama")`);
+      expect(msg({ SVC_CONFIG: file, SVC_SERVER__PORT: "70000" })).toBe("SVC_SERVER__PORT: Expected integer to be less or equal to 65535 (got 70000)");
+      writeFileSync(file, "- a list\n");
+      expect(msg({ SVC_CONFIG: file })).toBe(`SVC_CONFIG: ${file} must hold a mapping`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("without SVC_AUTH__JWT_SECRET a secret is generated once (0600, with a warning) beside the database and reused", () => {
+    const { resolveJwtSecret } = require("../src/core/auth") as typeof import("../src/core/auth");
+    const { statSync, readFileSync } = require("node:fs") as typeof import("node:fs");
+    const dir = mkdtempSync(join(tmpdir(), "svc-cfg-"));
+    try {
+      const cfg = loadConfig({ SVC_STORAGE__PATH: join(dir, "data", "svc.db") });
+      const warnings: string[] = [];
+      const s1 = resolveJwtSecret(cfg, (m) => warnings.push(m));
+      expect(s1.length).toBeGreaterThanOrEqual(32);
+      expect(warnings).toEqual([`SVC_AUTH__JWT_SECRET is not set; generated one and stored it in ${join(dir, "data", "jwt-secret")}`]);
+      expect(statSync(join(dir, "data", "jwt-secret")).mode & 0o777).toBe(0o600);
+      expect(readFileSync(join(dir, "data", "jwt-secret"), "utf8").trim()).toBe(s1);
+      expect(resolveJwtSecret(cfg, (m) => warnings.push(m))).toBe(s1); // reused, no second warning
+      expect(warnings.length).toBe(1);
+      expect(resolveJwtSecret(loadConfig({ SVC_STORAGE__PATH: join(dir, "data", "svc.db"), SVC_AUTH__JWT_SECRET: "configured-secret-1234" }), () => {})).toBe("configured-secret-1234");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -168,9 +168,30 @@ function coerceEnv(name: string, raw: string, schema: TSchema | undefined): unkn
   return raw;
 }
 
-/** Path (as env variable name) of the first invalid value, for the error message. */
-function envName(path: string): string {
-  return "SVC_" + path.split("/").filter(Boolean).map((s) => s.toUpperCase()).join("__");
+/**
+ * Where the first invalid value came from, for the error message: the environment variable
+ * that set it (a key inside a map such as models.routes is named after the variable), or the
+ * YAML file and the key path inside it.
+ */
+function sourceOf(path: string, fromEnv: Set<string>, file: string | undefined): string {
+  const parts = path.split("/").filter(Boolean);
+  // the longest prefix that is a config variable (not a key of a map like models.routes)
+  let n = 0;
+  let node: TSchema | undefined = ConfigSchema;
+  while (n < parts.length && node?.type === "object" && node.properties?.[parts[n]!]) node = node.properties[parts[n++]!];
+  const variable = "SVC_" + parts.slice(0, Math.max(n, 1)).map((s) => s.toUpperCase()).join("__");
+  const rest = parts.slice(n).join(".");
+  const setByEnv = [...fromEnv].some((p) => path === p || path.startsWith(p + "/"));
+  if (file && !setByEnv) return `SVC_CONFIG ${file}: ${parts.join(".")}`;
+  return rest ? `${variable} (key "${rest}")` : variable;
+}
+
+/** TypeBox says "Expected union value"; for a union of literals name the allowed values. */
+function describeError(e: { message: string; schema: TSchema }): string {
+  const anyOf = (e.schema as { anyOf?: TSchema[] }).anyOf;
+  if (e.message === "Expected union value" && anyOf?.every((b) => "const" in b))
+    return `expected one of ${anyOf.map((b) => JSON.stringify(b.const)).join(", ")}`;
+  return e.message;
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides?: Json): Config {
@@ -185,17 +206,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (typeof fromFile !== "object" || Array.isArray(fromFile)) throw new ConfigError(`SVC_CONFIG: ${file} must hold a mapping`);
   }
   const merged: Json = structuredClone(fromFile);
+  const fromEnv = new Set<string>();
   for (const [name, raw] of Object.entries(env)) {
     if (!name.startsWith("SVC_") || name === "SVC_CONFIG" || raw === undefined) continue;
     const path = name.slice(4).toLowerCase().split("__");
     const schema = schemaAt(path);
     if (!schema) continue; // unknown variables are ignored (they may belong to a newer version)
     setPath(merged, path, coerceEnv(name, raw, schema));
+    fromEnv.add("/" + path.join("/"));
   }
   if (overrides) deepMerge(merged, overrides);
   const full = withDefaults(ConfigSchema, merged);
   const first = Value.Check(ConfigSchema, full) ? undefined : Value.Errors(ConfigSchema, full).First();
-  if (first) throw new ConfigError(`${envName(first.path)}: ${first.message} (got ${JSON.stringify(first.value)})`);
+  if (first) throw new ConfigError(`${sourceOf(first.path, fromEnv, file)}: ${describeError(first)} (got ${JSON.stringify(first.value)})`);
   const cfg = full as Config;
   if (Math.abs(cfg.context_cache.query_weight + cfg.context_cache.context_weight - 1) > 1e-6)
     throw new ConfigError("SVC_CONTEXT_CACHE__QUERY_WEIGHT + SVC_CONTEXT_CACHE__CONTEXT_WEIGHT must add up to 1");
