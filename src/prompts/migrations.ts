@@ -1,4 +1,5 @@
 import type { Migration } from "../storage/migrations";
+import { searchTextOf } from "./search";
 
 export const PROMPTS_MIGRATIONS: Migration[] = [
   {
@@ -87,5 +88,16 @@ export const PROMPTS_MIGRATIONS: Migration[] = [
       );
       CREATE INDEX prompt_chains_tenant ON prompt_chains(tenant_id, created_at);
     `,
+  },
+  {
+    // `search` is case-insensitive beyond ASCII (SQLite's LIKE folds only A-Z): match against a
+    // lower-cased, NFC-normalised copy of name + description kept by the repository
+    id: "0301_prompts_search_text",
+    up: (db) => {
+      db.run("ALTER TABLE prompts ADD COLUMN search_text TEXT NOT NULL DEFAULT ''");
+      const rows = db.query("SELECT id, name, description FROM prompts").all() as Array<{ id: string; name: string; description: string }>;
+      const set = db.query("UPDATE prompts SET search_text = ? WHERE id = ?");
+      for (const r of rows) set.run(searchTextOf(r.name, r.description), r.id);
+    },
   },
 ];

@@ -6,6 +6,7 @@
 import type { Db } from "../storage/db";
 import { TenantDb, type ForTenant } from "../storage/scoped";
 import type { Page } from "../core/pagination";
+import { searchKey, searchTextOf } from "./search";
 import type { Chain, Folder, Prompt, PromptStatus, PromptVersion, Run, RunStatus } from "./types";
 
 export interface Listed<T> {
@@ -124,6 +125,7 @@ const promptParams = (p: Prompt) => ({
   created_by: p.createdBy,
   created_at: p.createdAt,
   updated_at: p.updatedAt,
+  search_text: searchTextOf(p.name, p.description),
 });
 
 interface VersionRow {
@@ -203,8 +205,8 @@ export class SqlPromptStore implements PromptStore {
 
   insertPrompt(p: Prompt) {
     this.db.run(
-      `INSERT INTO prompts (id, tenant_id, name, slug, description, template, variables, model, temperature, max_tokens, tags, folder_id, status, current_version, created_by, created_at, updated_at)
-       VALUES ($id, $tenant, $name, $slug, $description, $template, $variables, $model, $temperature, $max_tokens, $tags, $folder_id, $status, $current_version, $created_by, $created_at, $updated_at)`,
+      `INSERT INTO prompts (id, tenant_id, name, slug, description, template, variables, model, temperature, max_tokens, tags, folder_id, status, current_version, created_by, created_at, updated_at, search_text)
+       VALUES ($id, $tenant, $name, $slug, $description, $template, $variables, $model, $temperature, $max_tokens, $tags, $folder_id, $status, $current_version, $created_by, $created_at, $updated_at, $search_text)`,
       promptParams(p),
     );
   }
@@ -214,7 +216,7 @@ export class SqlPromptStore implements PromptStore {
     this.db.run(
       `UPDATE prompts SET name = $name, description = $description, template = $template, variables = $variables, model = $model,
          temperature = $temperature, max_tokens = $max_tokens, tags = $tags, folder_id = $folder_id, status = $status,
-         current_version = $current_version, updated_at = $updated_at
+         current_version = $current_version, updated_at = $updated_at, search_text = $search_text
        WHERE tenant_id = $tenant AND id = $id`,
       params,
     );
@@ -241,8 +243,8 @@ export class SqlPromptStore implements PromptStore {
     if (f.folderId) (where.push("folder_id = $folder"), (params.folder = f.folderId));
     if (f.tag !== undefined) (where.push("EXISTS (SELECT 1 FROM json_each(prompts.tags) WHERE json_each.value = $tag)"), (params.tag = f.tag));
     if (f.search) {
-      where.push("(name LIKE $search ESCAPE '\\' OR description LIKE $search ESCAPE '\\')");
-      params.search = `%${likeEscape(f.search)}%`;
+      where.push("search_text LIKE $search ESCAPE '\\'");
+      params.search = `%${likeEscape(searchKey(f.search))}%`;
     }
     const w = where.join(" AND ");
     const total = this.db.get<{ n: number }>(`SELECT count(*) AS n FROM prompts WHERE ${w}`, params)!.n;

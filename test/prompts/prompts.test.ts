@@ -170,6 +170,13 @@ describe("list", () => {
     expect((await call("GET", `${P}?search=${encodeURIComponent("50%")}`, t)).body.total).toBe(1);
     expect((await call("GET", `${P}?search=e_x`, t)).body.total).toBe(1);
     expect((await call("GET", `${P}?search=p0`, t)).body.total).toBe(10);
+    // case-insensitive beyond ASCII, and a rename is searchable under the new name only
+    const u = await gw.token("tenant-unicode", [], "u");
+    const e = await create({ name: "École d'été", template: "t", description: "ПРИВЕТ мир" }, u);
+    for (const q of ["école", "ÉCOLE", "ÉTÉ", "привет", "МИР"]) expect((await call("GET", `${P}?search=${encodeURIComponent(q)}`, u)).body.total).toBe(1);
+    await call("PUT", `${P}/${e.id}`, u, { name: "Summer school", description: "" });
+    expect((await call("GET", `${P}?search=${encodeURIComponent("école")}`, u)).body.total).toBe(0);
+    expect((await call("GET", `${P}?search=SUMMER`, u)).body.total).toBe(1);
   });
 
   test("query validation -> 400", async () => {

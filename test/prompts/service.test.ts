@@ -1,6 +1,10 @@
 /** PromptService and FolderService called directly (no HTTP) over an in-memory database. */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Db } from "../../src/storage/db";
+import { MIGRATIONS } from "../../src/storage/migrations";
 import { sqlStores } from "../../src/prompts/repository";
 import { PromptService } from "../../src/prompts/service";
 import { FolderService } from "../../src/prompts/folders.service";
@@ -56,6 +60,30 @@ describe("PromptService", () => {
     victim = svc.create(alice, { name: "Gone too", template: "x", model: "broken" }).id;
     await expect(svc.execute(alice, victim, {})).rejects.toMatchObject({ type: "proxy_error", status: 502 });
     expect(db.get<{ n: number }>("SELECT count(*) AS n FROM prompt_runs r WHERE NOT EXISTS (SELECT 1 FROM prompts p WHERE p.id = r.prompt_id)")!.n).toBe(0);
+  });
+});
+
+describe("migration 0301_prompts_search_text", () => {
+  test("prompts stored before it are found by a case-insensitive, non-ASCII search after it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-prompts-mig-"));
+    const path = join(dir, "svc.db");
+    try {
+      const old = new Db(path, MIGRATIONS.filter((m) => m.id !== "0301_prompts_search_text"));
+      // the pre-0301 schema has no search_text: write the row as the old code did
+      old.run(
+        `INSERT INTO prompts (id, tenant_id, name, slug, description, template, variables, model, temperature, max_tokens, tags, folder_id, status, current_version, created_by, created_at, updated_at)
+         VALUES ('p-old', 't1', 'Überblick', 'uberblick', 'ÅRSRAPPORT', 'x', '[]', NULL, NULL, NULL, '[]', NULL, 'DRAFT', 1, 'alice', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')`,
+      );
+      old.close();
+      const db2 = new Db(path);
+      const svc = new PromptService(sqlStores(db2).prompts, sqlStores(db2).folders, () => undefined);
+      expect(svc.list(alice, { search: "überblick" }, page).items.map((p) => p.id)).toEqual(["p-old"]);
+      expect(svc.list(alice, { search: "årsrapport" }, page).total).toBe(1);
+      expect(svc.list(eve, { search: "überblick" }, page).total).toBe(0);
+      db2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
