@@ -161,6 +161,13 @@ describe("operational endpoints", () => {
     }
     expect(documented.has("PUT /api/v1/rate-limits/{tenant_id}")).toBe(true);
     expect(documented.has("GET /health")).toBe(true);
+    // the bearer credential applies to every route except the open ones (Swagger UI's Authorize button)
+    expect(spec.security).toEqual([{ bearer: [] }]);
+    expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+    for (const p of ["/health", "/ready", "/metrics", "/stats", "/"]) expect(`${p} ${JSON.stringify(spec.paths[p].get.security)}`).toBe(`${p} []`);
+    expect(spec.paths["/api/v1/auth/token"].post.security).toEqual([]);
+    expect(spec.paths["/api/v1/rate-limits/{tenant_id}"].put.security).toBeUndefined(); // inherits bearer
+    expect(spec.paths["/api/v1/rate-limits/{tenant_id}"].put.requestBody).toBeDefined();
     const d = await gw.api("/docs");
     expect(d.status).toBe(200);
     const html = await d.text();

@@ -21,6 +21,6 @@ export const authRoutes = (ctx: AppContext) =>
     {
       body: t.Object({ apiKey: t.String({ minLength: 1, maxLength: 512 }) }),
       response: t.Object({ accessToken: t.String(), tokenType: t.Literal("Bearer"), expiresIn: t.Integer() }),
-      detail: { summary: "Exchange an API key for an access token", tags: ["auth"] },
+      detail: { summary: "Exchange an API key for an access token (rate-limited to 10 per minute per tenant)", tags: ["auth"], security: [] },
     },
   );

@@ -22,8 +22,10 @@ export const docsRoutes = () =>
         documentation: {
           info: { title: "svc", version: pkg.version, description: pkg.description },
           components: {
-            securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
+            securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token (JWT) or an svc API key (svc_...)" } },
           },
+          // every route needs a credential unless it says otherwise (ops endpoints, token exchange)
+          security: [{ bearer: [] }],
         },
         exclude: { paths: [/^\/docs\/assets\//] },
         swagger: {

@@ -97,7 +97,7 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
   new Elysia({ name: "svc-ops" })
     .get("/health", () => ({ status: "ok" as const }), {
       response: Health,
-      detail: { summary: "Liveness: the process serves HTTP", tags: ["ops"] },
+      detail: { summary: "Liveness: the process serves HTTP", tags: ["ops"], security: [] },
     })
     .get(
       "/ready",
@@ -109,12 +109,12 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
         }
         return { status: "ready" as const, checks: r.checks };
       },
-      { response: Ready, detail: { summary: "Readiness: database open, migrations applied, embedding model loaded", tags: ["ops"] } },
+      { response: Ready, detail: { summary: "Readiness: database open, migrations applied, embedding model loaded", tags: ["ops"], security: [] } },
     )
     .get(
       "/metrics",
       async () => new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } }),
-      { detail: { summary: "Prometheus metrics (text exposition format)", tags: ["ops"] } },
+      { detail: { summary: "Prometheus metrics (text exposition format)", tags: ["ops"], security: [] } },
     )
     .get("/stats", () => stats(ctx, observer), {
       response: t.Object({
@@ -131,7 +131,7 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
         }),
         tenants: t.Object({ active: t.Integer() }),
       }),
-      detail: { summary: "Statistics: uptime, request counts, cache hits and misses per tier", tags: ["ops"] },
+      detail: { summary: "Statistics: uptime, request counts, cache hits and misses per tier", tags: ["ops"], security: [] },
     })
     .get(
       "/",
@@ -150,6 +150,6 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
           documentation: t.Object({ openapi: t.String(), swagger: t.String() }),
           endpoints: t.Record(t.String(), t.Object({ method: t.String(), path: t.String() })),
         }),
-        detail: { summary: "Information document", tags: ["ops"] },
+        detail: { summary: "Information document", tags: ["ops"], security: [] },
       },
     );
