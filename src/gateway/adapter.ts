@@ -95,7 +95,7 @@ export interface Endpoint {
   headerSchema?: TSchema;
   headerCheck?: TypeCheck<TSchema>;
   parse(input: RequestInput): ProxyCall;
-  /** cacheable endpoints only */
+  /** tokens of a response: cacheable endpoints, and forwarded ones that bill tokens (embeddings) */
   usageOf?(body: any): Usage;
   textOf?(body: any): string;
   decorate?(body: any, call: ProxyCall, meta: CacheMeta): any;

@@ -144,16 +144,17 @@ export class Pipeline {
     if (!cacheable) {
       if (call.stream) return this.stream(x, undefined, BYPASS);
       const r = await this.upstream.text(this.upstreamReq(x), x.signal);
-      this.record(x, BYPASS, { inputTokens: 0, outputTokens: 0 }, false);
-      if (endpoint.reshape) {
-        let parsed: unknown;
+      let parsed: unknown;
+      if (endpoint.reshape || endpoint.usageOf) {
         try {
           parsed = JSON.parse(r.text);
         } catch {
-          throw new ApiError("proxy_error", `upstream ${endpoint.provider} sent a body that is not JSON`);
+          if (endpoint.reshape) throw new ApiError("proxy_error", `upstream ${endpoint.provider} sent a body that is not JSON`);
         }
-        return { kind: "forward", status: r.status, text: JSON.stringify(endpoint.reshape(parsed, call)), contentType: "application/json", meta: BYPASS };
       }
+      // forwarded calls that bill tokens (embeddings) are accounted with the provider's usage
+      this.record(x, BYPASS, endpoint.usageOf && parsed !== undefined ? endpoint.usageOf(parsed) : { inputTokens: 0, outputTokens: 0 }, false);
+      if (endpoint.reshape) return { kind: "forward", status: r.status, text: JSON.stringify(endpoint.reshape(parsed, call)), contentType: "application/json", meta: BYPASS };
       return { kind: "forward", status: r.status, text: r.text, contentType: r.contentType, meta: BYPASS };
     }
     const cache = x.skipCache ? undefined : this.ctx.cache;

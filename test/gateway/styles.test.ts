@@ -142,6 +142,31 @@ describe.each(STYLES)("$name", (s) => {
   });
 });
 
+describe("forwarded (never cached) calls", () => {
+  test("embeddings are accounted with the provider's token usage; BYPASS; every repeat goes upstream", async () => {
+    env.fake.reset();
+    const tenant = "usage-embeddings";
+    const token = await env.gw.token(tenant);
+    for (let i = 0; i < 2; i++) {
+      let r = await env.gw.api("/v1/embeddings", { method: "POST", token, json: { model: "text-embedding-3-small", input: ["a", "b"] } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("x-cache-status")).toBe("BYPASS");
+      r = await env.gw.api("/v1/embed", { method: "POST", token, json: { texts: ["x", "y", "z"], model: "embed-english-v3.0" } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("x-cache-status")).toBe("BYPASS");
+    }
+    expect(env.fake.received("/v1/embeddings")).toHaveLength(2);
+    expect(env.fake.requests.filter((r) => r.path === "/v1/embed")).toHaveLength(2);
+    const pipeline = (env.gw.ctx as any).pipeline;
+    pipeline.usage.flush();
+    const rows = pipeline.usage.repo(tenant).list();
+    const of = (endpoint: string) => rows.filter((r: any) => r.endpoint === endpoint);
+    expect(of("openai.embeddings")).toHaveLength(2);
+    expect(of("openai.embeddings").every((r: any) => r.inputTokens === 3 && r.outputTokens === 0 && r.cacheStatus === "BYPASS" && r.model === "text-embedding-3-small")).toBe(true);
+    expect(of("cohere.embed").every((r: any) => r.inputTokens === 3 && r.model === "embed-english-v3.0" && r.costSavedUsd === 0)).toBe(true);
+  });
+});
+
 describe("upstream connections", () => {
   test("sequential upstream requests reuse one keep-alive connection", async () => {
     env.fake.reset();

@@ -214,6 +214,7 @@ const embed: Endpoint = compile({
   method: "POST",
   schema: EmbedBody,
   parse: ({ body }) => ({ model: body.model ?? DEFAULT_MODEL, stream: false, key: null, upstream: { method: "POST", path: "/v1/embed", body }, meta: {} }),
+  usageOf: (body) => ({ inputTokens: body?.meta?.billed_units?.input_tokens ?? 0, outputTokens: 0 }),
 });
 
 export const cohere = { wire: cohereWire, chat, generate, embed };

@@ -321,6 +321,7 @@ const embeddings: Endpoint = compile({
   method: "POST",
   schema: EmbeddingsBody,
   parse: ({ body }) => ({ model: body.model, stream: false, key: null, upstream: { method: "POST", path: "/v1/embeddings", body }, meta: {} }),
+  usageOf: (body) => ({ inputTokens: body?.usage?.prompt_tokens ?? 0, outputTokens: 0 }),
 });
 
 export const openai = { wire: openaiWire, chatCompletions, models, model, embeddings };
