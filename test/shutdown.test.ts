@@ -42,7 +42,9 @@ describe("graceful shutdown (SIGTERM)", () => {
   const upstream = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    async fetch() {
+    async fetch(req) {
+      const body = (await req.json()) as { stream?: boolean };
+      if (body.stream) return slowStream();
       upstreamHit();
       await Bun.sleep(1500);
       return Response.json({
@@ -55,6 +57,30 @@ describe("graceful shutdown (SIGTERM)", () => {
       });
     },
   });
+  /** an SSE chat-completions stream: 6 chunks 250 ms apart, then [DONE] */
+  let streamStarted: () => void;
+  const streamCalled = new Promise<void>((r) => (streamStarted = r));
+  function slowStream(): Response {
+    const enc = new TextEncoder();
+    const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+      `data: ${JSON.stringify({ id: "chatcmpl-s", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async start(c) {
+          streamStarted();
+          c.enqueue(enc.encode(chunk({ role: "assistant", content: "" }, null)));
+          for (let i = 0; i < 6; i++) {
+            await Bun.sleep(250);
+            c.enqueue(enc.encode(chunk({ content: `part${i} ` }, null)));
+          }
+          c.enqueue(enc.encode(chunk({}, "stop")));
+          c.enqueue(enc.encode("data: [DONE]\n\n"));
+          c.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  }
   afterAll(() => {
     upstream.stop(true);
     rmSync(dir, { recursive: true, force: true });
@@ -117,6 +143,52 @@ describe("graceful shutdown (SIGTERM)", () => {
       const db = new Database(dbPath, { readonly: true });
       expect(db.query("SELECT tier FROM rate_limit_tiers WHERE tenant_id = 'shutdown-t'").get()).toEqual({ tier: "pro" });
       db.close();
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      const err = await new Response(proc.stderr).text();
+      if (proc.exitCode !== 0) console.error(err);
+    }
+  }, 30_000);
+
+  test("a stream in flight at SIGTERM is delivered whole (every chunk and [DONE]), then exit 0", async () => {
+    const port = await freePort();
+    const proc = Bun.spawn([BUN, "src/main.ts"], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        SVC_SERVER__HOST: "127.0.0.1",
+        SVC_SERVER__PORT: String(port),
+        SVC_STORAGE__PATH: join(dir, "stream.db"),
+        SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET,
+        SVC_PROVIDERS__OPENAI__BASE_URL: `http://127.0.0.1:${upstream.port}`,
+        SVC_SERVER__REQUEST_LOG: "false",
+        SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "10000",
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await waitHealthy(url, proc);
+      const token = await new TokenService(TEST_JWT_SECRET).sign({ tenantId: "shutdown-s" });
+      const r = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-svc-skip-cache": "true" },
+        body: JSON.stringify({ model: "gpt-4o-mini", stream: true, messages: [{ role: "user", content: "stream slowly" }] }),
+      });
+      expect(r.status).toBe(200);
+      await streamCalled;
+      const reader = r.body!.getReader();
+      let text = new TextDecoder().decode((await reader.read()).value); // the first chunk has arrived
+      proc.kill("SIGTERM");
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += new TextDecoder().decode(value);
+      }
+      for (let i = 0; i < 6; i++) expect(text).toContain(`part${i} `);
+      expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+      expect(await proc.exited).toBe(0);
     } finally {
       if (proc.exitCode === null) proc.kill("SIGKILL");
       const err = await new Response(proc.stderr).text();
