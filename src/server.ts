@@ -38,12 +38,7 @@ export async function startServer(config: Config = loadConfig(), opts: ContextOp
     routes: nativeRoutes(ctx),
     async fetch(incoming) {
       const request = await withinBodyLimit(incoming, maxBody);
-      if (!request) {
-        const res = tooLarge(incoming, maxBody);
-        ctx.requests?.start(incoming);
-        ctx.requests?.finish({ request: incoming, route: undefined, status: 413, requestId: res.headers.get("x-request-id")! });
-        return res;
-      }
+      if (!request) return tooLarge(incoming, maxBody, ctx.requests);
       inFlight++;
       try {
         return await handle(request);

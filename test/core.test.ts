@@ -130,6 +130,10 @@ describe("body limit", () => {
       if (!path.includes("/mcp/")) expect(Object.keys(body)).toEqual(["error"]);
     });
   }
+  test("a 413 on a native proxy route is counted in /metrics like any other response", async () => {
+    await fetch(small.url + "/v1/chat/completions", { method: "POST", body: chunked(10_000), headers: { "content-type": "application/json" } });
+    expect(await (await small.api("/metrics")).text()).toContain('svc_http_requests_total{method="POST",route="unmatched",status="413"}');
+  });
   test("chunked body under the limit is served normally", async () => {
     const r = await fetch(small.url + "/api/v1/auth/token", { method: "POST", body: chunked(100), headers: { "content-type": "application/json" } });
     expect(r.status).toBe(401); // parsed and checked: the key is just not valid

@@ -98,10 +98,16 @@ export const kernel = (ctx: AppContext) =>
 
 export { familyOf, UUID_RE };
 
-/** 413 in the path's envelope: the body is larger than server.max_body_bytes. */
-export function tooLarge(request: Request, maxBody: number): Response {
+/**
+ * 413 in the path's envelope: the body is larger than server.max_body_bytes. Counted in the
+ * metrics and the request log like any other response (no route matched yet).
+ */
+export function tooLarge(request: Request, maxBody: number, observer?: AppContext["requests"]): Response {
   const err = new ApiError("invalid_request_error", `request body exceeds ${maxBody} bytes`, undefined, undefined, 413);
-  return errorResponse(err, new URL(request.url).pathname, { "x-request-id": requestIdOf(request) });
+  const requestId = requestIdOf(request);
+  observer?.start(request);
+  observer?.finish({ request, route: undefined, status: 413, requestId });
+  return errorResponse(err, new URL(request.url).pathname, { "x-request-id": requestId });
 }
 
 /**

@@ -108,7 +108,7 @@ export function nativeRoutes(ctx: AppContext): NativeRoutes {
   // the same body limit as the server's fetch handler (src/core/http.ts)
   const g = (fn: Handler): Handler => async (r) => {
     const request = await withinBodyLimit(r, maxBody);
-    return request ? fn(request) : tooLarge(r, maxBody);
+    return request ? fn(request) : tooLarge(r, maxBody, ctx.requests);
   };
   return {
     "/v1/chat/completions": { POST: g((r) => h.chatCompletions(r)) },
