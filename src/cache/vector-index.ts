@@ -14,7 +14,7 @@ import type { Index } from "usearch";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
-export type Quantization = "f32" | "f16";
+export type Quantization = "f32" | "f16" | "i8";
 
 export interface IndexParams {
   dimensions: number;
@@ -61,7 +61,7 @@ export class VectorIndex {
     return new Index({
       dimensions: p.dimensions,
       metric: MetricKind.Cos,
-      quantization: p.quantization === "f16" ? ScalarKind.F16 : ScalarKind.F32,
+      quantization: p.quantization === "f16" ? ScalarKind.F16 : p.quantization === "i8" ? ScalarKind.I8 : ScalarKind.F32,
       connectivity: p.connectivity,
       expansion_add: p.expansionAdd,
       expansion_search: p.expansionSearch,

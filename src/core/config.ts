@@ -84,8 +84,8 @@ export const ConfigSchema = T.Object({
     max_entries_per_tenant: T.Integer({ default: 100_000, minimum: 1 }),
     /** directory for saved vector index files (defaults next to the database) */
     index_dir: T.Optional(T.String()),
-    /** vector index scalar type: f16 halves index memory (the hit decision uses exact f32 cosines either way) */
-    index_quantization: T.Union([T.Literal("f32"), T.Literal("f16")], { default: "f16" }),
+    /** vector index scalar type: f16 halves index memory, i8 quarters it (for ~1M-entry tenants; BENCHMARKS.md); the hit decision uses exact f32 cosines either way */
+    index_quantization: T.Union([T.Literal("f32"), T.Literal("f16"), T.Literal("i8")], { default: "f16" }),
     /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
     index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** how long concurrent identical misses wait for the first one's upstream answer */

@@ -1,0 +1,46 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_INDEX_PARAMS, VectorIndex, type Quantization } from "../../src/cache/vector-index";
+
+// Deterministic pseudo-random unit vectors (no Math.random: the test must be reproducible).
+function unit(seed: number, d = 512): Float32Array {
+  let a = seed >>> 0;
+  const v = new Float32Array(d);
+  let s = 0;
+  for (let i = 0; i < d; i++) {
+    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
+    v[i] = a / 4294967296 - 0.5;
+    s += v[i]! * v[i]!;
+  }
+  for (let i = 0; i < d; i++) v[i]! /= Math.sqrt(s);
+  return v;
+}
+
+const dir = mkdtempSync(join(tmpdir(), "svc-vindex-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("VectorIndex quantizations", () => {
+  for (const q of ["f32", "f16", "i8"] as Quantization[]) {
+    test(`${q}: a near-duplicate finds its entry first, and the saved file reloads only with the same quantization`, () => {
+      const idx = new VectorIndex({ dimensions: 512, quantization: q, ...DEFAULT_INDEX_PARAMS });
+      idx.addMany(Array.from({ length: 500 }, (_, i) => ({ vecKey: i + 1, vec: unit(i + 1) })));
+      for (const k of [1, 250, 500]) {
+        const v = unit(k), noise = unit(10_000 + k);
+        const near = v.map((x, i) => x + 0.3 * noise[i]!);
+        const top = idx.search(near, 3);
+        expect(top[0]!.key).toBe(k);
+        expect(top[0]!.similarity).toBeGreaterThan(0.85);
+      }
+      const file = join(dir, `${q}.usearch`);
+      const fp = { count: 500, maxKey: 500, sumKey: 125_250 };
+      idx.save(file, fp);
+      const again = new VectorIndex({ dimensions: 512, quantization: q, ...DEFAULT_INDEX_PARAMS });
+      expect(again.tryLoad(file, fp)).toBe(true);
+      expect(again.search(unit(7), 1)[0]!.key).toBe(7);
+      const other = new VectorIndex({ dimensions: 512, quantization: q === "i8" ? "f16" : "i8", ...DEFAULT_INDEX_PARAMS });
+      expect(other.tryLoad(file, fp)).toBe(false); // a quantization change forces a rebuild
+    });
+  }
+});
