@@ -156,3 +156,25 @@ describe("config", () => {
     }
   });
 });
+
+describe("embedding and index settings", () => {
+  test("engine, kernel, worker and HNSW parameters come from SVC_* like every other setting", async () => {
+    const c = loadConfig({
+      SVC_EMBEDDING__ENGINE: "tfjs",
+      SVC_EMBEDDING__KERNEL: "wasm",
+      SVC_EMBEDDING__WORKER: "false",
+      SVC_CACHE__INDEX_M: "32",
+      SVC_CACHE__INDEX_EF_CONSTRUCTION: "200",
+    });
+    expect([c.embedding.engine, c.embedding.kernel, c.embedding.worker]).toEqual(["tfjs", "wasm", false]);
+    const { engineSettings } = await import("../src/cache");
+    const s = engineSettings(c);
+    expect([s.connectivity, s.efConstruction]).toEqual([32, 200]);
+    const d = loadConfig({});
+    expect([d.embedding.engine, d.embedding.kernel, d.embedding.worker, d.cache.index_m]).toEqual(["fast", "auto", true, 16]);
+  });
+  test("a bad value names its variable", () => {
+    expect(() => loadConfig({ SVC_EMBEDDING__KERNEL: "avx" })).toThrow(/SVC_EMBEDDING__KERNEL/);
+    expect(() => loadConfig({ SVC_CACHE__INDEX_M: "2" })).toThrow(/SVC_CACHE__INDEX_M/);
+  });
+});

@@ -67,6 +67,9 @@ export interface EngineSettings {
   quantization: Quantization;
   /** HNSW efSearch */
   efSearch: number;
+  /** HNSW M and efConstruction (default DEFAULT_INDEX_PARAMS) */
+  connectivity?: number;
+  efConstruction?: number;
   singleFlightWaitMs: number;
   /** neighbours examined per lookup */
   candidates: number;
@@ -544,7 +547,8 @@ export class SemanticCacheEngine implements CacheEngine {
     idx = new VectorIndex({
       dimensions: this.o.embedder.dimensions,
       quantization: this.o.settings.quantization,
-      ...DEFAULT_INDEX_PARAMS,
+      connectivity: this.o.settings.connectivity ?? DEFAULT_INDEX_PARAMS.connectivity,
+      expansionAdd: this.o.settings.efConstruction ?? DEFAULT_INDEX_PARAMS.expansionAdd,
       expansionSearch: this.o.settings.efSearch,
     });
     const fp = ts.repo.partitionFingerprint(partition);

@@ -34,6 +34,8 @@ export function engineSettings(config: Config): EngineSettings {
     verifyContextTurns: true,
     quantization: c.index_quantization,
     efSearch: c.index_ef_search,
+    connectivity: c.index_m,
+    efConstruction: c.index_ef_construction,
     singleFlightWaitMs: c.single_flight_wait_ms,
     candidates: 8,
   };
@@ -41,7 +43,7 @@ export function engineSettings(config: Config): EngineSettings {
 
 export function embedderFromConfig(config: Config): Embedder {
   const e = config.embedding;
-  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size });
+  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size, engine: e.engine, kernel: e.kernel, worker: e.worker });
 }
 
 /** Saved index files: cache.index_dir, else `<database dir>/cache-index`; none for an in-memory database. */

@@ -73,6 +73,12 @@ export const ConfigSchema = T.Object({
     /** on embedder failure: false (default) = 503 embedding_error, true = serve uncached (X-Cache-Status MISS, nothing written, a warning logged) */
     fail_open: T.Boolean({ default: false }),
     lru_size: T.Integer({ default: 10_000, minimum: 0 }),
+    /** local model implementation: "fast" (TS + WASM SIMD) or "tfjs" (the original TF.js graph; same vectors, slower) */
+    engine: T.Union([T.Literal("fast"), T.Literal("tfjs")], { default: "fast" }),
+    /** matmul kernel of the "fast" engine: auto (fastest the runtime validates), wasm-i16, wasm (f32), js */
+    kernel: T.Union([T.Literal("auto"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
+    /** run the local model in a worker thread (keeps the event loop free during inference) */
+    worker: T.Boolean({ default: true }),
   }),
   cache: Section({
     enabled: T.Boolean({ default: true }),
@@ -86,6 +92,10 @@ export const ConfigSchema = T.Object({
     index_dir: T.Optional(T.String()),
     /** vector index scalar type: f16 halves index memory, i8 quarters it (for ~1M-entry tenants; BENCHMARKS.md); the hit decision uses exact f32 cosines either way */
     index_quantization: T.Union([T.Literal("f32"), T.Literal("f16"), T.Literal("i8")], { default: "f16" }),
+    /** HNSW graph degree (M): 32 keeps recall at 100k–1M entries (BENCHMARKS.md "Index at scale"); changing it rebuilds saved indexes */
+    index_m: T.Integer({ default: 16, minimum: 4, maximum: 64 }),
+    /** HNSW build breadth (efConstruction) */
+    index_ef_construction: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
     index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** how long concurrent identical misses wait for the first one's upstream answer */

@@ -44,3 +44,19 @@ describe("VectorIndex quantizations", () => {
     });
   }
 });
+
+describe("VectorIndex graph degree (SVC_CACHE__INDEX_M)", () => {
+  test("M=32 finds near-duplicates, and a saved M=16 index is rebuilt rather than reused", () => {
+    const fp = { count: 300, maxKey: 300, sumKey: 45_150 };
+    const items = Array.from({ length: 300 }, (_, i) => ({ vecKey: i + 1, vec: unit(i + 1) }));
+    const m16 = new VectorIndex({ dimensions: 512, quantization: "f16", ...DEFAULT_INDEX_PARAMS });
+    m16.addMany(items);
+    const file = join(dir, "m16.usearch");
+    m16.save(file, fp);
+    const m32 = new VectorIndex({ dimensions: 512, quantization: "f16", ...DEFAULT_INDEX_PARAMS, connectivity: 32 });
+    expect(m32.tryLoad(file, fp)).toBe(false);
+    m32.addMany(items);
+    const near = unit(42).map((x, i) => x + 0.3 * unit(20_042)[i]!);
+    expect(m32.search(near, 1)[0]!.key).toBe(42);
+  });
+});

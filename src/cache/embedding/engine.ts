@@ -16,19 +16,29 @@ export interface UseLiteEngine {
   embedFlat(texts: string[]): Float32Array | Promise<Float32Array>;
 }
 
-/** Engine named by env SVC_EMBED_ENGINE ("fast" | "tfjs"), default "fast". */
+/** Which implementation, and for "fast" which matmul kernel (config embedding.engine / embedding.kernel). */
+export interface EngineChoice {
+  engine: UseLiteEngineName;
+  kernel?: UseLiteKernel;
+}
+export type UseLiteKernel = "auto" | "wasm-i16" | "wasm" | "js";
+
+/**
+ * Engine named by SVC_EMBEDDING__ENGINE ("fast" | "tfjs"), default "fast" — the fallback for code
+ * that builds a LocalEmbedder without options (benchmarks); the gateway passes its config.
+ */
 export function defaultEngine(): UseLiteEngineName {
-  const v = process.env.SVC_EMBED_ENGINE;
+  const v = process.env.SVC_EMBEDDING__ENGINE;
   if (v === undefined || v === "" || v === "fast") return "fast";
   if (v === "tfjs") return "tfjs";
-  throw new Error(`SVC_EMBED_ENGINE must be "fast" or "tfjs", got ${JSON.stringify(v)}`);
+  throw new Error(`SVC_EMBEDDING__ENGINE must be "fast" or "tfjs", got ${JSON.stringify(v)}`);
 }
 
-export async function createUseLiteEngine(name: UseLiteEngineName): Promise<UseLiteEngine> {
-  if (name === "tfjs") {
+export async function createUseLiteEngine(choice: EngineChoice): Promise<UseLiteEngine> {
+  if (choice.engine === "tfjs") {
     const { UseLiteModel } = await import("./use-lite");
     return new UseLiteModel();
   }
   const { UseLiteFast } = await import("./use-lite-fast");
-  return new UseLiteFast();
+  return new UseLiteFast(choice.kernel);
 }

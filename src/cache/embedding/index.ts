@@ -9,6 +9,7 @@ import { CachedEmbedder } from "./cached";
 import { RemoteEmbedder } from "./remote";
 import { acquireLocalEmbedder } from "./shared-local";
 import { EmbeddingError, type Embedder } from "./types";
+import type { LocalEmbedderOptions } from "./local";
 
 export { EmbeddingError, dot, l2normalize, type Embedder } from "./types";
 export { LocalEmbedder, type LocalEmbedderOptions } from "./local";
@@ -28,13 +29,17 @@ export interface CreateEmbedderOptions {
   timeoutMs?: number;
   /** Entries in the exact-text LRU (default 10000; 0 disables it). */
   lruSize?: number;
+  /** local: implementation, matmul kernel and worker thread (defaults: "fast", "auto", true). */
+  engine?: LocalEmbedderOptions["engine"];
+  kernel?: LocalEmbedderOptions["kernel"];
+  worker?: boolean;
 }
 
 export function createEmbedder(opts: CreateEmbedderOptions): Embedder {
   let inner: Embedder;
   if (opts.provider === "local") {
     // one model per process, reference-counted (shared-local.ts): the weights are immutable
-    inner = acquireLocalEmbedder({ callTimeoutMs: opts.timeoutMs });
+    inner = acquireLocalEmbedder({ callTimeoutMs: opts.timeoutMs, engine: opts.engine, kernel: opts.kernel, worker: opts.worker });
   } else if (opts.provider === "openai") {
     if (!opts.baseUrl || !opts.model) throw new EmbeddingError("openai embedding provider needs baseUrl and model");
     inner = new RemoteEmbedder({ baseUrl: opts.baseUrl, model: opts.model, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs });

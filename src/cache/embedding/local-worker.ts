@@ -3,22 +3,22 @@
  * inference never block the request thread.
  *
  * Protocol (structured clone):
- *   in:  { type: "load", engine } | { type: "embed", id: number, texts: string[] } | { type: "close" }
+ *   in:  { type: "load", choice: {engine, kernel} } | { type: "embed", id: number, texts: string[] } | { type: "close" }
  *   out: { type: "ready", backend } | { type: "result", id, flat: Float32Array } |
  *        { type: "error", id?: number, message }
  * engine: "fast" (default: use-lite-fast.ts, no TF.js) or "tfjs" (use-lite.ts).
  */
-import { createUseLiteEngine, type UseLiteEngine, type UseLiteEngineName } from "./engine";
+import { createUseLiteEngine, type EngineChoice, type UseLiteEngine } from "./engine";
 
 declare const self: Worker;
 
 let model: UseLiteEngine | null = null;
 let loading: Promise<void> | null = null;
-let engine: UseLiteEngineName = "fast";
+let choice: EngineChoice = { engine: "fast" };
 
 function ensureLoaded(): Promise<void> {
   loading ??= (async () => {
-    const m = await createUseLiteEngine(engine);
+    const m = await createUseLiteEngine(choice);
     await m.load();
     model = m;
   })();
@@ -26,10 +26,10 @@ function ensureLoaded(): Promise<void> {
 }
 
 self.onmessage = async (ev: MessageEvent) => {
-  const msg = ev.data as { type: string; id?: number; texts?: string[]; engine?: UseLiteEngineName };
+  const msg = ev.data as { type: string; id?: number; texts?: string[]; choice?: EngineChoice };
   try {
     if (msg.type === "load") {
-      if (msg.engine && !loading) engine = msg.engine;
+      if (msg.choice && !loading) choice = msg.choice;
       await ensureLoaded();
       self.postMessage({ type: "ready", backend: model!.backend() });
     } else if (msg.type === "embed") {

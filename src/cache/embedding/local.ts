@@ -1,7 +1,7 @@
 /**
  * Built-in local embedder: Universal Sentence Encoder lite (512-d), running in
  * a Bun Worker with micro-batching. Engine (option `engine` or env
- * SVC_EMBED_ENGINE): "fast" (default; TS + WASM SIMD forward pass, see
+ * SVC_EMBEDDING__ENGINE): "fast" (default; TS + WASM SIMD forward pass, see
  * use-lite-fast.ts) or "tfjs" (the package's graph on TF.js WASM); same vectors.
  *
  * - Off the request thread: inference (~3-20 ms per query) runs in a worker,
@@ -12,17 +12,19 @@
  *   `maxBatch` texts). Batching roughly doubles throughput on this model.
  * - Identical texts within a batch are embedded once.
  *
- * Set `worker: false` (or env SVC_EMBED_WORKER=0) to run in-process, e.g.
+ * Set `worker: false` (or env SVC_EMBEDDING__WORKER=false) to run in-process, e.g.
  * for a bundled build where the worker file cannot be resolved.
  */
-import { createUseLiteEngine, defaultEngine, type UseLiteEngine, type UseLiteEngineName } from "./engine";
+import { createUseLiteEngine, defaultEngine, type EngineChoice, type UseLiteEngine, type UseLiteEngineName, type UseLiteKernel } from "./engine";
 import { EmbeddingError, type Embedder } from "./types";
 import { DEFAULT_MAX_CHARS, USE_LITE_DIMS, USE_LITE_ID, prepareText } from "./use-lite-text";
 
 export interface LocalEmbedderOptions {
-  /** Model implementation (default env SVC_EMBED_ENGINE, else "fast"); "tfjs" is the original TF.js backend. */
+  /** Model implementation (default env SVC_EMBEDDING__ENGINE, else "fast"); "tfjs" is the original TF.js backend. */
   engine?: UseLiteEngineName;
-  /** Run the model in a Bun Worker (default true unless env SVC_EMBED_WORKER=0). */
+  /** Matmul kernel of the "fast" engine (default env SVC_EMBEDDING__KERNEL, else "auto": the fastest the runtime supports). */
+  kernel?: UseLiteKernel;
+  /** Run the model in a Bun Worker (default true unless env SVC_EMBEDDING__WORKER=false). */
   worker?: boolean;
   /** How long to wait for more calls before running a batch, in ms (default 0 = the end of the current event-loop turn, via setImmediate). */
   batchWindowMs?: number;
@@ -46,12 +48,12 @@ interface Backend {
 
 class InProcessBackend implements Backend {
   private model: UseLiteEngine | null = null;
-  constructor(private readonly engine: UseLiteEngineName) {}
+  constructor(private readonly choice: EngineChoice) {}
   alive(): boolean {
     return this.model !== null;
   }
   async load(): Promise<string> {
-    const m = await createUseLiteEngine(this.engine);
+    const m = await createUseLiteEngine(this.choice);
     await m.load();
     this.model = m;
     return m.backend();
@@ -83,7 +85,7 @@ class WorkerBackend implements Backend {
   private backendName = "";
 
   constructor(
-    private readonly engine: UseLiteEngineName,
+    private readonly choice: EngineChoice,
     private readonly loadTimeoutMs: number,
     private readonly callTimeoutMs: number,
   ) {}
@@ -165,7 +167,7 @@ class WorkerBackend implements Backend {
       const timer = setTimeout(() => this.fail("timed out loading the local embedding model"), this.loadTimeoutMs);
       this.loadWaiter = { resolve, reject, timer };
       this.updateRef();
-      w.postMessage({ type: "load", engine: this.engine });
+      w.postMessage({ type: "load", choice: this.choice });
     });
     return this.backendName;
   }
@@ -230,15 +232,16 @@ export class LocalEmbedder implements Embedder {
   textsEmbedded = 0;
 
   constructor(opts: LocalEmbedderOptions = {}) {
-    const useWorker = opts.worker ?? process.env.SVC_EMBED_WORKER !== "0";
+    const useWorker = opts.worker ?? !["0", "false"].includes(process.env.SVC_EMBEDDING__WORKER ?? "");
     const engine = opts.engine ?? defaultEngine();
     this.engine = engine;
+    const choice: EngineChoice = { engine, kernel: opts.kernel };
     this.batchWindowMs = opts.batchWindowMs ?? 0;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 64);
     this.maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
     this.backend = useWorker
-      ? new WorkerBackend(engine, opts.loadTimeoutMs ?? 120_000, opts.callTimeoutMs ?? 30_000)
-      : new InProcessBackend(engine);
+      ? new WorkerBackend(choice, opts.loadTimeoutMs ?? 120_000, opts.callTimeoutMs ?? 30_000)
+      : new InProcessBackend(choice);
   }
 
   load(): Promise<void> {

@@ -91,10 +91,10 @@ class Arena {
 export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
 
 function kernelFromEnv(): UseLiteFastKernel | "auto" {
-  const v = process.env.SVC_EMBED_KERNEL;
+  const v = process.env.SVC_EMBEDDING__KERNEL;
   if (v === undefined || v === "" || v === "auto") return "auto";
   if (v === "wasm-i16" || v === "wasm" || v === "js") return v;
-  throw new Error(`SVC_EMBED_KERNEL must be "wasm-i16", "wasm", "js" or "auto", got ${JSON.stringify(v)}`);
+  throw new Error(`SVC_EMBEDDING__KERNEL must be "wasm-i16", "wasm", "js" or "auto", got ${JSON.stringify(v)}`);
 }
 
 export class UseLiteFast {
@@ -125,8 +125,11 @@ export class UseLiteFast {
   private attO = 0;
   private attZero = 0;
 
-  /** `kernel` defaults to env SVC_EMBED_KERNEL ("wasm-i16" | "wasm" | "js"), else "auto" (the fastest this runtime supports). */
-  constructor(private readonly kernel: UseLiteFastKernel | "auto" = kernelFromEnv()) {}
+  /** `kernel` defaults to env SVC_EMBEDDING__KERNEL ("wasm-i16" | "wasm" | "js"), else "auto" (the fastest this runtime supports). */
+  constructor(kernel?: UseLiteFastKernel | "auto") {
+    this.kernel = kernel ?? kernelFromEnv();
+  }
+  private readonly kernel: UseLiteFastKernel | "auto";
 
   backend(): string {
     return this.mmq ? "ts+wasm-i16" : this.mm ? `ts+${this.mm.kind}` : "ts";
