@@ -4,7 +4,7 @@
  * See CONTRACT.md (Commands).
  */
 import { parseArgs } from "node:util";
-import { loadConfig, ConfigError } from "./core/config";
+import { loadConfig, ConfigError, unknownSettings } from "./core/config";
 import { Db } from "./storage/db";
 import { ApiKeyService, TokenService, parsePermissions, resolveJwtSecret } from "./core/auth";
 import { startServer } from "./server";
@@ -55,6 +55,8 @@ async function main(argv: string[]) {
     const running = await startServer(config);
     fatal.setShutdown(() => running.stop());
     running.ctx.log.info("svc listening", { url: `http://${config.server.host}:${running.port}`, version: pkg.version });
+    const unknown = unknownSettings();
+    if (unknown.length) running.ctx.log.warn("ignoring environment variables that name no setting", { variables: unknown });
     let signals = 0;
     const shutdown = async (signal: string) => {
       if (++signals > 1) process.exit(1);

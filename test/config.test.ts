@@ -178,3 +178,12 @@ describe("embedding and index settings", () => {
     expect(() => loadConfig({ SVC_CACHE__INDEX_M: "2" })).toThrow(/SVC_CACHE__INDEX_M/);
   });
 });
+
+describe("unknown SVC_* variables", () => {
+  test("are listed (for the start-up warning) but never fatal", async () => {
+    const { unknownSettings } = await import("../src/core/config");
+    const env = { SVC_SERVER__POTR: "1", SVC_SERVER__PORT: "1", SVC_CONFIG: "x.yaml", SVC_MODELS__ROUTES: "{}", HOME: "/root", SVC_NOPE: "" };
+    expect(unknownSettings(env)).toEqual(["SVC_NOPE", "SVC_SERVER__POTR"]);
+    expect(() => loadConfig({ SVC_SERVER__POTR: "1" })).not.toThrow();
+  });
+});

@@ -204,6 +204,17 @@ function describeError(e: { message: string; schema: TSchema }): string {
   return e.message;
 }
 
+/**
+ * SVC_* variables that name no setting (a typo such as SVC_SERVER__POTR). They are ignored by
+ * loadConfig — an older binary must start with a newer deployment's environment — so `svc serve`
+ * logs them as a warning instead.
+ */
+export function unknownSettings(env: Record<string, string | undefined> = process.env): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith("SVC_") && name !== "SVC_CONFIG" && !schemaAt(name.slice(4).toLowerCase().split("__")))
+    .sort();
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env, overrides?: Json): Config {
   let fromFile: Json = {};
   const file = env.SVC_CONFIG;
