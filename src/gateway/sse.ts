@@ -9,6 +9,15 @@ export interface SseEvent {
   data: string;
 }
 
+/** An event's JSON payload, or undefined when it is not JSON (JSON.parse never yields undefined itself). */
+export function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export class SseParser {
   private buf = "";
   private event: string | undefined;

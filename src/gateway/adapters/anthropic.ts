@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { isGatewayCredential } from "../../core/auth";
-import { sseFrame, chunkText, type SseEvent } from "../sse";
+import { sseFrame, chunkText, parseJson, type SseEvent } from "../sse";
 import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
 
 export const anthropicWire: ProviderWire = {
@@ -114,12 +114,8 @@ class MessageAssembler implements Assembler {
   private failed = false;
 
   push(ev: SseEvent) {
-    let d: any;
-    try {
-      d = JSON.parse(ev.data);
-    } catch {
-      return;
-    }
+    const d = parseJson(ev.data);
+    if (d === undefined) return;
     const type = d.type ?? ev.event;
     switch (type) {
       case "message_start":

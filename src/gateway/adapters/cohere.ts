@@ -5,7 +5,7 @@
  * `response` is the complete non-streamed response) — what the official SDK's CohereClient parses.
  */
 import { t } from "elysia";
-import { chunkText, type SseEvent } from "../sse";
+import { chunkText, parseJson, type SseEvent } from "../sse";
 import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
 
 export const cohereWire: ProviderWire = {
@@ -117,12 +117,8 @@ const chat: Endpoint = compile({
 class ChatStreamAssembler implements Assembler {
   private final: any;
   push(ev: SseEvent) {
-    let d: any;
-    try {
-      d = JSON.parse(ev.data);
-    } catch {
-      return;
-    }
+    const d = parseJson(ev.data);
+    if (d === undefined) return;
     if (d.event_type === "stream-end") this.final = d.finish_reason === "COMPLETE" || d.finish_reason === "MAX_TOKENS" ? d.response : undefined;
   }
   result() {
@@ -181,10 +177,8 @@ class GenerateStreamAssembler implements Assembler {
   private final: any;
   private failed = false;
   push(ev: SseEvent) {
-    let d: any;
-    try {
-      d = JSON.parse(ev.data);
-    } catch {
+    const d = parseJson(ev.data);
+    if (d === undefined) {
       this.failed = true;
       return;
     }

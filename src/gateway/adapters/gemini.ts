@@ -8,7 +8,7 @@
  * share cache entries. The stream's end is its EOF.
  */
 import { t } from "elysia";
-import { sseFrame, chunkText, type SseEvent } from "../sse";
+import { sseFrame, chunkText, parseJson, type SseEvent } from "../sse";
 import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
 
 export const geminiWire: ProviderWire = {
@@ -84,10 +84,8 @@ class GenerateAssembler implements Assembler {
   private failed = false;
 
   push(ev: SseEvent) {
-    let d: any;
-    try {
-      d = JSON.parse(ev.data);
-    } catch {
+    const d = parseJson(ev.data);
+    if (d === undefined) {
       this.failed = true;
       return;
     }

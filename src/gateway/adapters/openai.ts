@@ -4,7 +4,7 @@
  */
 import { t } from "elysia";
 import { uuid } from "../../core/ids";
-import { sseFrame, chunkText, type SseEvent } from "../sse";
+import { sseFrame, chunkText, parseJson, type SseEvent } from "../sse";
 import {
   compile,
   compact,
@@ -113,12 +113,7 @@ const chatCompletions: Endpoint = compile({
         .map((l) => l.slice(5).replace(/^ /, ""))
         .join("\n");
       if (!data || data === "[DONE]") return undefined;
-      let chunk: any;
-      try {
-        chunk = JSON.parse(data);
-      } catch {
-        return undefined;
-      }
+      const chunk = parseJson(data);
       if (!chunk || typeof chunk !== "object" || chunk.error || !Array.isArray(chunk.choices)) return undefined;
       return sseFrame({ ...chunk, svc_metadata: metadata(call, meta) });
     },
@@ -162,12 +157,8 @@ class ChatAssembler implements Assembler {
       this.done = true;
       return;
     }
-    let chunk: any;
-    try {
-      chunk = JSON.parse(ev.data);
-    } catch {
-      return;
-    }
+    const chunk = parseJson(ev.data);
+    if (chunk === undefined) return;
     if (chunk.error) {
       this.done = false;
       this.head = undefined;
