@@ -27,7 +27,7 @@ import type { CacheEngine, CacheKeyInput, CachedPayload, LookupResult, CacheTier
 import { EmbeddingError, dot, type Embedder } from "./embedding/types";
 import { LOW_SCORE, verifyPair } from "./verify";
 import { deriveKeys, sha256, type DerivedKeys } from "./partition";
-import { SqliteCacheRepo, type CacheRepo, type Removed } from "./store";
+import { SqliteCacheRepo, type CacheRepo, type ExactRow, type Removed } from "./store";
 import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "./vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
@@ -105,15 +105,6 @@ interface LookupState {
   noStore?: boolean;
 }
 
-interface ExactMem {
-  vecKey: number;
-  id: string;
-  payload: string;
-  inputTokens: number;
-  outputTokens: number;
-  expiresAt: number | null;
-}
-
 export interface TenantStats {
   entries: number;
   lookups: number;
@@ -145,7 +136,7 @@ const INDEX_SLACK = 0.01;
 
 export class SemanticCacheEngine implements CacheEngine {
   private readonly tenants = new Map<string, TenantState>();
-  private readonly exact: LRUCache<string, ExactMem>;
+  private readonly exact: LRUCache<string, ExactRow>;
   private readonly sessions = new SessionTurns();
   private readonly flights: SingleFlight;
   /** pending hit bookkeeping: tenant -> vecKey -> hits */
@@ -159,7 +150,7 @@ export class SemanticCacheEngine implements CacheEngine {
     this.now = o.now ?? Date.now;
     this.verify = o.verify ?? verifyPair;
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
-    this.exact = new LRUCache<string, ExactMem>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
+    this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     if (o.timers !== false) {
       const flush = setInterval(() => {
         this.flushTouches();
@@ -262,7 +253,7 @@ export class SemanticCacheEngine implements CacheEngine {
     return miss();
   }
 
-  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactMem, sim: number, ctxSim: number | undefined, t0: number): LookupResult {
+  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number): LookupResult {
     ts.stats.hits[tier]++;
     this.touch(tenantId, row.vecKey);
     const lookupMs = performance.now() - t0;
@@ -298,7 +289,7 @@ export class SemanticCacheEngine implements CacheEngine {
     return out;
   }
 
-  private exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): ExactMem | undefined {
+  private exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): ExactRow | undefined {
     const k = `${tenantId}\u0000${exactKey}`;
     let m = this.exact.get(k);
     if (!m) {
