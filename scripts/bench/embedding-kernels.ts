@@ -3,11 +3,12 @@
  *
  *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm,wasm-i16] [--rounds 20]
  *
- * Per query length (5 / 12 / 48 words, the texts of quality-embedding-latency.ts): each round embeds
+ * Per query length (5 / 12 / 48 words, the texts of embedding-queries.ts, shared with quality-embedding-latency.ts): each round embeds
  * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
  * least load-sensitive), the cosine between the kernels' vectors, and load time per kernel.
  */
 import { UseLiteFast, type UseLiteFastKernel } from "../../src/cache/embedding/use-lite-fast";
+import { query, pct } from "./embedding-queries";
 
 const argv = process.argv.slice(2);
 const opt = (name: string, def: string) => {
@@ -16,16 +17,6 @@ const opt = (name: string, def: string) => {
 };
 const kernels = opt("kernels", "wasm,wasm-i16").split(",") as UseLiteFastKernel[];
 const rounds = Number(opt("rounds", "20"));
-const words =
-  "how do i convert a pdf file into word document without losing the format of tables images and fonts on windows mac or linux computers using free software tools online today".split(" ");
-let salt = 0;
-function query(n: number): string {
-  salt++;
-  const w: string[] = [];
-  for (let i = 0; i < n; i++) w.push(words[(i * 7 + salt * 3) % words.length]!);
-  return `${w.join(" ")} ${salt}?`;
-}
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
 const models: UseLiteFast[] = [];

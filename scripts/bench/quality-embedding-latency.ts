@@ -9,20 +9,11 @@
  * calls, LRU off), throughput with N concurrent callers (micro-batching), and RSS.
  */
 import { LocalEmbedder } from "../../src/cache/embedding/local";
+import { query, pct } from "./embedding-queries";
 
 const inProcess = process.argv.includes("--in-process");
 const ei = process.argv.indexOf("--engine");
 const engine = (ei > 0 ? process.argv[ei + 1] : "fast") as "fast" | "tfjs";
-const words =
-  "how do i convert a pdf file into word document without losing the format of tables images and fonts on windows mac or linux computers using free software tools online today".split(" ");
-let salt = 0;
-function query(n: number): string {
-  salt++;
-  const w: string[] = [];
-  for (let i = 0; i < n; i++) w.push(words[(i * 7 + salt * 3) % words.length]!);
-  return `${w.join(" ")} ${salt}?`;
-}
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 const rss0 = process.memoryUsage().rss;
 const emb = new LocalEmbedder({ worker: !inProcess, engine });
