@@ -1,7 +1,7 @@
 /** /api/v1/chains CRUD over HTTP, and chain execution rules at the service level with a recording gateway double. */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { startGateway, type TestGateway } from "../helpers/gateway";
-import { RecordingGateway, body } from "./helpers";
+import type { TestGateway } from "../helpers/gateway";
+import { RecordingGateway, startTwoTenants, apiCaller, expectError } from "./helpers";
 import { ChainService, applyTransform, parsePath } from "../../src/prompts/chains.service";
 import { Db } from "../../src/storage/db";
 import { sqlStores } from "../../src/prompts/repository";
@@ -12,23 +12,10 @@ let A: string;
 let B: string;
 const C = "/api/v1/chains";
 
-beforeAll(async () => {
-  gw = await startGateway({ rate_limits: { enabled: false } });
-  A = await gw.token("tenant-a", [], "alice");
-  B = await gw.token("tenant-b", [], "bob");
-});
+beforeAll(async () => ({ gw, A, B } = await startTwoTenants()));
 afterAll(() => gw.stop());
 
-async function call(method: string, path: string, token: string | undefined, json?: unknown) {
-  const r = await gw.api(path, { method, token, json });
-  return { status: r.status, body: await body(r) };
-}
-function expectError(r: { status: number; body: any }, status: number, type: string, contains?: string) {
-  expect(r.status).toBe(status);
-  expect(r.body.error.type).toBe(type);
-  expect(typeof r.body.error.message).toBe("string");
-  if (contains) expect(r.body.error.message).toContain(contains);
-}
+const call = apiCaller(() => gw);
 
 const steps = [
   { modelId: "gpt-4o-mini", systemPrompt: "Summarise.", maxTokens: 100, temperature: 0.2 },

@@ -1,33 +1,21 @@
 /** /api/v1/folders over HTTP: tree, children lists, get/update/delete rules, validation, isolation. */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { startGateway, type TestGateway } from "../helpers/gateway";
-import { body } from "./helpers";
+import type { TestGateway } from "../helpers/gateway";
+import { startTwoTenants, apiCaller, expectError } from "./helpers";
 
 let gw: TestGateway;
 let A: string;
 let B: string;
 const F = "/api/v1/folders";
 
-beforeAll(async () => {
-  gw = await startGateway({ rate_limits: { enabled: false } });
-  A = await gw.token("tenant-a", [], "alice");
-  B = await gw.token("tenant-b", [], "bob");
-});
+beforeAll(async () => ({ gw, A, B } = await startTwoTenants()));
 afterAll(() => gw.stop());
 
-async function call(method: string, path: string, token: string | undefined, json?: unknown) {
-  const r = await gw.api(path, { method, token, json });
-  return { status: r.status, body: await body(r) };
-}
+const call = apiCaller(() => gw);
 async function folder(name: string, parentId?: string | null, token = A) {
   const r = await call("POST", F, token, { name, parentId });
   expect(r.status).toBe(201);
   return r.body;
-}
-function expectError(r: { status: number; body: any }, status: number, type: string, contains?: string) {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { message: expect.any(String), type } });
-  if (contains) expect(r.body.error.message).toContain(contains);
 }
 
 describe("folders", () => {

@@ -1,8 +1,11 @@
 /**
  * Test support for the prompts domain: a recording GatewayService double for service-level
- * tests (the HTTP-level execute tests use the real gateway and the fake upstream), and a tiny
- * JSON fetch wrapper.
+ * tests (the HTTP-level execute tests use the real gateway and the fake upstream), the HTTP
+ * tests' shared set-up (one gateway, tenants A and B), a tiny JSON fetch wrapper and the error
+ * envelope check.
  */
+import { expect } from "bun:test";
+import { startGateway, type TestGateway } from "../helpers/gateway";
 import type { CompletionRequest, CompletionResult, GatewayService } from "../../src/gateway/types";
 import { ApiError } from "../../src/core/errors";
 
@@ -28,4 +31,28 @@ export async function body(r: Response): Promise<any> {
   } catch {
     return text;
   }
+}
+
+/**
+ * A gateway for one test file with a token for tenant-a (sub alice) and tenant-b (sub bob).
+ * Rate limits are off: functional tests send bursts; rate limits have their own tests.
+ */
+export async function startTwoTenants(): Promise<{ gw: TestGateway; A: string; B: string }> {
+  const gw = await startGateway({ rate_limits: { enabled: false } });
+  return { gw, A: await gw.token("tenant-a", [], "alice"), B: await gw.token("tenant-b", [], "bob") };
+}
+
+/** `call(method, path, token, json?)` against the gateway getGw() returns (read at call time: it starts in beforeAll) */
+export function apiCaller(getGw: () => TestGateway) {
+  return async (method: string, path: string, token: string | undefined, json?: unknown) => {
+    const r = await getGw().api(path, { method, token, json });
+    return { status: r.status, body: await body(r) };
+  };
+}
+
+/** exact status and exactly the doc1 envelope {error:{message,type}}; optionally a substring of the message */
+export function expectError(r: { status: number; body: any }, status: number, type: string, contains?: string) {
+  expect(r.status).toBe(status);
+  expect(r.body).toEqual({ error: { message: expect.any(String), type } });
+  if (contains) expect(r.body.error.message).toContain(contains);
 }

@@ -1,7 +1,7 @@
 /** /api/v1/prompts over HTTP with plain fetch: CRUD, lists, versions, diff, rollback, duplicate, status, runs, isolation. */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { startGateway, type TestGateway } from "../helpers/gateway";
-import { RecordingGateway, body } from "./helpers";
+import type { TestGateway } from "../helpers/gateway";
+import { RecordingGateway, startTwoTenants, apiCaller, expectError } from "./helpers";
 import { ApiError } from "../../src/core/errors";
 
 let gw: TestGateway;
@@ -9,26 +9,14 @@ let A: string; // tenant-a, sub alice
 let B: string; // tenant-b
 const P = "/api/v1/prompts";
 
-beforeAll(async () => {
-  gw = await startGateway({ rate_limits: { enabled: false } }); // functional tests send bursts; rate limits have their own tests
-  A = await gw.token("tenant-a", [], "alice");
-  B = await gw.token("tenant-b", [], "bob");
-});
+beforeAll(async () => ({ gw, A, B } = await startTwoTenants()));
 afterAll(() => gw.stop());
 
-async function call(method: string, path: string, token: string | undefined, json?: unknown) {
-  const r = await gw.api(path, { method, token, json });
-  return { status: r.status, body: await body(r) };
-}
+const call = apiCaller(() => gw);
 async function create(json: Record<string, unknown>, token = A) {
   const r = await call("POST", P, token, json);
   expect(r.status).toBe(201);
   return r.body;
-}
-function expectError(r: { status: number; body: any }, status: number, type: string, contains?: string) {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { message: expect.any(String), type } });
-  if (contains) expect(r.body.error.message).toContain(contains);
 }
 
 describe("create and get", () => {
