@@ -182,27 +182,18 @@ export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions =
   const matchA = new Array<number>(a.content.length).fill(-1);
   const matchB = new Array<number>(b.content.length).fill(-1);
   // Pass 0: identical words (case-insensitive); pass 1: same stem; nearest position first.
-  for (let i = 0; i < a.content.length; i++) {
-    let best = -1;
-    for (let j = 0; j < b.content.length; j++) {
-      if (matchB[j] !== -1 || a.content[i]!.lower !== b.content[j]!.lower) continue;
-      if (best === -1 || Math.abs(j - i) < Math.abs(best - i)) best = j;
-    }
-    if (best !== -1) {
-      matchA[i] = best;
-      matchB[best] = i;
-    }
-  }
-  for (let i = 0; i < a.content.length; i++) {
-    if (matchA[i] !== -1) continue;
-    let best = -1;
-    for (let j = 0; j < b.content.length; j++) {
-      if (matchB[j] !== -1 || a.content[i]!.stem !== b.content[j]!.stem) continue;
-      if (best === -1 || Math.abs(j - i) < Math.abs(best - i)) best = j;
-    }
-    if (best !== -1) {
-      matchA[i] = best;
-      matchB[best] = i;
+  for (const key of ["lower", "stem"] as const) {
+    for (let i = 0; i < a.content.length; i++) {
+      if (matchA[i] !== -1) continue;
+      let best = -1;
+      for (let j = 0; j < b.content.length; j++) {
+        if (matchB[j] !== -1 || a.content[i]![key] !== b.content[j]![key]) continue;
+        if (best === -1 || Math.abs(j - i) < Math.abs(best - i)) best = j;
+      }
+      if (best !== -1) {
+        matchA[i] = best;
+        matchB[best] = i;
+      }
     }
   }
   // Pass 2: spelling variants and typos.
