@@ -7,32 +7,13 @@
 import { describe, expect, test, afterAll } from "bun:test";
 import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { TEST_JWT_SECRET } from "./helpers/gateway";
+import { freePort, waitHealthy, ROOT } from "../scripts/bench/harness";
 import { TokenService } from "../src/core/auth";
 
-const ROOT = resolve(import.meta.dir, "..");
 const BUN = process.execPath;
-
-export async function freePort(): Promise<number> {
-  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const p = s.port!;
-  s.stop(true);
-  return p;
-}
-
-export async function waitHealthy(url: string, proc: { exitCode: number | null }, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode}`);
-    try {
-      if ((await fetch(`${url}/health`)).status === 200) return;
-    } catch {}
-    await Bun.sleep(25);
-  }
-  throw new Error("gateway did not become healthy");
-}
 
 describe("graceful shutdown (SIGTERM)", () => {
   const dir = mkdtempSync(join(tmpdir(), "svc-shutdown-"));
@@ -86,9 +67,9 @@ describe("graceful shutdown (SIGTERM)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test("in-flight request completes, new connections are refused, exit 0, WAL checkpointed", async () => {
+  /** `bun src/main.ts` on a free port over the database file dbPath, with the fake upstream as OpenAI; healthy when it returns */
+  async function startProcess(dbPath: string) {
     const port = await freePort();
-    const dbPath = join(dir, "svc.db");
     const proc = Bun.spawn([BUN, "src/main.ts"], {
       cwd: ROOT,
       env: {
@@ -106,7 +87,24 @@ describe("graceful shutdown (SIGTERM)", () => {
     });
     const url = `http://127.0.0.1:${port}`;
     try {
-      await waitHealthy(url, proc);
+      await waitHealthy(url, proc, 15_000);
+    } catch (e) {
+      await reap(proc);
+      throw e;
+    }
+    return { proc, url };
+  }
+  /** kill a process the test left running; print its stderr unless it exited 0 */
+  async function reap(proc: Bun.Subprocess<"ignore", "pipe", "pipe">) {
+    if (proc.exitCode === null) proc.kill("SIGKILL");
+    const err = await new Response(proc.stderr).text();
+    if (proc.exitCode !== 0) console.error(err);
+  }
+
+  test("in-flight request completes, new connections are refused, exit 0, WAL checkpointed", async () => {
+    const dbPath = join(dir, "svc.db");
+    const { proc, url } = await startProcess(dbPath);
+    try {
       const token = await new TokenService(TEST_JWT_SECRET).sign({ tenantId: "shutdown-t", permissions: ["ManageConfig"] });
       // write something so the WAL has content to checkpoint
       expect((await fetch(`${url}/api/v1/rate-limits/shutdown-t`, { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "pro" }) })).status).toBe(200);
@@ -144,32 +142,13 @@ describe("graceful shutdown (SIGTERM)", () => {
       expect(db.query("SELECT tier FROM rate_limit_tiers WHERE tenant_id = 'shutdown-t'").get()).toEqual({ tier: "pro" });
       db.close();
     } finally {
-      if (proc.exitCode === null) proc.kill("SIGKILL");
-      const err = await new Response(proc.stderr).text();
-      if (proc.exitCode !== 0) console.error(err);
+      await reap(proc);
     }
   }, 30_000);
 
   test("a stream in flight at SIGTERM is delivered whole (every chunk and [DONE]), then exit 0", async () => {
-    const port = await freePort();
-    const proc = Bun.spawn([BUN, "src/main.ts"], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        SVC_SERVER__HOST: "127.0.0.1",
-        SVC_SERVER__PORT: String(port),
-        SVC_STORAGE__PATH: join(dir, "stream.db"),
-        SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET,
-        SVC_PROVIDERS__OPENAI__BASE_URL: `http://127.0.0.1:${upstream.port}`,
-        SVC_SERVER__REQUEST_LOG: "false",
-        SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "10000",
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const url = `http://127.0.0.1:${port}`;
+    const { proc, url } = await startProcess(join(dir, "stream.db"));
     try {
-      await waitHealthy(url, proc);
       const token = await new TokenService(TEST_JWT_SECRET).sign({ tenantId: "shutdown-s" });
       const r = await fetch(`${url}/v1/chat/completions`, {
         method: "POST",
@@ -190,9 +169,7 @@ describe("graceful shutdown (SIGTERM)", () => {
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
       expect(await proc.exited).toBe(0);
     } finally {
-      if (proc.exitCode === null) proc.kill("SIGKILL");
-      const err = await new Response(proc.stderr).text();
-      if (proc.exitCode !== 0) console.error(err);
+      await reap(proc);
     }
   }, 30_000);
 });
