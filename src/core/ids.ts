@@ -2,5 +2,3 @@ export const uuid = (): string => crypto.randomUUID();
 export const now = (): string => new Date().toISOString();
 /** URL-safe random token, e.g. for API keys. */
 export const randomToken = (bytes = 24): string => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("base64url");
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string): boolean => UUID_RE.test(s);

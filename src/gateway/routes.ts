@@ -31,8 +31,6 @@ export function installGateway(ctx: AppContext): Pipeline {
   return pipeline;
 }
 
-export const pipelineOf = (ctx: AppContext) => installGateway(ctx);
-
 const notFound = (request: Request, what: string) => {
   const path = new URL(request.url).pathname;
   return errorResponse(new ApiError("not_found", what), path, { "x-request-id": requestIdOf(request) });

@@ -36,5 +36,3 @@ export function groupOf(method: string, pathname: string): Group {
   if (pathname === "/api/v1/auth/token") return "token_exchange";
   return "admin";
 }
-
-export const isTierName = (s: string): s is TierName => (TIER_NAMES as readonly string[]).includes(s);
