@@ -36,7 +36,7 @@ export class SentencePieceTokenizer {
   /** String length (UTF-16 units) of each vocabulary piece, used when back-tracking. */
   private readonly pieceLen: Int32Array;
 
-  constructor(private readonly vocab: Vocabulary) {
+  constructor(vocab: Vocabulary) {
     this.pieceLen = new Int32Array(vocab.length);
     for (let i = 0; i < vocab.length; i++) this.pieceLen[i] = vocab[i]![0].length;
     for (let i = RESERVED; i < vocab.length; i++) {

@@ -259,7 +259,7 @@ export class UseLiteFast {
 
   /** One chunk: texts whose token counts sum to ≤ MAX_ROWS. */
   private forward(ids: number[][], out: Float32Array): void {
-    const arena = this.arena!, mm = this.mm!;
+    const arena = this.arena!;
     const emb = this.emb!, timing = this.timing!;
     const rows = ids.reduce((n, a) => n + a.length, 0);
     // Layer-0 input x (256 wide), stored in bufR (the residual projection reads it).

@@ -6,7 +6,7 @@
 import { t } from "elysia";
 import { isGatewayCredential } from "../../core/auth";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../sse";
-import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
+import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type Turn } from "../adapter";
 
 export const anthropicWire: ProviderWire = {
   name: "anthropic",

@@ -6,7 +6,7 @@
  */
 import { t } from "elysia";
 import { chunkText, parseJson, type SseEvent } from "../sse";
-import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type ProxyCall, type Turn } from "../adapter";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type Turn } from "../adapter";
 
 export const cohereWire: ProviderWire = {
   name: "cohere",
