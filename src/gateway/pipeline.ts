@@ -11,7 +11,6 @@ import type { AppContext } from "../context";
 import type { CacheKeyInput, LookupResult } from "../cache/types";
 import { ApiError, errorResponse, toApiError } from "../core/errors";
 import { requestIdOf } from "../core/http";
-import type { Principal } from "../core/auth";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./adapter";
 import { SseParser, NdjsonParser, JsonArrayParser } from "./sse";
 import { Upstream, ProviderReply, ClientGone } from "./upstream";
@@ -96,7 +95,7 @@ export class Pipeline {
         skipCache: skip,
         workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
         codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
-        providerKey: wire.passThroughKey?.(request.headers, viaAuthorization(request, principal)),
+        providerKey: wire.passThroughKey?.(request.headers, viaAuthorization(request)),
         clientHeaders: request.headers,
         signal: request.signal,
         requestId,
@@ -337,9 +336,8 @@ export class Pipeline {
 
   private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean) {
     if (usage.inputTokens || usage.outputTokens) {
-      const limiter = this.ctx.rateLimiter as { chargeTokens?: (tenantId: string, tokens: number) => void } | undefined;
       try {
-        limiter?.chargeTokens?.(x.tenantId, usage.inputTokens + usage.outputTokens);
+        this.ctx.rateLimiter?.chargeTokens(x.tenantId, usage.inputTokens + usage.outputTokens);
       } catch (e) {
         this.ctx.log.warn("chargeTokens failed", { error: String(e) });
       }
@@ -372,7 +370,7 @@ function textStream(text: string): ReadableStream<string> {
 
 const isSkip = (v: string | null) => v !== null && (v === "1" || v.toLowerCase() === "true");
 
-function viaAuthorization(request: Request, _p: Principal): "authorization" | "other" {
+function viaAuthorization(request: Request): "authorization" | "other" {
   return /^Bearer\s+/i.test(request.headers.get("authorization") ?? "") ? "authorization" : "other";
 }
 
