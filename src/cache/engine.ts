@@ -95,6 +95,9 @@ export interface EngineOptions {
   timers?: boolean;
 }
 
+/** what lookup() derived for this input (keys, embeddings), carried by its miss so store/singleFlight do not redo it */
+const stateOf = (miss?: LookupResult): LookupState | undefined => (miss && !miss.hit ? (miss.state as LookupState | undefined) : undefined);
+
 interface LookupState {
   keys: DerivedKeys;
   queryVec?: Float32Array;
@@ -341,7 +344,7 @@ export class SemanticCacheEngine implements CacheEngine {
   async store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void> {
     const s = this.o.settings;
     if (!s.enabled || this.closed) return;
-    const st = miss && !miss.hit ? (miss.state as LookupState | undefined) : undefined;
+    const st = stateOf(miss);
     if (st?.noStore) return;
     const keys = st?.keys ?? deriveKeys(input, this.o.embedder.id);
     const state: LookupState = st ?? { keys };
@@ -400,8 +403,8 @@ export class SemanticCacheEngine implements CacheEngine {
     }
   }
 
-  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>): Promise<T> {
-    const keys = deriveKeys(input, this.o.embedder.id);
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T> {
+    const keys = stateOf(miss)?.keys ?? deriveKeys(input, this.o.embedder.id);
     return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
   }
 

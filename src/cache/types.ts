@@ -63,8 +63,8 @@ export interface CacheEngine {
   lookup(input: CacheKeyInput): Promise<LookupResult>;
   /** Write after a complete, successful upstream response. Never call for errors or cut streams. */
   store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void>;
-  /** Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait). */
-  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>): Promise<T>;
+  /** Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait). `miss`, as for store, saves re-deriving the keys. */
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T>;
   /** Remove every entry of a tenant; returns how many were removed. */
   purge(tenantId: string): Promise<number>;
   /** Optional: the tenant's entry count and counters since start (used by GET /api/v1/cache/stats). */

@@ -206,7 +206,7 @@ export class Pipeline {
       }
       return { ok: true, body, usage };
     };
-    const res = cache && input ? await cache.singleFlight(input, fetchAndStore) : await fetchAndStore();
+    const res = cache && input ? await cache.singleFlight(input, fetchAndStore, lookup) : await fetchAndStore();
     if (!res.ok) throw res.reply!;
     this.record(x, meta, res.usage!, false);
     return { kind: "json", body: endpoint.decorate ? endpoint.decorate(res.body, call, meta) : res.body, raw: res.body, meta, usage: res.usage! };
