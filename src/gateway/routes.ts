@@ -46,11 +46,8 @@ export function splitModelPath(rest: string): { model: string; action?: string }
   return { model: decoded };
 }
 
-const modelRest = (request: Request) => {
-  const path = new URL(request.url).pathname;
-  const i = path.indexOf("/models/");
-  return path.slice(i + "/models/".length);
-};
+/** the part of a `/v{1,1beta}/models/<rest>` pathname after `/models/` */
+const modelRest = (path: string) => path.slice(path.indexOf("/models/") + "/models/".length);
 
 /** A Gemini SDK call carries x-goog-api-key or ?key=; the OpenAI SDK uses Authorization. */
 const looksGemini = (request: Request) => request.headers.has("x-goog-api-key") || new URL(request.url).searchParams.has("key");
@@ -64,22 +61,24 @@ export function proxyHandlers(pipeline: Pipeline, native: boolean) {
   const serve = (ep: Endpoint, wire: ProviderWire, template: string) => (request: Request, params: Record<string, string> = {}, body?: unknown) =>
     pipeline.serve(request, ep, wire, params, body, route(template));
   const geminiPost = (request: Request, body?: unknown) => {
-    const prefix = new URL(request.url).pathname.startsWith("/v1beta/") ? "/v1beta" : "/v1";
-    const { model, action } = splitModelPath(modelRest(request));
+    const url = new URL(request.url);
+    const prefix = url.pathname.startsWith("/v1beta/") ? "/v1beta" : "/v1";
+    const { model, action } = splitModelPath(modelRest(url.pathname));
     // streamGenerateContent: SSE with ?alt=sse (the SDKs), else the REST API's streamed JSON array
-    const ep = action === "streamGenerateContent" && new URL(request.url).searchParams.get("alt") !== "sse" ? gemini.streamGenerateContentJson : action ? GEMINI_ACTIONS[action] : undefined;
+    const ep = action === "streamGenerateContent" && url.searchParams.get("alt") !== "sse" ? gemini.streamGenerateContentJson : action ? GEMINI_ACTIONS[action] : undefined;
     if (!ep || !model) return Promise.resolve(notFound(request, `unknown generate-content action '${action ?? ""}'`));
     return pipeline.serve(request, ep, gemini.wire, { model }, body, route(`${prefix}/models/*`));
   };
   const geminiGet = (request: Request) => {
-    const prefix = new URL(request.url).pathname.startsWith("/v1beta/") ? "/v1beta" : "/v1";
-    const { model, action } = splitModelPath(modelRest(request));
+    const path = new URL(request.url).pathname;
+    const prefix = path.startsWith("/v1beta/") ? "/v1beta" : "/v1";
+    const { model, action } = splitModelPath(modelRest(path));
     if (action || !model) return Promise.resolve(notFound(request, "model not found"));
     return pipeline.serve(request, gemini.model, gemini.wire, { model }, undefined, route(`${prefix}/models/*`));
   };
   const v1ModelGet = (request: Request) => {
     if (looksGemini(request)) return geminiGet(request);
-    const id = decodeURIComponent(modelRest(request));
+    const id = decodeURIComponent(modelRest(new URL(request.url).pathname));
     return pipeline.serve(request, openai.model, openai.wire, { model: id }, undefined, route("/v1/models/*"));
   };
   return {
