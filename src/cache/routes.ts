@@ -9,10 +9,9 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context";
 import { kernel } from "../core/http";
-import { ApiError, notFound } from "../core/errors";
+import { ApiError, embeddingUnavailable, notFound } from "../core/errors";
 import { limitOffsetQuery } from "../core/pagination";
 import { ChatCompletionBody, openai } from "../gateway/adapters/openai";
-import { EmbeddingError } from "./embedding/types";
 import type { SemanticCacheEngine } from "./engine";
 import type { CacheKeyInput } from "./types";
 
@@ -73,9 +72,7 @@ export const cacheRoutes = (ctx: AppContext) =>
         try {
           r = await engine.lookup(input);
         } catch (e) {
-          if (e instanceof EmbeddingError || (e as Error)?.name === "EmbeddingError")
-            throw new ApiError("embedding_error", `embedding service unavailable: ${(e as Error).message}`);
-          throw e;
+          throw embeddingUnavailable(e) ?? e;
         }
         if (!r.hit) return { hit: false, tier: null, similarity: 0, contextSimilarity: null, entryId: null, lookupMs: r.lookupMs, response: null };
         return {

@@ -103,6 +103,15 @@ export function errorResponse(err: ApiError, pathname: string, headers?: Record<
   });
 }
 
+/**
+ * An embedder failure (EmbeddingError, matched by name so core does not import the cache domain)
+ * as its 503 embedding_error; undefined for anything else. Proxies, GatewayService and the cache
+ * query route all answer it this way.
+ */
+export function embeddingUnavailable(e: unknown): ApiError | undefined {
+  return (e as Error)?.name === "EmbeddingError" ? new ApiError("embedding_error", `embedding service unavailable: ${(e as Error).message}`) : undefined;
+}
+
 /** Anything thrown that is not an ApiError becomes a 500 without leaking internals. */
 export function toApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;

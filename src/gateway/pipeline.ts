@@ -9,7 +9,7 @@
  */
 import type { AppContext } from "../context";
 import type { CacheKeyInput, LookupResult } from "../cache/types";
-import { ApiError, errorResponse, toApiError } from "../core/errors";
+import { ApiError, embeddingUnavailable, errorResponse, toApiError } from "../core/errors";
 import { requestIdOf } from "../core/http";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./adapter";
 import { SseParser, NdjsonParser, JsonArrayParser } from "./sse";
@@ -130,7 +130,8 @@ export class Pipeline {
 
   private apiError(e: unknown, path: string): ApiError {
     if (e instanceof ApiError) return e;
-    if ((e as Error)?.name === "EmbeddingError") return new ApiError("embedding_error", `embedding service unavailable: ${(e as Error).message}`);
+    const embedding = embeddingUnavailable(e);
+    if (embedding) return embedding;
     this.ctx.log.error("proxy error", { path, error: String((e as Error)?.stack ?? e) });
     return toApiError(e);
   }

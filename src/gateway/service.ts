@@ -3,7 +3,7 @@
  * same pipeline the proxies use — model routing picks the provider style, the style's adapter
  * builds the request, and cache + upstream + usage accounting are shared.
  */
-import { ApiError } from "../core/errors";
+import { ApiError, embeddingUnavailable } from "../core/errors";
 import { uuid } from "../core/ids";
 import type { AppContext } from "../context";
 import type { ProviderName } from "../core/config";
@@ -53,8 +53,7 @@ export class Gateway implements GatewayService {
       });
     } catch (e) {
       if (e instanceof ProviderReply) throw new ApiError("invalid_request_error", `${provider}: ${e.providerMessage()}`);
-      if ((e as Error)?.name === "EmbeddingError") throw new ApiError("embedding_error", `embedding service unavailable: ${(e as Error).message}`);
-      throw e;
+      throw embeddingUnavailable(e) ?? e;
     }
     if (result.kind !== "json") throw new ApiError("internal_error", "unexpected non-JSON completion result");
     return {
