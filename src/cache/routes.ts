@@ -12,6 +12,7 @@ import { kernel } from "../core/http";
 import { ApiError, embeddingUnavailable, notFound } from "../core/errors";
 import { limitOffsetQuery } from "../core/pagination";
 import { ChatCompletionBody, openai } from "../gateway/adapters/openai";
+import { parseCodeContext } from "../gateway/pipeline";
 import type { SemanticCacheEngine } from "./engine";
 import type { CacheKeyInput } from "./types";
 
@@ -19,15 +20,6 @@ function engineOf(ctx: AppContext): SemanticCacheEngine {
   const c = ctx.cache as SemanticCacheEngine | undefined;
   if (!c || !ctx.config.cache.enabled) throw new ApiError("service_unavailable", "the cache is disabled");
   return c;
-}
-
-function codeContextOf(raw: string | null): unknown {
-  if (raw === null || raw === "") return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    throw new ApiError("validation_error", "header 'X-Svc-Code-Context' must be JSON");
-  }
 }
 
 const QueryResponse = t.Object({
@@ -66,7 +58,7 @@ export const cacheRoutes = (ctx: AppContext) =>
           tenantId: principal.tenantId,
           ...call.key!,
           workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
-          codeContext: codeContextOf(request.headers.get("x-svc-code-context")),
+          codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
         };
         let r;
         try {

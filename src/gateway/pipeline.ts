@@ -375,7 +375,8 @@ function viaAuthorization(request: Request): "authorization" | "other" {
   return /^Bearer\s+/i.test(request.headers.get("authorization") ?? "") ? "authorization" : "other";
 }
 
-function parseCodeContext(raw: string | null): unknown {
+/** The X-Svc-Code-Context header's JSON (undefined when absent or empty); 400 when it is not JSON. Also read by POST /api/v1/query. */
+export function parseCodeContext(raw: string | null): unknown {
   if (raw === null || raw === "") return undefined;
   try {
     return JSON.parse(raw);
