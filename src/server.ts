@@ -7,7 +7,7 @@ import type { Server } from "bun";
 import { loadConfig, type Config } from "./core/config";
 import { createContext, createApp, closeContext, type ContextOptions } from "./app";
 import { ApiError, errorResponse } from "./core/errors";
-import { tooLarge, withinBodyLimit } from "./core/http";
+import { withBodyLimit } from "./core/http";
 import type { AppContext } from "./context";
 import { nativeRoutes } from "./gateway/routes";
 
@@ -26,25 +26,26 @@ export async function startServer(config: Config = loadConfig(), opts: ContextOp
   const maxBody = config.server.max_body_bytes;
   const handle = app.fetch;
   let inFlight = 0;
+  const serve = async (request: Request) => {
+    inFlight++;
+    try {
+      return await handle(request);
+    } finally {
+      inFlight--;
+    }
+  };
   const server = Bun.serve({
     hostname: config.server.host,
     port: config.server.port,
-    // Bodies are checked by withinBodyLimit (declared and chunked, reading at most the limit), so
+    // Bodies are checked by withBodyLimit (declared and chunked, reading at most the limit), so
     // Bun's own limit is lifted: it would answer a large declared Content-Length itself with a bare
     // 413 (no envelope, no X-Request-ID) before any handler runs.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 255,
     // proxy hot paths served without the Elysia hop (src/gateway/routes.ts); the rest below
     routes: nativeRoutes(ctx),
-    async fetch(incoming) {
-      const request = await withinBodyLimit(incoming, maxBody);
-      if (!request) return tooLarge(incoming, maxBody, ctx.requests);
-      inFlight++;
-      try {
-        return await handle(request);
-      } finally {
-        inFlight--;
-      }
+    fetch(incoming) {
+      return withBodyLimit(incoming, maxBody, serve, ctx.requests);
     },
     error(e) {
       ctx.log.error("server error", { error: String(e) });

@@ -111,17 +111,26 @@ export function tooLarge(request: Request, maxBody: number, observer?: AppContex
 }
 
 /**
- * Enforce the body limit. A declared Content-Length is checked without reading; a body without
- * one (chunked) is read up to the limit and handed on as a buffered copy of the request.
- * Returns the request to serve, or null when the body is too large.
+ * Serve a request under the body limit. A declared Content-Length is checked without reading and
+ * without an extra await (the proxies' hot path); a body without one (chunked) is read up to the
+ * limit and served as a buffered copy of the request. Too large: 413 in the path's envelope.
  */
-export async function withinBodyLimit(request: Request, maxBody: number): Promise<Request | null> {
+export function withBodyLimit(
+  request: Request,
+  maxBody: number,
+  serve: (request: Request) => Response | Promise<Response>,
+  observer?: AppContext["requests"],
+): Response | Promise<Response> {
   const len = request.headers.get("content-length");
-  if (len !== null) return Number(len) > maxBody ? null : request;
-  if (!request.body) return request;
+  if (len !== null) return Number(len) > maxBody ? tooLarge(request, maxBody, observer) : serve(request);
+  if (!request.body) return serve(request);
+  return readChunked(request, maxBody).then((buffered) => (buffered ? serve(buffered) : tooLarge(request, maxBody, observer)));
+}
+
+async function readChunked(request: Request, maxBody: number): Promise<Request | null> {
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = request.body.getReader();
+  const reader = request.body!.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

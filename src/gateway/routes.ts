@@ -9,7 +9,7 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context";
 import { ApiError, errorResponse } from "../core/errors";
-import { requestIdOf, tooLarge, withinBodyLimit } from "../core/http";
+import { requestIdOf, withBodyLimit } from "../core/http";
 import type { Endpoint, ProviderWire } from "./adapter";
 import { Pipeline } from "./pipeline";
 import { Gateway } from "./service";
@@ -103,10 +103,7 @@ export function nativeRoutes(ctx: AppContext): NativeRoutes {
   const h = proxyHandlers(installGateway(ctx), true);
   const maxBody = ctx.config.server.max_body_bytes;
   // the same body limit as the server's fetch handler (src/core/http.ts)
-  const g = (fn: Handler): Handler => async (r) => {
-    const request = await withinBodyLimit(r, maxBody);
-    return request ? fn(request) : tooLarge(r, maxBody, ctx.requests);
-  };
+  const g = (fn: Handler): Handler => (r) => Promise.resolve(withBodyLimit(r, maxBody, fn, ctx.requests));
   return {
     "/v1/chat/completions": { POST: g((r) => h.chatCompletions(r)) },
     "/v1/embeddings": { POST: g((r) => h.embeddings(r)) },
