@@ -1,95 +1,173 @@
 /**
- * Composition root: builds the AppContext from a Config and mounts every domain's routes.
- * A reader finds an endpoint's code from its URL: /v1*, /v1beta* -> src/gateway, /api/v1/<domain> -> src/<domain>.
+ * The composition root: the one module that knows every domain. It builds core (storage, tokens,
+ * the authenticator, the rate limiter, the HTTP kernel), creates each domain through its factory
+ * with the narrow dependencies it declares, applies every domain's migrations, and mounts the
+ * routes. A reader finds an endpoint's code from its URL: /v1*, /v1beta* -> src/gateway,
+ * /api/v1/<domain> -> src/<domain> (docs/architecture.md has the whole map).
  */
 import { Elysia } from "elysia";
-import type { Config } from "./core/config";
+import type { Config } from "./config";
 import { Db } from "./storage/db";
+import { storageOf, type Storage } from "./storage/scoped";
 import { Logger } from "./core/log";
-import { Authenticator, ApiKeyService, TokenService, resolveJwtSecret } from "./core/auth";
-import { mapError, requestIdOf } from "./core/http";
-import type { AppContext } from "./context";
-import { authRoutes } from "./core/auth.routes";
-import { Metrics } from "./ops/metrics";
-import { RequestObserver } from "./ops/requests";
-import { opsRoutes } from "./ops/routes";
-import { docsRoutes } from "./ops/docs";
-import { RateLimiter, SqliteTierStore, rateLimitRoutes } from "./ratelimit";
-import { promptRoutes } from "./prompts/routes";
-import { installGateway, gatewayRoutes } from "./gateway/routes";
-import { installCache } from "./cache";
-import { cacheRoutes } from "./cache/routes";
+import { Metrics } from "./core/metrics";
+import { Authenticator, TokenService, resolveJwtSecret } from "./core/auth";
+import { Kernel, RequestObserver, type RequestLimiter } from "./core/kernel";
+import type { Domain, NativeRoutes, SocketRoute } from "./core/domain";
+import * as keys from "./keys";
+import * as ratelimit from "./ratelimit";
+import * as embedding from "./embedding";
+import * as cache from "./cache";
+import * as gateway from "./gateway";
+import * as prompts from "./prompts";
+import * as ops from "./ops";
+import type { Embedder } from "./embedding/types";
+import type { Clock } from "./ratelimit/bucket";
+import { buildOpenApi } from "./core/openapi";
+import pkg from "../package.json";
 
-export interface ContextOptions {
+/** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
+export interface AppOptions {
   logger?: Logger;
+  clock?: Clock;
+  limiter?: RequestLimiter & gateway.TokenMeter;
+  completer?: prompts.Completer;
+  embedder?: Embedder;
 }
 
-export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
+export interface App {
+  config: Config;
+  log: Logger;
+  db: Db;
+  storage: Storage;
+  metrics: Metrics;
+  tokens: TokenService;
+  auth: Authenticator;
+  apiKeys: keys.ApiKeyService;
+  limiter: RequestLimiter & gateway.TokenMeter;
+  kernel: Kernel;
+  embedder: Embedder;
+  cache: cache.SemanticCacheEngine;
+  gateway: gateway.GatewayService;
+  usage: ReturnType<typeof gateway.create>["usage"];
+  prompts: prompts.PromptServices;
+  /** named readiness checks behind /ready (a registry: tests may replace a check) */
+  readiness: Record<string, () => boolean>;
+  domains: Domain[];
+  /** native routes (proxies) for Bun.serve's routes table, behind the front door */
+  bunRoutes: ReturnType<Kernel["bunRoutes"]>;
+  sockets: SocketRoute[];
+  /** serve any request through the front door (what Bun.serve's fetch and tests call) */
+  fetch(request: Request): Promise<Response>;
+  startedAt: number;
+}
+
+export function createApp(config: Config, opts: AppOptions = {}): App {
+  const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
+  const metrics = new Metrics();
   const db = new Db(config.storage.path);
-  const tokens = new TokenService(resolveJwtSecret(config, (m) => log.warn(m)), config.auth.jwks_url, config.auth.token_ttl_secs);
-  const apiKeys = new ApiKeyService(db);
-  const ctx: AppContext = {
-    config,
-    db,
+  const storage = storageOf(db);
+  const tokens = new TokenService(resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m)), {
+    ttlSecs: config.auth.token_ttl_secs,
+    maxTtlSecs: config.auth.max_token_ttl_secs,
+    jwksUrl: config.auth.jwks_url,
+  });
+  const apiKeys = keys.createKeyService(storage);
+  const auth = new Authenticator(tokens, [apiKeys]);
+  const rateLimiter = ratelimit.createLimiter({ storage, metrics, config: config.rate_limits, clock: opts.clock });
+  const limiter = opts.limiter ?? rateLimiter;
+  const observer = new RequestObserver(metrics, log, config.server.request_log);
+  const kernel = new Kernel({ auth, limiter, observer, log, maxBodyBytes: config.server.max_body_bytes, maxHeaderBytes: config.server.max_header_bytes });
+
+  const embeddingD = embedding.create({ config: config.embedding, metrics, log, embedder: opts.embedder });
+  const cacheD = cache.create({
+    config: { cache: config.cache, context_cache: config.context_cache, embedding: config.embedding },
+    databasePath: config.storage.path,
+    storage,
+    embedder: embeddingD.service,
+    metrics,
     log,
-    tokens,
-    apiKeys,
-    auth: new Authenticator(tokens, apiKeys),
-    readiness: { database: true, migrations: true, embedder: () => true },
-    startedAt: Date.now(),
-    metrics: new Metrics(),
-    closers: [() => db.close()],
+    kernel,
+  });
+  const gatewayD = gateway.create({
+    config: { providers: config.providers, upstream: config.upstream, models: config.models },
+    cacheEnabled: config.cache.enabled,
+    storage,
+    kernel,
+    metrics,
+    log,
+    cache: cacheD.service,
+    meter: limiter,
+    isGatewayCredential: auth.isGatewayCredential,
+  });
+  const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
+  const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
+  const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
+  const readiness: Record<string, () => boolean> = {
+    database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
+    migrations: () => db.pendingMigrations().length === 0,
+    embedder: () => embeddingD.service.isReady(),
   };
-  ctx.requests = new RequestObserver(ctx);
-  ctx.rateLimiter = new RateLimiter(new SqliteTierStore(db), { enabled: config.rate_limits.enabled, metrics: ctx.metrics });
-  installCache(ctx); // sets ctx.embedder (loading in the background) and ctx.cache
-  installGateway(ctx); // sets ctx.gateway
-  return ctx;
+  let http = new Elysia({ name: "svc" }).use(kernel.plugin());
+  const openapi = () =>
+    buildOpenApi({
+      app: http,
+      kernel,
+      info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
+      operations: gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })),
+      hidden: ["/openapi.json", "/docs"],
+    });
+  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });
+
+  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, opsD];
+  db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
+
+  for (const d of domains) if (d.routes) http = http.use(d.routes);
+  const native: NativeRoutes = Object.assign({}, ...domains.map((d) => d.native ?? {}));
+  kernel.install(http, native);
+
+  return {
+    config,
+    log,
+    db,
+    storage,
+    metrics,
+    tokens,
+    auth,
+    apiKeys,
+    limiter,
+    kernel,
+    embedder: embeddingD.service,
+    cache: cacheD.service,
+    gateway: gatewayD.service,
+    usage: gatewayD.usage,
+    prompts: promptsD.service,
+    readiness,
+    domains,
+    bunRoutes: kernel.bunRoutes(native),
+    sockets: domains.flatMap((d) => d.sockets ?? []),
+    fetch: kernel.fetch,
+    startedAt,
+  };
 }
 
-export function createApp(ctx: AppContext) {
-  const observer = ctx.requests;
-  const app = new Elysia({ name: "svc" })
-    .onRequest(({ request, set }) => {
-      set.headers["x-request-id"] = requestIdOf(request);
-      observer?.start(request);
-    })
-    .onError(({ code, error, request, set }) => {
-      const res = mapError(code, error, request, ctx.log);
-      res.headers.set("x-request-id", String(set.headers["x-request-id"] ?? requestIdOf(request)));
-      set.status = res.status; // seen by onAfterResponse
-      return res;
-    })
-    .onAfterResponse((c) => {
-      const { request, set } = c;
-      const route = (c as { route?: string }).route;
-      const principal = (c as { principal?: { tenantId: string } }).principal;
-      const value = (c as { responseValue?: unknown }).responseValue;
-      observer?.finish({
-        request,
-        route: route || undefined,
-        status: value instanceof Response ? value.status : typeof set.status === "number" ? set.status : 200,
-        requestId: String(set.headers["x-request-id"] ?? ""),
-        tenantId: principal?.tenantId,
-      });
-    })
-    .use(opsRoutes(ctx, observer!))
-    .use(docsRoutes())
-    .use(rateLimitRoutes(ctx))
-    .use(authRoutes(ctx))
-    .use(promptRoutes(ctx))
-    .use(gatewayRoutes(ctx))
-    .use(cacheRoutes(ctx));
-  return app;
+/**
+ * Start the domains' background work (timers, loading the embedding model) — once the server
+ * listens. An app that is only created (the CLI, some tests) runs nothing in the background.
+ */
+export function startApp(app: App) {
+  for (const d of app.domains) d.start?.();
 }
 
-export async function closeContext(ctx: AppContext) {
-  for (const close of [...ctx.closers].reverse()) {
+/** Close every domain (reverse order of creation), then the database. */
+export async function closeApp(app: App) {
+  for (const d of [...app.domains].reverse()) {
     try {
-      await close();
+      await d.close?.();
     } catch (e) {
-      ctx.log.error("error during shutdown", { error: String(e) });
+      app.log.error("error during shutdown", { domain: d.name, error: String(e) });
     }
   }
+  app.db.close();
 }

@@ -4,9 +4,9 @@
  * See CONTRACT.md (Commands).
  */
 import { parseArgs } from "node:util";
-import { loadConfig, ConfigError, unknownSettings } from "./core/config";
-import { Db } from "./storage/db";
-import { ApiKeyService, TokenService, parsePermissions, resolveJwtSecret } from "./core/auth";
+import { loadConfig, ConfigError, unknownSettings } from "./config";
+import { TokenService, parsePermissions, resolveJwtSecret } from "./core/auth";
+import { createApp, closeApp } from "./app";
 import { startServer } from "./server";
 import { Logger } from "./core/log";
 import { installFatalHandlers } from "./core/fatal";
@@ -73,7 +73,10 @@ async function main(argv: string[]) {
     return v;
   };
   if (cmd === "token") {
-    const tokens = new TokenService(resolveJwtSecret(config, (m) => log.warn(m)), undefined, config.auth.token_ttl_secs);
+    const tokens = new TokenService(resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m)), {
+      ttlSecs: config.auth.token_ttl_secs,
+      maxTtlSecs: config.auth.max_token_ttl_secs,
+    });
     const token = await tokens.sign(
       { tenantId: need(values.tenant, "--tenant"), sub: values.sub, permissions: parsePermissions(values.permissions) },
       values.ttl ? parseTtl(values.ttl) : undefined,
@@ -82,9 +85,9 @@ async function main(argv: string[]) {
     return;
   }
   if (cmd === "keys") {
-    const db = new Db(config.storage.path);
+    const app = createApp(config, { logger: log });
     try {
-      const keys = new ApiKeyService(db);
+      const keys = app.apiKeys;
       const tenant = need(values.tenant, "--tenant");
       if (sub === "create") {
         const { key, record } = keys.create(tenant, need(values.name, "--name"), parsePermissions(values.permissions));
@@ -97,7 +100,7 @@ async function main(argv: string[]) {
         process.stderr.write("revoked\n");
       } else throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${USAGE}`);
     } finally {
-      db.close();
+      await closeApp(app);
     }
     return;
   }

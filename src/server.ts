@@ -1,74 +1,86 @@
 /**
- * Start and stop one gateway: Bun.serve in front of the Elysia app, a body-size guard that
- * answers with the spec's envelope, and graceful shutdown (stop accepting, let in-flight
- * requests and streams finish up to server.shutdown_timeout_ms, then close the database).
+ * Start and stop one gateway: Bun.serve in front of the app's front door (native proxy routes
+ * straight from Bun's routes table, everything else through the Elysia app), WebSocket upgrades,
+ * and graceful shutdown (stop accepting, let in-flight requests and streams finish up to
+ * server.shutdown_timeout_ms, then close every domain and the database).
  */
 import type { Server } from "bun";
-import { loadConfig, type Config } from "./core/config";
-import { createContext, createApp, closeContext, type ContextOptions } from "./app";
-import { ApiError, errorResponse } from "./core/errors";
-import { withBodyLimit } from "./core/http";
-import type { AppContext } from "./context";
-import { nativeRoutes } from "./gateway/routes";
+import { loadConfig, type Config } from "./config";
+import { createApp, startApp, closeApp, type App, type AppOptions } from "./app";
+import { ApiError, DOC1, errorResponse } from "./core/errors";
+import { pathOf } from "./core/kernel";
+import type { SocketData } from "./core/domain";
 
 export interface RunningServer {
   url: string;
   port: number;
-  ctx: AppContext;
-  server: Server<unknown>;
+  ctx: App;
+  server: Server<SocketData>;
   /** graceful: waits for in-flight requests up to the configured deadline */
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config = loadConfig(), opts: ContextOptions = {}): Promise<RunningServer> {
-  const ctx = await createContext(config, opts);
-  const app = createApp(ctx);
-  const maxBody = config.server.max_body_bytes;
-  const handle = app.fetch;
+export async function startServer(config: Config = loadConfig(), opts: AppOptions = {}): Promise<RunningServer> {
+  const app = createApp(config, opts);
   let inFlight = 0;
-  const serve = async (request: Request) => {
-    inFlight++;
-    try {
-      return await handle(request);
-    } finally {
-      inFlight--;
-    }
-  };
-  const server = Bun.serve({
+  const sockets = new Map(app.sockets.map((s) => [s.path, s]));
+  const server: Server<SocketData> = Bun.serve<SocketData>({
     hostname: config.server.host,
     port: config.server.port,
-    // Bodies are checked by withBodyLimit (declared and chunked, reading at most the limit), so
-    // Bun's own limit is lifted: it would answer a large declared Content-Length itself with a bare
-    // 413 (no envelope, no X-Request-ID) before any handler runs.
+    // Bodies are checked by the kernel (declared and chunked, reading at most the limit), so Bun's
+    // own limit is lifted: it would answer a large declared Content-Length itself with a bare 413
+    // (no envelope, no X-Request-ID) before any handler runs.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 255,
-    // proxy hot paths served without the Elysia hop (src/gateway/routes.ts); the rest below
-    routes: nativeRoutes(ctx),
-    fetch(incoming) {
-      return withBodyLimit(incoming, maxBody, serve, ctx.requests);
+    // proxy hot paths served without the Elysia hop, behind the same front door
+    routes: app.bunRoutes,
+    async fetch(request, srv) {
+      inFlight++;
+      try {
+        const socket = request.headers.get("upgrade")?.toLowerCase() === "websocket" ? sockets.get(pathOf(request.url)) : undefined;
+        if (!socket) return await app.fetch(request);
+        const admitted = await app.kernel.admit(request);
+        if ("response" in admitted) return admitted.response;
+        let data: unknown;
+        try {
+          data = await socket.upgrade(admitted.request, admitted.state.principal!);
+        } catch (e) {
+          return app.kernel.errorFor(e, admitted.state.mount.envelope, pathOf(request.url));
+        }
+        if (srv.upgrade(admitted.request, { data: { route: socket, data }, headers: { "x-request-id": admitted.state.id } })) return undefined;
+        return errorResponse(new ApiError("invalid_request_error", "WebSocket upgrade failed"), admitted.state.mount.envelope);
+      } finally {
+        inFlight--;
+      }
+    },
+    websocket: {
+      open: (ws) => ws.data.route.open?.(ws),
+      message: (ws, message) => ws.data.route.message?.(ws, message),
+      close: (ws, code, reason) => ws.data.route.close?.(ws, code, reason),
     },
     error(e) {
-      ctx.log.error("server error", { error: String(e) });
-      return errorResponse(new ApiError("internal_error", "internal error"), "/");
+      app.log.error("server error", { error: String(e) });
+      return errorResponse(new ApiError("internal_error", "internal error"), DOC1);
     },
   });
+  startApp(app);
   const port = server.port!;
   const host = config.server.host === "0.0.0.0" ? "127.0.0.1" : config.server.host;
   let stopping: Promise<void> | undefined;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     port,
-    ctx,
+    ctx: app,
     server,
     stop() {
       stopping ??= (async () => {
         const graceful = server.stop(false);
         const deadline = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.server.shutdown_timeout_ms).unref?.());
         if ((await Promise.race([graceful.then(() => "done" as const), deadline])) === "timeout") {
-          ctx.log.warn("shutdown deadline reached; closing remaining connections", { inFlight });
+          app.log.warn("shutdown deadline reached; closing remaining connections", { inFlight });
           await server.stop(true);
         }
-        await closeContext(ctx);
+        await closeApp(app);
       })();
       return stopping;
     },

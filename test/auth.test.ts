@@ -1,8 +1,17 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { SignJWT, generateKeyPair, exportJWK } from "jose";
-import { TokenService, Authenticator, ApiKeyService, hasPermission, requirePermission, extractCredential, PERMISSIONS, parsePermissions, type Principal } from "../src/core/auth";
+import { TokenService, Authenticator, hasPermission, requirePermission, extractCredential, PERMISSIONS, parsePermissions, type Principal } from "../src/core/auth";
 import { ApiError } from "../src/core/errors";
 import { Db } from "../src/storage/db";
+import { storageOf } from "../src/storage/scoped";
+import { createKeyService, isApiKey, KEYS_MIGRATIONS } from "../src/keys";
+
+/** The keys domain's service over a database with its table. */
+const keyService = (path: string) => {
+  const db = new Db(path, [{ domain: "keys", migrations: KEYS_MIGRATIONS }]);
+  return { db, keys: createKeyService(storageOf(db)) };
+};
+const isGatewayCredential = (c: string) => isApiKey(c) || c.split(".").length === 3;
 
 const SECRET = "unit-test-secret-unit-test-secret";
 const key = new TextEncoder().encode(SECRET);
@@ -61,7 +70,7 @@ describe("JWKS (RS256) access tokens", () => {
     privateKey = pair.privateKey as CryptoKey;
     const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
     server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: [jwk] }) });
-    tokens = new TokenService(SECRET, `http://127.0.0.1:${server.port}/.well-known/jwks.json`);
+    tokens = new TokenService(SECRET, { jwksUrl: `http://127.0.0.1:${server.port}/.well-known/jwks.json` });
   });
   afterAll(() => server.stop(true));
   test("a token signed by the JWKS key verifies", async () => {
@@ -112,16 +121,15 @@ describe("permissions", () => {
 describe("credentials and API keys", () => {
   test("the credential is found wherever an SDK puts it", () => {
     const r = (h: Record<string, string>, q = "") => new Request(`http://localhost/v1/x${q}`, { headers: h });
-    expect(extractCredential(r({ authorization: "Bearer abc.def.ghi" }))).toBe("abc.def.ghi");
-    expect(extractCredential(r({ "x-api-key": "svc_key" }))).toBe("svc_key");
-    expect(extractCredential(r({ "x-goog-api-key": "svc_key2" }))).toBe("svc_key2");
-    expect(extractCredential(r({}, "?key=svc_q"))).toBe("svc_q");
-    expect(extractCredential(r({}))).toBeUndefined();
+    expect(extractCredential(r({ authorization: "Bearer abc.def.ghi" }), "sdk", undefined, isGatewayCredential)).toBe("abc.def.ghi");
+    expect(extractCredential(r({ "x-api-key": "svc_key" }), "sdk", undefined, isGatewayCredential)).toBe("svc_key");
+    expect(extractCredential(r({ "x-goog-api-key": "svc_key2" }), "sdk", undefined, isGatewayCredential)).toBe("svc_key2");
+    expect(extractCredential(r({}, "?key=svc_q"), "sdk", undefined, isGatewayCredential)).toBe("svc_q");
+    expect(extractCredential(r({}), "sdk", undefined, isGatewayCredential)).toBeUndefined();
   });
   test("API key: create, authenticate, revoke", async () => {
-    const db = new Db(":memory:");
-    const keys = new ApiKeyService(db);
-    const auth = new Authenticator(new TokenService(SECRET), keys);
+    const { db, keys } = keyService(":memory:");
+    const auth = new Authenticator(new TokenService(SECRET), [keys]);
     const { key, record } = keys.create("acme", "ci", ["ViewKeys"]);
     expect(key.startsWith("svc_")).toBe(true);
     const p = await auth.authenticateCredential(key);
@@ -163,9 +171,9 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     expect(listed.stdout).not.toContain(key);
     expect(JSON.parse(cli("keys", "list", "--tenant", "other-t").stdout)).toEqual([]); // tenant-scoped
 
-    const db = new Db(join(dir, "svc.db"));
+    const { db, keys } = keyService(join(dir, "svc.db"));
     try {
-      const p = await new Authenticator(new TokenService(SECRET), new ApiKeyService(db)).authenticateCredential(key);
+      const p = await new Authenticator(new TokenService(SECRET), [keys]).authenticateCredential(key);
       expect(p).toMatchObject({ tenantId: "cli-t", via: "api_key" });
     } finally {
       db.close();
@@ -178,9 +186,9 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     expect(JSON.parse(cli("keys", "list", "--tenant", "cli-t").stdout)[0].revokedAt).toEqual(expect.any(String));
     expect(cli("keys", "revoke", "--tenant", "cli-t", "--id", id)).toMatchObject({ code: 1, stderr: "api key not found\n" }); // already revoked
 
-    const db2 = new Db(join(dir, "svc.db"));
+    const { db: db2, keys: keys2 } = keyService(join(dir, "svc.db"));
     try {
-      await expectAuthError(new Authenticator(new TokenService(SECRET), new ApiKeyService(db2)).authenticateCredential(key), "invalid API key");
+      await expectAuthError(new Authenticator(new TokenService(SECRET), [keys2]).authenticateCredential(key), "invalid API key");
     } finally {
       db2.close();
     }

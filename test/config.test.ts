@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, ConfigError } from "../src/core/config";
+import { loadConfig, ConfigError } from "../src/config";
 
 describe("config", () => {
   test("defaults with an empty environment", () => {
@@ -141,7 +141,8 @@ describe("config", () => {
     const { statSync, readFileSync } = require("node:fs") as typeof import("node:fs");
     const dir = mkdtempSync(join(tmpdir(), "svc-cfg-"));
     try {
-      const cfg = loadConfig({ SVC_STORAGE__PATH: join(dir, "data", "svc.db") });
+      const loaded = loadConfig({ SVC_STORAGE__PATH: join(dir, "data", "svc.db") });
+      const cfg = { jwtSecret: loaded.auth.jwt_secret, dataPath: loaded.storage.path };
       const warnings: string[] = [];
       const s1 = resolveJwtSecret(cfg, (m) => warnings.push(m));
       expect(s1.length).toBeGreaterThanOrEqual(32);
@@ -150,7 +151,7 @@ describe("config", () => {
       expect(readFileSync(join(dir, "data", "jwt-secret"), "utf8").trim()).toBe(s1);
       expect(resolveJwtSecret(cfg, (m) => warnings.push(m))).toBe(s1); // reused, no second warning
       expect(warnings.length).toBe(1);
-      expect(resolveJwtSecret(loadConfig({ SVC_STORAGE__PATH: join(dir, "data", "svc.db"), SVC_AUTH__JWT_SECRET: "configured-secret-1234" }), () => {})).toBe("configured-secret-1234");
+      expect(resolveJwtSecret({ jwtSecret: "configured-secret-1234", dataPath: join(dir, "data", "svc.db") }, () => {})).toBe("configured-secret-1234");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -181,7 +182,7 @@ describe("embedding and index settings", () => {
 
 describe("unknown SVC_* variables", () => {
   test("are listed (for the start-up warning) but never fatal", async () => {
-    const { unknownSettings } = await import("../src/core/config");
+    const { unknownSettings } = await import("../src/config");
     const env = { SVC_SERVER__POTR: "1", SVC_SERVER__PORT: "1", SVC_CONFIG: "x.yaml", SVC_MODELS__ROUTES: "{}", HOME: "/root", SVC_NOPE: "" };
     expect(unknownSettings(env)).toEqual(["SVC_NOPE", "SVC_SERVER__POTR"]);
     expect(() => loadConfig({ SVC_SERVER__POTR: "1" })).not.toThrow();

@@ -46,8 +46,10 @@ describe("auth token exchange", () => {
 });
 
 describe("errors", () => {
-  test("unknown route -> 404 not_found in the doc1 envelope with X-Request-ID", async () => {
-    const r = await gw.api("/nope");
+  test("unknown route -> 404 not_found in the doc1 envelope with X-Request-ID (401 first without a credential)", async () => {
+    const anonymous = await gw.api("/nope");
+    expect(anonymous.status).toBe(401);
+    const r = await gw.api("/nope", { token: await gw.token("tenant-a") });
     expect(r.status).toBe(404);
     expect((await r.json()).error.type).toBe("not_found");
     expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
@@ -101,43 +103,50 @@ describe("body limit", () => {
       },
     });
   let small: TestGateway;
+  let auth: Record<string, string>;
   beforeAll(async () => {
     small = await startGateway({ server: { max_body_bytes: 4096 } });
+    auth = { authorization: `Bearer ${await small.token("tenant-small")}` };
   });
   afterAll(() => small.stop());
 
-  for (const path of ["/api/v1/auth/token", "/v1/chat/completions", "/api/v1/mcp/servers"]) {
+  // (each domain's own envelope on 413 is checked for every route by the fuzz suite, test/fuzz)
+  for (const path of ["/api/v1/auth/token", "/v1/chat/completions", "/api/v1/prompts"]) {
     test(`chunked body over the limit -> 413 in the envelope of ${path}`, async () => {
-      const r = await fetch(small.url + path, { method: "POST", body: chunked(10_000), headers: { "content-type": "application/json" } });
+      const r = await fetch(small.url + path, { method: "POST", body: chunked(10_000), headers: { "content-type": "application/json", ...auth } });
       expect(r.status).toBe(413);
       expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-      const body = await r.json();
-      const err = path.includes("/mcp/") ? body : body.error;
+      const err = (await r.json()).error;
       expect(err.type).toBe("invalid_request_error");
       expect(err.message).toBe("request body exceeds 4096 bytes");
     });
   }
   // a declared Content-Length far above the limit used to be answered by Bun itself (bare 413,
   // empty body, no X-Request-ID) once it passed Bun's own backstop limit
-  for (const path of ["/api/v1/auth/token", "/v1/chat/completions", "/v1/messages", "/api/v1/mcp/servers", "/api/v1/scim/v2/Users"]) {
+  for (const path of ["/api/v1/auth/token", "/v1/chat/completions", "/v1/messages", "/api/v1/prompts", "/api/v1/chains"]) {
     test(`declared body 50x the limit -> 413 in the envelope of ${path}`, async () => {
-      const r = await fetch(small.url + path, { method: "POST", body: "x".repeat(200_000), headers: { "content-type": "application/json" } });
+      const r = await fetch(small.url + path, { method: "POST", body: "x".repeat(200_000), headers: { "content-type": "application/json", ...auth } });
       expect(r.status).toBe(413);
       expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
       const body = (await r.json()) as any;
-      const err = path.includes("/mcp/") ? body : body.error;
-      expect(err).toEqual({ type: "invalid_request_error", message: "request body exceeds 4096 bytes" });
-      if (!path.includes("/mcp/")) expect(Object.keys(body)).toEqual(["error"]);
+      expect(body.error).toEqual({ type: "invalid_request_error", message: "request body exceeds 4096 bytes" });
+      expect(Object.keys(body)).toEqual(["error"]);
     });
   }
   test("a 413 on a native proxy route is counted in /metrics like any other response", async () => {
     const count = async () => {
-      const line = (await (await small.api("/metrics")).text()).split("\n").find((l) => l.startsWith('svc_http_requests_total{method="POST",route="unmatched",status="413"}'));
+      const line = (await (await small.api("/metrics")).text()).split("\n").find((l) => l.startsWith('svc_http_requests_total{method="POST",route="/v1/chat/completions",status="413"}'));
       return line ? Number(line.split(" ").pop()) : 0;
     };
     const before = await count();
-    await fetch(small.url + "/v1/chat/completions", { method: "POST", body: chunked(10_000), headers: { "content-type": "application/json" } });
+    await fetch(small.url + "/v1/chat/completions", { method: "POST", body: chunked(10_000), headers: { "content-type": "application/json", ...auth } });
     expect(await count()).toBe(before + 1);
+  });
+  test("without a credential an oversize body is answered 401 before it is read (authentication comes first)", async () => {
+    for (const path of ["/v1/chat/completions", "/api/v1/prompts"]) {
+      const r = await fetch(small.url + path, { method: "POST", body: "x".repeat(200_000), headers: { "content-type": "application/json" } });
+      expect(`${path} ${r.status}`).toBe(`${path} 401`);
+    }
   });
   test("chunked body under the limit is served normally", async () => {
     const r = await fetch(small.url + "/api/v1/auth/token", { method: "POST", body: chunked(100), headers: { "content-type": "application/json" } });
@@ -151,7 +160,7 @@ describe("storage", () => {
   const { tmpdir } = require("node:os") as typeof import("node:os");
   const { Db } = require("../src/storage/db") as typeof import("../src/storage/db");
   const { TenantDb } = require("../src/storage/scoped") as typeof import("../src/storage/scoped");
-  const { MIGRATIONS } = require("../src/storage/migrations") as typeof import("../src/storage/migrations");
+  const set = (migrations: import("../src/storage/migrations").Migration[]) => [{ domain: "t", migrations }];
   const dirs: string[] = [];
   const tmp = () => {
     const d = mkdtempSync(join(tmpdir(), "svc-storage-"));
@@ -163,7 +172,7 @@ describe("storage", () => {
   test("pragmas: WAL, busy_timeout 5000, synchronous NORMAL (new and existing file), foreign keys", () => {
     const path = join(tmp(), "svc.db");
     for (let i = 0; i < 2; i++) {
-      const db = new Db(path);
+      const db = new Db(path, []); // opened with its (here: no) migrations
       expect(db.sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
       expect(db.sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
       expect(db.sqlite.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 });
@@ -177,36 +186,82 @@ describe("storage", () => {
     const order: string[] = [];
     const m = (id: string, sql: string) => ({ id, up: (d: import("bun:sqlite").Database) => (order.push(id), d.run(sql)) });
     const first = [m("0002_t_b", "ALTER TABLE t ADD COLUMN b TEXT"), m("0001_t_create", "CREATE TABLE t (a TEXT)")];
-    let db = new Db(path, first);
+    let db = new Db(path, set(first));
     expect(order).toEqual(["0001_t_create", "0002_t_b"]);
-    expect(db.appliedMigrations()).toEqual(["0001_t_create", "0002_t_b"]);
+    expect(db.appliedMigrations()).toEqual(["t/0001_t_create", "t/0002_t_b"]);
     db.run("INSERT INTO t (a, b) VALUES ('x', 'y')");
     db.close();
 
     const more = [...first, m("0003_t_c", "ALTER TABLE t ADD COLUMN c TEXT")];
-    db = new Db(path, more);
+    db = new Db(path, set(more));
     expect(order).toEqual(["0001_t_create", "0002_t_b", "0003_t_c"]); // old ones not re-run
     expect(db.get("SELECT a, b, c FROM t")).toEqual({ a: "x", b: "y", c: null });
     expect(db.pendingMigrations()).toEqual([]);
     db.close();
 
     const broken = [...more, { id: "0004_t_broken", up: "CREATE TABLE u (x TEXT); INSERT INTO nowhere VALUES (1);" }];
-    expect(() => new Db(path, broken)).toThrow();
-    db = new Db(path, more);
-    expect(db.appliedMigrations()).not.toContain("0004_t_broken");
+    expect(() => new Db(path, set(broken))).toThrow();
+    db = new Db(path, set(more));
+    expect(db.appliedMigrations()).not.toContain("t/0004_t_broken");
     expect(db.get("SELECT name FROM sqlite_master WHERE name = 'u'")).toBeUndefined(); // rolled back whole
     db.close();
   });
 
-  test("migration ids are unique and follow NNNN_<domain>_<what>", () => {
-    const ids = MIGRATIONS.map((x) => x.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    for (const id of ids) expect(id).toMatch(/^\d{4}_[a-z]+_[a-z0-9_]+$/);
+  test("migration ids: NNNN_<what> unique within each domain, recorded as <domain>/<id>", async () => {
+    const { loadConfig } = await import("../src/config");
+    const { createApp, closeApp } = await import("../src/app");
+    const { Logger } = await import("../src/core/log");
+    const app = createApp(loadConfig({ SVC_STORAGE__PATH: ":memory:", SVC_AUTH__JWT_SECRET: "x".repeat(32) }), { logger: new Logger("error") });
+    try {
+      const recorded: string[] = [];
+      for (const d of app.domains) {
+        const ids = d.migrations.map((m) => m.id);
+        expect(new Set(ids).size).toBe(ids.length);
+        for (const id of ids) expect(id).toMatch(/^\d{4}_[a-z0-9_]+$/);
+        recorded.push(...ids.map((id) => `${d.name}/${id}`));
+      }
+      expect(app.db.appliedMigrations().sort()).toEqual(recorded.sort());
+    } finally {
+      await closeApp(app);
+    }
+  });
+
+  test("a database written by the build before namespaced ids (683d91c) opens with every row and runs no migration again", async () => {
+    const { copyFileSync } = require("node:fs") as typeof import("node:fs");
+    const fixture = require("./fixtures/main-683d91c.json") as { tenant: string; apiKey: string; promptId: string; legacyMigrations: string[] };
+    const dir = tmp();
+    copyFileSync(join(import.meta.dir, "fixtures/main-683d91c.db"), join(dir, "svc.db"));
+    const { loadConfig } = await import("../src/config");
+    const { createApp, closeApp } = await import("../src/app");
+    const { Logger } = await import("../src/core/log");
+    const app = createApp(loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "x".repeat(32) }), { logger: new Logger("error") });
+    try {
+      const applied = app.db.appliedMigrations();
+      for (const legacy of fixture.legacyMigrations) expect(applied).toContain(legacy); // kept as history
+      expect(app.db.pendingMigrations()).toEqual([]);
+      const count = (table: string) => app.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
+      expect({ keys: count("api_keys"), prompts: count("prompts"), versions: count("prompt_versions"), folders: count("prompt_folders"), chains: count("prompt_chains"), cache: count("cache_entries"), usage: count("usage_records"), tiers: count("rate_limit_tiers") }).toEqual({
+        keys: 1,
+        prompts: 1,
+        versions: 2,
+        folders: 1,
+        chains: 1,
+        cache: 2,
+        usage: 2,
+        tiers: 1,
+      });
+      // and the data is usable through the services: the old key authenticates, the prompt reads
+      expect(app.apiKeys.verify(fixture.apiKey)).toMatchObject({ tenantId: fixture.tenant, via: "api_key" });
+      expect(app.prompts.prompts.get({ tenantId: fixture.tenant, sub: "t" }, fixture.promptId)).toMatchObject({ currentVersion: 2, template: "Hi {{name}}!" });
+      expect(app.cache.stats(fixture.tenant).entries).toBe(2);
+    } finally {
+      await closeApp(app);
+    }
   });
 
   test("tx is IMMEDIATE: it holds the write lock from the start (a second connection cannot write meanwhile)", () => {
     const path = join(tmp(), "svc.db");
-    const a = new Db(path, [{ id: "0001_t", up: "CREATE TABLE t (n INTEGER)" }]);
+    const a = new Db(path, set([{ id: "0001_t", up: "CREATE TABLE t (n INTEGER)" }]));
     const b = new Db(path, []);
     b.sqlite.run("PRAGMA busy_timeout = 0");
     a.tx(() => {
@@ -221,7 +276,7 @@ describe("storage", () => {
   });
 
   test("TenantDb refuses SQL without $tenant and binds the tenant itself", () => {
-    const db = new Db(":memory:", [{ id: "0001_t", up: "CREATE TABLE t (tenant_id TEXT, v TEXT)" }]);
+    const db = new Db(":memory:", set([{ id: "0001_t", up: "CREATE TABLE t (tenant_id TEXT, v TEXT)" }]));
     const a = new TenantDb(db, "a");
     const b = new TenantDb(db, "b");
     a.run("INSERT INTO t (tenant_id, v) VALUES ($tenant, $v)", { v: "secret-a" });
@@ -234,7 +289,7 @@ describe("storage", () => {
 
   test("data survives a restart of the gateway on the same file (keys, tier assignments, jwt secret)", async () => {
     const dir = tmp();
-    const { loadConfig } = await import("../src/core/config");
+    const { loadConfig } = await import("../src/config");
     const { startServer } = await import("../src/server");
     const { Logger } = await import("../src/core/log");
     const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db") }, { server: { host: "127.0.0.1", port: 0, request_log: false } });

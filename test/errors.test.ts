@@ -1,15 +1,27 @@
 import { describe, expect, test } from "bun:test";
-import { ApiError, errorBody, errorResponse, familyOf, toApiError, STATUS_OF, forbidden, notFound } from "../src/core/errors";
+import { ApiError, errorResponse, toApiError, STATUS_OF, forbidden, notFound, DOC1, DOC2, DOC3 } from "../src/core/errors";
+import { testKernel } from "./helpers/kernel";
+
+const errorBody = (e: ApiError, family: "core" | "mcp" | "identity") => ({ core: DOC1, mcp: DOC2, identity: DOC3 })[family].body(e);
 
 describe("envelope families", () => {
-  test("paths pick the family", () => {
-    expect(familyOf("/v1/chat/completions")).toBe("core");
-    expect(familyOf("/api/v1/rate-limits")).toBe("core");
-    expect(familyOf("/api/v1/mcp/servers")).toBe("mcp");
-    expect(familyOf("/api/v1/tool-cache/stats")).toBe("mcp");
-    expect(familyOf("/api/v1/scim/v2/Users")).toBe("identity");
-    expect(familyOf("/api/v1/teams")).toBe("identity");
-    expect(familyOf("/api/v1/teamsx")).toBe("core");
+  test("the mount a path falls under picks the family (longest prefix, at segment boundaries)", () => {
+    const { kernel } = testKernel();
+    kernel.register({ prefix: "/v1", envelope: DOC1 });
+    kernel.register({ prefix: "/api/v1/mcp", envelope: DOC2 });
+    kernel.register({ prefix: "/api/v1/tool-cache", envelope: DOC2 });
+    kernel.register({ prefix: "/api/v1/teams", envelope: DOC3 });
+    kernel.register({ prefix: "/api/v1/scim", envelope: DOC3 });
+    kernel.register({ prefix: "/api/v1/scim/v2/special", envelope: DOC2 });
+    expect(kernel.envelopeOf("/v1/chat/completions")).toBe(DOC1);
+    expect(kernel.envelopeOf("/api/v1/rate-limits")).toBe(DOC1); // no mount: doc1
+    expect(kernel.envelopeOf("/api/v1/mcp/servers")).toBe(DOC2);
+    expect(kernel.envelopeOf("/api/v1/tool-cache/stats")).toBe(DOC2);
+    expect(kernel.envelopeOf("/api/v1/scim/v2/Users")).toBe(DOC3);
+    expect(kernel.envelopeOf("/api/v1/scim/v2/special/x")).toBe(DOC2);
+    expect(kernel.envelopeOf("/api/v1/teams")).toBe(DOC3);
+    expect(kernel.envelopeOf("/api/v1/teamsx")).toBe(DOC1);
+    expect(() => kernel.register({ prefix: "/api/v1/teams", envelope: DOC1 })).toThrow(/two mounts/);
   });
   test("doc1: {error: {message, type}} with retry_after_secs inside error", () => {
     const e = new ApiError("rate_limit_error", "slow down", { retry_after_secs: 3 });
@@ -23,8 +35,8 @@ describe("envelope families", () => {
   test("doc3: {error: {type, message}}", () => {
     expect(errorBody(forbidden("no"), "identity")).toEqual({ error: { type: "authorization_error", message: "no" } });
   });
-  test("errorResponse: status, JSON body by path, extra headers", async () => {
-    const r = errorResponse(new ApiError("rate_limit_error", "x", { retry_after_secs: 1 }, { "retry-after": "1" }), "/api/v1/mcp/servers", { "x-request-id": "r" });
+  test("errorResponse: status, JSON body in the envelope, extra headers", async () => {
+    const r = errorResponse(new ApiError("rate_limit_error", "x", { retry_after_secs: 1 }, { "retry-after": "1" }), DOC2, { "x-request-id": "r" });
     expect(r.status).toBe(429);
     expect(r.headers.get("retry-after")).toBe("1");
     expect(r.headers.get("x-request-id")).toBe("r");

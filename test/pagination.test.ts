@@ -1,7 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { Elysia, t } from "elysia";
-import { PageQuery, SnakePageQuery, limitOffsetQuery, pageOf, pageEnvelope, snakePageEnvelope, snakePageQuery, pageQuery, MAX_PAGE_SIZE, MAX_ROLE_PAGE_SIZE, MAX_PAGE, MAX_OFFSET } from "../src/core/pagination";
-import { mapError } from "../src/core/http";
+import { limitOffsetQuery, pageOf, pageEnvelope, snakePageEnvelope, snakePageQuery, pageQuery, MAX_PAGE_SIZE, MAX_PAGE, MAX_OFFSET } from "../src/core/pagination";
+import { DOC1 } from "../src/core/errors";
+import { testKernel } from "./helpers/kernel";
+
+const PageQuery = pageQuery();
+const SnakePageQuery = snakePageQuery();
+/** doc3 roles allow pages of up to 1000 */
+const MAX_ROLE_PAGE_SIZE = 1000;
 
 describe("page maths", () => {
   test("defaults: page 1, pageSize 20", () => {
@@ -19,15 +25,18 @@ describe("page maths", () => {
 });
 
 describe("query schemas (limits enforced by the schema -> 400 validation_error)", () => {
-  const app = new Elysia()
-    .onError(({ code, error, request }) => mapError(code, error, request))
+  const { kernel } = testKernel();
+  kernel.register({ prefix: "/", envelope: DOC1, auth: "public" });
+  const routes = new Elysia()
+    .use(kernel.plugin())
     .get("/p", ({ query }) => pageOf(query), { query: t.Object(PageQuery) })
     .get("/s", ({ query }) => pageOf(query), { query: t.Object(SnakePageQuery) })
     .get("/m", ({ query }) => query, { query: t.Object(limitOffsetQuery(50, 200)) })
     .get("/roles", ({ query }) => snakePageEnvelope("roles", [], 0, pageOf(query)), { query: t.Object(snakePageQuery(MAX_ROLE_PAGE_SIZE)) })
     .get("/small", ({ query }) => pageOf(query), { query: t.Object(pageQuery(10, 50)) });
+  kernel.install(routes, {});
   const get = async (path: string) => {
-    const r = await app.handle(new Request(`http://localhost${path}`));
+    const r = await kernel.fetch(new Request(`http://localhost${path}`));
     return { status: r.status, body: (await r.json()) as any };
   };
 

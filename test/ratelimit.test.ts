@@ -1,38 +1,50 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { Db } from "../src/storage/db";
-import { FakeClock, RateLimiter, SqliteTierStore, TokenBucket, TIERS, groupOf, type TierStore, type TierAssignment } from "../src/ratelimit";
-import { ApiError } from "../src/core/errors";
+import { FakeClock, RateLimiter, TierStore, TokenBucket, TIERS, RATELIMIT_MIGRATIONS, type TierAssignments, type TierAssignment } from "../src/ratelimit";
+import { ApiError, DOC1 } from "../src/core/errors";
 import type { Principal } from "../src/core/auth";
-import { Metrics } from "../src/ops/metrics";
+import { Metrics, type Counter } from "../src/core/metrics";
+import { storageOf } from "../src/storage/scoped";
+import { groupOf } from "../src/core/kernel";
+import { testKernel } from "./helpers/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
 
 /** In-memory store that counts reads, to prove assignments are cached. */
-class MemStore implements TierStore {
+class MemStore {
   reads = 0;
   m = new Map<string, TierAssignment>();
-  get(t: string) {
-    this.reads++;
-    return this.m.get(t);
-  }
-  set(t: string, tier: any, by: string) {
-    const a = { tenantId: t, tier, updatedAt: new Date().toISOString(), updatedBy: by };
-    this.m.set(t, a);
-    return a;
-  }
-  remove(t: string) {
-    return this.m.delete(t);
-  }
+  /** the limiter's view: one tenant's assignments */
+  readonly forTenant = (t: string): TierAssignments => ({
+    get: () => {
+      this.reads++;
+      return this.m.get(t);
+    },
+    set: (tier, by) => {
+      const a = { tenantId: t, tier, updatedAt: new Date().toISOString(), updatedBy: by };
+      this.m.set(t, a);
+      return a;
+    },
+    remove: () => this.m.delete(t),
+  });
 }
 
+/** The mounts the gateway declares (proxies, memory, token exchange; other admin routes declare no group). */
+const { kernel } = testKernel();
+kernel.register({ prefix: "/v1", envelope: DOC1, rateGroup: "proxy" });
+kernel.register({ prefix: "/v1beta", envelope: DOC1, rateGroup: "proxy" });
+kernel.register({ prefix: "/api/v1/memory", envelope: DOC1, rateGroup: { read: "memory_read", write: "memory_write" } });
+kernel.register({ prefix: "/api/v1/auth", envelope: DOC1, rateGroup: "token_exchange" });
+kernel.register({ prefix: "/api/v1/rate-limits", envelope: DOC1 });
+const groupFor = (method: string, path: string) => groupOf(kernel.mountOf(path), method);
+
 const principal = (tenantId: string): Principal => ({ tenantId, sub: tenantId, permissions: new Set(), via: "jwt" });
-const req = (path: string, method = "POST") => new Request(`http://localhost${path}`, { method });
 
 function run(l: RateLimiter, tenant: string, path: string, n: number, method = "POST") {
   let ok = 0;
   let last: ApiError | undefined;
   for (let i = 0; i < n; i++) {
     try {
-      l.enforce(principal(tenant), req(path, method), {});
+      l.enforce(principal(tenant), groupFor(method, path), {});
       ok++;
     } catch (e) {
       last = e as ApiError;
@@ -64,22 +76,26 @@ describe("token bucket (fake clock)", () => {
 });
 
 describe("groups", () => {
-  test("path and method pick the group", () => {
-    expect(groupOf("POST", "/v1/chat/completions")).toBe("proxy");
-    expect(groupOf("POST", "/v1beta/models/gemini-pro/generateContent")).toBe("proxy");
-    expect(groupOf("GET", "/api/v1/memory/projects")).toBe("memory_read");
-    expect(groupOf("POST", "/api/v1/memory/projects")).toBe("memory_write");
-    expect(groupOf("DELETE", "/api/v1/memory/projects/x")).toBe("memory_write");
-    expect(groupOf("POST", "/api/v1/auth/token")).toBe("token_exchange");
-    expect(groupOf("GET", "/api/v1/rate-limits/tiers")).toBe("admin");
-    expect(groupOf("GET", "/v1x")).toBe("admin");
+  test("the mount a path falls under and the method pick the group", () => {
+    expect(groupFor("POST", "/v1/chat/completions")).toBe("proxy");
+    expect(groupFor("POST", "/v1beta/models/gemini-pro/generateContent")).toBe("proxy");
+    expect(groupFor("GET", "/api/v1/memory/projects")).toBe("memory_read");
+    expect(groupFor("POST", "/api/v1/memory/projects")).toBe("memory_write");
+    expect(groupFor("DELETE", "/api/v1/memory/projects/x")).toBe("memory_write");
+    expect(groupFor("POST", "/api/v1/auth/token")).toBe("token_exchange");
+    expect(groupFor("GET", "/api/v1/rate-limits/tiers")).toBeUndefined(); // tier limits only
+    expect(groupFor("GET", "/v1x")).toBeUndefined();
+  });
+  test("an unknown group name is a programming error, not a silent pass", () => {
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
+    expect(() => l.enforce(principal("a"), "memroy_read", {})).toThrow(/unknown rate-limit group/);
   });
 });
 
 describe("limiter (fake clock)", () => {
   test("starter tier: 10 requests/second on admin routes, then 429 with retry_after_secs", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     const r = run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET");
     expect(r.ok).toBe(10);
     expect(r.last!.status).toBe(429);
@@ -94,7 +110,7 @@ describe("limiter (fake clock)", () => {
   test("enterprise tier: the proxy group's 60/s is the binding limit (exactly 60 of 100)", () => {
     const clock = new FakeClock();
     const store = new MemStore();
-    const l = new RateLimiter(store, { clock });
+    const l = new RateLimiter(store.forTenant, { clock });
     l.setTier("e", "enterprise", "test");
     expect(run(l, "e", "/v1/chat/completions", 100).ok).toBe(60);
     clock.advance(500); // half a second refills 30
@@ -102,14 +118,14 @@ describe("limiter (fake clock)", () => {
   });
   test("memory read 100/s and write 50/s are separate buckets", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     l.setTier("e", "enterprise", "test");
     expect(run(l, "e", "/api/v1/memory/projects", 80).ok).toBe(50);
     expect(run(l, "e", "/api/v1/memory/projects", 150, "GET").ok).toBe(100);
   });
   test("token exchange: 10 per minute even on enterprise; retry after ~6 s", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     l.setTier("e", "enterprise", "test");
     const r = run(l, "e", "/api/v1/auth/token", 20);
     expect(r.ok).toBe(10);
@@ -119,7 +135,7 @@ describe("limiter (fake clock)", () => {
   });
   test("requests per day of the tier binds a tenant that sends at its full rate for long", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     // starter: 10/s and 10,000/day. At 10/s the day bucket is empty after ~1000 s.
     let ok = 0;
     let last: ApiError | undefined;
@@ -142,7 +158,7 @@ describe("limiter (fake clock)", () => {
   });
   test("a rejected request consumes nothing (all-or-nothing)", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     run(l, "a", "/api/v1/x", 10);
     const before = l.describe("a").remaining.requestsPerMinute;
     run(l, "a", "/api/v1/x", 50);
@@ -150,7 +166,7 @@ describe("limiter (fake clock)", () => {
   });
   test("tokens per minute: charged after the response, blocks proxy requests while negative", () => {
     const clock = new FakeClock();
-    const l = new RateLimiter(new MemStore(), { clock });
+    const l = new RateLimiter(new MemStore().forTenant, { clock });
     l.setTier("p", "pro", "test");
     expect(run(l, "p", "/v1/messages", 1).ok).toBe(1);
     l.chargeTokens("p", 1_250_000); // pro: 1,000,000 per minute -> 250,000 in debt
@@ -165,7 +181,7 @@ describe("limiter (fake clock)", () => {
   });
   test("tier assignments are read once per tenant and cached (write-through)", () => {
     const store = new MemStore();
-    const l = new RateLimiter(store, { clock: new FakeClock() });
+    const l = new RateLimiter(store.forTenant, { clock: new FakeClock() });
     run(l, "a", "/api/v1/x", 5);
     expect(store.reads).toBe(1);
     l.setTier("a", "pro", "x");
@@ -178,7 +194,7 @@ describe("limiter (fake clock)", () => {
     expect(store.m.has("a")).toBe(false);
   });
   test("tenants never share buckets", () => {
-    const l = new RateLimiter(new MemStore(), { clock: new FakeClock() });
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
     expect(run(l, "a", "/api/v1/x", 30).ok).toBe(10);
     expect(run(l, "b", "/api/v1/x", 30).ok).toBe(10);
     l.chargeTokens("a", 10_000_000);
@@ -187,21 +203,22 @@ describe("limiter (fake clock)", () => {
   });
   test("rejections are counted in the metrics", async () => {
     const metrics = new Metrics({ defaultMetrics: false });
-    const l = new RateLimiter(new MemStore(), { clock: new FakeClock(), metrics });
+    const rejections: Counter = metrics.counter("svc_rate_limit_rejections_total", "rejections", ["group", "limit"]);
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock(), rejections });
     run(l, "a", "/v1/chat/completions", 13);
-    const v = (await metrics.rateLimitRejections.get()).values;
+    const v = (await rejections.get()).values;
     expect(v).toEqual([{ value: 3, labels: { group: "proxy", limit: "requests_per_second" } }]);
   });
   test("disabled: everything passes", () => {
-    const l = new RateLimiter(new MemStore(), { clock: new FakeClock(), enabled: false });
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock(), enabled: false });
     expect(run(l, "a", "/v1/chat/completions", 100).ok).toBe(100);
   });
   test("SQLite store persists assignments across instances", () => {
-    const db = new Db(":memory:");
-    const store = new SqliteTierStore(db);
+    const db = new Db(":memory:", [{ domain: "ratelimit", migrations: RATELIMIT_MIGRATIONS }]);
+    const store = (t: string) => new TierStore(storageOf(db).tenant(t));
     new RateLimiter(store).setTier("t", "enterprise", "admin");
-    expect(new RateLimiter(new SqliteTierStore(db)).tierOf("t")).toBe("enterprise");
-    expect(new RateLimiter(new SqliteTierStore(db)).tierOf("other")).toBe("starter");
+    expect(new RateLimiter(store).tierOf("t")).toBe("enterprise");
+    expect(new RateLimiter(store).tierOf("other")).toBe("starter");
     db.close();
   });
 });
@@ -210,10 +227,9 @@ describe("HTTP", () => {
   let gw: TestGateway;
   let clock: FakeClock;
   beforeAll(async () => {
-    gw = await startGateway({ rate_limits: { enabled: true } });
     clock = new FakeClock();
-    // same store and metrics, fake clock: nothing refills while a burst is in flight
-    gw.ctx.rateLimiter = new RateLimiter(new SqliteTierStore(gw.ctx.db), { clock, metrics: gw.ctx.metrics });
+    // fake clock: nothing refills while a burst is in flight
+    gw = await startGateway({ rate_limits: { enabled: true } }, {}, { clock });
   });
   afterAll(() => gw.stop());
 
@@ -239,8 +255,7 @@ describe("HTTP", () => {
   });
 
   test("token exchange: 30 parallel exchanges by a pro tenant -> exactly 10 pass (10/min group)", async () => {
-    gw.ctx.rateLimiter = new RateLimiter(new SqliteTierStore(gw.ctx.db), { clock, metrics: gw.ctx.metrics });
-    const admin = await gw.token("tx", ["ManageConfig"]);
+    const admin = await gw.token("tx", ["ManageConfig"]); // a fresh tenant: fresh buckets
     expect((await gw.api("/api/v1/rate-limits/tx", { token: admin, method: "PUT", json: { tier: "pro" } })).status).toBe(200);
     const { key } = gw.ctx.apiKeys.create("tx", "k");
     const rs = await Promise.all(Array.from({ length: 30 }, () => gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } })));

@@ -19,7 +19,7 @@ import { exactSearch, MetricKind } from "usearch";
 import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../../src/cache/vector-index";
 import { startFakeUpstream } from "../../test/fake-upstream/server";
 import { TokenService } from "../../src/core/auth";
-import { createEmbedder } from "../../src/cache/embedding";
+import { createEmbedder } from "../../src/embedding";
 
 const argv = process.argv.slice(2);
 const mode = argv[0] ?? "http";
@@ -187,7 +187,7 @@ async function httpBench() {
       if (!ready) await Bun.sleep(100);
     }
     if (!ready) throw new Error("gateway did not become ready within 30 s");
-    const token = await new TokenService(secret, undefined, 86400).sign({ tenantId: "perf", permissions: [] });
+    const token = await new TokenService(secret, { ttlSecs: 86400 }).sign({ tenantId: "perf", permissions: [] });
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
     const body = (q: string) => JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }] });
     const call = async (q: string) => {

@@ -18,7 +18,7 @@
  * earlier user turns pairwise: all accepted, or hard rules only ("reworded")
  * with stage 2 >= CONTEXT_REWORDED_THRESHOLD.
  */
-import { createEmbedder, dot } from "../../src/cache/embedding/index";
+import { createEmbedder, dot } from "../../src/embedding/index";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, verifyPair, type VerifyOptions } from "../../src/cache/verify/index";
 import { contextWindow, fuseContext } from "../../src/cache/context";
 import { CONTEXT_REWORDED_THRESHOLD } from "../../src/cache/engine";

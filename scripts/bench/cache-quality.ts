@@ -15,7 +15,7 @@ import OpenAI from "openai";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../src/core/config";
+import { loadConfig } from "../../src/config";
 import { startServer } from "../../src/server";
 import { Logger } from "../../src/core/log";
 import { startFakeUpstream } from "../../test/fake-upstream/server";

@@ -9,8 +9,8 @@
  * min / p01 / mean cosine and the number of texts below 0.9999. Exit code 1 when any text is below.
  */
 import { parseArgs } from "node:util";
-import { UseLiteModel, prepareText } from "../../src/cache/embedding/use-lite";
-import { UseLiteFast, type UseLiteFastKernel } from "../../src/cache/embedding/use-lite-fast";
+import { UseLiteModel, prepareText } from "../../src/embedding/use-lite";
+import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -7,7 +7,7 @@
  * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
  * least load-sensitive), the cosine between the kernels' vectors, and load time per kernel.
  */
-import { UseLiteFast, type UseLiteFastKernel } from "../../src/cache/embedding/use-lite-fast";
+import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
 import { query, pct } from "./embedding-queries";
 
 const argv = process.argv.slice(2);

@@ -8,7 +8,7 @@
  * Reports p50/p90 of single-query latency for 5/12/48-word queries (sequential
  * calls, LRU off), throughput with N concurrent callers (micro-batching), and RSS.
  */
-import { LocalEmbedder } from "../../src/cache/embedding/local";
+import { LocalEmbedder } from "../../src/embedding/local";
 import { query, pct } from "./embedding-queries";
 
 const inProcess = process.argv.includes("--in-process");

@@ -6,11 +6,9 @@
  * --bytecode builds CommonJS.
  */
 import { Elysia } from "elysia";
-import { loadConfig } from "../../src/core/config";
-import { createContext, createApp, closeContext } from "../../src/app";
+import { loadConfig } from "../../src/config";
+import { createApp, startApp, closeApp } from "../../src/app";
 import { Db } from "../../src/storage/db";
-import { nativeRoutes } from "../../src/gateway/routes";
-import { opsRoutes } from "../../src/ops/routes";
 
 /** Process CPU time in ms (user + system, all threads; the embedder worker starts only after the last mark). */
 const cpuMs = () => {
@@ -25,23 +23,20 @@ async function child() {
   mark("loadConfig");
   if (process.env.PROFILE_FRESH_DB !== "0") {
     new Db(config.storage.path).close();
-    mark("Db open + migrations on a new file (then closed)");
+    mark("Db open on a new file (then closed; migrations run in createApp)");
   }
   if (process.env.PROFILE_OPS_FIRST) {
-    const early = new Elysia().use(opsRoutes({} as never, {} as never));
+    const early = new Elysia().get("/health", () => ({ status: "ok" }));
     await (await early.fetch(new Request("http://127.0.0.1/health"))).text();
-    mark("(a separate ops-only Elysia app) first GET /health: Elysia's one-time warm-up");
+    mark("(a separate one-route Elysia app) first GET /health: Elysia's one-time warm-up");
   }
-  const ctx = await createContext(config);
-  mark("createContext (Db, JWT, metrics, embedder worker spawn, cache engine, gateway)");
-  const app = createApp(ctx);
-  mark("createApp (all Elysia routes, openapi plugin)");
-  const routes = nativeRoutes(ctx);
-  mark("nativeRoutes");
+  const app = createApp(config);
+  mark("createApp (Db, migrations, JWT, metrics, every domain, all routes)");
   const handle = app.fetch;
-  mark("app.fetch (Elysia composes its request handler)");
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, routes, fetch: (r) => handle(r) });
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, routes: app.bunRoutes, fetch: (r) => handle(r) });
   mark("Bun.serve listening");
+  startApp(app);
+  mark("startApp (background work: embedder load scheduled, timers)");
   await (await handle(new Request("http://127.0.0.1/health"))).text();
   mark("app.handle(GET /health) in-process, 1st (the route's handler is composed)");
   await (await handle(new Request("http://127.0.0.1/health"))).text();
@@ -58,7 +53,7 @@ async function child() {
   });
   process.stdout.write(JSON.stringify(out) + "\n");
   server.stop(true);
-  await closeContext(ctx);
+  await closeApp(app);
   process.exit(0);
 }
 

@@ -10,7 +10,7 @@
  *
  * Result (2026-11-22): neither model reaches the hand rules' recall at precision >= 0.97 (see the notes).
  */
-import { createEmbedder, dot } from "../../src/cache/embedding/index";
+import { createEmbedder, dot } from "../../src/embedding/index";
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { FEATURE_NAMES, pairFeatures } from "../../src/cache/verify/features";
 

@@ -14,23 +14,22 @@
  *      turns must pass its hard rules pairwise (reworded turns need stage 2 >= contextReworded).
  * store(): after a complete upstream answer; reuses the lookup's embeddings.
  *
- * Entries live in SQLite (store.ts, TenantDb); indexes are per tenant and partition, built lazily
- * from a saved file (if it still matches SQLite) or from SQLite, and saved on close().
+ * Entries live in SQLite (store.ts); the per-tenant state — indexes per partition, loaded from a
+ * saved file or rebuilt from SQLite, the loaded-tenants bound, hit bookkeeping — is tenants.ts.
  */
 import { LRUCache } from "lru-cache";
-import { join } from "node:path";
-import { rmSync } from "node:fs";
-import type { Db } from "../storage/db";
+import type { Storage } from "../storage/scoped";
 import type { Logger } from "../core/log";
-import type { Metrics } from "../ops/metrics";
-import type { CacheEngine, CacheKeyInput, CachedPayload, LookupResult, CacheTier } from "./types";
-import { EmbeddingError, dot, type Embedder } from "./embedding/types";
+import type { CacheKeyInput, CachedPayload, LookupResult, CacheTier, CacheStats } from "./types";
+import { EmbeddingError, dot, type Embedder } from "../embedding/types";
 import { LOW_SCORE, verifyPair } from "./verify";
-import { deriveKeys, sha256, type DerivedKeys } from "./partition";
-import { SqliteCacheRepo, type CacheRepo, type ExactRow, type Removed } from "./store";
-import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "./vector-index";
+import { deriveKeys, type DerivedKeys } from "./partition";
+import { CacheStore, type ExactRow, type Removed } from "./store";
+import type { Quantization } from "./vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
+import { TenantRegistry, type TenantState } from "./tenants";
+import type { CacheMetrics } from "./metrics";
 
 export interface EngineSettings {
   enabled: boolean;
@@ -82,7 +81,7 @@ export interface EngineSettings {
 export type Verifier = (query: string, candidate: string, cosine: number) => { accept: boolean; score: number; reason: string };
 
 export interface EngineOptions {
-  db: Db;
+  storage: Storage;
   embedder: Embedder;
   settings: EngineSettings;
   /** directory for saved index files; null = never save (in-memory databases, tests) */
@@ -90,7 +89,7 @@ export interface EngineOptions {
   now?: () => number;
   verify?: Verifier;
   log?: Logger;
-  metrics?: Metrics;
+  metrics?: CacheMetrics;
   /** background timers (touch flush, TTL sweep); default true */
   timers?: boolean;
 }
@@ -108,42 +107,17 @@ interface LookupState {
   noStore?: boolean;
 }
 
-export interface TenantStats {
-  entries: number;
-  lookups: number;
-  hits: { exact: number; semantic: number; l2_context: number };
-  misses: number;
-  stores: number;
-  evictions: number;
-}
-
-class TenantState {
-  count: number;
-  /** engine clock at the last use (idle unloading) */
-  lastUsed = 0;
-  readonly parts = new Map<string, VectorIndex>();
-  readonly stats = { lookups: 0, hits: { exact: 0, semantic: 0, l2_context: 0 }, misses: 0, stores: 0, evictions: 0 };
-  constructor(
-    readonly repo: CacheRepo,
-    readonly dirKey: string,
-  ) {
-    this.count = repo.count();
-  }
-}
-
 /** Default EngineSettings.contextReworded. */
 export const CONTEXT_REWORDED_THRESHOLD = 0.96;
 
 /** Similarity slack when picking candidates from an f16 index (the decision uses the exact f32 cosine). */
 const INDEX_SLACK = 0.01;
 
-export class SemanticCacheEngine implements CacheEngine {
-  private readonly tenants = new Map<string, TenantState>();
+export class SemanticCacheEngine {
+  private readonly tenants: TenantRegistry;
   private readonly exact: LRUCache<string, ExactRow>;
   private readonly sessions = new SessionTurns();
   private readonly flights: SingleFlight;
-  /** pending hit bookkeeping: tenant -> vecKey -> hits */
-  private readonly touches = new Map<string, Map<number, number>>();
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
   private readonly now: () => number;
   private readonly verify: Verifier;
@@ -154,19 +128,32 @@ export class SemanticCacheEngine implements CacheEngine {
     this.verify = o.verify ?? verifyPair;
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
-    if (o.timers !== false) {
-      const flush = setInterval(() => {
-        this.flushTouches();
-        this.updateGauge();
-      }, 1000);
-      const sweep = setInterval(() => {
-        this.sweepExpired();
-        this.unloadIdleTenants();
-      }, 60_000);
-      flush.unref?.();
-      sweep.unref?.();
-      this.timers.push(flush, sweep);
-    }
+    const s = o.settings;
+    this.tenants = new TenantRegistry({
+      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId)),
+      now: this.now,
+      dimensions: () => o.embedder.dimensions,
+      index: { quantization: s.quantization, efSearch: s.efSearch, connectivity: s.connectivity, efConstruction: s.efConstruction },
+      indexDir: o.indexDir,
+      bounds: () => ({ idleSecs: s.tenantIdleSecs, maxLoaded: s.maxLoadedTenants }),
+      log: o.log,
+    });
+    if (o.timers !== false) this.startTimers();
+  }
+
+  /** Hit bookkeeping and the gauge every second; TTL sweep and idle unloading every minute. */
+  private startTimers() {
+    const flush = setInterval(() => {
+      this.tenants.flushTouches();
+      this.o.metrics?.entries.set(this.tenants.indexedVectors());
+    }, 1000);
+    const sweep = setInterval(() => {
+      this.sweepExpired();
+      this.tenants.unloadIdle();
+    }, 60_000);
+    flush.unref?.();
+    sweep.unref?.();
+    this.timers.push(flush, sweep);
   }
 
   get settings(): EngineSettings {
@@ -179,12 +166,25 @@ export class SemanticCacheEngine implements CacheEngine {
   // ---------------------------------------------------------------- lookup
 
   async lookup(input: CacheKeyInput): Promise<LookupResult> {
+    const r = await this.decide(input);
+    const tier = r.hit ? r.tier : "none";
+    this.o.metrics?.lookupDuration.observe({ tier }, r.lookupMs / 1000);
+    this.o.metrics?.lookups.inc({ style: input.style, tier, result: r.hit ? "hit" : "miss" });
+    return r;
+  }
+
+  /** A request that skipped the cache (X-Svc-Skip-Cache), counted like a lookup. */
+  bypassed(style: string) {
+    this.o.metrics?.lookups.inc({ style, tier: "none", result: "bypass" });
+  }
+
+  private async decide(input: CacheKeyInput): Promise<LookupResult> {
     const t0 = performance.now();
     const s = this.o.settings;
     const keys = deriveKeys(input, this.o.embedder.id);
     if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { keys, noStore: true } satisfies LookupState };
     const now = this.now();
-    const ts = this.tenant(input.tenantId);
+    const ts = this.tenants.get(input.tenantId);
     ts.stats.lookups++;
 
     const ex = this.exactGet(input.tenantId, ts, keys.exactKey, now);
@@ -208,7 +208,7 @@ export class SemanticCacheEngine implements CacheEngine {
       return miss();
     }
 
-    const index = this.partitionIndex(input.tenantId, ts, keys.partition);
+    const index = this.tenants.index(input.tenantId, ts, keys.partition);
     const qv = state.queryVec!;
     const minSim = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
     const neighbours = index.search(qv, s.candidates).filter((n) => n.similarity >= minSim - INDEX_SLACK);
@@ -258,7 +258,7 @@ export class SemanticCacheEngine implements CacheEngine {
 
   private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number): LookupResult {
     ts.stats.hits[tier]++;
-    this.touch(tenantId, row.vecKey);
+    this.tenants.touch(ts, row.vecKey);
     const lookupMs = performance.now() - t0;
     return {
       hit: true,
@@ -313,7 +313,6 @@ export class SemanticCacheEngine implements CacheEngine {
   /** Fill state.queryVec (and state.contextVec in context mode). */
   private async embedFor(input: CacheKeyInput, keys: DerivedKeys, state: LookupState) {
     const emb = this.o.embedder;
-    const t0 = performance.now();
     if (keys.mode === "single") {
       const [v] = await emb.embed([keys.query!]);
       state.queryVec = v!;
@@ -336,7 +335,6 @@ export class SemanticCacheEngine implements CacheEngine {
       state.contextVec = fuseContext(vecs.slice(0, -1) as Float32Array[], emb.dimensions);
       state.contextUsers = window.flatMap((t, i) => (t.role === "user" ? [{ text: t.text, vec: vecs[i]! }] : []));
     }
-    this.o.metrics?.embeddingDuration.observe({ provider: emb.id }, (performance.now() - t0) / 1000);
   }
 
   // ---------------------------------------------------------------- store
@@ -358,7 +356,7 @@ export class SemanticCacheEngine implements CacheEngine {
         semantic = false;
       }
     }
-    const ts = this.tenant(input.tenantId);
+    const ts = this.tenants.get(input.tenantId);
     const now = this.now();
     if (keys.code?.scope) this.dropRows(input.tenantId, ts, ts.repo.deleteCodeScopeExcept(keys.code.scope, keys.code.hash));
     const body = JSON.stringify(payload.body);
@@ -386,7 +384,7 @@ export class SemanticCacheEngine implements CacheEngine {
     this.dropRows(input.tenantId, ts, replaced);
     ts.count++;
     ts.stats.stores++;
-    if (semantic) this.partitionIndex(input.tenantId, ts, keys.partition!).add(vecKey, state.queryVec!);
+    if (semantic) this.tenants.index(input.tenantId, ts, keys.partition!).add(vecKey, state.queryVec!);
     this.exact.set(`${input.tenantId}\u0000${keys.exactKey}`, {
       vecKey,
       id,
@@ -396,7 +394,7 @@ export class SemanticCacheEngine implements CacheEngine {
       expiresAt,
     });
     if (ts.count > s.maxEntriesPerTenant) {
-      this.flushTouches(input.tenantId);
+      this.tenants.flushTouches(ts);
       const evicted = ts.repo.evictColdest(ts.count - s.maxEntriesPerTenant);
       ts.stats.evictions += evicted.length;
       this.dropRows(input.tenantId, ts, evicted);
@@ -411,20 +409,17 @@ export class SemanticCacheEngine implements CacheEngine {
   // ---------------------------------------------------------------- admin
 
   async purge(tenantId: string): Promise<number> {
-    const ts = this.tenant(tenantId);
-    this.touches.delete(tenantId);
+    const ts = this.tenants.get(tenantId);
     const removed = ts.repo.deleteAll();
     for (const k of this.exact.keys()) if (k.startsWith(`${tenantId}\u0000`)) this.exact.delete(k);
-    for (const p of ts.parts.keys()) if (this.o.indexDir) VectorIndex.removeFiles(this.indexFile(ts, p));
-    if (this.o.indexDir) rmSync(join(this.o.indexDir, ts.dirKey), { recursive: true, force: true });
+    this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
-    this.tenants.delete(tenantId);
     return removed.length;
   }
 
   /** Delete one entry; false when the tenant has no entry with that id. */
   deleteEntry(tenantId: string, id: string): boolean {
-    const ts = this.tenant(tenantId);
+    const ts = this.tenants.get(tenantId);
     const r = ts.repo.deleteById(id);
     if (!r) return false;
     this.dropRows(tenantId, ts, [r]);
@@ -432,12 +427,14 @@ export class SemanticCacheEngine implements CacheEngine {
   }
 
   listEntries(tenantId: string, limit: number, offset: number) {
-    this.flushTouches(tenantId);
-    return this.tenant(tenantId).repo.list(limit, offset);
+    const ts = this.tenants.get(tenantId);
+    this.tenants.flushTouches(ts);
+    return ts.repo.list(limit, offset);
   }
 
-  stats(tenantId: string): TenantStats {
-    const ts = this.tenant(tenantId);
+  /** The tenant's entry count (from SQLite) and counters since it was loaded. */
+  stats(tenantId: string): CacheStats {
+    const ts = this.tenants.get(tenantId);
     return { entries: ts.count, ...structuredClone(ts.stats) };
   }
 
@@ -445,7 +442,7 @@ export class SemanticCacheEngine implements CacheEngine {
   sweepExpired(): number {
     const now = this.now();
     let n = 0;
-    for (const [tenantId, ts] of this.tenants) {
+    for (const [tenantId, ts] of this.tenants.entries()) {
       const removed = ts.repo.deleteExpired(now);
       n += removed.length;
       this.dropRows(tenantId, ts, removed);
@@ -453,146 +450,37 @@ export class SemanticCacheEngine implements CacheEngine {
     return n;
   }
 
+  /** Drop tenants idle for tenantIdleSecs from memory (the sweep timer does it every minute). */
+  unloadIdleTenants(): number {
+    return this.tenants.unloadIdle();
+  }
+
+  /** Tenants whose state is in memory (diagnostics and tests). */
+  loadedTenants(): string[] {
+    return this.tenants.loaded();
+  }
+
+  /** Write pending hit bookkeeping now (the timer does it every second). */
+  flushTouches() {
+    this.tenants.flushTouches();
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    this.flushTouches();
-    if (this.o.indexDir) {
-      for (const ts of this.tenants.values())
-        for (const [p, idx] of ts.parts) {
-          if (!idx.dirty) continue;
-          try {
-            idx.save(this.indexFile(ts, p), ts.repo.partitionFingerprint(p));
-          } catch (e) {
-            this.o.log?.warn("could not save cache index (it will be rebuilt at start)", { error: String(e) });
-          }
-        }
-    }
-    this.tenants.clear();
+    this.tenants.close();
     this.exact.clear();
   }
 
   // ---------------------------------------------------------------- internals
 
-  private tenant(tenantId: string): TenantState {
-    let ts = this.tenants.get(tenantId);
-    if (ts) {
-      // Map order = least recently used first (re-inserted on use), for the loaded-tenants bound
-      this.tenants.delete(tenantId);
-    } else {
-      ts = new TenantState(new SqliteCacheRepo(this.o.db, tenantId), sha256(`tenant:${tenantId}`).slice(0, 32));
-      const max = this.o.settings.maxLoadedTenants ?? 10_000;
-      for (const id of this.tenants.keys()) {
-        if (this.tenants.size < max) break;
-        this.unloadTenant(id);
-      }
-    }
-    ts.lastUsed = this.now();
-    this.tenants.set(tenantId, ts);
-    return ts;
-  }
-
-  /** Tenants whose state is in memory (diagnostics and tests). */
-  loadedTenants(): string[] {
-    return [...this.tenants.keys()];
-  }
-
-  /**
-   * Drop the in-memory state of tenants unused for `tenantIdleSecs` (run with the TTL sweep).
-   * Their entries stay in SQLite; the next request reloads the count and, per partition, the index
-   * from its saved file (or SQLite) — memory follows the active tenants, not every tenant ever seen.
-   */
-  unloadIdleTenants(): number {
-    const cutoff = this.now() - (this.o.settings.tenantIdleSecs ?? 600) * 1000;
-    let n = 0;
-    for (const [id, ts] of this.tenants) {
-      if (ts.lastUsed > cutoff) continue;
-      this.unloadTenant(id);
-      n++;
-    }
-    return n;
-  }
-
-  private unloadTenant(tenantId: string) {
-    const ts = this.tenants.get(tenantId);
-    if (!ts) return;
-    this.flushTouches(tenantId);
-    if (this.o.indexDir)
-      for (const [p, idx] of ts.parts) {
-        if (!idx.dirty) continue;
-        try {
-          idx.save(this.indexFile(ts, p), ts.repo.partitionFingerprint(p));
-        } catch (e) {
-          this.o.log?.warn("could not save cache index (it will be rebuilt on next use)", { error: String(e) });
-        }
-      }
-    this.tenants.delete(tenantId);
-    this.touches.delete(tenantId);
-  }
-
-  private indexFile(ts: TenantState, partition: string) {
-    return join(this.o.indexDir!, ts.dirKey, `${partition}.usearch`);
-  }
-
-  private partitionIndex(tenantId: string, ts: TenantState, partition: string): VectorIndex {
-    let idx = ts.parts.get(partition);
-    if (idx) return idx;
-    idx = new VectorIndex({
-      dimensions: this.o.embedder.dimensions,
-      quantization: this.o.settings.quantization,
-      connectivity: this.o.settings.connectivity ?? DEFAULT_INDEX_PARAMS.connectivity,
-      expansionAdd: this.o.settings.efConstruction ?? DEFAULT_INDEX_PARAMS.expansionAdd,
-      expansionSearch: this.o.settings.efSearch,
-    });
-    const fp = ts.repo.partitionFingerprint(partition);
-    if (fp.count > 0) {
-      const loaded = this.o.indexDir ? idx.tryLoad(this.indexFile(ts, partition), fp) : false;
-      if (!loaded) {
-        idx.addMany(ts.repo.partitionVectors(partition));
-        this.o.log?.info("cache index rebuilt from the database", { tenant: tenantId, partition, entries: fp.count });
-      }
-    }
-    ts.parts.set(partition, idx);
-    return idx;
-  }
-
   private dropRows(tenantId: string, ts: TenantState, rows: Removed[]) {
     for (const r of rows) {
       if (r.partition) ts.parts.get(r.partition)?.remove(r.vecKey);
       this.exact.delete(`${tenantId}\u0000${r.exactKey}`);
-      this.touches.get(tenantId)?.delete(r.vecKey);
+      ts.touches.delete(r.vecKey);
       ts.count--;
     }
-  }
-
-  private touch(tenantId: string, vecKey: number) {
-    let m = this.touches.get(tenantId);
-    if (!m) this.touches.set(tenantId, (m = new Map()));
-    m.set(vecKey, (m.get(vecKey) ?? 0) + 1);
-  }
-
-  /** Write pending last-used / hit counts (batched: hits stay off the write path). */
-  flushTouches(tenantId?: string) {
-    const at = this.now();
-    for (const [t, m] of this.touches) {
-      if (tenantId !== undefined && t !== tenantId) continue;
-      if (!m.size) continue;
-      const ts = this.tenants.get(t);
-      this.touches.delete(t);
-      if (!ts) continue;
-      try {
-        ts.repo.touch([...m.keys()], at, [...m.values()]);
-      } catch (e) {
-        this.o.log?.warn("could not record cache hits", { error: String(e) });
-      }
-    }
-  }
-
-  private updateGauge() {
-    if (!this.o.metrics) return;
-    let n = 0;
-    for (const ts of this.tenants.values()) for (const idx of ts.parts.values()) n += idx.size;
-    this.o.metrics.cacheEntries.set(n);
   }
 }

@@ -1,27 +1,41 @@
 /**
- * Cache domain wiring: builds the embedder and the engine from the Config.
+ * Cache domain: the semantic response cache engine (exact, semantic and multi-turn context tiers)
+ * and its administration API under /api/v1/cache. Tables: cache_entries, cache_context_users.
+ * The proxies reach the engine through the port they declare (src/gateway/ports.ts).
  */
 import { dirname, join } from "node:path";
-import type { Config } from "../core/config";
-import type { Db } from "../storage/db";
+import type { Storage } from "../storage/scoped";
 import type { Logger } from "../core/log";
-import type { Metrics } from "../ops/metrics";
-import type { AppContext } from "../context";
-import { createEmbedder } from "./embedding";
-import type { Embedder } from "./embedding/types";
+import type { Metrics } from "../core/metrics";
+import type { Kernel } from "../core/kernel";
+import type { Domain } from "../core/domain";
+import type { Embedder } from "../embedding/types";
 import { SemanticCacheEngine, type EngineSettings, type EngineOptions } from "./engine";
+import { CACHE_MIGRATIONS } from "./migrations";
+import { cacheMetrics } from "./metrics";
+import { cacheRoutes } from "./routes";
+import type { CacheConfig, ContextCacheConfig } from "./config";
 
-export { SemanticCacheEngine } from "./engine";
+export { SemanticCacheEngine, type EngineSettings } from "./engine";
+export { CACHE_SECTIONS, checkCacheConfig, type CacheConfig, type ContextCacheConfig } from "./config";
+export { CACHE_MIGRATIONS } from "./migrations";
 
-export function engineSettings(config: Config): EngineSettings {
-  const c = config.cache;
-  const cc = config.context_cache;
+/** The configuration sections the cache reads. */
+export interface CacheSettingsInput {
+  cache: CacheConfig;
+  context_cache: ContextCacheConfig;
+  embedding: { fail_open: boolean };
+}
+
+export function engineSettings(c: CacheSettingsInput): EngineSettings {
+  const cc = c.context_cache;
+  const k = c.cache;
   return {
-    enabled: c.enabled,
-    similarityThreshold: c.similarity_threshold,
-    ttlSecs: c.ttl_secs,
-    maxEntriesPerTenant: c.max_entries_per_tenant,
-    failOpen: config.embedding.fail_open,
+    enabled: k.enabled,
+    similarityThreshold: k.similarity_threshold,
+    ttlSecs: k.ttl_secs,
+    maxEntriesPerTenant: k.max_entries_per_tenant,
+    failOpen: c.embedding.fail_open,
     context: {
       enabled: cc.enabled,
       stage1Threshold: cc.stage1_threshold,
@@ -32,54 +46,67 @@ export function engineSettings(config: Config): EngineSettings {
     },
     verifyContextQuery: true,
     verifyContextTurns: true,
-    quantization: c.index_quantization,
-    efSearch: c.index_ef_search,
-    connectivity: c.index_m,
-    efConstruction: c.index_ef_construction,
-    singleFlightWaitMs: c.single_flight_wait_ms,
+    quantization: k.index_quantization,
+    efSearch: k.index_ef_search,
+    connectivity: k.index_m,
+    efConstruction: k.index_ef_construction,
+    singleFlightWaitMs: k.single_flight_wait_ms,
     candidates: 8,
   };
 }
 
-export function embedderFromConfig(config: Config): Embedder {
-  const e = config.embedding;
-  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size, engine: e.engine, kernel: e.kernel, worker: e.worker });
-}
-
 /** Saved index files: cache.index_dir, else `<database dir>/cache-index`; none for an in-memory database. */
-export function indexDirOf(config: Config): string | null {
-  if (config.cache.index_dir) return config.cache.index_dir;
-  if (config.storage.path === ":memory:") return null;
-  return join(dirname(config.storage.path), "cache-index");
+export function indexDirOf(cache: CacheConfig, databasePath: string): string | null {
+  if (cache.index_dir) return cache.index_dir;
+  if (databasePath === ":memory:") return null;
+  return join(dirname(databasePath), "cache-index");
 }
 
+export interface CacheDeps {
+  config: CacheSettingsInput;
+  databasePath: string;
+  storage: Storage;
+  embedder: Embedder;
+  metrics: Metrics;
+  log: Logger;
+  kernel: Kernel;
+}
+
+/** What the engine reads of the whole configuration. */
+export interface EngineConfig extends CacheSettingsInput {
+  storage: { path: string };
+}
+
+/** The engine alone from a loaded configuration (tests and benchmarks that drive it without HTTP). */
 export function createCacheEngine(
-  config: Config,
-  deps: { db: Db; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers">>,
+  config: EngineConfig,
+  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers">>,
 ): SemanticCacheEngine {
-  return new SemanticCacheEngine({ ...deps, settings: engineSettings(config), indexDir: indexDirOf(config) });
+  const { metrics, ...rest } = deps;
+  return new SemanticCacheEngine({
+    ...rest,
+    metrics: metrics ? cacheMetrics(metrics) : undefined,
+    settings: engineSettings(config),
+    indexDir: indexDirOf(config.cache, config.storage.path),
+  });
 }
 
-/**
- * Wire the cache into a gateway: ctx.embedder (loading starts in the background; /ready waits for
- * it), ctx.cache, and their shutdown (engine first — it saves its indexes — then the embedder).
- */
-export function installCache(ctx: AppContext): SemanticCacheEngine {
-  const embedder = embedderFromConfig(ctx.config);
-  ctx.embedder = embedder;
-  ctx.readiness.embedder = () => embedder.isReady();
-  // Loading starts on the next event-loop turn, i.e. once startServer's Bun.serve listens: the
-  // worker parses ~100 MB of weights on another thread, which on 2 cores slowed the cold start
-  // (BENCHMARKS.md). A lookup before then starts (and awaits) the load itself.
-  const loadSoon = setImmediate(() => {
-    embedder.load().catch((e) => ctx.log.error("embedding model failed to load", { error: String((e as Error)?.message ?? e) }));
+export function create(deps: CacheDeps): Domain<SemanticCacheEngine> & { metrics: ReturnType<typeof cacheMetrics> } {
+  const metrics = cacheMetrics(deps.metrics);
+  const engine = new SemanticCacheEngine({
+    storage: deps.storage,
+    embedder: deps.embedder,
+    log: deps.log,
+    metrics,
+    settings: engineSettings(deps.config),
+    indexDir: indexDirOf(deps.config.cache, deps.databasePath),
   });
-  const engine = createCacheEngine(ctx.config, { db: ctx.db, embedder, log: ctx.log, metrics: ctx.metrics });
-  ctx.cache = engine;
-  ctx.closers.push(() => {
-    clearImmediate(loadSoon);
-    return embedder.close();
-  });
-  ctx.closers.push(() => engine.close());
-  return engine;
+  return {
+    name: "cache",
+    migrations: CACHE_MIGRATIONS,
+    routes: cacheRoutes(deps.kernel, engine, deps.config.cache.enabled),
+    service: engine,
+    metrics,
+    close: () => engine.close(),
+  };
 }

@@ -7,7 +7,8 @@ import type { Migration } from "../storage/migrations";
 
 export const CACHE_MIGRATIONS: Migration[] = [
   {
-    id: "0100_cache_entries",
+    id: "0001_entries",
+    legacyId: "0100_cache_entries",
     up: (db) => {
       db.run(`CREATE TABLE cache_entries (
         vec_key INTEGER PRIMARY KEY,
@@ -40,7 +41,8 @@ export const CACHE_MIGRATIONS: Migration[] = [
   },
   {
     // the earlier user turns of a context entry (texts + f32 vectors), checked pairwise by the verifier
-    id: "0101_cache_context_users",
+    id: "0002_context_users",
+    legacyId: "0101_cache_context_users",
     up: (db) => {
       db.run("ALTER TABLE cache_entries ADD COLUMN context_users TEXT");
       db.run("ALTER TABLE cache_entries ADD COLUMN context_user_vecs BLOB");

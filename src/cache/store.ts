@@ -1,9 +1,8 @@
 /**
- * Cache entry repository: the narrow storage interface of the cache domain, implemented over
- * TenantDb (every statement scoped by $tenant). Vectors are stored as raw little-endian f32.
+ * Cache entries of one tenant, over the tenant-bound handle (every statement scoped by $tenant).
+ * Vectors are stored as raw little-endian f32.
  */
-import type { Db } from "../storage/db";
-import { TenantDb } from "../storage/scoped";
+import type { TenantDb } from "../storage/scoped";
 import type { Mode } from "./partition";
 
 export interface NewEntry {
@@ -65,27 +64,6 @@ export interface EntrySummary {
   hits: number;
 }
 
-export interface CacheRepo {
-  readonly tenantId: string;
-  findExact(exactKey: string, now: number): ExactRow | undefined;
-  candidate(vecKey: number): Candidate | undefined;
-  payload(vecKey: number): ExactRow | undefined;
-  /** Insert (replacing an entry with the same exact key); returns the new vec_key and what was replaced. */
-  insert(e: NewEntry): { vecKey: number; replaced: Removed[] };
-  touch(vecKeys: number[], at: number, hits: number[]): void;
-  count(): number;
-  deleteById(id: string): Removed | undefined;
-  deleteByVecKey(vecKey: number): Removed | undefined;
-  deleteAll(): Removed[];
-  evictColdest(n: number): Removed[];
-  deleteExpired(now: number): Removed[];
-  /** delete entries of a code scope built on another code-context hash */
-  deleteCodeScopeExcept(scope: string, hash: string): Removed[];
-  partitionVectors(partition: string): Array<{ vecKey: number; vec: Float32Array }>;
-  partitionFingerprint(partition: string): { count: number; maxKey: number; sumKey: number };
-  list(limit: number, offset: number): { entries: EntrySummary[]; total: number };
-}
-
 const toBlob = (v: Float32Array | null) => (v ? new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength)) : null);
 const fromBlob = (b: Uint8Array | null): Float32Array | null => {
   if (!b) return null;
@@ -107,11 +85,8 @@ function concat(vs: Float32Array[]): Float32Array {
 
 const REMOVED = "RETURNING vec_key AS vecKey, partition, exact_key AS exactKey";
 
-export class SqliteCacheRepo implements CacheRepo {
-  private readonly t: TenantDb;
-  constructor(db: Db, readonly tenantId: string) {
-    this.t = new TenantDb(db, tenantId);
-  }
+export class CacheStore {
+  constructor(private readonly t: TenantDb) {}
 
   findExact(exactKey: string, now: number): ExactRow | undefined {
     return this.t.get<ExactRow>(

@@ -1,8 +1,11 @@
 /**
- * The contract between the proxy pipeline (src/gateway) and the cache engine (src/cache).
- * Adapters describe a request in provider-neutral terms; the engine decides exact-tier keys,
- * partitions, embeddings, semantic / context matching, TTL and eviction.
+ * What the cache engine takes and answers. Its caller (the gateway's pipeline) declares the same
+ * shapes as its port (src/gateway/ports.ts); the composition root type-checks that they match.
+ * A request is described in provider-neutral terms; the engine decides exact-tier keys, partitions,
+ * embeddings, semantic / context matching, TTL and eviction.
  */
+import { Type, type Static } from "@sinclair/typebox";
+import type { TokenUsage } from "../core/usage";
 
 export interface Turn {
   role: "system" | "user" | "assistant" | "tool";
@@ -34,7 +37,7 @@ export interface CacheKeyInput {
 /** What is stored: the provider's complete non-streamed JSON response, plus accounting. */
 export interface CachedPayload {
   body: unknown;
-  usage: { inputTokens: number; outputTokens: number };
+  usage: TokenUsage;
 }
 
 export type CacheTier = "exact" | "semantic" | "l2_context";
@@ -58,23 +61,13 @@ export type LookupResult =
       state?: unknown;
     };
 
-export interface CacheEngine {
-  /** Throws EmbeddingError (-> 503 embedding_error) when the embedder fails and fail-open is off. */
-  lookup(input: CacheKeyInput): Promise<LookupResult>;
-  /** Write after a complete, successful upstream response. Never call for errors or cut streams. */
-  store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void>;
-  /** Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait). `miss`, as for store, saves re-deriving the keys. */
-  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T>;
-  /** Remove every entry of a tenant; returns how many were removed. */
-  purge(tenantId: string): Promise<number>;
-  /** Optional: the tenant's entry count and counters since start (used by GET /api/v1/cache/stats). */
-  stats?(tenantId: string): {
-    entries: number;
-    lookups: number;
-    hits: Record<CacheTier, number>;
-    misses: number;
-    stores: number;
-    evictions: number;
-  };
-  close(): Promise<void>;
-}
+/** A tenant's cache statistics (GET /api/v1/cache/stats): entries, and counters since the tenant was loaded. */
+export const CacheStatsSchema = Type.Object({
+  entries: Type.Integer(),
+  lookups: Type.Integer(),
+  hits: Type.Object({ exact: Type.Integer(), semantic: Type.Integer(), l2_context: Type.Integer() }),
+  misses: Type.Integer(),
+  stores: Type.Integer(),
+  evictions: Type.Integer(),
+});
+export type CacheStats = Static<typeof CacheStatsSchema>;

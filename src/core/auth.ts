@@ -1,21 +1,20 @@
 /**
- * Authentication and permissions.
+ * Authentication and permissions (the mechanism; credentials come from domains).
  * - Access tokens: JWT, HS256 with auth.jwt_secret, or RS256/ES256 from auth.jwks_url.
- *   Claims: tenant_id (required), sub, permissions (string[]), exp (required), iat.
- * - API keys: "svc_" + 32 random bytes (base64url); only their SHA-256 is stored.
- * - The gateway credential may arrive wherever a provider SDK puts its key
- *   (Authorization: Bearer, x-api-key, x-goog-api-key, ?key=).
- * Verified credentials are memoised (tokens until exp, API keys for a few seconds so a
- * revocation by another process takes effect quickly; in-process revocation is immediate).
+ *   Claims: tenant_id (required), sub, permissions (string[]), exp (required), iat — each bounded
+ *   (TokenService.verify; docs/security.md).
+ * - API keys are verified by the keys domain (src/keys), handed in as a CredentialVerifier.
+ * - Where the credential may be: `bearer` = Authorization: Bearer only (admin APIs); `sdk` = also
+ *   wherever a provider SDK puts its key (x-api-key, x-goog-api-key, ?key=) — the proxies only.
+ * - Domains may add per-request checks of a principal (e.g. identity refuses a suspended user's token).
+ * Verified tokens are memoised until exp.
  */
 import { SignJWT, jwtVerify, createRemoteJWKSet, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { ApiError, forbidden, unauthenticated, notFound } from "./errors";
-import { uuid, now, randomToken } from "./ids";
-import type { Db } from "../storage/db";
-import type { Config } from "./config";
+import { forbidden, unauthenticated } from "./errors";
+import { randomToken } from "./ids";
 
 export const PERMISSIONS = ["ViewMetrics", "ManageConfig", "ManageKeys", "ViewKeys", "ViewLogs", "WorkspaceAdmin"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -24,7 +23,7 @@ export interface Principal {
   tenantId: string;
   sub: string;
   permissions: ReadonlySet<string>;
-  via: "jwt" | "api_key";
+  via: "jwt" | "api_key" | (string & {});
   keyId?: string;
 }
 
@@ -42,14 +41,22 @@ export function parsePermissions(list: string | string[] | undefined): Permissio
   return arr as Permission[];
 }
 
+/** tenant_id: 1-128 of letters, digits and . _ : @ - (usable in paths, logs and metrics labels) */
+export const TENANT_ID_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** accepted difference between a token's iat/nbf and this clock */
+export const CLOCK_SKEW_SECS = 60;
+const MAX_SUB = 256;
+const MAX_PERMISSIONS = 64;
+const printable = (s: string) => !/[\u0000-\u001f\u007f]/.test(s) && s.isWellFormed();
+
 /** The secret: configured, or generated once and kept beside the database (with a warning). */
-export function resolveJwtSecret(cfg: Config, warn: (msg: string) => void): string {
-  if (cfg.auth.jwt_secret) return cfg.auth.jwt_secret;
-  if (cfg.storage.path === ":memory:") {
+export function resolveJwtSecret(cfg: { jwtSecret?: string; dataPath: string }, warn: (msg: string) => void): string {
+  if (cfg.jwtSecret) return cfg.jwtSecret;
+  if (cfg.dataPath === ":memory:") {
     warn("SVC_AUTH__JWT_SECRET is not set; using an ephemeral secret for the in-memory database");
     return randomToken(32);
   }
-  const file = join(dirname(cfg.storage.path), "jwt-secret");
+  const file = join(dirname(cfg.dataPath), "jwt-secret");
   if (existsSync(file)) return readFileSync(file, "utf8").trim();
   mkdirSync(dirname(file), { recursive: true });
   const secret = randomToken(32);
@@ -59,17 +66,31 @@ export function resolveJwtSecret(cfg: Config, warn: (msg: string) => void): stri
   return secret;
 }
 
+export interface TokenSettings {
+  /** lifetime of minted tokens */
+  ttlSecs: number;
+  /** longest accepted lifetime (exp - iat, or exp - now without iat) of an HS256 token */
+  maxTtlSecs: number;
+  jwksUrl?: string;
+}
+
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly jwks?: ReturnType<typeof createRemoteJWKSet>;
   private readonly memo = new LRUCache<string, Principal>({ max: 10_000, ttlAutopurge: false });
+  readonly ttlSecs: number;
+  readonly maxTtlSecs: number;
 
-  constructor(secret: string, jwksUrl?: string, readonly ttlSecs = 86_400) {
+  constructor(secret: string, settings: Partial<TokenSettings> = {}) {
     this.key = new TextEncoder().encode(secret);
-    if (jwksUrl) this.jwks = createRemoteJWKSet(new URL(jwksUrl));
+    this.ttlSecs = settings.ttlSecs ?? 86_400;
+    this.maxTtlSecs = settings.maxTtlSecs ?? 30 * 86_400;
+    if (settings.jwksUrl) this.jwks = createRemoteJWKSet(new URL(settings.jwksUrl));
   }
 
   async sign(claims: { tenantId: string; sub?: string; permissions?: string[] }, ttlSecs = this.ttlSecs): Promise<string> {
+    if (!TENANT_ID_RE.test(claims.tenantId)) throw new Error(`tenant id must be 1-128 letters, digits or . _ : @ - (got "${claims.tenantId.slice(0, 40)}")`);
+    if (ttlSecs > this.maxTtlSecs) throw new Error(`token lifetime ${ttlSecs} s exceeds the maximum of ${this.maxTtlSecs} s (SVC_AUTH__MAX_TOKEN_TTL_SECS)`);
     return new SignJWT({ tenant_id: claims.tenantId, permissions: claims.permissions ?? [] })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(claims.sub ?? claims.tenantId)
@@ -82,141 +103,93 @@ export class TokenService {
     const hit = this.memo.get(token);
     if (hit) return hit;
     let payload: JWTPayload;
+    let alg: string | undefined;
     try {
-      const header = JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as { alg?: string };
-      if (header.alg === "HS256") payload = (await jwtVerify(token, this.key, { algorithms: ["HS256"] })).payload;
+      alg = (JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as { alg?: string }).alg;
+      if (alg === "HS256") payload = (await jwtVerify(token, this.key, { algorithms: ["HS256"] })).payload;
       else if (this.jwks) payload = (await jwtVerify(token, this.jwks, { algorithms: ["RS256", "ES256"] })).payload;
       else throw new Error("unsupported algorithm");
     } catch (e) {
       const code = (e as { code?: string }).code;
       throw unauthenticated(code === "ERR_JWT_EXPIRED" ? "access token expired" : "invalid access token");
     }
+    const principal = this.principalOf(payload, alg === "HS256");
+    this.memo.set(token, principal, { ttl: Math.max(1, (payload.exp as number) * 1000 - Date.now()) });
+    return principal;
+  }
+
+  /** The bounds every token's claims must meet (docs/security.md). */
+  private principalOf(payload: JWTPayload, ownToken: boolean): Principal {
+    const nowSecs = Math.floor(Date.now() / 1000);
     if (typeof payload.tenant_id !== "string" || payload.tenant_id.length === 0) throw unauthenticated("access token has no tenant_id");
+    if (!TENANT_ID_RE.test(payload.tenant_id)) throw unauthenticated("access token tenant_id must be 1-128 letters, digits or . _ : @ -");
     if (typeof payload.exp !== "number") throw unauthenticated("access token has no exp");
-    const perms = Array.isArray(payload.permissions) ? payload.permissions.filter((p): p is string => typeof p === "string") : [];
-    const principal: Principal = { tenantId: payload.tenant_id, sub: payload.sub ?? payload.tenant_id, permissions: new Set(perms), via: "jwt" };
-    this.memo.set(token, principal, { ttl: Math.max(1, payload.exp * 1000 - Date.now()) });
-    return principal;
+    if (payload.iat !== undefined && (typeof payload.iat !== "number" || payload.iat > nowSecs + CLOCK_SKEW_SECS)) throw unauthenticated("access token issued in the future");
+    if (ownToken && payload.exp - (typeof payload.iat === "number" ? payload.iat : nowSecs) > this.maxTtlSecs)
+      throw unauthenticated(`access token lifetime exceeds ${this.maxTtlSecs} s`);
+    const sub = payload.sub ?? payload.tenant_id;
+    if (sub.length > MAX_SUB || !printable(sub)) throw unauthenticated("access token sub is not a printable string of at most 256 characters");
+    const raw = payload.permissions;
+    if (raw !== undefined && (!Array.isArray(raw) || raw.length > MAX_PERMISSIONS || raw.some((p) => typeof p !== "string" || p.length > 64)))
+      throw unauthenticated("access token permissions must be a list of at most 64 names");
+    return { tenantId: payload.tenant_id, sub, permissions: new Set((raw as string[] | undefined) ?? []), via: "jwt" };
   }
 }
 
-export interface ApiKeyRecord {
-  id: string;
-  tenantId: string;
-  name: string;
-  prefix: string;
-  permissions: string[];
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
+/** Verifies a credential that is not a JWT (the keys domain: `svc_…` API keys). */
+export interface CredentialVerifier {
+  /** whether this verifier owns the credential's format */
+  accepts(credential: string): boolean;
+  verify(credential: string): Principal | Promise<Principal>;
 }
 
-const sha256 = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
-export const API_KEY_PREFIX = "svc_";
+/** A per-request check of an authenticated principal; throws ApiError (401/403) to refuse it. */
+export type PrincipalCheck = (principal: Principal) => void | Promise<void>;
 
-export class ApiKeyService {
-  private readonly memo = new LRUCache<string, Principal>({ max: 10_000, ttl: 5_000 });
-  constructor(private readonly db: Db) {}
-
-  create(tenantId: string, name: string, permissions: string[] = []): { key: string; record: ApiKeyRecord } {
-    const key = API_KEY_PREFIX + randomToken(32);
-    const record: ApiKeyRecord = {
-      id: uuid(),
-      tenantId,
-      name,
-      prefix: key.slice(0, 12),
-      permissions,
-      createdAt: now(),
-      lastUsedAt: null,
-      revokedAt: null,
-    };
-    this.db.run(
-      `INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, permissions, created_at) VALUES ($id, $tenant, $name, $prefix, $hash, $perms, $at)`,
-      { id: record.id, tenant: tenantId, name, prefix: record.prefix, hash: sha256(key), perms: JSON.stringify(permissions), at: record.createdAt },
-    );
-    return { key, record };
-  }
-
-  list(tenantId: string): ApiKeyRecord[] {
-    return this.db
-      .all<any>(`SELECT * FROM api_keys WHERE tenant_id = $tenant ORDER BY created_at`, { tenant: tenantId })
-      .map(toRecord);
-  }
-
-  revoke(tenantId: string, id: string): void {
-    const r = this.db.run(`UPDATE api_keys SET revoked_at = $at WHERE id = $id AND tenant_id = $tenant AND revoked_at IS NULL`, {
-      at: now(),
-      id,
-      tenant: tenantId,
-    });
-    if (r.changes === 0) throw notFound("api key");
-    this.memo.clear();
-  }
-
-  verify(key: string): Principal {
-    const hit = this.memo.get(key);
-    if (hit) return hit;
-    const row = this.db.get<any>(`SELECT * FROM api_keys WHERE key_hash = $hash`, { hash: sha256(key) });
-    if (!row || row.revoked_at) throw unauthenticated("invalid API key");
-    this.db.run(`UPDATE api_keys SET last_used_at = $at WHERE id = $id`, { at: now(), id: row.id });
-    const principal: Principal = {
-      tenantId: row.tenant_id,
-      sub: `key:${row.id}`,
-      permissions: new Set(JSON.parse(row.permissions)),
-      via: "api_key",
-      keyId: row.id,
-    };
-    this.memo.set(key, principal);
-    return principal;
-  }
-}
-
-function toRecord(row: any): ApiKeyRecord {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    name: row.name,
-    prefix: row.prefix,
-    permissions: JSON.parse(row.permissions),
-    createdAt: row.created_at,
-    lastUsedAt: row.last_used_at,
-    revokedAt: row.revoked_at,
-  };
-}
-
-export const isApiKey = (cred: string) => cred.startsWith(API_KEY_PREFIX);
 const looksLikeJwt = (cred: string) => cred.split(".").length === 3;
-/** Whether a string is shaped like a gateway credential (not proof that it is valid). */
-export const isGatewayCredential = (cred: string) => isApiKey(cred) || looksLikeJwt(cred);
 
-/** Where SDKs put their key: Authorization: Bearer, x-api-key, x-goog-api-key, ?key= */
-export function extractCredential(request: Request, url?: URL): string | undefined {
+export type CredentialPlaces = "bearer" | "sdk";
+
+/** The credential of a request: Authorization: Bearer; with `sdk` also x-api-key, x-goog-api-key, ?key=. */
+export function extractCredential(request: Request, places: CredentialPlaces, url?: URL, isGatewayCredential?: (c: string) => boolean): string | undefined {
   const h = request.headers;
   const authz = h.get("authorization");
   if (authz) {
     const m = /^Bearer\s+(.+)$/i.exec(authz);
     if (m) return m[1]!.trim();
   }
+  if (places === "bearer") return undefined;
   const candidates = [h.get("x-api-key"), h.get("x-goog-api-key")];
-  for (const c of candidates) if (c && isGatewayCredential(c)) return c;
+  for (const c of candidates) if (c && isGatewayCredential?.(c)) return c;
   const q = (url ?? new URL(request.url)).searchParams.get("key");
   if (q) return q;
   return candidates.find((c) => !!c) ?? undefined;
 }
 
 export class Authenticator {
-  constructor(readonly tokens: TokenService, readonly apiKeys: ApiKeyService) {}
+  private readonly checks: PrincipalCheck[] = [];
+  constructor(readonly tokens: TokenService, private readonly verifiers: CredentialVerifier[] = []) {}
+
+  /** Add a per-request check (run after every successful authentication, in order). */
+  addCheck(check: PrincipalCheck) {
+    this.checks.push(check);
+  }
+
+  /** Shaped like a gateway credential (a JWT or a credential a verifier owns); not proof of validity. */
+  isGatewayCredential = (cred: string) => looksLikeJwt(cred) || this.verifiers.some((v) => v.accepts(cred));
 
   async authenticateCredential(cred: string | undefined): Promise<Principal> {
     if (!cred) throw unauthenticated("missing credentials: send Authorization: Bearer <token>");
-    if (isApiKey(cred)) return this.apiKeys.verify(cred);
-    if (looksLikeJwt(cred)) return this.tokens.verify(cred);
-    throw unauthenticated("invalid credentials");
+    let principal: Principal;
+    const verifier = this.verifiers.find((v) => v.accepts(cred));
+    if (verifier) principal = await verifier.verify(cred);
+    else if (looksLikeJwt(cred)) principal = await this.tokens.verify(cred);
+    else throw unauthenticated("invalid credentials");
+    for (const check of this.checks) await check(principal);
+    return principal;
   }
 
-  authenticate(request: Request, url?: URL): Promise<Principal> {
-    return this.authenticateCredential(extractCredential(request, url));
+  authenticate(request: Request, places: CredentialPlaces, url?: URL): Promise<Principal> {
+    return this.authenticateCredential(extractCredential(request, places, url, this.isGatewayCredential));
   }
 }
-
-export { ApiError };

@@ -1,9 +1,11 @@
 /**
- * One error type (ApiError) and one place that renders it. The spec has three envelope families:
- *   core     (doc1, default):                {"error": {"message", "type"[, "retry_after_secs"]}}
- *   mcp      (doc2, /api/v1/mcp, /api/v1/tool-cache): {"type", "message"}
- *   identity (doc3, SSO/SCIM/teams/users/...):       {"error": {"type", "message"}}
- * Domain code throws ApiError with a doc1 type; the family of the request path decides the body.
+ * One error type (ApiError) and the spec's three error envelopes. Domain code throws ApiError
+ * with a doc1 type; the envelope a response uses is declared by the domain where it mounts its
+ * routes (core/kernel.ts), so this file names no path and no domain.
+ *   DOC1 (gateway core, proxies, prompts, memory): {"error": {"message", "type"[, "retry_after_secs"]}}
+ *   DOC2 (MCP):                                    {"type", "message"}; 403 is `permission_error`
+ *   DOC3 (identity):                               {"error": {"type", "message"}}
+ * A domain with an envelope of its own (SCIM's error schema) declares another Envelope.
  */
 
 export type ErrorType =
@@ -60,56 +62,43 @@ export class ApiError extends Error {
 export const badRequest = (message: string) => new ApiError("validation_error", message);
 export const invalidRequest = (message: string) => new ApiError("invalid_request_error", message);
 export const notFound = (what: string) => new ApiError("not_found", `${what} not found`);
+export const conflict = (message: string) => new ApiError("conflict", message);
 export const unauthenticated = (message = "missing or invalid credentials") => new ApiError("authentication_error", message);
 export const forbidden = (message: string) => new ApiError("authorization_error", message);
 
-export type EnvelopeFamily = "core" | "mcp" | "identity";
-
-const IDENTITY_PREFIXES = [
-  "/api/v1/sso",
-  "/api/v1/scim",
-  "/api/v1/teams",
-  "/api/v1/users",
-  "/api/v1/roles",
-  "/api/v1/invitations",
-  "/api/v1/permissions",
-  "/api/v1/virtual-keys",
-];
-
-export function familyOf(pathname: string): EnvelopeFamily {
-  if (pathname.startsWith("/api/v1/mcp") || pathname.startsWith("/api/v1/tool-cache")) return "mcp";
-  for (const p of IDENTITY_PREFIXES) if (pathname === p || pathname.startsWith(p + "/")) return "identity";
-  return "core";
+/** How a family of endpoints renders an ApiError. */
+export interface Envelope {
+  readonly name: string;
+  readonly contentType: string;
+  body(err: ApiError): unknown;
 }
+
+export const DOC1: Envelope = {
+  name: "doc1",
+  contentType: "application/json",
+  body: (err) => ({ error: { message: err.message, type: err.type, ...err.extra } }),
+};
 
 /** doc2 names the 403 type differently. */
-const MCP_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error" };
+const DOC2_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error" };
 
-export function errorBody(err: ApiError, family: EnvelopeFamily): Record<string, unknown> {
-  switch (family) {
-    case "mcp":
-      return { type: MCP_TYPE[err.type] ?? err.type, message: err.message, ...err.extra };
-    case "identity":
-      return { error: { type: err.type, message: err.message, ...err.extra } };
-    default:
-      return { error: { message: err.message, type: err.type, ...err.extra } };
-  }
-}
+export const DOC2: Envelope = {
+  name: "doc2",
+  contentType: "application/json",
+  body: (err) => ({ type: DOC2_TYPE[err.type] ?? err.type, message: err.message, ...err.extra }),
+};
 
-export function errorResponse(err: ApiError, pathname: string, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(errorBody(err, familyOf(pathname))), {
+export const DOC3: Envelope = {
+  name: "doc3",
+  contentType: "application/json",
+  body: (err) => ({ error: { type: err.type, message: err.message, ...err.extra } }),
+};
+
+export function errorResponse(err: ApiError, envelope: Envelope, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify(envelope.body(err)), {
     status: err.status,
-    headers: { "content-type": "application/json", ...err.headers, ...headers },
+    headers: { "content-type": envelope.contentType, ...err.headers, ...headers },
   });
-}
-
-/**
- * An embedder failure (EmbeddingError, matched by name so core does not import the cache domain)
- * as its 503 embedding_error; undefined for anything else. Proxies, GatewayService and the cache
- * query route all answer it this way.
- */
-export function embeddingUnavailable(e: unknown): ApiError | undefined {
-  return (e as Error)?.name === "EmbeddingError" ? new ApiError("embedding_error", `embedding service unavailable: ${(e as Error).message}`) : undefined;
 }
 
 /** Anything thrown that is not an ApiError becomes a 500 without leaking internals. */

@@ -1,19 +1,16 @@
 /**
- * The spec's list conventions:
- *   page/pageSize (doc1 prompts, versions, runs, folders; doc2 MCP lists; doc3 SSO, SCIM, teams, invitations)
- *     -> {items, total, page, pageSize, totalPages}
- *   page/page_size (doc3 users: max 100; roles: max 1000) -> {items, total, page, page_size, total_pages}
- *   limit/offset (doc1 Memory API)
+ * The spec's list conventions, as helpers each domain applies with its own limits:
+ *   page/pageSize  -> {<list>, total, page, pageSize, totalPages}      (pageQuery + pageEnvelope)
+ *   page/page_size -> {<list>, total, page, page_size, total_pages}    (snakePageQuery + snakePageEnvelope)
+ *   limit/offset                                                      (limitOffsetQuery)
  * Query schemas coerce strings; limits are enforced by the schema (400 validation_error).
  * `page` and `offset` are capped (MAX_PAGE, MAX_OFFSET) so that an absurd value is a 400, not an
  * offset SQLite cannot bind (a 500).
  */
 import { t } from "elysia";
 
-/** Default maximum page size (doc1 §8, doc3 §8 SSO/SCIM/teams/users). */
+/** The usual maximum page size (doc1 §8, doc2, doc3 §8). */
 export const MAX_PAGE_SIZE = 100;
-/** doc3 §8: role lists allow pages of up to 1000. */
-export const MAX_ROLE_PAGE_SIZE = 1000;
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest accepted page number / offset (2^31 - 1): far beyond any real list, safe for SQLite and JS. */
 export const MAX_PAGE = 2_147_483_647;
@@ -28,14 +25,11 @@ export const pageQuery = (maxPageSize = MAX_PAGE_SIZE, defaultPageSize = DEFAULT
   pageSize: sizeParam(maxPageSize, defaultPageSize),
 });
 
-/** `page`/`page_size` query properties (doc3 users and roles). */
+/** `page`/`page_size` query properties. */
 export const snakePageQuery = (maxPageSize = MAX_PAGE_SIZE, defaultPageSize = DEFAULT_PAGE_SIZE) => ({
   page: pageParam(),
   page_size: sizeParam(maxPageSize, defaultPageSize),
 });
-
-export const PageQuery = pageQuery();
-export const SnakePageQuery = snakePageQuery();
 
 export const limitOffsetQuery = (defaultLimit: number, maxLimit: number) => ({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: maxLimit, default: defaultLimit })),
@@ -55,23 +49,29 @@ export function pageOf(q: { page?: number; pageSize?: number; page_size?: number
   return { page, pageSize, limit: pageSize, offset: (page - 1) * pageSize };
 }
 
+const totalPages = (total: number, p: Page) => Math.ceil(total / p.pageSize);
+
 export function pageEnvelope<K extends string, T>(key: K, items: T[], total: number, p: Page) {
-  return {
-    [key]: items,
-    total,
-    page: p.page,
-    pageSize: p.pageSize,
-    totalPages: Math.ceil(total / p.pageSize),
-  } as { [k in K]: T[] } & { total: number; page: number; pageSize: number; totalPages: number };
+  return { [key]: items, total, page: p.page, pageSize: p.pageSize, totalPages: totalPages(total, p) } as { [k in K]: T[] } & {
+    total: number;
+    page: number;
+    pageSize: number;
+    totalPages: number;
+  };
 }
 
-/** The envelope of lists queried with `page_size` (doc3 users and roles), spelled the same way. */
+/** The envelope of lists queried with `page_size`, spelled the same way. */
 export function snakePageEnvelope<K extends string, T>(key: K, items: T[], total: number, p: Page) {
-  return {
-    [key]: items,
-    total,
-    page: p.page,
-    page_size: p.pageSize,
-    total_pages: Math.ceil(total / p.pageSize),
-  } as { [k in K]: T[] } & { total: number; page: number; page_size: number; total_pages: number };
+  return { [key]: items, total, page: p.page, page_size: p.pageSize, total_pages: totalPages(total, p) } as { [k in K]: T[] } & {
+    total: number;
+    page: number;
+    page_size: number;
+    total_pages: number;
+  };
+}
+
+/** One page of a list and the total it was cut from (what stores answer). */
+export interface Listed<T> {
+  items: T[];
+  total: number;
 }

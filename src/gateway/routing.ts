@@ -1,18 +1,12 @@
 /**
  * Model routing (CONTRACT.md): where svc itself picks the upstream for a model name.
- * models.routes (name or glob -> provider) first, exact names before globs; then the defaults.
+ * models.routes (name or glob -> provider) first, exact names before globs; then each style's
+ * default globs (providers/<name>/index.ts).
  */
-import type { ProviderName } from "../core/config";
+import { PROVIDERS, PROVIDER_NAMES, DEFAULT_PROVIDER, type ProviderName } from "./providers";
 
-export const DEFAULT_ROUTES: Array<[string, ProviderName]> = [
-  ["gpt-*", "openai"],
-  ["o1*", "openai"],
-  ["o3*", "openai"],
-  ["o4*", "openai"],
-  ["claude-*", "anthropic"],
-  ["gemini-*", "gemini"],
-  ["command*", "cohere"],
-];
+/** Each style's model globs, in PROVIDERS order. */
+export const DEFAULT_ROUTES: Array<[string, ProviderName]> = PROVIDER_NAMES.flatMap((n) => PROVIDERS[n].modelGlobs.map((g): [string, ProviderName] => [g, n]));
 
 const globCache = new Map<string, RegExp>();
 function globRe(glob: string): RegExp {
@@ -28,5 +22,5 @@ export function providerFor(model: string, routes: Record<string, ProviderName> 
   if (routes[model]) return routes[model]!;
   for (const [glob, provider] of Object.entries(routes)) if (/[*?]/.test(glob) && globRe(glob).test(model)) return provider;
   for (const [glob, provider] of DEFAULT_ROUTES) if (globRe(glob).test(model)) return provider;
-  return "openai";
+  return DEFAULT_PROVIDER;
 }

@@ -7,9 +7,15 @@
  * provider 4xx -> ProviderReply (status + body passed through to the client).
  */
 import { ApiError } from "../core/errors";
-import type { Config, ProviderName } from "../core/config";
-import type { Metrics } from "../ops/metrics";
-import type { ProviderWire } from "./adapter";
+import type { Counter, Histogram } from "../core/metrics";
+import type { ProviderWire } from "./providers/types";
+import type { ProviderName } from "./providers";
+import type { ProvidersConfig, UpstreamConfig } from "./config";
+
+export interface UpstreamMetrics {
+  duration: Histogram;
+  errors: Counter;
+}
 
 /** A provider's own 4xx answer, handed to the client unchanged. */
 export class ProviderReply extends Error {
@@ -81,16 +87,10 @@ export interface OpenUpstream {
 export class Upstream {
   private active = 0;
   private waiting: Array<{ grant(): void }> = [];
-  private readonly bases: Record<ProviderName, string>;
+  private readonly bases: Record<string, string>;
 
-  constructor(private readonly config: Config, private readonly metrics: Metrics) {
-    const p = config.providers;
-    this.bases = {
-      openai: p.openai.base_url.replace(/\/+$/, ""),
-      anthropic: p.anthropic.base_url.replace(/\/+$/, ""),
-      gemini: p.gemini.base_url.replace(/\/+$/, ""),
-      cohere: p.cohere.base_url.replace(/\/+$/, ""),
-    };
+  constructor(private readonly config: { providers: ProvidersConfig; upstream: UpstreamConfig }, private readonly metrics: UpstreamMetrics) {
+    this.bases = Object.fromEntries(Object.entries(config.providers).map(([name, p]) => [name, p.base_url.replace(/\/+$/, "")]));
   }
 
   get inFlight() {
@@ -114,7 +114,7 @@ export class Upstream {
       return;
     }
     const saturated = () => {
-      this.metrics.upstreamErrors.inc({ provider, kind: "saturated" });
+      this.metrics.errors.inc({ provider, kind: "saturated" });
       return new ApiError("service_unavailable", `too many upstream requests in flight (${max}); no slot freed within ${waitMs} ms, retry later`);
     };
     if (waitMs <= 0) throw saturated();
@@ -189,7 +189,7 @@ export class Upstream {
       throw this.classify(req.provider, e, deadline, settings.timeout_ms);
     }
     const seconds = (performance.now() - startedAt) / 1000;
-    this.metrics.upstreamDuration.observe({ provider: req.provider, status: String(response.status) }, seconds);
+    this.metrics.duration.observe({ provider: req.provider, status: String(response.status) }, seconds);
     if (response.status >= 400) {
       let text = "";
       try {
@@ -199,10 +199,10 @@ export class Upstream {
       release();
       clientSignal?.removeEventListener("abort", onClientAbort);
       if (response.status >= 500) {
-        this.metrics.upstreamErrors.inc({ provider: req.provider, kind: "5xx" });
+        this.metrics.errors.inc({ provider: req.provider, kind: "5xx" });
         throw new ApiError("proxy_error", `upstream ${req.provider} answered ${response.status}`);
       }
-      this.metrics.upstreamErrors.inc({ provider: req.provider, kind: "4xx" });
+      this.metrics.errors.inc({ provider: req.provider, kind: "4xx" });
       throw new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json");
     }
     return {
@@ -233,11 +233,11 @@ export class Upstream {
   classify(provider: ProviderName, e: unknown, deadline: Deadline, timeoutMs: number): Error {
     if (e instanceof ApiError || e instanceof ProviderReply) return e;
     if (deadline.timedOut) {
-      this.metrics.upstreamErrors.inc({ provider, kind: "timeout" });
+      this.metrics.errors.inc({ provider, kind: "timeout" });
       return new ApiError("timeout_error", `upstream ${provider} did not answer within ${timeoutMs} ms`);
     }
     if (deadline.signal.aborted && deadline.signal.reason instanceof ClientGone) return deadline.signal.reason;
-    this.metrics.upstreamErrors.inc({ provider, kind: "unreachable" });
+    this.metrics.errors.inc({ provider, kind: "unreachable" });
     const code = (e as { code?: string })?.code;
     return new ApiError("proxy_error", `upstream ${provider} unreachable${code ? ` (${code})` : ""}`);
   }

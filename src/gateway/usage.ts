@@ -4,38 +4,9 @@
  * Writes are batched off the request path: buffered and flushed in one transaction every
  * FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within ~FLUSH_MS.
  */
-import type { Db } from "../storage/db";
-import { TenantDb } from "../storage/scoped";
-import type { Migration } from "../storage/migrations";
+import type { Storage, TenantDb } from "../storage/scoped";
 import { uuid, now } from "../core/ids";
 import { costOf } from "./prices";
-
-export const GATEWAY_MIGRATIONS: Migration[] = [
-  {
-    id: "0100_gateway_usage_records",
-    up: `
-      CREATE TABLE usage_records (
-        id TEXT PRIMARY KEY,
-        tenant_id TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        request_id TEXT NOT NULL,
-        style TEXT NOT NULL,
-        provider TEXT NOT NULL,
-        endpoint TEXT NOT NULL,
-        model TEXT NOT NULL,
-        cache_status TEXT NOT NULL,
-        cache_tier TEXT,
-        streamed INTEGER NOT NULL DEFAULT 0,
-        input_tokens INTEGER NOT NULL,
-        output_tokens INTEGER NOT NULL,
-        latency_ms REAL NOT NULL,
-        cost_saved_usd REAL NOT NULL
-      );
-      CREATE INDEX usage_records_tenant_time ON usage_records(tenant_id, created_at);
-      CREATE INDEX usage_records_tenant_model ON usage_records(tenant_id, model, created_at);
-    `,
-  },
-];
 
 export interface UsageRecord {
   tenantId: string;
@@ -58,8 +29,8 @@ export interface UsageRow extends UsageRecord {
   costSavedUsd: number;
 }
 
-/** Repository over TenantDb. */
-export class UsageRepo {
+/** One tenant's usage records. */
+export class UsageStore {
   constructor(private readonly db: TenantDb) {}
   insert(r: UsageRow) {
     this.db.run(
@@ -113,10 +84,10 @@ export class UsageRecorder {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
-  constructor(private readonly db: Db, private readonly onError: (e: unknown) => void = () => {}) {}
+  constructor(private readonly storage: Storage, private readonly onError: (e: unknown) => void = () => {}) {}
 
-  repo(tenantId: string) {
-    return new UsageRepo(new TenantDb(this.db, tenantId));
+  store(tenantId: string) {
+    return new UsageStore(this.storage.tenant(tenantId));
   }
 
   record(r: UsageRecord) {
@@ -132,18 +103,19 @@ export class UsageRecorder {
   flush() {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.buf.length === 0 || this.db.closed) return;
+    if (this.buf.length === 0) return;
     const rows = this.buf;
     this.buf = [];
     try {
-      this.db.tx(() => {
-        for (const r of rows) this.repo(r.tenantId).insert(r);
+      this.storage.tx(() => {
+        for (const r of rows) this.store(r.tenantId).insert(r);
       });
     } catch (e) {
       this.onError(e);
     }
   }
 
+  /** Flush what is buffered and stop recording (before the database closes). */
   close() {
     this.flush();
     this.closed = true;

@@ -1,39 +1,42 @@
 /**
- * GET /openapi.json (OpenAPI 3.1 generated from every route's TypeBox schemas by
- * @elysiajs/openapi) and GET /docs (Swagger UI). The UI's script and stylesheet are served
- * from the swagger-ui-dist package under /docs/assets, embedded in the single binary, so the
- * page works without internet access.
+ * GET /openapi.json (the OpenAPI 3.1 document of everything mounted, built once on first request:
+ * src/core/openapi.ts) and GET /docs (Swagger UI). The UI's script and stylesheet are served from
+ * the swagger-ui-dist package under /docs/assets, embedded in the single binary, so the page works
+ * without internet access.
  */
 import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
 import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
-import pkg from "../../package.json";
+import { DOC1 } from "../core/errors";
+import type { Kernel } from "../core/kernel";
 
-const ASSETS = "/docs/assets";
+export const ASSETS = "/docs/assets";
 
-export const docsRoutes = () =>
-  new Elysia({ name: "svc-docs" })
-    .use(
-      openapi({
-        path: "/docs",
-        specPath: "/openapi.json",
-        provider: "swagger-ui",
-        documentation: {
-          info: { title: "svc", version: pkg.version, description: pkg.description },
-          components: {
-            securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token (JWT) or an svc API key (svc_...)" } },
-          },
-          // every route needs a credential unless it says otherwise (ops endpoints, token exchange)
-          security: [{ bearer: [] }],
-        },
-        exclude: { paths: [/^\/docs\/assets\//] },
-        swagger: {
-          cdn: `${ASSETS}/swagger-ui-bundle.js`,
-          theme: `${ASSETS}/swagger-ui.css`,
-          autoDarkMode: false,
-        },
-      }),
-    )
-    .get(`${ASSETS}/swagger-ui-bundle.js`, () => new Response(Bun.file(bundlePath), { headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" } }), { detail: { hide: true } })
-    .get(`${ASSETS}/swagger-ui.css`, () => new Response(Bun.file(cssPath), { headers: { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=86400" } }), { detail: { hide: true } });
+const page = (title: string) => `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <title>${title}</title>
+  <link rel="stylesheet" href="${ASSETS}/swagger-ui.css" />
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="${ASSETS}/swagger-ui-bundle.js"></script>
+  <script>window.onload = () => { window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui" }); };</script>
+</body>
+</html>`;
+
+const asset = (path: string, type: string) => () =>
+  new Response(Bun.file(path), { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
+
+export const docsRoutes = (kernel: Kernel, document: () => unknown, title: string) => {
+  kernel.register({ prefix: "/docs", envelope: DOC1, auth: "public" });
+  kernel.register({ prefix: "/openapi.json", envelope: DOC1, auth: "public" });
+  let cached: string | undefined;
+  return new Elysia({ name: "svc-docs" })
+    .get("/openapi.json", () => new Response((cached ??= JSON.stringify(document())), { headers: { "content-type": "application/json" } }), { detail: { hide: true } })
+    .get("/docs", () => new Response(page(title), { headers: { "content-type": "text/html; charset=utf-8" } }), { detail: { hide: true } })
+    .get(`${ASSETS}/swagger-ui-bundle.js`, asset(bundlePath, "text/javascript; charset=utf-8"), { detail: { hide: true } })
+    .get(`${ASSETS}/swagger-ui.css`, asset(cssPath, "text/css; charset=utf-8"), { detail: { hide: true } });
+};

@@ -3,63 +3,59 @@
  * (Prometheus text), /stats (JSON), / (information document), /openapi.json and /docs.
  * They are unauthenticated, like the usual probes and scrape targets (docs/decisions.md).
  */
-import { Elysia, t } from "elysia";
-import type { AppContext } from "../context";
-import { ApiError } from "../core/errors";
+import { t } from "elysia";
+import { ApiError, DOC1 } from "../core/errors";
+import type { Kernel, RequestObserver } from "../core/kernel";
+import type { Metrics, MetricValues } from "../core/metrics";
 import pkg from "../../package.json";
-import type { RequestObserver } from "./requests";
 
 export const SERVICE = "svc";
 
-/** Provider styles and the request each one starts with. */
-export const ENDPOINTS = {
-  "chat-completions": { method: "POST", path: "/v1/chat/completions" },
-  messages: { method: "POST", path: "/v1/messages" },
-  "generate-content": { method: "POST", path: "/v1beta/models/{model}/generateContent" },
-  chat: { method: "POST", path: "/v1/chat" },
-  generate: { method: "POST", path: "/v1/generate" },
-  embed: { method: "POST", path: "/v1/embed" },
-} as const;
+/** What ops reads: readiness checks, the metrics registry, the request observer, the information document's endpoints. */
+export interface OpsDeps {
+  kernel: Kernel;
+  metrics: Metrics;
+  observer: RequestObserver;
+  /** named readiness checks (database, migrations, embedder, ...); a check that throws counts as failed */
+  readiness: Record<string, () => boolean>;
+  /** provider style -> the request it starts with (the gateway's registry) */
+  endpoints: Record<string, { method: string; path: string }>;
+  startedAt: number;
+}
 
 export interface ReadinessReport {
   ready: boolean;
-  checks: { database: boolean; migrations: boolean; embedder: boolean };
+  checks: Record<string, boolean>;
 }
 
-export function readiness(ctx: AppContext): ReadinessReport {
-  let database = ctx.readiness.database && !ctx.db.closed;
-  let migrations = false;
-  if (database) {
+export function readiness(checks: OpsDeps["readiness"]): ReadinessReport {
+  const out: Record<string, boolean> = {};
+  for (const [name, check] of Object.entries(checks)) {
     try {
-      ctx.db.get("SELECT 1 AS ok");
-      // every migration this build knows is recorded in schema_migrations
-      migrations = ctx.readiness.migrations && ctx.db.pendingMigrations().length === 0;
+      out[name] = check() === true;
     } catch {
-      database = false;
+      out[name] = false;
     }
   }
-  let embedder = false;
-  try {
-    embedder = ctx.readiness.embedder();
-  } catch {}
-  const checks = { database, migrations, embedder };
-  return { ready: database && checks.migrations && embedder, checks };
+  return { ready: Object.values(out).every(Boolean), checks: out };
 }
 
 /** Sum of a counter's values grouped by some of its labels. */
-async function sumBy(metric: { get(): Promise<{ values: Array<{ labels: Record<string, string | number>; value: number }> }> }, keyOf: (l: Record<string, string | number>) => string) {
+function sumBy(values: MetricValues, keyOf: (l: MetricValues[number]["labels"]) => string) {
   const out: Record<string, number> = {};
-  for (const v of (await metric.get()).values) {
+  for (const v of values) {
     const k = keyOf(v.labels);
     out[k] = (out[k] ?? 0) + v.value;
   }
   return out;
 }
 
-export async function stats(ctx: AppContext, observer: RequestObserver) {
-  const m = ctx.metrics;
-  const byStatus = await sumBy(m.httpRequests, (l) => String(l.status).slice(0, 1) + "xx");
-  const lookups = (await m.cacheLookups.get()).values;
+/** /stats reads the counters other domains register, by name (absent metrics count as zero). */
+export async function stats(d: Pick<OpsDeps, "metrics" | "observer" | "startedAt">) {
+  const m = d.metrics;
+  const observer = d.observer;
+  const byStatus = sumBy(await m.values("svc_http_requests_total"), (l) => String(l.status).slice(0, 1) + "xx");
+  const lookups = await m.values("svc_cache_lookups_total");
   const tiers: Record<string, { hits: number; misses: number }> = {};
   let hits = 0;
   let misses = 0;
@@ -75,12 +71,12 @@ export async function stats(ctx: AppContext, observer: RequestObserver) {
       misses += v.value;
     }
   }
-  const rejections = (await m.rateLimitRejections.get()).values.reduce((s, v) => s + v.value, 0);
-  const entries = (await m.cacheEntries.get()).values.reduce((s, v) => s + v.value, 0);
+  const rejections = (await m.values("svc_rate_limit_rejections_total")).reduce((s, v) => s + v.value, 0);
+  const entries = (await m.values("svc_cache_entries")).reduce((s, v) => s + v.value, 0);
   return {
     service: SERVICE,
     version: pkg.version,
-    uptimeSecs: Math.floor((Date.now() - ctx.startedAt) / 1000),
+    uptimeSecs: Math.floor((Date.now() - d.startedAt) / 1000),
     requests: { total: observer.requests, byStatus, rateLimited: rejections },
     cache: { hits, misses, hitRate: hits + misses > 0 ? hits / (hits + misses) : 0, tiers, entries },
     tenants: { active: observer.tenantsSeen.size },
@@ -90,11 +86,17 @@ export async function stats(ctx: AppContext, observer: RequestObserver) {
 const Health = t.Object({ status: t.Literal("ok") });
 const Ready = t.Object({
   status: t.Literal("ready"),
-  checks: t.Object({ database: t.Boolean(), migrations: t.Boolean(), embedder: t.Boolean() }),
+  checks: t.Record(t.String(), t.Boolean()),
 });
 
-export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
-  new Elysia({ name: "svc-ops" })
+/** The operational endpoints are public (probes and scrapers carry no tokens; no tenant data). */
+const OPS_PATHS = ["/health", "/ready", "/metrics", "/stats"] as const;
+
+export const opsRoutes = (d: OpsDeps) => {
+  for (const prefix of OPS_PATHS) d.kernel.register({ prefix, envelope: DOC1, auth: "public" });
+  d.kernel.register({ prefix: "/", exact: true, envelope: DOC1, auth: "public" });
+  return d.kernel
+    .routes("")
     .get("/health", () => ({ status: "ok" as const }), {
       response: Health,
       detail: { summary: "Liveness: the process serves HTTP", tags: ["ops"], security: [] },
@@ -102,7 +104,7 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
     .get(
       "/ready",
       () => {
-        const r = readiness(ctx);
+        const r = readiness(d.readiness);
         if (!r.ready) {
           const failed = Object.entries(r.checks).filter(([, ok]) => !ok).map(([k]) => k);
           throw new ApiError("service_unavailable", `not ready: ${failed.join(", ")}`, { checks: r.checks });
@@ -113,10 +115,10 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
     )
     .get(
       "/metrics",
-      async () => new Response(await ctx.metrics.render(), { headers: { "content-type": ctx.metrics.contentType } }),
+      async () => new Response(await d.metrics.render(), { headers: { "content-type": d.metrics.contentType } }),
       { detail: { summary: "Prometheus metrics (text exposition format)", tags: ["ops"], security: [] } },
     )
-    .get("/stats", () => stats(ctx, observer), {
+    .get("/stats", () => stats(d), {
       response: t.Object({
         service: t.String(),
         version: t.String(),
@@ -140,7 +142,7 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
         version: pkg.version,
         description: pkg.description,
         documentation: { openapi: "/openapi.json", swagger: "/docs" },
-        endpoints: ENDPOINTS,
+        endpoints: d.endpoints,
       }),
       {
         response: t.Object({
@@ -153,3 +155,4 @@ export const opsRoutes = (ctx: AppContext, observer: RequestObserver) =>
         detail: { summary: "Information document", tags: ["ops"], security: [] },
       },
     );
+};

@@ -3,7 +3,8 @@ import { searchTextOf } from "./search";
 
 export const PROMPTS_MIGRATIONS: Migration[] = [
   {
-    id: "0300_prompts_tables",
+    id: "0001_tables",
+    legacyId: "0300_prompts_tables",
     up: `
       CREATE TABLE prompt_folders (
         id TEXT PRIMARY KEY,
@@ -92,7 +93,8 @@ export const PROMPTS_MIGRATIONS: Migration[] = [
   {
     // `search` is case-insensitive beyond ASCII (SQLite's LIKE folds only A-Z): match against a
     // lower-cased, NFC-normalised copy of name + description kept by the repository
-    id: "0301_prompts_search_text",
+    id: "0002_search_text",
+    legacyId: "0301_prompts_search_text",
     up: (db) => {
       db.run("ALTER TABLE prompts ADD COLUMN search_text TEXT NOT NULL DEFAULT ''");
       const rows = db.query("SELECT id, name, description FROM prompts").all() as Array<{ id: string; name: string; description: string }>;

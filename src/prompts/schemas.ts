@@ -1,6 +1,8 @@
 /** TypeBox request schemas of prompts, folders and chains: every field limit lives here (400 validation_error). */
 import { t } from "elysia";
-import { PageQuery } from "../core/pagination";
+import { pageQuery } from "../core/pagination";
+
+const PageQuery = pageQuery();
 import { PROMPT_STATUSES, RUN_STATUSES, TRANSFORMS } from "./types";
 
 export const LIMITS = {

@@ -1,18 +1,17 @@
 /**
  * Prompt business rules: slugs, automatic variables, immutable versions (create = v1, changed
- * template = N+1, explicit versions, rollback), diffs, status moves, duplicate, and execution
- * through the gateway's own pipeline (same cache, same upstream adapters) with every execution
- * recorded as a run. Plain functions over a PromptStore: tests call them without HTTP.
+ * template = N+1, explicit versions, rollback), diffs (diff.ts), status moves, duplicate.
+ * Execution and runs are execute.ts. Plain methods over a PromptStore: tests call them without HTTP.
  */
-import { structuredPatch, formatPatch, FILE_HEADERS_ONLY } from "diff";
-import { ApiError, badRequest, invalidRequest, notFound } from "../core/errors";
+import { badRequest, invalidRequest, notFound } from "../core/errors";
 import { uuid, now } from "../core/ids";
-import type { Page } from "../core/pagination";
+import type { Page, Listed } from "../core/pagination";
 import type { ForTenant } from "../storage/scoped";
-import type { GatewayService } from "../gateway/types";
-import type { FolderStore, Listed, PromptFilter, PromptStore, RunFilter } from "./repository";
-import { estimateTokens, extractVariables, render, type Variable } from "./template";
-import type { Actor, Prompt, PromptStatus, PromptVersion, Run } from "./types";
+import type { PromptFilter, PromptStore } from "./store";
+import type { FolderStore } from "./folders/store";
+import { extractVariables } from "./template";
+import { diffVersions, type DiffResult } from "./diff";
+import type { Actor, Prompt, PromptStatus, PromptVersion } from "./types";
 
 export interface CreatePromptInput {
   name: string;
@@ -40,38 +39,6 @@ export interface VersionInput {
   temperature?: number;
   maxTokens?: number;
   message?: string;
-}
-
-export interface ExecuteInput {
-  variables?: Record<string, unknown>;
-  version?: number;
-  model?: string;
-  temperature?: number;
-  maxTokens?: number;
-  dryRun?: boolean;
-}
-
-export interface ExecuteResult {
-  runId: string;
-  renderedPrompt: string;
-  estimatedTokens: number;
-  response: string;
-  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
-  cacheHit: boolean;
-  durationMs: number;
-  dryRun: boolean;
-  model: string | null;
-  version: number;
-}
-
-export interface DiffResult {
-  fromVersion: number;
-  toVersion: number;
-  templateDiff: string;
-  variablesAdded: Variable[];
-  variablesRemoved: Variable[];
-  variablesChanged: Array<{ name: string; from: Omit<Variable, "name">; to: Omit<Variable, "name"> }>;
-  stats: { additions: number; deletions: number; totalChanges: number };
 }
 
 /**
@@ -103,8 +70,6 @@ export class PromptService {
   constructor(
     private readonly stores: ForTenant<PromptStore>,
     private readonly folders: ForTenant<FolderStore>,
-    /** resolved per call so a gateway set on the context after start-up is picked up */
-    private readonly gateway: () => GatewayService | undefined,
   ) {}
 
   private must(store: PromptStore, id: string): Prompt {
@@ -299,136 +264,7 @@ export class PromptService {
   }
 
   diff(actor: Actor, id: string, fromVersion: number, toVersion: number): DiffResult {
-    const a = this.getVersion(actor, id, fromVersion);
-    const b = this.getVersion(actor, id, toVersion);
-    const patch = structuredPatch(`v${fromVersion}`, `v${toVersion}`, a.template, b.template, undefined, undefined, { context: 3 });
-    let additions = 0;
-    let deletions = 0;
-    for (const h of patch.hunks)
-      for (const l of h.lines) {
-        if (l.startsWith("+")) additions++;
-        else if (l.startsWith("-")) deletions++;
-      }
-    const before = new Map(a.variables.map((v) => [v.name, v]));
-    const after = new Map(b.variables.map((v) => [v.name, v]));
-    const variablesChanged: DiffResult["variablesChanged"] = [];
-    for (const [name, v] of after) {
-      const o = before.get(name);
-      if (o && (o.varType !== v.varType || o.defaultValue !== v.defaultValue))
-        variablesChanged.push({ name, from: { varType: o.varType, defaultValue: o.defaultValue }, to: { varType: v.varType, defaultValue: v.defaultValue } });
-    }
-    return {
-      fromVersion,
-      toVersion,
-      templateDiff: patch.hunks.length ? formatPatch(patch, FILE_HEADERS_ONLY) : "",
-      variablesAdded: b.variables.filter((v) => !before.has(v.name)),
-      variablesRemoved: a.variables.filter((v) => !after.has(v.name)),
-      variablesChanged,
-      stats: { additions, deletions, totalChanges: additions + deletions },
-    };
-  }
-
-  // ---- execution ----
-
-  /**
-   * Render the chosen version and (unless dryRun) send it as one user message through the
-   * gateway. The run is recorded whatever happens; a failed model call is recorded FAILED and
-   * its ApiError is re-thrown.
-   */
-  async execute(actor: Actor, id: string, input: ExecuteInput, opts: { requestId?: string } = {}): Promise<ExecuteResult> {
-    const store = this.stores(actor.tenantId);
-    const prompt = this.must(store, id);
-    const versionNo = input.version ?? prompt.currentVersion;
-    const v = store.getVersion(id, versionNo);
-    if (!v) throw notFound(`version ${versionNo} of prompt '${id}'`);
-    const variables = input.variables ?? {};
-    const renderedPrompt = render(v.template, variables);
-    const estimatedTokens = estimateTokens(renderedPrompt);
-    const dryRun = input.dryRun === true;
-    // Settings: the request's, else those of an explicitly chosen older version, else the prompt's
-    // (a PUT may change the prompt's model/temperature/maxTokens without a new version, and the
-    // prompt's `model` is the default model for execution — the current version's copy can be stale).
-    const pinned = input.version !== undefined && input.version !== prompt.currentVersion ? v : undefined;
-    const model = input.model ?? (pinned ? (pinned.model ?? prompt.model) : prompt.model);
-    const temperature = input.temperature ?? (pinned ? (pinned.temperature ?? prompt.temperature) : prompt.temperature) ?? undefined;
-    const maxTokens = input.maxTokens ?? (pinned ? (pinned.maxTokens ?? prompt.maxTokens) : prompt.maxTokens) ?? undefined;
-    const base: Run = {
-      runId: uuid(),
-      promptId: id,
-      version: versionNo,
-      status: "DRY_RUN",
-      model: model ?? null,
-      variables,
-      renderedPrompt,
-      response: null,
-      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-      cacheHit: false,
-      dryRun,
-      durationMs: 0,
-      error: null,
-      createdBy: actor.sub,
-      createdAt: now(),
-    };
-    const result = (r: Run): ExecuteResult => ({
-      runId: r.runId,
-      renderedPrompt,
-      estimatedTokens,
-      response: r.response ?? "",
-      usage: r.usage,
-      cacheHit: r.cacheHit,
-      durationMs: r.durationMs,
-      dryRun,
-      model: r.model,
-      version: versionNo,
-    });
-    if (dryRun) {
-      store.insertRun(base);
-      return result(base);
-    }
-    if (prompt.status === "ARCHIVED") throw invalidRequest(`prompt '${id}' is ARCHIVED; move it to DRAFT or PUBLISHED to execute it (dry runs still work)`);
-    if (!model) throw badRequest("no model to execute with: set 'model' on the prompt, the version or the request");
-    const gateway = this.gateway();
-    if (!gateway) throw new ApiError("service_unavailable", "the model gateway is not available");
-    const started = performance.now();
-    try {
-      const out = await gateway.complete({
-        tenantId: actor.tenantId,
-        model,
-        messages: [{ role: "user", content: renderedPrompt }],
-        temperature,
-        maxTokens,
-        requestId: opts.requestId,
-      });
-      const run: Run = {
-        ...base,
-        status: "COMPLETED",
-        model: out.model || model,
-        response: out.text,
-        usage: { promptTokens: out.usage.promptTokens, completionTokens: out.usage.completionTokens, totalTokens: out.usage.promptTokens + out.usage.completionTokens },
-        cacheHit: out.cacheHit,
-        durationMs: Math.round(performance.now() - started),
-      };
-      store.insertRun(run);
-      return result(run);
-    } catch (e) {
-      const err = e instanceof ApiError ? e : new ApiError("internal_error", "model call failed");
-      store.insertRun({ ...base, status: "FAILED", error: `${err.type}: ${err.message}`, durationMs: Math.round(performance.now() - started) });
-      throw err;
-    }
-  }
-
-  listRuns(actor: Actor, id: string, filter: RunFilter, page: Page): Listed<Run> {
-    const store = this.stores(actor.tenantId);
-    this.must(store, id);
-    return store.listRuns(id, filter, page);
-  }
-
-  getRun(actor: Actor, id: string, runId: string): Run {
-    const store = this.stores(actor.tenantId);
-    this.must(store, id);
-    const r = store.getRun(id, runId);
-    if (!r) throw notFound(`run '${runId}' of prompt '${id}'`);
-    return r;
+    return diffVersions(this.getVersion(actor, id, fromVersion), this.getVersion(actor, id, toVersion));
   }
 }
 

@@ -1,3 +1,4 @@
+import type { TokenUsage } from "../core/usage";
 /** Domain records of prompts, versions, runs, folders and chains (API field names, doc1 §2.3). */
 import type { Variable } from "./template";
 
@@ -44,7 +45,8 @@ export interface PromptVersion {
   createdAt: string;
 }
 
-export interface Usage {
+/** Token counts as prompt runs report them (doc1 §4.9: promptTokens, completionTokens, totalTokens). */
+export interface RunUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
@@ -59,7 +61,7 @@ export interface Run {
   variables: Record<string, unknown>;
   renderedPrompt: string;
   response: string | null;
-  usage: Usage;
+  usage: RunUsage;
   cacheHit: boolean;
   dryRun: boolean;
   durationMs: number;
@@ -105,3 +107,13 @@ export interface Actor {
   tenantId: string;
   sub: string;
 }
+
+/** The spec's spelling of token usage on runs and execute responses. */
+export const runUsage = (u: TokenUsage): RunUsage => ({ promptTokens: u.inputTokens, completionTokens: u.outputTokens, totalTokens: u.inputTokens + u.outputTokens });
+
+/** Who acts: the caller's tenant and subject. */
+export const actorOf = (p: { tenantId: string; sub: string }): Actor => ({ tenantId: p.tenantId, sub: p.sub });
+/** Deletes answer 200 `{deleted: true, id}` (docs/decisions.md). */
+export const deleted = (id: string) => ({ deleted: true as const, id });
+/** OpenAPI tag of a route */
+export const tag = (t: string) => ({ tags: [t] });

@@ -1,5 +1,45 @@
-export { RateLimiter, type Decision, type TenantLimits, type RateLimiterOptions } from "./limiter";
+/**
+ * Rate-limit domain (doc1 §4.8, §8): per-tenant token buckets (tier presets and the per-group
+ * limits), the request limiter the kernel calls for every authenticated request, the token meter
+ * the proxies charge, and the administration API under /api/v1/rate-limits. Tables: rate_limit_tiers.
+ */
+import type { Storage } from "../storage/scoped";
+import type { Kernel } from "../core/kernel";
+import type { Metrics } from "../core/metrics";
+import type { Domain } from "../core/domain";
+import type { RateLimitConfig } from "./config";
+import { RateLimiter } from "./limiter";
+import { TierStore, RATELIMIT_MIGRATIONS } from "./store";
+import { rateLimitRoutes } from "./routes";
+import type { Clock } from "./bucket";
+
+export { RateLimiter, rateHeaders, type Decision, type TenantLimits, type RateLimiterOptions } from "./limiter";
 export { TokenBucket, FakeClock, systemClock, type Clock } from "./bucket";
-export { TIERS, TIER_NAMES, DEFAULT_TIER, GROUP_LIMITS, groupOf, type TierName, type Group, type Tier } from "./tiers";
-export { SqliteTierStore, RATELIMIT_MIGRATIONS, type TierStore, type TierAssignment } from "./store";
-export { rateLimitRoutes } from "./routes";
+export { TIERS, TIER_NAMES, DEFAULT_TIER, GROUP_LIMITS, type TierName, type Group, type Tier } from "./tiers";
+export { TierStore, RATELIMIT_MIGRATIONS, type TierAssignment, type TierAssignments } from "./store";
+export { RATE_LIMIT_SECTIONS, type RateLimitConfig } from "./config";
+
+export interface RateLimitDeps {
+  storage: Storage;
+  metrics: Metrics;
+  config: RateLimitConfig;
+  clock?: Clock;
+}
+
+/** The limiter alone: the kernel needs it before any domain mounts routes. */
+export function createLimiter(deps: RateLimitDeps): RateLimiter {
+  return new RateLimiter((tenantId) => new TierStore(deps.storage.tenant(tenantId)), {
+    enabled: deps.config.enabled,
+    clock: deps.clock,
+    rejections: deps.metrics.counter("svc_rate_limit_rejections_total", "Requests rejected by rate limits", ["group", "limit"]),
+  });
+}
+
+export function create(deps: { kernel: Kernel; limiter: RateLimiter }): Domain<RateLimiter> {
+  return {
+    name: "ratelimit",
+    migrations: RATELIMIT_MIGRATIONS,
+    routes: rateLimitRoutes(deps.kernel, deps.limiter),
+    service: deps.limiter,
+  };
+}

@@ -17,15 +17,16 @@
  */
 import type { Principal } from "../core/auth";
 import { ApiError } from "../core/errors";
-import type { RateLimiterLike } from "../context";
-import type { Metrics } from "../ops/metrics";
+import type { Counter } from "../core/metrics";
+import type { RequestLimiter } from "../core/kernel";
 import { TokenBucket, systemClock, type Clock } from "./bucket";
-import { DEFAULT_TIER, GROUP_LIMITS, TIERS, groupOf, type Group, type Tier, type TierName } from "./tiers";
-import type { TierAssignment, TierStore } from "./store";
+import { DEFAULT_TIER, GROUP_LIMITS, TIERS, isGroup, type Group, type Tier, type TierName } from "./tiers";
+import type { TierAssignment, TierAssignments } from "./store";
+import type { ForTenant } from "../storage/scoped";
 
 const EPS = 1e-9;
 
-type LimitName = "requests_per_second" | "requests_per_minute" | "requests_per_day" | "tokens_per_minute" | Exclude<Group, "admin">;
+type LimitName = "requests_per_second" | "requests_per_minute" | "requests_per_day" | "tokens_per_minute" | Group;
 
 interface TenantState {
   tier: TierName;
@@ -33,12 +34,13 @@ interface TenantState {
   rpm: TokenBucket;
   rpd: TokenBucket;
   tpm: TokenBucket;
-  groups: Partial<Record<Exclude<Group, "admin">, TokenBucket>>;
+  groups: Partial<Record<Group, TokenBucket>>;
 }
 
 export interface Decision {
   allowed: boolean;
-  group: Group;
+  /** the request's group; undefined = tier limits only */
+  group?: Group;
   /** the bucket that decided: the one that rejected, or the one with the fewest tokens left */
   limitName: LimitName;
   limit: number;
@@ -50,7 +52,8 @@ export interface Decision {
 export interface RateLimiterOptions {
   clock?: Clock;
   enabled?: boolean;
-  metrics?: Metrics;
+  /** rejections counter (svc_rate_limit_rejections_total) */
+  rejections?: Counter;
 }
 
 export interface TenantLimits {
@@ -62,18 +65,18 @@ export interface TenantLimits {
   remaining: { requestsPerSecond: number; requestsPerMinute: number; requestsPerDay: number; tokensPerMinute: number };
 }
 
-export class RateLimiter implements RateLimiterLike {
+export class RateLimiter implements RequestLimiter {
   private readonly clock: Clock;
   readonly enabled: boolean;
-  private readonly metrics?: Metrics;
+  private readonly rejections?: Counter;
   private readonly states = new Map<string, TenantState>();
   /** write-through cache of the store: tenant -> assignment (null = default tier) */
   private readonly assignments = new Map<string, TierAssignment | null>();
 
-  constructor(private readonly store: TierStore, opts: RateLimiterOptions = {}) {
+  constructor(private readonly store: ForTenant<TierAssignments>, opts: RateLimiterOptions = {}) {
     this.clock = opts.clock ?? systemClock;
     this.enabled = opts.enabled ?? true;
-    this.metrics = opts.metrics;
+    this.rejections = opts.rejections;
   }
 
   // ---- tier assignments -------------------------------------------------------------
@@ -81,7 +84,7 @@ export class RateLimiter implements RateLimiterLike {
   assignment(tenantId: string): TierAssignment | null {
     let a = this.assignments.get(tenantId);
     if (a === undefined) {
-      a = this.store.get(tenantId) ?? null;
+      a = this.store(tenantId).get() ?? null;
       this.assignments.set(tenantId, a);
     }
     return a;
@@ -92,7 +95,7 @@ export class RateLimiter implements RateLimiterLike {
   }
 
   setTier(tenantId: string, tier: TierName, by: string): TierAssignment {
-    const a = this.store.set(tenantId, tier, by);
+    const a = this.store(tenantId).set(tier, by);
     this.assignments.set(tenantId, a);
     this.retier(tenantId, tier);
     return a;
@@ -100,7 +103,7 @@ export class RateLimiter implements RateLimiterLike {
 
   /** Back to the default tier; false if the tenant had no assignment. */
   resetTier(tenantId: string): boolean {
-    const had = this.store.remove(tenantId);
+    const had = this.store(tenantId).remove();
     this.assignments.set(tenantId, null);
     this.retier(tenantId, DEFAULT_TIER);
     return had;
@@ -139,7 +142,7 @@ export class RateLimiter implements RateLimiterLike {
     return s;
   }
 
-  private groupBucket(s: TenantState, group: Exclude<Group, "admin">): TokenBucket {
+  private groupBucket(s: TenantState, group: Group): TokenBucket {
     let b = s.groups[group];
     if (!b) {
       const g = GROUP_LIMITS[group];
@@ -150,15 +153,15 @@ export class RateLimiter implements RateLimiterLike {
 
   // ---- per request ------------------------------------------------------------------
 
-  /** Check and (if allowed) consume one request of `group` for the tenant. */
-  check(tenantId: string, group: Group): Decision {
+  /** Check and (if allowed) consume one request of `group` (undefined: tier limits only) for the tenant. */
+  check(tenantId: string, group?: Group): Decision {
     const s = this.state(tenantId);
     const buckets: Array<[LimitName, TokenBucket]> = [
       ["requests_per_second", s.rps],
       ["requests_per_minute", s.rpm],
       ["requests_per_day", s.rpd],
     ];
-    if (group !== "admin") buckets.push([group, this.groupBucket(s, group)]);
+    if (group) buckets.push([group, this.groupBucket(s, group)]);
 
     // Rejection: the failing bucket that needs the longest wait decides Retry-After.
     let failing: [LimitName, TokenBucket] | undefined;
@@ -170,7 +173,7 @@ export class RateLimiter implements RateLimiterLike {
         failing = entry;
       }
     }
-    if (group === "proxy" && s.tpm.level() < 0) {
+    if (group && GROUP_LIMITS[group].tokenDebtBlocks && s.tpm.level() < 0) {
       const w = s.tpm.msUntil(0);
       if (w > waitMs || !failing) {
         waitMs = Math.max(w, waitMs);
@@ -210,20 +213,17 @@ export class RateLimiter implements RateLimiterLike {
     };
   }
 
-  enforce(principal: Principal, request: Request, headers: Record<string, string>): void {
+  /** The kernel's per-request check: `group` is the one the route's mount declares. */
+  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void {
     if (!this.enabled) return;
-    const url = request.url;
-    // pathname without allocating a URL object: after "scheme://host"
-    const start = url.indexOf("/", url.indexOf("//") + 2);
-    const q = url.indexOf("?", start);
-    const pathname = start < 0 ? "/" : url.slice(start, q < 0 ? undefined : q);
-    const d = this.check(principal.tenantId, groupOf(request.method, pathname));
+    if (group !== undefined && !isGroup(group)) throw new Error(`unknown rate-limit group "${group}"`);
+    const d = this.check(principal.tenantId, group);
     const h = rateHeaders(d);
     if (d.allowed) {
       Object.assign(headers, h);
       return;
     }
-    this.metrics?.rateLimitRejections.inc({ group: d.group, limit: d.limitName });
+    this.rejections?.inc({ group: d.group ?? "admin", limit: d.limitName }); // "admin": routes with tier limits only
     throw new ApiError(
       "rate_limit_error",
       `rate limit exceeded (${d.limitName.replace(/_/g, " ")}: ${d.limit}); retry after ${d.retryAfterSecs} s`,

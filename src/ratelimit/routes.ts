@@ -2,10 +2,9 @@
  * Rate-limit administration (doc1 §4.8). A caller sees and manages only its own tenant:
  * {tenant_id} must be the caller's tenant, any other id is 404 not_found (tenant isolation).
  */
-import { Elysia, t } from "elysia";
-import type { AppContext } from "../context";
-import { kernel } from "../core/http";
-import { notFound } from "../core/errors";
+import { t } from "elysia";
+import type { Kernel } from "../core/kernel";
+import { DOC1, notFound } from "../core/errors";
 import type { Principal } from "../core/auth";
 import { TIERS, TIER_NAMES } from "./tiers";
 import type { RateLimiter } from "./limiter";
@@ -34,33 +33,32 @@ const TenantLimitsSchema = t.Object({
 
 const TenantParam = t.Object({ tenant_id: t.String({ minLength: 1, maxLength: 128 }) });
 
+
 function ownTenant(principal: Principal, tenantId: string) {
   if (tenantId !== principal.tenantId) throw notFound(`tenant ${tenantId}`);
 }
 
-export const rateLimitRoutes = (ctx: AppContext) =>
-  new Elysia({ prefix: "/api/v1/rate-limits" })
-    .use(kernel(ctx))
-    // the limiter is read from the context per request (tests swap in one with a fake clock)
-    .resolve(() => ({ limiter: ctx.rateLimiter as RateLimiter }))
-    .get("", ({ principal, limiter }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
-      auth: "ViewMetrics",
+export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
+  kernel
+    .mount({ prefix: "/api/v1/rate-limits", envelope: DOC1 })
+    .get("", ({ principal }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
+      perm: "ViewMetrics",
       response: t.Object({ tenants: t.Array(TenantLimitsSchema) }),
       detail: { summary: "List tenant tier assignments (the caller's tenant)", tags: ["rate-limits"] },
     })
     .get("/tiers", () => ({ tiers: TIER_NAMES.map((n) => TIERS[n]) }), {
-      auth: "ViewMetrics",
+      perm: "ViewMetrics",
       response: t.Object({ tiers: t.Array(TierSchema) }),
       detail: { summary: "List tier presets", tags: ["rate-limits"] },
     })
     .get(
       "/:tenant_id",
-      ({ principal, params, limiter }) => {
+      ({ principal, params }) => {
         ownTenant(principal, params.tenant_id);
         return limiter.describe(params.tenant_id);
       },
       {
-        auth: "ViewMetrics",
+        perm: "ViewMetrics",
         params: TenantParam,
         response: TenantLimitsSchema,
         detail: { summary: "Current tier of a tenant", tags: ["rate-limits"] },
@@ -68,13 +66,13 @@ export const rateLimitRoutes = (ctx: AppContext) =>
     )
     .put(
       "/:tenant_id",
-      ({ principal, params, body, limiter }) => {
+      ({ principal, params, body }) => {
         ownTenant(principal, params.tenant_id);
         limiter.setTier(params.tenant_id, body.tier, principal.sub);
         return limiter.describe(params.tenant_id);
       },
       {
-        auth: "ManageConfig",
+        perm: "ManageConfig",
         params: TenantParam,
         body: t.Object({ tier: t.Union(TIER_NAMES.map((n) => t.Literal(n)), { description: "starter | pro | enterprise" }) }),
         response: TenantLimitsSchema,
@@ -83,13 +81,13 @@ export const rateLimitRoutes = (ctx: AppContext) =>
     )
     .delete(
       "/:tenant_id",
-      ({ principal, params, limiter }) => {
+      ({ principal, params }) => {
         ownTenant(principal, params.tenant_id);
         limiter.resetTier(params.tenant_id);
         return limiter.describe(params.tenant_id);
       },
       {
-        auth: "ManageConfig",
+        perm: "ManageConfig",
         params: TenantParam,
         response: TenantLimitsSchema,
         detail: { summary: "Reset a tenant to the default tier (starter)", tags: ["rate-limits"] },

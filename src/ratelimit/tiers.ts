@@ -18,21 +18,17 @@ export const TIERS: Record<TierName, Tier> = {
   enterprise: { name: "enterprise", requestsPerSecond: 500, requestsPerMinute: 30_000, tokensPerMinute: 10_000_000, requestsPerDay: 1_000_000 },
 };
 
-/** Endpoint groups with their own per-tenant bucket; "admin" has none (tier limits only). */
-export type Group = "memory_read" | "memory_write" | "proxy" | "token_exchange" | "admin";
+/**
+ * doc1 §8's per-group limits. A domain names its group where it mounts its routes
+ * (kernel.mount({rateGroup})); routes of no group get the tier limits only. A group that spends
+ * LLM tokens (`tokenDebtBlocks`) is refused while the tenant's tokens/minute budget is in debt.
+ */
+export const GROUP_LIMITS = {
+  memory_read: { limit: 100, periodMs: 1_000, tokenDebtBlocks: false },
+  memory_write: { limit: 50, periodMs: 1_000, tokenDebtBlocks: false },
+  proxy: { limit: 60, periodMs: 1_000, tokenDebtBlocks: true },
+  token_exchange: { limit: 10, periodMs: 60_000, tokenDebtBlocks: false },
+} as const;
 
-export const GROUP_LIMITS: Record<Exclude<Group, "admin">, { limit: number; periodMs: number }> = {
-  memory_read: { limit: 100, periodMs: 1_000 },
-  memory_write: { limit: 50, periodMs: 1_000 },
-  proxy: { limit: 60, periodMs: 1_000 },
-  token_exchange: { limit: 10, periodMs: 60_000 },
-};
-
-/** The group of a request, from its path and method. */
-export function groupOf(method: string, pathname: string): Group {
-  if (pathname === "/v1" || pathname.startsWith("/v1/") || pathname === "/v1beta" || pathname.startsWith("/v1beta/")) return "proxy";
-  if (pathname === "/api/v1/memory" || pathname.startsWith("/api/v1/memory/"))
-    return method === "GET" || method === "HEAD" ? "memory_read" : "memory_write";
-  if (pathname === "/api/v1/auth/token") return "token_exchange";
-  return "admin";
-}
+export type Group = keyof typeof GROUP_LIMITS;
+export const isGroup = (g: string): g is Group => Object.hasOwn(GROUP_LIMITS, g);

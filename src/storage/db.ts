@@ -1,35 +1,42 @@
 /**
- * The SQLite database (bun:sqlite, WAL). Opening applies pragmas (busy_timeout first) and every
- * pending migration. Domains never get this object: they get a TenantDb (see scoped.ts) whose
- * statements must mention $tenant, so a query without tenant scoping cannot be written.
+ * The SQLite database (bun:sqlite, WAL). Opening applies pragmas (busy_timeout first); the
+ * composition root then applies every domain's migrations (Db.migrate). Domains never get this
+ * object: they get a Storage (scoped.ts), whose tenant handles bind $tenant to every statement.
  */
 import { Database, type Statement } from "bun:sqlite";
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { MIGRATIONS, type Migration } from "./migrations";
+import { orderedMigrations, type MigrationSet } from "./migrations";
 
 /** Named parameters of a statement (bun:sqlite binds $name). */
 export type Params = Record<string, string | bigint | number | boolean | null | NodeJS.TypedArray | ArrayBufferLike>;
 
+export interface RunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
 export class Db {
   readonly sqlite: Database;
   private stmts = new Map<string, Statement<unknown, [Params]>>();
+  /** every migration id the running build knows (set by migrate) */
+  private known: string[] = [];
+  private readonly created: boolean;
   closed = false;
 
-  constructor(readonly path: string, private readonly migrations: Migration[] = MIGRATIONS) {
+  constructor(readonly path: string, sets?: readonly MigrationSet[]) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     // A new file gets its schema with synchronous=OFF, then NORMAL: creating it (journal, WAL
     // switch, migrations) otherwise costs ~6 fsyncs, ~10 ms of the first start. OFF loses nothing
     // if the process crashes; only an OS crash in those milliseconds could leave a broken, still
     // empty, database file.
-    const created = path !== ":memory:" && !existsSync(path);
+    this.created = path !== ":memory:" && !existsSync(path);
     this.sqlite = new Database(path, { create: true, strict: true });
     this.sqlite.run("PRAGMA busy_timeout = 5000");
-    this.sqlite.run(`PRAGMA synchronous = ${created ? "OFF" : "NORMAL"}`);
+    this.sqlite.run(`PRAGMA synchronous = ${this.created ? "OFF" : "NORMAL"}`);
     this.sqlite.run("PRAGMA journal_mode = WAL");
     this.sqlite.run("PRAGMA foreign_keys = ON");
-    this.migrate(migrations);
-    if (created) this.sqlite.run("PRAGMA synchronous = NORMAL");
+    if (sets) this.migrate(sets);
   }
 
   /** Cached prepared statement. */
@@ -48,7 +55,7 @@ export class Db {
   all<T>(sql: string, params: Params = {}): T[] {
     return this.stmt(sql).all(params) as T[];
   }
-  run(sql: string, params: Params = {}): { changes: number; lastInsertRowid: number | bigint } {
+  run(sql: string, params: Params = {}): RunResult {
     return this.stmt(sql).run(params);
   }
 
@@ -57,23 +64,33 @@ export class Db {
     return this.sqlite.transaction(fn).immediate();
   }
 
-  migrate(migrations: Migration[]) {
+  /**
+   * Apply every pending migration of the given domains (storage/migrations.ts), each in a transaction.
+   * A migration whose legacyId an older build recorded is marked applied without running.
+   */
+  migrate(sets: readonly MigrationSet[]) {
     this.sqlite.run("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
-    const done = new Set(this.sqlite.query("SELECT id FROM schema_migrations").all().map((r: any) => r.id as string));
-    for (const m of [...migrations].sort((a, b) => a.id.localeCompare(b.id))) {
-      if (done.has(m.id)) continue;
+    const done = new Set(this.appliedMigrations());
+    const record = this.sqlite.query("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)");
+    const ordered = orderedMigrations(sets);
+    for (const { id, migration: m } of ordered) {
+      if (done.has(id)) continue;
       this.sqlite.transaction(() => {
-        if (typeof m.up === "string") this.sqlite.run(m.up);
-        else m.up(this.sqlite);
-        this.sqlite.query("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)").run(m.id, new Date().toISOString());
+        if (!(m.legacyId && done.has(m.legacyId))) {
+          if (typeof m.up === "string") this.sqlite.run(m.up);
+          else m.up(this.sqlite);
+        }
+        record.run(id, new Date().toISOString());
       }).immediate();
     }
+    this.known = [...new Set([...this.known, ...ordered.map((o) => o.id)])];
+    if (this.created) this.sqlite.run("PRAGMA synchronous = NORMAL");
   }
 
   /** Ids of this build's migrations not recorded as applied (readiness: must be empty). */
   pendingMigrations(): string[] {
     const done = new Set(this.appliedMigrations());
-    return this.migrations.map((m) => m.id).filter((id) => !done.has(id));
+    return this.known.filter((id) => !done.has(id));
   }
 
   appliedMigrations(): string[] {

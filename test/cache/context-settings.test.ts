@@ -6,12 +6,12 @@
  * (the verifier has its own tests in verify.test.ts and engine.test.ts).
  */
 import { describe, expect, test } from "bun:test";
-import { Db } from "../../src/storage/db";
-import { loadConfig } from "../../src/core/config";
+import { loadConfig } from "../../src/config";
+import { storageOf } from "../../src/storage/scoped";
 import { createCacheEngine, engineSettings, SemanticCacheEngine } from "../../src/cache";
 import { SingleFlight } from "../../src/cache/single-flight";
-import type { Embedder } from "../../src/cache/embedding/types";
-import { tempDir, ask, fill, answer, HashEmbedder } from "./helpers";
+import type { Embedder } from "../../src/embedding/types";
+import { tempDir, ask, fill, answer, HashEmbedder, cacheDb } from "./helpers";
 import type { Turn } from "../../src/cache/types";
 import { join } from "node:path";
 
@@ -52,8 +52,8 @@ const at = (c: number, a: number, b: number) => {
 function open(embedder: Embedder, env: Record<string, string> = {}, overrides: Record<string, unknown> = {}) {
   const t = tempDir();
   const config = loadConfig({ SVC_STORAGE__PATH: join(t.dir, "svc.db"), ...env }, overrides);
-  const db = new Db(config.storage.path);
-  const engine = createCacheEngine(config, { db, embedder, timers: false, verify: () => ({ accept: true, score: 1, reason: "ok" }) });
+  const db = cacheDb(config.storage.path);
+  const engine = createCacheEngine(config, { storage: storageOf(db), embedder, timers: false, verify: () => ({ accept: true, score: 1, reason: "ok" }) });
   return {
     engine,
     async done() {
@@ -197,8 +197,8 @@ describe("turn-embedding reuse within a session_id", () => {
     };
     const t = tempDir();
     const config = loadConfig({ SVC_STORAGE__PATH: join(t.dir, "svc.db") });
-    const db = new Db(config.storage.path);
-    const engine: SemanticCacheEngine = createCacheEngine(config, { db, embedder: emb, timers: false });
+    const db = cacheDb(config.storage.path);
+    const engine: SemanticCacheEngine = createCacheEngine(config, { storage: storageOf(db), embedder: emb, timers: false });
     try {
       const h1: Turn[] = [
         { role: "user", text: "plan a trip to rome" },

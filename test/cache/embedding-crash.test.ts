@@ -5,7 +5,7 @@
  * rejected with EmbeddingError, and the next call starts a new worker.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { EmbeddingError, LocalEmbedder, dot } from "../../src/cache/embedding/index";
+import { EmbeddingError, LocalEmbedder, dot } from "../../src/embedding/index";
 
 type Backend = { worker: Worker | null };
 

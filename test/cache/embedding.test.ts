@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/cache/embedding/index";
-import { UseLiteModel } from "../../src/cache/embedding/use-lite";
-import { UseLiteFast } from "../../src/cache/embedding/use-lite-fast";
+import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/embedding/index";
+import { UseLiteModel } from "../../src/embedding/use-lite";
+import { UseLiteFast } from "../../src/embedding/use-lite-fast";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 

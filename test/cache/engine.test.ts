@@ -4,8 +4,8 @@
  * use a deterministic hashed bag-of-words embedder.
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { createEmbedder, type Embedder } from "../../src/cache/embedding";
-import { EmbeddingError } from "../../src/cache/embedding/types";
+import { createEmbedder, type Embedder } from "../../src/embedding";
+import { EmbeddingError } from "../../src/embedding/types";
 import { tempDir, openEngine, ask, fill, answer, HashEmbedder, type Harness } from "./helpers";
 
 let real: Embedder;

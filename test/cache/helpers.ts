@@ -3,11 +3,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Db } from "../../src/storage/db";
-import { loadConfig, type Config } from "../../src/core/config";
-import { createCacheEngine, SemanticCacheEngine } from "../../src/cache";
-import type { Embedder } from "../../src/cache/embedding/types";
-import { EmbeddingError, l2normalize } from "../../src/cache/embedding/types";
+import { storageOf } from "../../src/storage/scoped";
+import { loadConfig, type Config } from "../../src/config";
+import { createCacheEngine, SemanticCacheEngine, CACHE_MIGRATIONS } from "../../src/cache";
+import type { Embedder } from "../../src/embedding/types";
+import { EmbeddingError, l2normalize } from "../../src/embedding/types";
 import type { CacheKeyInput, Turn } from "../../src/cache/types";
+
+/** A database with the cache's tables. */
+export const cacheDb = (path: string) => new Db(path, [{ domain: "cache", migrations: CACHE_MIGRATIONS }]);
 
 export function tempDir(): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), "svc-cache-"));
@@ -27,9 +31,9 @@ export interface Harness {
 
 export function openEngine(dir: string, embedder: Embedder, overrides: Record<string, unknown> = {}): Harness {
   const config = testConfig(dir, overrides);
-  const db = new Db(config.storage.path);
+  const db = cacheDb(config.storage.path);
   const clock = { t: 1_700_000_000_000 };
-  const engine = createCacheEngine(config, { db, embedder, now: () => clock.t, timers: false });
+  const engine = createCacheEngine(config, { storage: storageOf(db), embedder, now: () => clock.t, timers: false });
   return {
     db,
     engine,

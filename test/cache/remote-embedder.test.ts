@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGateway } from "../helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
-import { loadConfig } from "../../src/core/config";
+import { loadConfig } from "../../src/config";
 import { startServer } from "../../src/server";
 import { Logger } from "../../src/core/log";
 

@@ -5,9 +5,11 @@
  */
 import { describe, test, expect } from "bun:test";
 import { startGateway } from "../helpers/gateway";
-import { CachedEmbedder, SharedLocalHandle } from "../../src/cache/embedding";
+import { CachedEmbedder, SharedLocalHandle, TimedEmbedder } from "../../src/embedding";
 
-const modelOf = (e: unknown) => ((e as CachedEmbedder).inner as SharedLocalHandle).model;
+/** the embedder a gateway uses: timed (metrics) around the LRU around the shared model handle */
+const lruOf = (e: unknown) => (e as TimedEmbedder).inner as CachedEmbedder;
+const modelOf = (e: unknown) => (lruOf(e).inner as SharedLocalHandle).model;
 
 async function waitReady(url: string): Promise<number> {
   let status = 0;
@@ -25,8 +27,9 @@ describe("one local embedding model per process", () => {
     const b = await startGateway();
     const model = modelOf(a.ctx.embedder);
     try {
-      expect(a.ctx.embedder).toBeInstanceOf(CachedEmbedder);
-      expect((a.ctx.embedder as CachedEmbedder).inner).toBeInstanceOf(SharedLocalHandle);
+      expect(a.ctx.embedder).toBeInstanceOf(TimedEmbedder);
+      expect(lruOf(a.ctx.embedder)).toBeInstanceOf(CachedEmbedder);
+      expect(lruOf(a.ctx.embedder).inner).toBeInstanceOf(SharedLocalHandle);
       expect(modelOf(b.ctx.embedder)).toBe(model);
       expect(await waitReady(a.url)).toBe(200);
       expect(await waitReady(b.url)).toBe(200);

@@ -197,6 +197,6 @@ describe("chat-style proxy", () => {
     env.fake.failNext({ kind: "status", status: 422 });
     const err: any = await co.chat({ message: "Please fail for me." }).catch((e) => e);
     expect(err.statusCode).toBe(422);
-    expect(err.body).toEqual({ message: "fake cohere error 422" });
+    expect(err.body).toEqual({ message: "fake cohere error 422", error: { message: "fake cohere error 422", type: "validation_error" } }); // doc1's fields added
   });
 });

@@ -145,8 +145,8 @@ describe("generate-content proxy", () => {
     expect(textOf(liveArr)).toBe("answer #1: Which metal is liquid at room temperature?");
     expect(env.fake.requests[0]!.path).toBe("/v1beta/models/gemini-2.0-flash:streamGenerateContent");
 
-    // hit, both path forms and prefixes: a rebuilt JSON array with the same text, usage and svc on the last element
-    for (const path of ["/v1beta/models/gemini-2.0-flash:streamGenerateContent", "/v1/models/gemini-2.0-flash/streamGenerateContent"]) {
+    // hit, the colon form under both prefixes: a rebuilt JSON array with the same text, usage and svc on the last element
+    for (const path of ["/v1beta/models/gemini-2.0-flash:streamGenerateContent", "/v1/models/gemini-2.0-flash:streamGenerateContent"]) {
       r = await post(path, body);
       expect(r.headers.get("x-cache-status")).toBe("HIT");
       expect(r.headers.get("content-type")).toContain("application/json");
@@ -154,6 +154,14 @@ describe("generate-content proxy", () => {
       expect(Array.isArray(arr)).toBe(true);
       expect(textOf(arr)).toBe(textOf(liveArr));
       expect(arr.at(-1)).toMatchObject({ candidates: [{ finishReason: "STOP" }], usageMetadata: liveArr.at(-1).usageMetadata, svc: { cache_hit: true, source: "exact" } });
+    }
+    // the spec's slash form always streams Server-Sent Events (doc1 §4.4), from the same entry
+    for (const path of ["/v1beta/models/gemini-2.0-flash/streamGenerateContent", "/v1/models/gemini-2.0-flash/streamGenerateContent"]) {
+      r = await post(path, body);
+      expect(r.headers.get("x-cache-status")).toBe("HIT");
+      expect(r.headers.get("content-type")).toContain("text/event-stream");
+      const events = (await r.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)));
+      expect(textOf(events)).toBe(textOf(liveArr));
     }
     // the SSE form and the non-streamed call hit the same entry
     r = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", body);

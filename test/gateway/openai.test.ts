@@ -253,17 +253,17 @@ describe("chat-completions proxy", () => {
   });
 
   test("usage records: tokens, cache status and cost saved per tenant and model", async () => {
-    const pipeline = (env.gw.ctx as any).pipeline;
-    pipeline.usage.flush();
-    const rows = pipeline.usage.repo("tenant-a").list(500);
+    const usage = env.gw.ctx.usage;
+    usage.flush();
+    const rows = usage.store("tenant-a").list(500);
     const hits = rows.filter((r: any) => r.cacheStatus === "HIT" && r.endpoint === "openai.chat_completions" && !r.streamed);
     expect(hits.length).toBeGreaterThan(0);
-    expect(hits[0].model).toBe("gpt-4o-mini");
+    expect(hits[0]!.model).toBe("gpt-4o-mini");
     expect(hits.every((r: any) => r.inputTokens > 0 && r.outputTokens > 0)).toBe(true);
-    expect(hits[0].costSavedUsd).toBeGreaterThan(0);
+    expect(hits[0]!.costSavedUsd).toBeGreaterThan(0);
     const misses = rows.filter((r: any) => r.cacheStatus === "MISS");
     expect(misses.every((r: any) => r.costSavedUsd === 0)).toBe(true);
-    expect(pipeline.usage.repo("tenant-b").list().every((r: any) => r.tenantId === "tenant-b")).toBe(true);
+    expect(usage.store("tenant-b").list().every((r: any) => r.tenantId === "tenant-b")).toBe(true);
   });
 });
 

@@ -15,6 +15,9 @@ beforeAll(async () => {
 });
 afterAll(() => env.stop());
 
+/** doc1's error type for a provider status (added to provider errors that lack one) */
+const typeOf = (status: number) => ({ 400: "invalid_request_error", 422: "validation_error", 429: "rate_limit_error" })[status as 400 | 422 | 429];
+
 interface Style {
   name: string;
   path: (stream: boolean) => string;
@@ -48,7 +51,8 @@ const STYLES: Style[] = [
     headers: (t) => ({ "x-goog-api-key": t }),
     body: (q) => ({ contents: [{ role: "user", parts: [{ text: q }] }] }),
     upstreamPath: "/v1beta/models/gemini-2.0-flash:",
-    providerError: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
+    // the provider's error, with doc1's error.type added where the provider has none (doc1 §7)
+    providerError: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT", type: typeOf(s) } }),
   },
   {
     name: "chat",
@@ -56,7 +60,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ authorization: `Bearer ${t}` }),
     body: (q, stream) => ({ message: q, model: "command-r", ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/chat",
-    providerError: (s) => ({ message: `fake cohere error ${s}` }),
+    providerError: (s) => ({ message: `fake cohere error ${s}`, error: { message: `fake cohere error ${s}`, type: typeOf(s) } }),
   },
   {
     name: "generate (legacy)",
@@ -64,7 +68,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ authorization: `Bearer ${t}` }),
     body: (q, stream) => ({ prompt: q, model: "command", ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/generate",
-    providerError: (s) => ({ message: `fake cohere error ${s}` }),
+    providerError: (s) => ({ message: `fake cohere error ${s}`, error: { message: `fake cohere error ${s}`, type: typeOf(s) } }),
   },
 ];
 
@@ -100,7 +104,7 @@ describe.each(STYLES)("$name", (s) => {
     expect(env.fake.received(s.upstreamPath)).toHaveLength(5);
   });
 
-  test("provider 4xx passes through verbatim (status, body, content type), JSON and streamed; not cached", async () => {
+  test("provider 4xx passes through (status, body with doc1's error fields added where missing, content type), JSON and streamed; not cached", async () => {
     env.fake.reset();
     const q = `Provider rejection drill for the ${s.name} style: name a colour.`;
     for (const [status, stream] of [[400, false], [429, true], [422, false]] as const) {
@@ -123,9 +127,9 @@ describe.each(STYLES)("$name", (s) => {
     const q = `Usage drill for the ${s.name} style: name a tree.`;
     await (await send(s, q, false, token)).text();
     await (await send(s, q, true, token)).text();
-    const pipeline = (env.gw.ctx as any).pipeline;
-    pipeline.usage.flush();
-    const rows = pipeline.usage.repo(tenant).list();
+    const usage = env.gw.ctx.usage;
+    usage.flush();
+    const rows = usage.store(tenant).list();
     expect(rows).toHaveLength(2);
     const [hit, miss] = rows; // newest first
     expect(miss).toMatchObject({ tenantId: tenant, cacheStatus: "MISS", streamed: false, costSavedUsd: 0 });
@@ -136,9 +140,9 @@ describe.each(STYLES)("$name", (s) => {
       expect(r.outputTokens).toBeGreaterThan(0);
       expect(r.latencyMs).toBeGreaterThan(0);
     }
-    expect(hit.costSavedUsd).toBeGreaterThan(0);
+    expect(hit!.costSavedUsd).toBeGreaterThan(0);
     // another tenant sees none of them
-    expect(pipeline.usage.repo(`${tenant}-other`).list()).toHaveLength(0);
+    expect(usage.store(`${tenant}-other`).list()).toHaveLength(0);
   });
 });
 
@@ -157,9 +161,9 @@ describe("forwarded (never cached) calls", () => {
     }
     expect(env.fake.received("/v1/embeddings")).toHaveLength(2);
     expect(env.fake.requests.filter((r) => r.path === "/v1/embed")).toHaveLength(2);
-    const pipeline = (env.gw.ctx as any).pipeline;
-    pipeline.usage.flush();
-    const rows = pipeline.usage.repo(tenant).list();
+    const usage = env.gw.ctx.usage;
+    usage.flush();
+    const rows = usage.store(tenant).list();
     const of = (endpoint: string) => rows.filter((r: any) => r.endpoint === endpoint);
     expect(of("openai.embeddings")).toHaveLength(2);
     expect(of("openai.embeddings").every((r: any) => r.inputTokens === 3 && r.outputTokens === 0 && r.cacheStatus === "BYPASS" && r.model === "text-embedding-3-small")).toBe(true);

@@ -7,8 +7,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../src/core/config";
+import { loadConfig } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
+import type { AppOptions } from "../../src/app";
+import { merged } from "../../src/core/objects";
 import { Logger } from "../../src/core/log";
 
 export const TEST_JWT_SECRET = "test-secret-test-secret-test-secret";
@@ -20,15 +22,15 @@ export interface TestGateway extends RunningServer {
   api(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
 }
 
-export async function startGateway(overrides: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<TestGateway> {
+export async function startGateway(overrides: Record<string, unknown> = {}, env: Record<string, string> = {}, options: AppOptions = {}): Promise<TestGateway> {
   const dir = mkdtempSync(join(tmpdir(), "svc-test-"));
   const config = loadConfig(
     { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, ...env },
     // rate limits are off unless a test turns them on (starter allows 10 requests/s per tenant)
-    deepMerge({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false } }, overrides),
+    merged({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false } }, overrides),
   );
   const logs: string[] = [];
-  const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)) });
+  const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)), ...options });
   return {
     ...running,
     dir,
@@ -48,10 +50,4 @@ export async function startGateway(overrides: Record<string, unknown> = {}, env:
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-function deepMerge(a: Record<string, any>, b: Record<string, any>): Record<string, any> {
-  const out = { ...a };
-  for (const [k, v] of Object.entries(b)) out[k] = v && typeof v === "object" && !Array.isArray(v) && typeof a[k] === "object" ? deepMerge(a[k], v) : v;
-  return out;
 }

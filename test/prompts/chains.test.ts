@@ -2,10 +2,14 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import type { TestGateway } from "../helpers/gateway";
 import { RecordingGateway, startTwoTenants, apiCaller, expectError } from "./helpers";
-import { ChainService, applyTransform, parsePath } from "../../src/prompts/chains.service";
+import { ChainService, applyTransform, parsePath } from "../../src/prompts/chains/service";
+import { ChainStore } from "../../src/prompts/chains/store";
+import { PROMPTS_MIGRATIONS } from "../../src/prompts/migrations";
+import { storageOf } from "../../src/storage/scoped";
 import { Db } from "../../src/storage/db";
-import { sqlStores } from "../../src/prompts/repository";
 import { ApiError } from "../../src/core/errors";
+
+const chainStores = (db: Db) => (t: string) => new ChainStore(storageOf(db).tenant(t));
 
 let gw: TestGateway;
 let A: string;
@@ -139,7 +143,7 @@ describe("transforms", () => {
 describe("chain execution (service level, recording gateway)", () => {
   let db: Db;
   beforeAll(() => {
-    db = new Db(":memory:");
+    db = new Db(":memory:", [{ domain: "prompts", migrations: PROMPTS_MIGRATIONS }]);
   });
   afterAll(() => db.close());
   const actor = { tenantId: "t1", sub: "u1" };
@@ -147,7 +151,7 @@ describe("chain execution (service level, recording gateway)", () => {
   test("three steps feed outputs forward with per-step system prompts, models, settings and token counts", async () => {
     const replies = ['{"summary":"cats are great","score":9}', "Les chats sont super", "FINAL: les chats"];
     const double = new RecordingGateway((_req, n) => replies[n - 1]!);
-    const svc = new ChainService(sqlStores(db).chains, () => double);
+    const svc = new ChainService(chainStores(db), double);
     const chain = svc.create(actor, {
       name: "three",
       steps: [
@@ -196,7 +200,7 @@ describe("chain execution (service level, recording gateway)", () => {
 
   test("a failing step stops the chain with an error naming the step; later steps are not called", async () => {
     const double = new RecordingGateway((req) => (req.model === "bad-model" ? new ApiError("proxy_error", "upstream returned 500") : "ok"));
-    const svc = new ChainService(sqlStores(db).chains, () => double);
+    const svc = new ChainService(chainStores(db), double);
     const chain = svc.create(actor, { name: "fails", steps: [{ modelId: "m1" }, { modelId: "bad-model" }, { modelId: "m3" }] });
     const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).then(() => undefined, (e) => e as ApiError);
     expect(err).toBeInstanceOf(ApiError);
@@ -207,7 +211,7 @@ describe("chain execution (service level, recording gateway)", () => {
 
   test("an extractField on non-JSON output stops the chain naming the step", async () => {
     const double = new RecordingGateway(() => "plain text, not JSON");
-    const svc = new ChainService(sqlStores(db).chains, () => double);
+    const svc = new ChainService(chainStores(db), double);
     const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1" }, { modelId: "m2", transform: "extractField", field: "a" }] });
     const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).catch((e) => e as ApiError);
     expect(err).toMatchObject({ type: "invalid_request_error", extra: { step: 1 } });
@@ -216,7 +220,7 @@ describe("chain execution (service level, recording gateway)", () => {
 
   test("a transform on step 0 applies to the last user message", async () => {
     const double = new RecordingGateway(() => "done");
-    const svc = new ChainService(sqlStores(db).chains, () => double);
+    const svc = new ChainService(chainStores(db), double);
     const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1", transform: "template", template: "Q: {{input}}" }] });
     await svc.execute(actor, chain.id, [
       { role: "user", content: "first" },
@@ -226,8 +230,8 @@ describe("chain execution (service level, recording gateway)", () => {
     expect(double.calls[0]!.messages.map((m) => m.content)).toEqual(["first", "reply", "Q: second"]);
   });
 
-  test("no gateway -> 503 service_unavailable", async () => {
-    const svc = new ChainService(sqlStores(db).chains, () => undefined);
+  test("an unavailable model -> 503 service_unavailable naming the step", async () => {
+    const svc = new ChainService(chainStores(db), { complete: () => Promise.reject(new ApiError("service_unavailable", "the model gateway is not available")) });
     const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1" }] });
     await expect(svc.execute(actor, chain.id, [{ role: "user", content: "x" }])).rejects.toMatchObject({ type: "service_unavailable", status: 503 });
   });

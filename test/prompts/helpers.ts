@@ -6,21 +6,21 @@
  */
 import { expect } from "bun:test";
 import { startGateway, type TestGateway } from "../helpers/gateway";
-import type { CompletionRequest, CompletionResult, GatewayService } from "../../src/gateway/types";
+import type { Completer, Completion, Completed } from "../../src/prompts/ports";
 import { ApiError } from "../../src/core/errors";
 
-export class RecordingGateway implements GatewayService {
-  readonly calls: CompletionRequest[] = [];
+export class RecordingGateway implements Completer {
+  readonly calls: Completion[] = [];
   /** reply for a request; default echoes the last message */
   constructor(
-    private readonly reply: (req: CompletionRequest, n: number) => string | ApiError = (r) => `echo: ${r.messages.at(-1)!.content}`,
+    private readonly reply: (req: Completion, n: number) => string | ApiError = (r) => `echo: ${r.messages.at(-1)!.content}`,
   ) {}
-  async complete(req: CompletionRequest): Promise<CompletionResult> {
+  async complete(req: Completion): Promise<Completed> {
     this.calls.push(structuredClone(req));
     const out = this.reply(req, this.calls.length);
     if (out instanceof ApiError) throw out;
-    const promptTokens = req.messages.reduce((s, m) => s + m.content.split(/\s+/).filter(Boolean).length, 0);
-    return { text: out, usage: { promptTokens, completionTokens: out.split(/\s+/).filter(Boolean).length }, cacheHit: false, provider: "double", model: req.model, durationMs: 1 };
+    const inputTokens = req.messages.reduce((s, m) => s + m.content.split(/\s+/).filter(Boolean).length, 0);
+    return { text: out, usage: { inputTokens, outputTokens: out.split(/\s+/).filter(Boolean).length }, cacheHit: false, model: req.model, durationMs: 1 };
   }
 }
 
@@ -37,8 +37,8 @@ export async function body(r: Response): Promise<any> {
  * A gateway for one test file with a token for tenant-a (sub alice) and tenant-b (sub bob).
  * Rate limits are off: functional tests send bursts; rate limits have their own tests.
  */
-export async function startTwoTenants(): Promise<{ gw: TestGateway; A: string; B: string }> {
-  const gw = await startGateway({ rate_limits: { enabled: false } });
+export async function startTwoTenants(completer?: Completer): Promise<{ gw: TestGateway; A: string; B: string }> {
+  const gw = await startGateway({ rate_limits: { enabled: false } }, {}, { completer });
   return { gw, A: await gw.token("tenant-a", [], "alice"), B: await gw.token("tenant-b", [], "bob") };
 }
 

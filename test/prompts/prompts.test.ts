@@ -9,7 +9,9 @@ let A: string; // tenant-a, sub alice
 let B: string; // tenant-b
 const P = "/api/v1/prompts";
 
-beforeAll(async () => ({ gw, A, B } = await startTwoTenants()));
+/** the model double every execute in this file goes to */
+const double = new RecordingGateway((req) => (req.model === "broken" ? new ApiError("proxy_error", "upstream said 500") : `answer to ${req.messages[0]!.content}`));
+beforeAll(async () => ({ gw, A, B } = await startTwoTenants(double)));
 afterAll(() => gw.stop());
 
 const call = apiCaller(() => gw);
@@ -365,18 +367,7 @@ describe("status, duplicate, delete", () => {
   });
 });
 
-describe("test / dry run / runs (gateway double on the context)", () => {
-  let double: RecordingGateway;
-  let saved: typeof gw.ctx.gateway;
-  beforeAll(() => {
-    saved = gw.ctx.gateway;
-    double = new RecordingGateway((req) => (req.model === "broken" ? new ApiError("proxy_error", "upstream said 500") : `answer to ${req.messages[0]!.content}`));
-    gw.ctx.gateway = double;
-  });
-  afterAll(() => {
-    gw.ctx.gateway = saved;
-  });
-
+describe("test / dry run / runs (a gateway double as the completer)", () => {
   test("/test and dryRun render only, never call the model, and record DRY_RUN runs", async () => {
     const p = await create({ name: "Dry", template: "Tell {{who=me}} about {{topic}}", model: "gpt-4o-mini" });
     const before = double.calls.length;

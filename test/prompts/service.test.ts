@@ -4,16 +4,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Db } from "../../src/storage/db";
-import { MIGRATIONS } from "../../src/storage/migrations";
-import { sqlStores } from "../../src/prompts/repository";
-import { PromptService } from "../../src/prompts/service";
-import { FolderService } from "../../src/prompts/folders.service";
+import { storageOf } from "../../src/storage/scoped";
+import { promptServices, type Completer } from "../../src/prompts";
+import { PROMPTS_MIGRATIONS } from "../../src/prompts/migrations";
 import { RecordingGateway } from "./helpers";
 import { ApiError } from "../../src/core/errors";
 
+const promptsDb = (path: string, migrations = PROMPTS_MIGRATIONS) => new Db(path, [{ domain: "prompts", migrations }]);
+/** a model that is not there (the gateway answers 503) */
+const unavailable: Completer = { complete: async () => Promise.reject(new ApiError("service_unavailable", "the model gateway is not available")) };
+const services = (db: Db, completer: Completer = unavailable) => promptServices(storageOf(db), completer);
+
 let db: Db;
 beforeAll(() => {
-  db = new Db(":memory:");
+  db = promptsDb(":memory:");
 });
 afterAll(() => db.close());
 const alice = { tenantId: "t1", sub: "alice" };
@@ -22,7 +26,7 @@ const page = { page: 1, pageSize: 20, limit: 20, offset: 0 };
 
 describe("PromptService", () => {
   test("versions: create=1, same template no bump, changed template N+1, explicit version, rollback", () => {
-    const svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => undefined);
+    const svc = services(db).prompts;
     const p = svc.create(alice, { name: "S", template: "a" });
     expect(svc.update(alice, p.id, { template: "a" }).currentVersion).toBe(1);
     expect(svc.update(alice, p.id, { template: "b", message: "m" }).currentVersion).toBe(2);
@@ -33,50 +37,51 @@ describe("PromptService", () => {
     expect(() => svc.get(eve, p.id)).toThrow("not found");
   });
 
-  test("execute goes through the injected gateway and records the run; no gateway -> 503", async () => {
+  test("execute goes through the injected completer and records the run; an unavailable model -> 503", async () => {
     const double = new RecordingGateway((r) => `hi from ${r.model}`);
-    const svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => double);
+    const { prompts: svc, runs } = services(db, double);
     const p = svc.create(alice, { name: "E", template: "Ping {{x}}", model: "gpt-4o-mini" });
-    const out = await svc.execute(alice, p.id, { variables: { x: "pong" } });
+    const out = await runs.execute(alice, p.id, { variables: { x: "pong" } });
     expect(double.calls).toEqual([{ tenantId: "t1", model: "gpt-4o-mini", messages: [{ role: "user", content: "Ping pong" }], temperature: undefined, maxTokens: undefined, requestId: undefined }]);
     expect(out).toMatchObject({ renderedPrompt: "Ping pong", response: "hi from gpt-4o-mini", dryRun: false, cacheHit: false });
-    expect(svc.getRun(alice, p.id, out.runId)).toMatchObject({ status: "COMPLETED", createdBy: "alice" });
-    const none = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => undefined);
+    expect(runs.getRun(alice, p.id, out.runId)).toMatchObject({ status: "COMPLETED", createdBy: "alice" });
+    const none = services(db).runs;
     await expect(none.execute(alice, p.id, { variables: { x: "1" } })).rejects.toMatchObject({ type: "service_unavailable", status: 503 });
     // a dry run needs no gateway
     expect((await none.execute(alice, p.id, { variables: { x: "1" }, dryRun: true })).renderedPrompt).toBe("Ping 1");
   });
 
   test("a prompt deleted while its model call is in flight: the answer (or the upstream error) still reaches the caller; no orphan run is stored", async () => {
-    let svc!: PromptService;
+    let svc!: ReturnType<typeof services>["prompts"];
+    let runs!: ReturnType<typeof services>["runs"];
     let victim = "";
     const double = new RecordingGateway((r) => {
       svc.delete(alice, victim); // the prompt and its runs go away mid-call
       return r.model === "broken" ? new ApiError("proxy_error", "upstream said 500") : "late answer";
     });
-    svc = new PromptService(sqlStores(db).prompts, sqlStores(db).folders, () => double);
+    ({ prompts: svc, runs } = services(db, double));
     victim = svc.create(alice, { name: "Gone", template: "x", model: "gpt-4o-mini" }).id;
-    expect(await svc.execute(alice, victim, {})).toMatchObject({ response: "late answer", dryRun: false });
+    expect(await runs.execute(alice, victim, {})).toMatchObject({ response: "late answer", dryRun: false });
     victim = svc.create(alice, { name: "Gone too", template: "x", model: "broken" }).id;
-    await expect(svc.execute(alice, victim, {})).rejects.toMatchObject({ type: "proxy_error", status: 502 });
+    await expect(runs.execute(alice, victim, {})).rejects.toMatchObject({ type: "proxy_error", status: 502 });
     expect(db.get<{ n: number }>("SELECT count(*) AS n FROM prompt_runs r WHERE NOT EXISTS (SELECT 1 FROM prompts p WHERE p.id = r.prompt_id)")!.n).toBe(0);
   });
 });
 
-describe("migration 0301_prompts_search_text", () => {
+describe("migration prompts/0002_search_text (formerly 0301_prompts_search_text)", () => {
   test("prompts stored before it are found by a case-insensitive, non-ASCII search after it", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-prompts-mig-"));
     const path = join(dir, "svc.db");
     try {
-      const old = new Db(path, MIGRATIONS.filter((m) => m.id !== "0301_prompts_search_text"));
+      const old = promptsDb(path, PROMPTS_MIGRATIONS.filter((m) => m.id !== "0002_search_text"));
       // the pre-0301 schema has no search_text: write the row as the old code did
       old.run(
         `INSERT INTO prompts (id, tenant_id, name, slug, description, template, variables, model, temperature, max_tokens, tags, folder_id, status, current_version, created_by, created_at, updated_at)
          VALUES ('p-old', 't1', 'Überblick', 'uberblick', 'ÅRSRAPPORT', 'x', '[]', NULL, NULL, NULL, '[]', NULL, 'DRAFT', 1, 'alice', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z')`,
       );
       old.close();
-      const db2 = new Db(path);
-      const svc = new PromptService(sqlStores(db2).prompts, sqlStores(db2).folders, () => undefined);
+      const db2 = promptsDb(path);
+      const svc = services(db2).prompts;
       expect(svc.list(alice, { search: "überblick" }, page).items.map((p) => p.id)).toEqual(["p-old"]);
       expect(svc.list(alice, { search: "årsrapport" }, page).total).toBe(1);
       expect(svc.list(eve, { search: "überblick" }, page).total).toBe(0);
@@ -89,7 +94,7 @@ describe("migration 0301_prompts_search_text", () => {
 
 describe("FolderService", () => {
   test("ancestry blocks cycles at any depth; other tenants' folders are invisible", () => {
-    const svc = new FolderService(sqlStores(db).folders);
+    const svc = services(db).folders;
     let parent = svc.create(alice, { name: "0" });
     const top = parent;
     for (let i = 1; i < 30; i++) parent = svc.create(alice, { name: String(i), parentId: parent.id });

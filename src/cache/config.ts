@@ -1,0 +1,42 @@
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Section } from "../core/config";
+
+export const CACHE_SECTIONS = {
+  cache: Section({
+    enabled: T.Boolean({ default: true }),
+    /** single-turn semantic tier: minimum cosine before verification */
+    similarity_threshold: T.Number({ default: 0.85, minimum: 0, maximum: 1 }),
+    /** default time-to-live of a cache entry, seconds (0 = never expires) */
+    ttl_secs: T.Integer({ default: 86_400, minimum: 0 }),
+    /** per-tenant entry bound; coldest entries are evicted beyond it */
+    max_entries_per_tenant: T.Integer({ default: 100_000, minimum: 1 }),
+    /** directory for saved vector index files (defaults next to the database) */
+    index_dir: T.Optional(T.String()),
+    /** vector index scalar type: f16 halves index memory, i8 quarters it (for ~1M-entry tenants; BENCHMARKS.md); the hit decision uses exact f32 cosines either way */
+    index_quantization: T.Union([T.Literal("f32"), T.Literal("f16"), T.Literal("i8")], { default: "f16" }),
+    /** HNSW graph degree (M): 32 keeps recall at 100k–1M entries (BENCHMARKS.md "Index at scale"); changing it rebuilds saved indexes */
+    index_m: T.Integer({ default: 16, minimum: 4, maximum: 64 }),
+    /** HNSW build breadth (efConstruction) */
+    index_ef_construction: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
+    /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
+    index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
+    /** how long concurrent identical misses wait for the first one's upstream answer */
+    single_flight_wait_ms: T.Integer({ default: 30_000, minimum: 0 }),
+  }),
+  context_cache: Section({
+    enabled: T.Boolean({ default: true }),
+    stage1_threshold: T.Number({ default: 0.85, minimum: 0, maximum: 1 }),
+    context_hit_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
+    query_weight: T.Number({ default: 0.3, minimum: 0, maximum: 1 }),
+    context_weight: T.Number({ default: 0.7, minimum: 0, maximum: 1 }),
+    max_turns: T.Integer({ default: 20, minimum: 1 }),
+  }),
+};
+
+export type CacheConfig = Static<(typeof CACHE_SECTIONS)["cache"]>;
+export type ContextCacheConfig = Static<(typeof CACHE_SECTIONS)["context_cache"]>;
+
+export function checkCacheConfig(cfg: { context_cache: ContextCacheConfig }, fail: (message: string) => never) {
+  if (Math.abs(cfg.context_cache.query_weight + cfg.context_cache.context_weight - 1) > 1e-6)
+    fail("SVC_CONTEXT_CACHE__QUERY_WEIGHT + SVC_CONTEXT_CACHE__CONTEXT_WEIGHT must add up to 1");
+}

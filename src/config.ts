@@ -1,0 +1,34 @@
+/**
+ * The whole configuration schema, assembled from core's sections and each domain's (composition
+ * level, beside app.ts). Env names map to paths by lower-casing and splitting on "__".
+ */
+import { Type as T, type Static } from "@sinclair/typebox";
+import { CORE_SECTIONS, ConfigError, configLoader } from "./core/config";
+import { GATEWAY_SECTIONS } from "./gateway/config";
+import { CACHE_SECTIONS, checkCacheConfig } from "./cache/config";
+import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
+import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
+
+export const ConfigSchema = T.Object({
+  ...CORE_SECTIONS,
+  ...GATEWAY_SECTIONS,
+  ...EMBEDDING_SECTIONS,
+  ...CACHE_SECTIONS,
+  ...RATE_LIMIT_SECTIONS,
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+const fail = (message: string): never => {
+  throw new ConfigError(message);
+};
+
+const loader = configLoader(ConfigSchema, [(c) => checkCacheConfig(c, fail), (c) => checkEmbeddingConfig(c, fail)]);
+
+/** Defaults < YAML file named by SVC_CONFIG < SVC_* environment variables (< overrides, for tests). */
+export const loadConfig = (env: Record<string, string | undefined> = process.env, overrides?: Record<string, unknown>): Config => loader.load(env, overrides);
+
+/** SVC_* variables that name no setting (logged as a warning by `svc serve`). */
+export const unknownSettings = (env: Record<string, string | undefined> = process.env) => loader.unknownSettings(env);
+
+export { ConfigError };

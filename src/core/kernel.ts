@@ -1,0 +1,458 @@
+/**
+ * The HTTP kernel every domain mounts its routes on. One front door serves every request, proxy
+ * and admin alike, in this order:
+ *
+ *   request id -> header size -> AUTHENTICATION (the mount's policy) -> rate limit (the mount's
+ *   group) -> path encoding -> body size -> the route (parse with bounds -> permission -> validation -> handler)
+ *   -> X-Request-ID / X-RateLimit-* on the answer -> metrics and request log
+ *
+ * so a new domain cannot validate, parse or answer before the caller is authenticated. A domain
+ * declares, where it mounts its routes (`kernel.mount({...})`), the path prefix, its error
+ * envelope, its rate-limit group and who may call. Core knows no domain: the mount table is
+ * filled by the domains at composition time.
+ */
+import { Elysia, type AnyElysia } from "elysia";
+import { Memoirist } from "memoirist";
+import { OptionalKind, type TSchema } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { Value } from "@sinclair/typebox/value";
+import { ApiError, DOC1, errorResponse, toApiError, type Envelope } from "./errors";
+import { requirePermission, type Authenticator, type Permission, type Principal } from "./auth";
+import { describeValueError, parseJsonBody, safeDecodeURIComponent } from "./validation";
+import type { Logger } from "./log";
+import type { Metrics } from "./metrics";
+import type { NativeHandler, NativeRoutes } from "./domain";
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** X-Request-ID: echo a valid incoming UUID, otherwise a new one. */
+export function requestIdOf(request: Request): string {
+  const incoming = request.headers.get("x-request-id");
+  return incoming && UUID_RE.test(incoming) ? incoming : crypto.randomUUID();
+}
+
+/** The pathname of a URL string without building a URL object (hot path). */
+export function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  let end = url.length;
+  const q = url.indexOf("?", start);
+  if (q >= 0) end = q;
+  const h = url.indexOf("#", start);
+  if (h >= 0 && h < end) end = h;
+  return url.slice(start, end);
+}
+
+/** Takes a token per request from the tenant's buckets; throws ApiError rate_limit_error (429). */
+export interface RequestLimiter {
+  /** `group`: the mount's rate-limit group (undefined = tier limits only); writes X-RateLimit-* into headers */
+  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void;
+}
+
+export type AuthPolicy =
+  /** Authorization: Bearer <JWT or API key> (default) */
+  | "bearer"
+  /** also wherever a provider SDK puts its key: x-api-key, x-goog-api-key, ?key= (the proxies) */
+  | "sdk"
+  /** no credential needed; the route authenticates what it must itself (token exchange, SSO callbacks) */
+  | "public"
+  /** a credential of the domain's own (e.g. SCIM bearer tokens), resolved to a principal */
+  | ((request: Request, url: URL) => Promise<Principal>);
+
+export interface MountSpec {
+  /** path prefix, matched at segment boundaries; the longest matching prefix wins */
+  prefix: string;
+  /** match the prefix itself only, not paths below it (e.g. the information document at "/") */
+  exact?: boolean;
+  envelope: Envelope;
+  /** rate-limit group: one name, or one for reads (GET/HEAD) and one for writes; none = tier limits only */
+  rateGroup?: string | { read: string; write: string };
+  auth?: AuthPolicy;
+}
+
+export interface Mount extends Required<Pick<MountSpec, "prefix" | "envelope" | "auth">> {
+  rateGroup?: MountSpec["rateGroup"];
+  exact: boolean;
+}
+
+/** What the front door knows about a request while it is served. */
+export interface RequestState {
+  id: string;
+  mount: Mount;
+  principal?: Principal;
+  /** route template, for metrics and logs */
+  route?: string;
+  /** headers added to the answer (X-Request-ID, X-RateLimit-*) */
+  headers: Record<string, string>;
+}
+
+/** The request log line and the per-route counters (labelled by route template, never the raw path). */
+export class RequestObserver {
+  /** tenants that made an authenticated request since start (for /stats) */
+  readonly tenantsSeen = new Set<string>();
+  requests = 0;
+
+  constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
+
+  finish(request: Request, state: { id: string; route?: string; principal?: Principal }, status: number, startedAt: number) {
+    const ms = performance.now() - startedAt;
+    const method = request.method;
+    const route = state.route ?? UNMATCHED;
+    const labels = { method, route, status: String(status) };
+    this.requests++;
+    this.metrics.httpRequests.inc(labels);
+    this.metrics.httpDuration.observe(labels, ms / 1000);
+    const tenant = state.principal?.tenantId;
+    if (tenant) this.tenantsSeen.add(tenant);
+    if (this.requestLog)
+      this.log.info("request", {
+        request_id: state.id,
+        tenant,
+        method,
+        route,
+        path: pathOf(request.url),
+        status,
+        latency_ms: Math.round(ms * 1000) / 1000,
+      });
+  }
+}
+
+/** Route label of requests that matched no route (404s, body-size rejections). */
+export const UNMATCHED = "unmatched";
+
+export interface KernelOptions {
+  auth: Authenticator;
+  limiter: RequestLimiter;
+  observer: RequestObserver;
+  log: Logger;
+  maxBodyBytes: number;
+  /** total size of the request line's headers accepted (name + value bytes) */
+  maxHeaderBytes: number;
+}
+
+type Next = (request: Request, state: RequestState) => Response | Promise<Response>;
+
+type BunHandler = (request: Request) => Promise<Response>;
+
+interface BodyCheck {
+  schema: TSchema;
+  check: TypeCheck<TSchema>;
+  optional: boolean;
+  object: boolean;
+}
+
+const EMPTY_BODY = Symbol("empty body");
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export class Kernel {
+  private mounts: Mount[] = [];
+  private readonly states = new WeakMap<Request, RequestState>();
+  private readonly bodyChecks = new Map<string, BodyCheck>();
+  /** route templates of every route (labels for answers given before a route ran) */
+  private readonly labels = new Memoirist<string>();
+  /** native routes by method and template */
+  private readonly native = new Memoirist<{ template: string; handler: NativeHandler }>();
+  private app?: AnyElysia;
+  private readonly templates: Array<{ method: string; path: string }> = [];
+  private readonly fallback: Mount = { prefix: "", envelope: DOC1, auth: "bearer", exact: false };
+
+  constructor(private readonly o: KernelOptions) {}
+
+  get observer() {
+    return this.o.observer;
+  }
+
+  // ------------------------------------------------------------------ mount table
+
+  /** Register a mount; the longest matching prefix decides a request's policy. */
+  register(spec: MountSpec): Mount {
+    // "/" as a prefix covers every path (stored as ""); as an exact mount it is the root path itself
+    const prefix = spec.prefix === "/" ? (spec.exact ? "/" : "") : spec.prefix.replace(/\/$/, "");
+    const mount: Mount = { prefix, envelope: spec.envelope, auth: spec.auth ?? "bearer", rateGroup: spec.rateGroup, exact: spec.exact === true };
+    if (this.mounts.some((m) => m.prefix === mount.prefix && m.exact === mount.exact)) throw new Error(`two mounts declare the prefix ${mount.prefix}`);
+    this.mounts = [...this.mounts, mount].sort((a, b) => b.prefix.length - a.prefix.length);
+    return mount;
+  }
+
+  mountOf(path: string): Mount {
+    for (const m of this.mounts) if (path === m.prefix || (!m.exact && path.startsWith(m.prefix + "/"))) return m;
+    return this.fallback;
+  }
+
+  envelopeOf(path: string): Envelope {
+    return this.mountOf(path).envelope;
+  }
+
+  /**
+   * Mount a domain's routes: registers the policy and returns the Elysia instance to define the
+   * routes on (paths relative to the prefix; "" is the prefix itself). Handlers get `principal`;
+   * `perm: "ViewMetrics"` on a route requires that permission before the body is validated.
+   */
+  mount(spec: MountSpec) {
+    this.register(spec);
+    return this.routes(spec.prefix);
+  }
+
+  /** The Elysia instance for routes under a prefix some mount already covers (no new policy). */
+  routes(prefix: string) {
+    const principalOf = (request: Request) => this.principalOf(request);
+    return new Elysia({ prefix: prefix.replace(/\/$/, "") })
+      .macro({
+        perm(permission: Permission) {
+          return {
+            transform({ request }: { request: Request }) {
+              const p = principalOf(request);
+              if (!p) throw new ApiError("authentication_error", "missing credentials");
+              requirePermission(p, permission);
+            },
+          };
+        },
+      })
+      .derive({ as: "local" }, ({ request }) => ({ principal: principalOf(request) as Principal }));
+  }
+
+  principalOf(request: Request): Principal | undefined {
+    return this.states.get(request)?.principal;
+  }
+
+  stateOf(request: Request): RequestState | undefined {
+    return this.states.get(request);
+  }
+
+  // ------------------------------------------------------------------ front door
+
+  /**
+   * Serve one request through the front door. `route` is the route template when the caller
+   * already knows it (the proxies' native routes table); Elysia routes report theirs.
+   */
+  async serve(request: Request, next: Next, route?: string): Promise<Response> {
+    const startedAt = performance.now();
+    const admitted = await this.admit(request, route);
+    let response: Response;
+    const state = admitted.state;
+    if ("response" in admitted) response = admitted.response;
+    else {
+      request = admitted.request;
+      try {
+        response = await next(request, state);
+      } catch (e) {
+        response = this.errorFor(e, state.mount.envelope, pathOf(request.url));
+      }
+    }
+    response = withHeaders(response, state.headers);
+    state.route ??= this.labelOf(request.method, pathOf(request.url));
+    this.o.observer.finish(request, state, response.status, startedAt);
+    return response;
+  }
+
+  /**
+   * The front door's checks without serving: authentication, rate limit, path encoding, header
+   * and body size. Either the (possibly re-buffered) request and its state, or the error answer.
+   * WebSocket upgrades use it directly.
+   */
+  async admit(request: Request, route?: string): Promise<{ request: Request; state: RequestState } | { response: Response; state: RequestState }> {
+    const path = pathOf(request.url);
+    const mount = this.mountOf(path);
+    const state: RequestState = { id: requestIdOf(request), mount, route, headers: {} };
+    state.headers["x-request-id"] = state.id;
+    try {
+      this.checkHeaderSize(request);
+      if (mount.auth !== "public") {
+        const url = new URL(request.url);
+        state.principal =
+          typeof mount.auth === "function" ? await mount.auth(request, url) : await this.o.auth.authenticate(request, mount.auth, url);
+        this.o.limiter.enforce(state.principal, groupOf(mount, request.method), state.headers);
+      }
+      if (path.includes("%") && safeDecodeURIComponent(path) === null) throw new ApiError("not_found", "no route for a path with malformed percent-encoding");
+      request = await this.withinBodyLimit(request);
+      this.states.set(request, state);
+      return { request, state };
+    } catch (e) {
+      return { response: this.errorFor(e, mount.envelope, path), state };
+    }
+  }
+
+  /** Serve any request: a native route (the proxies' hot paths) or the Elysia app. */
+  fetch = (request: Request): Promise<Response> => {
+    const hit = this.native.find(request.method, pathOf(request.url));
+    if (hit) return this.serve(request, hit.store.handler, hit.store.template);
+    return this.serve(request, (r) => this.app!.handle(r));
+  };
+
+  /** Native routes as a Bun.serve `routes` table, each handler behind the front door. */
+  bunRoutes(routes: NativeRoutes): Record<string, Record<string, BunHandler>> {
+    const out: Record<string, Record<string, BunHandler>> = {};
+    for (const [path, methods] of Object.entries(routes)) {
+      out[path] = {};
+      for (const [method, handler] of Object.entries(methods)) if (handler) out[path]![method] = (r) => this.serve(r, handler, path);
+    }
+    return out;
+  }
+
+  /** Every route: method and template (native routes and the Elysia app's). */
+  routeList(): Array<{ method: string; path: string }> {
+    return [...this.templates];
+  }
+
+  private labelOf(method: string, path: string): string | undefined {
+    return this.labels.find(method, path)?.store;
+  }
+
+  /** An error as the answer in an envelope (unknown errors logged, answered as 500 without internals). */
+  errorFor(e: unknown, envelope: Envelope, path: string): Response {
+    if (!(e instanceof ApiError)) this.o.log.error("unhandled error", { path, error: String((e as Error)?.stack ?? e) });
+    return errorResponse(toApiError(e), envelope);
+  }
+
+  private checkHeaderSize(request: Request) {
+    let size = 0;
+    request.headers.forEach((v, k) => (size += k.length + v.length + 4));
+    if (size > this.o.maxHeaderBytes)
+      throw new ApiError("invalid_request_error", `request headers exceed ${this.o.maxHeaderBytes} bytes`, undefined, undefined, 431);
+  }
+
+  /**
+   * A declared Content-Length above the limit is refused without reading; a body without one
+   * (chunked) is read up to the limit and served as a buffered copy. Too large: 413.
+   */
+  private async withinBodyLimit(request: Request): Promise<Request> {
+    const max = this.o.maxBodyBytes;
+    const len = request.headers.get("content-length");
+    if (len !== null) {
+      if (Number(len) > max) throw tooLarge(max);
+      return request;
+    }
+    if (!request.body) return request;
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        void reader.cancel().catch(() => {});
+        throw tooLarge(max);
+      }
+      chunks.push(value);
+    }
+    return new Request(request.url, { method: request.method, headers: request.headers, body: Buffer.concat(chunks), signal: request.signal });
+  }
+
+  // ------------------------------------------------------------------ Elysia integration
+
+  /**
+   * Global hooks of the Elysia app: bounded JSON parsing of every body, the route template for
+   * metrics, the body check (before Elysia's own validation, which renders the whole rejected
+   * value), and errors in the mount's envelope.
+   */
+  plugin() {
+    const kernel = this;
+    return new Elysia({ name: "svc-kernel-hooks" })
+      .onParse({ as: "global" }, async ({ request }) => {
+        if (!BODY_METHODS.has(request.method)) return;
+        const value = parseJsonBody(await request.text(), { wellFormed: true });
+        return value === undefined ? EMPTY_BODY : value;
+      })
+      .onTransform({ as: "global" }, (c) => {
+        const state = kernel.states.get(c.request);
+        if (state) state.route = c.route;
+        if ((c.body as unknown) === EMPTY_BODY) c.body = undefined as never;
+        const check = kernel.bodyChecks.get(`${c.request.method} ${c.route}`);
+        if (check) c.body = checkBody(check, c.body) as never;
+      })
+      .onError({ as: "global" }, ({ code, error, request }) => {
+        const state = kernel.states.get(request);
+        const path = pathOf(request.url);
+        return kernel.errorFor(elysiaError(code, error, request), state?.mount.envelope ?? kernel.envelopeOf(path), path);
+      });
+  }
+
+  /**
+   * Take the composed app and the native routes (call once, after every domain is mounted):
+   * compiles each route's body check (Elysia validates again afterwards: same schema, passes) and
+   * learns every route template, for labels and for serving native routes through `fetch`.
+   */
+  install(app: AnyElysia, native: NativeRoutes) {
+    this.app = app;
+    for (const [path, methods] of Object.entries(native))
+      for (const [method, handler] of Object.entries(methods)) {
+        if (!handler) continue;
+        this.native.add(method, path, { template: path, handler });
+        this.labels.add(method, path, path, { ignoreError: true });
+        this.templates.push({ method, path });
+      }
+    for (const r of app.routes as Array<{ method: string; path: string; hooks?: { body?: unknown } }>) {
+      this.labels.add(r.method, r.path, r.path, { ignoreError: true });
+      this.templates.push({ method: r.method, path: r.path });
+      const schema = r.hooks?.body as TSchema | undefined;
+      if (!schema || typeof schema !== "object" || !(Symbol.for("TypeBox.Kind") in schema)) continue;
+      if ((schema as unknown as Record<symbol, unknown>)[Symbol.for("TypeBox.Kind")] === "Any") continue;
+      this.bodyChecks.set(`${r.method} ${r.path}`, {
+        schema,
+        check: TypeCompiler.Compile(schema),
+        optional: (schema as { [OptionalKind]?: string })[OptionalKind] === "Optional",
+        object: (schema as { type?: string }).type === "object",
+      });
+    }
+  }
+}
+
+/** The rate-limit group a mount declares for a request method. */
+export function groupOf(mount: Mount, method: string): string | undefined {
+  const g = mount.rateGroup;
+  if (g === undefined || typeof g === "string") return g;
+  return method === "GET" || method === "HEAD" ? g.read : g.write;
+}
+
+const tooLarge = (max: number) => new ApiError("invalid_request_error", `request body exceeds ${max} bytes`, undefined, undefined, 413);
+
+/** Put the front door's headers on an answer (a Response from fetch has immutable headers: copy it). */
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  try {
+    for (const k in headers) if (!response.headers.has(k) || k === "x-request-id") response.headers.set(k, headers[k]!);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    for (const k in headers) copy.headers.set(k, headers[k]!);
+    return copy;
+  }
+}
+
+const describeKind = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`);
+
+/** The route's body against its schema; the normalised body (defaults applied) or 400 naming the first wrong field. */
+function checkBody(c: BodyCheck, body: unknown): unknown {
+  if (body === undefined) {
+    if (c.optional) return undefined;
+    throw new ApiError("validation_error", "request body: expected a JSON object");
+  }
+  if (c.check.Check(body)) return body;
+  if (c.object && (typeof body !== "object" || body === null || Array.isArray(body)))
+    throw new ApiError("validation_error", `request body: expected a JSON object, got ${describeKind(body)}`);
+  // what Elysia does before its own check: defaults filled in, undeclared properties dropped
+  const normalised = Value.Clean(c.schema, Value.Default(c.schema, Value.Clone(body)));
+  if (c.check.Check(normalised)) return normalised;
+  throw new ApiError("validation_error", describeValueError(c.check.Errors(normalised).First(), "body"));
+}
+
+/** Elysia's own errors (query/params validation, parse, unknown route) as ApiErrors. */
+function elysiaError(code: string | number, error: unknown, request: Request): unknown {
+  if (error instanceof ApiError) return error;
+  if (code === "VALIDATION") {
+    const e = error as { type?: string; valueError?: { path: string; message: string; schema: TSchema; value?: unknown } };
+    const where = e.type === "params" ? "path parameter" : e.type === "headers" ? "header" : e.type === "property" || e.type === "query" ? "query" : "body";
+    const param = e.type === "property" ? queryParamOf(e.valueError?.value, request) : undefined;
+    return new ApiError("validation_error", describeValueError(e.valueError, where, param));
+  }
+  if (code === "PARSE") return new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
+  if (code === "NOT_FOUND") return new ApiError("not_found", `no route for ${request.method} ${pathOf(request.url)}`);
+  return error;
+}
+
+/** Elysia reports a coerced query parameter without its name: find the parameter whose value failed. */
+function queryParamOf(value: unknown, request: Request): string | undefined {
+  const params = new URL(request.url).searchParams;
+  for (const [k, v] of params) if (v === String(value)) return k;
+  return undefined;
+}

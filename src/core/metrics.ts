@@ -1,0 +1,77 @@
+/**
+ * Prometheus metrics (prom-client). One registry per running gateway so tests stay isolated.
+ * Core owns the registry and the HTTP instruments; each domain creates its own instruments on
+ * it (e.g. src/cache/metrics.ts) and /metrics renders the whole registry.
+ *
+ * Start-up cost (BENCHMARKS.md, cold start): the four classes are loaded from prom-client's own
+ * files instead of its index, which would also load the Pushgateway (node:http/https), the
+ * cluster aggregator and the default collectors (~3 ms of a ~60 ms cold start); the default
+ * process metrics (svc_process_*, ~4 ms to load and register) are registered off the start-up
+ * path: at the first render() or 1 s after start, whichever comes first.
+ */
+import type * as Prom from "prom-client";
+
+// prom-client ships CommonJS; these are the same classes its index re-exports.
+const Registry: typeof Prom.Registry = require("prom-client/lib/registry");
+const CounterClass: typeof Prom.Counter = require("prom-client/lib/counter");
+const HistogramClass: typeof Prom.Histogram = require("prom-client/lib/histogram");
+const GaugeClass: typeof Prom.Gauge = require("prom-client/lib/gauge");
+
+export type Counter = Prom.Counter;
+export type Histogram = Prom.Histogram;
+export type Gauge = Prom.Gauge;
+
+export type MetricValues = Array<{ labels: Record<string, string | number | undefined>; value: number }>;
+
+/** Delay before the default process metrics are registered when nothing scraped yet. */
+const DEFAULT_METRICS_DELAY_MS = 1000;
+
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = this.counter("svc_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]);
+  readonly httpDuration = this.histogram("svc_http_request_duration_seconds", "HTTP request latency by route and status", ["method", "route", "status"]);
+
+  private defaultsPending: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) {
+      this.defaultsPending = setTimeout(() => this.startDefaultMetrics(), DEFAULT_METRICS_DELAY_MS);
+      this.defaultsPending.unref?.();
+    }
+  }
+
+  counter(name: string, help: string, labelNames: string[] = []): Counter {
+    return new CounterClass({ name, help, labelNames, registers: [this.registry] });
+  }
+  histogram(name: string, help: string, labelNames: string[] = [], buckets = LATENCY_BUCKETS): Histogram {
+    return new HistogramClass({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+  gauge(name: string, help: string, labelNames: string[] = []): Gauge {
+    return new GaugeClass({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** Values of a metric by name (empty when no domain registered it), for summaries such as /stats. */
+  async values(name: string): Promise<MetricValues> {
+    const m = this.registry.getSingleMetric(name);
+    return m ? ((await m.get()).values as MetricValues) : [];
+  }
+
+  /** Register prom-client's default process metrics (svc_process_*) once. */
+  private startDefaultMetrics() {
+    if (this.defaultsPending === undefined) return;
+    clearTimeout(this.defaultsPending);
+    this.defaultsPending = undefined;
+    const collectDefaultMetrics: typeof Prom.collectDefaultMetrics = require("prom-client/lib/defaultMetrics");
+    collectDefaultMetrics({ register: this.registry, prefix: "svc_process_" });
+  }
+
+  render(): Promise<string> {
+    this.startDefaultMetrics();
+    return this.registry.metrics();
+  }
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

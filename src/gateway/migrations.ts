@@ -1,0 +1,30 @@
+import type { Migration } from "../storage/migrations";
+
+export const GATEWAY_MIGRATIONS: Migration[] = [
+  {
+    id: "0001_usage_records",
+    legacyId: "0100_gateway_usage_records",
+    up: `
+      CREATE TABLE usage_records (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        style TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        cache_status TEXT NOT NULL,
+        cache_tier TEXT,
+        streamed INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        latency_ms REAL NOT NULL,
+        cost_saved_usd REAL NOT NULL
+      );
+      CREATE INDEX usage_records_tenant_time ON usage_records(tenant_id, created_at);
+      CREATE INDEX usage_records_tenant_model ON usage_records(tenant_id, model, created_at);
+    `,
+  },
+];
+

@@ -1,0 +1,74 @@
+/**
+ * What the gateway needs from other domains, declared here by the caller (the composition root
+ * hands in the implementations and the compiler checks they fit):
+ *  - ResponseCache: the semantic response cache (src/cache implements it);
+ *  - TokenMeter: charges the LLM tokens an upstream reported to the tenant's tokens/minute budget
+ *    (src/ratelimit implements it).
+ */
+import type { TokenUsage } from "../core/usage";
+
+export interface Turn {
+  role: "system" | "user" | "assistant" | "tool";
+  /** plain text of the message (text parts joined; tool calls / results serialised compactly) */
+  text: string;
+}
+
+/** A cacheable request in provider-neutral terms. */
+export interface CacheKeyInput {
+  tenantId: string;
+  /** response wire family ("openai", "anthropic", "gemini", "cohere-chat", "cohere-generate"); entries never cross styles */
+  style: string;
+  model: string;
+  /** everything besides the conversation that changes the answer (system prompt, tools, sampling parameters, ...) */
+  scope: Record<string, unknown>;
+  /** the conversation, oldest first, system prompt excluded (it is in scope); the last user turn is the query */
+  turns: Turn[];
+  /** X-Svc-Workspace-Context */
+  workspaceContext?: string;
+  /** X-Svc-Code-Context (parsed JSON) */
+  codeContext?: unknown;
+  /** session_id (chat-completions) / conversation_id: lets the cache reuse turn embeddings */
+  sessionId?: string;
+}
+
+/** What is stored: the provider's complete non-streamed JSON response, plus accounting. */
+export interface CachedPayload {
+  body: unknown;
+  usage: TokenUsage;
+}
+
+export type CacheTier = "exact" | "semantic" | "l2_context";
+
+export type LookupResult =
+  | {
+      hit: true;
+      tier: CacheTier;
+      entryId: string;
+      /** query similarity (1 for exact) */
+      similarity: number;
+      /** stage-2 context similarity, when the context tier decided */
+      contextSimilarity?: number;
+      payload: CachedPayload;
+      lookupMs: number;
+    }
+  | {
+      hit: false;
+      lookupMs: number;
+      /** opaque state from the lookup (e.g. embeddings) that store() reuses */
+      state?: unknown;
+    };
+
+export interface ResponseCache {
+  /** Throws an ApiError embedding_error (503) when the embedder fails and fail-open is off. */
+  lookup(input: CacheKeyInput): Promise<LookupResult>;
+  /** Write after a complete, successful upstream response. Never call for errors or cut streams. */
+  store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void>;
+  /** Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait). */
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T>;
+  /** Count a request that skipped the cache (X-Svc-Skip-Cache) in the cache's metrics. */
+  bypassed(style: string): void;
+}
+
+export interface TokenMeter {
+  chargeTokens(tenantId: string, tokens: number): void;
+}

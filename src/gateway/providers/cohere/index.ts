@@ -1,0 +1,25 @@
+/** The chat/generate/embed style (doc1 §4.5): /v1/chat, /v1/generate, /v1/embed. */
+import type { ProviderDefinition } from "../types";
+import { cohere, cohereRequest, ChatBody, GenerateBody, EmbedBody } from "./adapter";
+
+export const cohereProvider: ProviderDefinition = {
+  defaultBaseUrl: "https://api.cohere.com",
+  wire: cohere.wire,
+  modelGlobs: ["command*"],
+  info: {
+    chat: { method: "POST", path: "/v1/chat" },
+    generate: { method: "POST", path: "/v1/generate" },
+    embed: { method: "POST", path: "/v1/embed" },
+  },
+  completion: { endpoint: cohere.chat, build: cohereRequest },
+  routes: [
+    {
+      method: "POST",
+      path: "/v1/chat",
+      endpoint: cohere.chat,
+      docs: [{ path: "/v1/chat", summary: "Chat proxy", description: "`stream: true` returns the provider's events as Server-Sent Events (newline-delimited JSON for the official v1 SDK). Adds `svc`.", body: ChatBody, stream: "sse" }],
+    },
+    { method: "POST", path: "/v1/generate", endpoint: cohere.generate, docs: [{ path: "/v1/generate", summary: "Generate proxy (legacy)", body: GenerateBody }] },
+    { method: "POST", path: "/v1/embed", endpoint: cohere.embed, docs: [{ path: "/v1/embed", summary: "Embed (max 96 texts; forwarded, never cached)", body: EmbedBody }] },
+  ],
+};

@@ -1,0 +1,328 @@
+/**
+ * Chat-completions style (doc1 §4.2): POST /v1/chat/completions, GET /v1/models[/{id}],
+ * POST /v1/embeddings (forwarded, never cached). Streams are `data: {chunk}` + `data: [DONE]`.
+ */
+import { t } from "elysia";
+import { uuid } from "../../../core/ids";
+import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
+import {
+  compile,
+  compact,
+  scopeOf,
+  estimateTokens,
+  sha,
+  type Assembler,
+  type CacheMeta,
+  type Endpoint,
+  type ProviderWire,
+  type ProxyCall,
+  type Turn,
+} from "../types";
+
+export const openaiWire: ProviderWire = {
+  name: "openai",
+  authHeaders: (key) => ({ authorization: `Bearer ${key}` }),
+  forwardHeaders: ["openai-organization", "openai-project"],
+};
+
+export const ChatCompletionBody = t.Object(
+  {
+    model: t.String({ minLength: 1 }),
+    messages: t.Array(t.Object({ role: t.String({ minLength: 1 }), content: t.Optional(t.Any()) }, { additionalProperties: true }), { minItems: 1 }),
+    stream: t.Optional(t.Boolean()),
+    temperature: t.Optional(t.Number()),
+    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))),
+    tool_choice: t.Optional(t.Union([t.String(), t.Object({}, { additionalProperties: true })])),
+    session_id: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: true },
+);
+
+/** Text of an OpenAI message content (string or parts). Images count by their hash. */
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return content == null ? "" : compact(content);
+  return content
+    .map((p: any) => {
+      if (p?.type === "text") return p.text ?? "";
+      if (p?.type === "image_url") return `[image:${sha(String(p.image_url?.url ?? ""))}]`;
+      if (p?.type === "input_audio") return `[audio:${sha(String(p.input_audio?.data ?? ""))}]`;
+      return compact(p);
+    })
+    .join("\n");
+}
+
+function turnsOf(messages: any[]): { system: string[]; turns: Turn[] } {
+  const system: string[] = [];
+  const turns: Turn[] = [];
+  for (const m of messages) {
+    const role = String(m.role);
+    if (role === "system" || role === "developer") {
+      system.push(contentText(m.content));
+      continue;
+    }
+    let text = contentText(m.content);
+    if (Array.isArray(m.tool_calls) && m.tool_calls.length)
+      text += (text ? "\n" : "") + m.tool_calls.map((c: any) => `call ${c.function?.name}(${c.function?.arguments ?? ""})`).join("\n");
+    turns.push({ role: role === "assistant" ? "assistant" : role === "tool" || role === "function" ? "tool" : "user", text });
+  }
+  return { system, turns };
+}
+
+const chatCompletions: Endpoint = compile({
+  id: "openai.chat_completions",
+  provider: "openai",
+  method: "POST",
+  schema: ChatCompletionBody,
+  parse({ body }) {
+    const sessionId: string = body.session_id ?? uuid();
+    const { session_id: _s, ...upstreamBody } = body;
+    const { system, turns } = turnsOf(body.messages);
+    const scope = scopeOf(body, ["messages", "stream", "stream_options", "session_id", "model", "user", "metadata", "store"]);
+    if (system.length) scope.system = system;
+    return {
+      model: body.model,
+      stream: body.stream === true,
+      key: { style: "openai", model: body.model, scope, turns, sessionId },
+      upstream: { method: "POST", path: "/v1/chat/completions", body: upstreamBody },
+      meta: { sessionId, includeUsage: body.stream_options?.include_usage === true },
+    };
+  },
+  usageOf(body) {
+    const u = body?.usage;
+    if (u && typeof u.prompt_tokens === "number") return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens ?? 0 };
+    return { inputTokens: 0, outputTokens: estimateTokens(textOf(body)) };
+  },
+  textOf,
+  decorate(body, call, meta) {
+    return { ...body, svc_metadata: metadata(call, meta) };
+  },
+  stream: {
+    format: "sse",
+    contentType: "text/event-stream",
+    assembler: (call) => new ChatAssembler(call),
+    replay,
+    // svc's error type (timeout_error for an idle timeout, proxy_error otherwise), as in a JSON error
+    errorFrame: (message, type) => sseFrame({ error: { message, type: type ?? "proxy_error" } }),
+    // a live miss carries svc_metadata (with the session id) on its first chunk, like a rebuilt hit
+    liveHead(event, call, meta) {
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (!data || data === "[DONE]") return undefined;
+      const chunk = parseJson(data);
+      if (!chunk || typeof chunk !== "object" || chunk.error || !Array.isArray(chunk.choices)) return undefined;
+      return sseFrame({ ...chunk, svc_metadata: metadata(call, meta) });
+    },
+  },
+});
+
+function textOf(body: any): string {
+  const m = body?.choices?.[0]?.message;
+  return typeof m?.content === "string" ? m.content : "";
+}
+
+function metadata(call: ProxyCall, meta: CacheMeta) {
+  return {
+    cache_hit: meta.status === "HIT",
+    cache_tier: meta.tier ?? null,
+    similarity: meta.similarity,
+    context_similarity: meta.contextSimilarity ?? null,
+    session_id: call.meta.sessionId as string,
+  };
+}
+
+interface ChoiceAcc {
+  index: number;
+  role: string;
+  content: string;
+  hasContent: boolean;
+  refusal: string | null;
+  toolCalls: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
+  finish: string | null;
+}
+
+class ChatAssembler implements Assembler {
+  private head: any;
+  private choices = new Map<number, ChoiceAcc>();
+  private usage: any;
+  private done = false;
+  constructor(private readonly call: ProxyCall) {}
+
+  push(ev: SseEvent) {
+    if (ev.data === "[DONE]") {
+      this.done = true;
+      return;
+    }
+    const chunk = parseJson(ev.data);
+    if (chunk === undefined) return;
+    if (chunk.error) {
+      this.done = false;
+      this.head = undefined;
+      return;
+    }
+    this.head ??= { id: chunk.id, created: chunk.created, model: chunk.model, system_fingerprint: chunk.system_fingerprint };
+    if (chunk.usage) this.usage = chunk.usage;
+    for (const c of chunk.choices ?? []) {
+      let acc = this.choices.get(c.index ?? 0);
+      if (!acc) {
+        acc = { index: c.index ?? 0, role: "assistant", content: "", hasContent: false, refusal: null, toolCalls: [], finish: null };
+        this.choices.set(acc.index, acc);
+      }
+      const d = c.delta ?? {};
+      if (d.role) acc.role = d.role;
+      if (typeof d.content === "string") {
+        acc.content += d.content;
+        acc.hasContent = true;
+      }
+      if (typeof d.refusal === "string") acc.refusal = (acc.refusal ?? "") + d.refusal;
+      for (const tc of d.tool_calls ?? []) {
+        const i = tc.index ?? 0;
+        acc.toolCalls[i] ??= { id: "", type: "function", function: { name: "", arguments: "" } };
+        const slot = acc.toolCalls[i]!;
+        if (tc.id) slot.id = tc.id;
+        if (tc.type) slot.type = tc.type;
+        if (tc.function?.name) slot.function.name += tc.function.name;
+        if (tc.function?.arguments) slot.function.arguments += tc.function.arguments;
+      }
+      if (c.finish_reason) acc.finish = c.finish_reason;
+    }
+  }
+
+  result() {
+    if (!this.done || !this.head) return undefined;
+    const choices = [...this.choices.values()]
+      .sort((a, b) => a.index - b.index)
+      .map((c) => ({
+        index: c.index,
+        message: {
+          role: c.role,
+          content: c.hasContent || c.toolCalls.length === 0 ? c.content : null,
+          refusal: c.refusal,
+          ...(c.toolCalls.length ? { tool_calls: c.toolCalls.filter(Boolean) } : {}),
+        },
+        logprobs: null,
+        finish_reason: c.finish,
+      }));
+    if (choices.some((c) => !c.finish_reason)) return undefined;
+    const text = choices.map((c) => c.message.content ?? "").join("");
+    // without stream_options.include_usage the provider sends no usage: estimate it
+    const promptText = (this.call.key?.turns ?? []).map((t) => t.text).join("\n") + JSON.stringify(this.call.key?.scope ?? {});
+    const usage = this.usage ?? {
+      prompt_tokens: estimateTokens(promptText),
+      completion_tokens: estimateTokens(text),
+      total_tokens: estimateTokens(promptText) + estimateTokens(text),
+    };
+    return {
+      id: this.head.id,
+      object: "chat.completion",
+      created: this.head.created,
+      model: this.head.model ?? this.call.model,
+      ...(this.head.system_fingerprint ? { system_fingerprint: this.head.system_fingerprint } : {}),
+      choices,
+      usage,
+    };
+  }
+}
+
+function replay(body: any, call: ProxyCall, meta: CacheMeta): string[] {
+  const base = { id: body.id, object: "chat.completion.chunk", created: body.created, model: body.model, system_fingerprint: body.system_fingerprint ?? null };
+  const frames: string[] = [];
+  let first = true;
+  const push = (choices: unknown[], extra: Record<string, unknown> = {}) => {
+    frames.push(sseFrame({ ...base, choices, ...extra, ...(first ? { svc_metadata: metadata(call, meta) } : {}) }));
+    first = false;
+  };
+  for (const c of body.choices ?? []) {
+    const m = c.message ?? {};
+    push([{ index: c.index, delta: { role: m.role ?? "assistant", content: m.tool_calls && m.content == null ? null : "" }, logprobs: null, finish_reason: null }]);
+    for (const piece of chunkText(typeof m.content === "string" ? m.content : ""))
+      push([{ index: c.index, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+    (m.tool_calls ?? []).forEach((tc: any, i: number) =>
+      push([{ index: c.index, delta: { tool_calls: [{ index: i, id: tc.id, type: tc.type ?? "function", function: tc.function }] }, logprobs: null, finish_reason: null }]),
+    );
+    push([{ index: c.index, delta: {}, logprobs: null, finish_reason: c.finish_reason ?? "stop" }]);
+  }
+  if (call.meta.includeUsage) push([], { usage: body.usage ?? null });
+  frames.push("data: [DONE]\n\n");
+  return frames;
+}
+
+/**
+ * GET /v1/models and /v1/models/{id}: forwarded, then normalised to the spec's shape (doc1 §4.2:
+ * {object: "list", data: [{id, object: "model", created (integer), owned_by}]}) so a compatible
+ * upstream that leaves fields out still gives SDKs what they parse; extra provider fields stay.
+ * POST /v1/embeddings: forwarded as it is.
+ */
+export function modelObject(m: any, fallbackId = ""): Record<string, unknown> {
+  const o = m && typeof m === "object" && !Array.isArray(m) ? m : {};
+  return {
+    ...o,
+    id: typeof o.id === "string" && o.id ? o.id : typeof o.name === "string" && o.name ? o.name : fallbackId,
+    object: "model",
+    created: Number.isInteger(o.created) ? o.created : 0,
+    owned_by: typeof o.owned_by === "string" ? o.owned_by : "unknown",
+  };
+}
+
+/** The caller's query minus `key` (a gateway credential must never travel upstream). */
+export function forwardQuery(url: URL): string {
+  const q = new URLSearchParams(url.search);
+  q.delete("key");
+  const qs = q.toString();
+  return qs ? `?${qs}` : "";
+}
+
+const models: Endpoint = compile({
+  id: "openai.models",
+  provider: "openai",
+  method: "GET",
+  parse: ({ url }) => ({ model: "", stream: false, key: null, upstream: { method: "GET", path: "/v1/models" + forwardQuery(url) }, meta: {} }),
+  reshape: (body) => {
+    const data = Array.isArray(body?.data) ? body.data : Array.isArray(body) ? body : [];
+    return { ...(body && typeof body === "object" && !Array.isArray(body) ? body : {}), object: "list", data: data.map((m: unknown) => modelObject(m)) };
+  },
+});
+
+const model: Endpoint = compile({
+  id: "openai.model",
+  provider: "openai",
+  method: "GET",
+  parse: ({ params }) => ({
+    model: params.model!,
+    stream: false,
+    key: null,
+    upstream: { method: "GET", path: `/v1/models/${encodeURIComponent(params.model!)}` },
+    meta: {},
+  }),
+  reshape: (body, call) => modelObject(body, call.model),
+});
+
+export const EmbeddingsBody = t.Object(
+  { model: t.String({ minLength: 1 }), input: t.Union([t.String(), t.Array(t.Any(), { minItems: 1 })]) },
+  { additionalProperties: true },
+);
+
+const embeddings: Endpoint = compile({
+  id: "openai.embeddings",
+  provider: "openai",
+  method: "POST",
+  schema: EmbeddingsBody,
+  parse: ({ body }) => ({ model: body.model, stream: false, key: null, upstream: { method: "POST", path: "/v1/embeddings", body }, meta: {} }),
+  usageOf: (body) => ({ inputTokens: body?.usage?.prompt_tokens ?? 0, outputTokens: 0 }),
+});
+
+export const openai = { wire: openaiWire, chatCompletions, models, model, embeddings };
+
+/** Request body for GatewayService.complete. */
+export function openaiRequest(req: { model: string; messages: Array<{ role: string; content: string }>; temperature?: number; maxTokens?: number }) {
+  return {
+    model: req.model,
+    messages: req.messages,
+    ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+  };
+}

@@ -1,0 +1,41 @@
+/** The chat-completions style (doc1 §4.2): /v1/chat/completions, /v1/models, /v1/embeddings. */
+import type { ProviderDefinition } from "../types";
+import { openai, openaiRequest, ChatCompletionBody, EmbeddingsBody } from "./adapter";
+
+export { openai, ChatCompletionBody } from "./adapter";
+
+export const openaiProvider: ProviderDefinition = {
+  defaultBaseUrl: "https://api.openai.com",
+  wire: openai.wire,
+  modelGlobs: ["gpt-*", "o1*", "o3*", "o4*"],
+  info: { "chat-completions": { method: "POST", path: "/v1/chat/completions" } },
+  completion: { endpoint: openai.chatCompletions, build: openaiRequest },
+  routes: [
+    {
+      method: "POST",
+      path: "/v1/chat/completions",
+      endpoint: openai.chatCompletions,
+      docs: [{ path: "/v1/chat/completions", summary: "Chat-completions proxy", description: "Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ChatCompletionBody, stream: "sse" }],
+    },
+    { method: "POST", path: "/v1/embeddings", endpoint: openai.embeddings, docs: [{ path: "/v1/embeddings", summary: "Embeddings (forwarded, never cached)", body: EmbeddingsBody }] },
+    { method: "GET", path: "/v1/models", endpoint: openai.models, docs: [{ path: "/v1/models", summary: "List models (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)" }] },
+    {
+      method: "GET",
+      path: "/v1/models/*",
+      dispatch: (_request, url) => {
+        const id = modelId(url.pathname);
+        return id === undefined ? undefined : { endpoint: openai.model, params: { model: id } };
+      },
+      docs: [{ path: "/v1/models/{model}", summary: "Get a model (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)" }],
+    },
+  ],
+};
+
+/** The model id of `/v1/models/<id>` (percent-decoded), or undefined when it cannot be decoded. */
+function modelId(pathname: string): string | undefined {
+  try {
+    return decodeURIComponent(pathname.slice("/v1/models/".length));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * POST /api/v1/query (doc1 §4.1): look a chat-completions request up in the cache without
+ * calling upstream and without writing. Body and key derivation are the chat-completions proxy's;
+ * headers X-Svc-Workspace-Context / X-Svc-Code-Context as on the proxy.
+ */
+import { t } from "elysia";
+import type { Kernel } from "../core/kernel";
+import { ApiError, DOC1 } from "../core/errors";
+import { openai, ChatCompletionBody } from "./providers/openai";
+import { parseCodeContext } from "./serve";
+import type { ResponseCache } from "./ports";
+
+const QueryResponse = t.Object({
+  hit: t.Boolean(),
+  tier: t.Union([t.Literal("exact"), t.Literal("semantic"), t.Literal("l2_context"), t.Null()]),
+  similarity: t.Number(),
+  contextSimilarity: t.Union([t.Number(), t.Null()]),
+  entryId: t.Union([t.String(), t.Null()]),
+  lookupMs: t.Number(),
+  response: t.Any(),
+});
+
+export const queryRoutes = (kernel: Kernel, cache: ResponseCache, enabled: () => boolean) =>
+  kernel.mount({ prefix: "/api/v1/query", envelope: DOC1 }).post(
+    "",
+    async ({ body, request, principal }) => {
+      if (!enabled()) throw new ApiError("service_unavailable", "the cache is disabled");
+      const call = openai.chatCompletions.parse({ body, params: {}, url: new URL(request.url), headers: request.headers });
+      const r = await cache.lookup({
+        tenantId: principal.tenantId,
+        ...call.key!,
+        workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
+        codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
+      });
+      if (!r.hit) return { hit: false, tier: null, similarity: 0, contextSimilarity: null, entryId: null, lookupMs: r.lookupMs, response: null };
+      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? null, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
+    },
+    {
+      body: ChatCompletionBody,
+      response: QueryResponse,
+      detail: {
+        summary: "Look a chat-completions request up in the cache without calling upstream",
+        description: "Body: a chat-completions request (`stream` ignored); headers X-Svc-Workspace-Context and X-Svc-Code-Context as on the proxy.",
+        tags: ["cache"],
+      },
+    },
+  );

@@ -1,0 +1,137 @@
+/**
+ * Serving one proxy request over HTTP. The kernel's front door has already authenticated the
+ * caller (wherever the SDK put the credential), applied the rate limits and the body limit; here:
+ *   header checks -> body (bounded JSON + the endpoint's TypeBox schema) -> adapter.parse
+ *   -> Pipeline.execute -> the answer with X-Cache-Status (errors in the doc1 envelope, a
+ *   provider's own 4xx passed through with the doc1 fields added).
+ */
+import { ApiError, DOC1, errorResponse, toApiError } from "../core/errors";
+import type { Logger } from "../core/log";
+import type { RequestState } from "../core/kernel";
+import { describeValueError, parseJsonBody } from "../core/validation";
+import type { Endpoint, ProviderWire } from "./providers/types";
+import type { Pipeline } from "./pipeline";
+import { ProviderReply, ClientGone } from "./upstream";
+
+export interface ServeDeps {
+  pipeline: Pipeline;
+  log: Logger;
+  /** whether a credential is shaped like svc's own (an SDK's x-api-key may be the provider's key) */
+  isGatewayCredential: (c: string) => boolean;
+}
+
+export type ServeEndpoint = (request: Request, state: RequestState, endpoint: Endpoint, wire: ProviderWire, params?: Record<string, string>) => Promise<Response>;
+
+export function proxyServer(d: ServeDeps): ServeEndpoint {
+  return async (request, state, endpoint, wire, params = {}) => {
+    const startedAt = performance.now();
+    const url = new URL(request.url);
+    const headers: Record<string, string> = {};
+    const skip = isSkip(request.headers.get("x-svc-skip-cache"));
+    let status = "MISS";
+    try {
+      const principal = state.principal!;
+      if (endpoint.headerCheck) checkHeaders(endpoint, request.headers);
+      const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
+      if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
+      const call = endpoint.parse({ body, params, url, headers: request.headers });
+      const result = await d.pipeline.execute({
+        tenantId: principal.tenantId,
+        endpoint,
+        wire,
+        call,
+        skipCache: skip,
+        workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
+        codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
+        providerKey: wire.passThroughKey?.(request.headers, viaAuthorization(request), d.isGatewayCredential),
+        clientHeaders: request.headers,
+        signal: request.signal,
+        requestId: state.id,
+        startedAt,
+      });
+      status = result.meta.status;
+      headers["x-cache-status"] = status;
+      if (result.kind === "json") {
+        headers["content-type"] = "application/json";
+        return new Response(JSON.stringify(result.body), { status: 200, headers });
+      }
+      if (result.kind === "forward") {
+        headers["content-type"] = result.contentType;
+        return new Response(result.text, { status: result.status, headers });
+      }
+      headers["content-type"] = result.contentType;
+      headers["cache-control"] = "no-cache";
+      return new Response(result.stream as ReadableStream, { status: 200, headers });
+    } catch (e) {
+      headers["x-cache-status"] = skip ? "BYPASS" : status;
+      if (e instanceof ProviderReply) return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+      const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
+      if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
+      return errorResponse(toApiError(err), DOC1, headers);
+    }
+  };
+}
+
+const isSkip = (v: string | null) => v !== null && (v === "1" || v.toLowerCase() === "true");
+
+function viaAuthorization(request: Request): "authorization" | "other" {
+  return /^Bearer\s+/i.test(request.headers.get("authorization") ?? "") ? "authorization" : "other";
+}
+
+/** The X-Svc-Code-Context header's JSON (undefined when absent or empty); 400 when it is not JSON. */
+export function parseCodeContext(raw: string | null): unknown {
+  if (raw === null || raw === "") return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new ApiError("validation_error", "header 'X-Svc-Code-Context' must be JSON");
+  }
+}
+
+/** The endpoint's header schema over the request's headers (names lower-case). */
+function checkHeaders(endpoint: Endpoint, headers: Headers) {
+  const values: Record<string, string> = {};
+  headers.forEach((v, k) => (values[k] = v));
+  if (endpoint.headerCheck!.Check(values)) return;
+  throw new ApiError("validation_error", describeValueError(endpoint.headerCheck!.Errors(values).First(), "header"));
+}
+
+function validationError(endpoint: Endpoint, body: unknown): ApiError {
+  if (body === undefined) return new ApiError("validation_error", "request body: expected a JSON object");
+  return new ApiError("validation_error", describeValueError(endpoint.check!.Errors(body).First(), "body"));
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "authorization_error",
+  404: "not_found",
+  413: "invalid_request_error",
+  422: "validation_error",
+  429: "rate_limit_error",
+};
+
+/**
+ * A provider's 4xx as its body, with doc1's `error.message` and `error.type` added where the
+ * provider's own error object lacks them (doc1 §7: every doc1 endpoint answers
+ * `{error: {message, type}}`), so both the provider's SDK and a spec client can read it.
+ */
+export function withDoc1Fields(reply: ProviderReply): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(reply.body);
+  } catch {
+    return reply.body;
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body)) return reply.body;
+  const o = body as Record<string, unknown>;
+  const type = TYPE_BY_STATUS[reply.status] ?? "invalid_request_error";
+  const err = o.error;
+  if (err && typeof err === "object" && !Array.isArray(err)) {
+    const e = err as Record<string, unknown>;
+    if (typeof e.message === "string" && typeof e.type === "string") return reply.body;
+    return JSON.stringify({ ...o, error: { ...e, message: typeof e.message === "string" ? e.message : reply.providerMessage(), type: typeof e.type === "string" ? e.type : type } });
+  }
+  if (err !== undefined) return reply.body;
+  return JSON.stringify({ ...o, error: { message: reply.providerMessage(), type } });
+}

@@ -1,0 +1,45 @@
+/** /api/v1/chains (doc1 §4.11). */
+import type { Kernel } from "../../core/kernel";
+import { DOC1 } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import type { ChainService } from "./service";
+import * as S from "../schemas";
+import { actorOf, deleted, tag } from "../types";
+
+const textOf = (content: string | Array<{ type: string; text?: string }>) =>
+  typeof content === "string" ? content : content.map((p) => p.text ?? "").join("");
+
+export const chainRoutes = (kernel: Kernel, chains: ChainService) => {
+  return kernel
+    .mount({ prefix: "/api/v1/chains", envelope: DOC1 })
+    .get("", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = chains.list(actorOf(principal), page);
+      return pageEnvelope("chains", items, total, page);
+    }, { query: S.PageOnlyQuery, detail: { summary: "List chains", ...tag("chains") } })
+    .post("", ({ principal, body, set }) => {
+      set.status = 201;
+      return chains.create(actorOf(principal), body);
+    }, { body: S.ChainBody, detail: { summary: "Create a chain", ...tag("chains") } })
+    .get("/:id", ({ principal, params }) => chains.get(actorOf(principal), params.id), { params: S.IdParams, detail: { summary: "Get a chain", ...tag("chains") } })
+    .put("/:id", ({ principal, params, body }) => chains.replace(actorOf(principal), params.id, body), {
+      params: S.IdParams,
+      body: S.ChainBody,
+      detail: { summary: "Replace a chain (whole steps array)", ...tag("chains") },
+    })
+    .delete("/:id", ({ principal, params }) => {
+      chains.delete(actorOf(principal), params.id);
+      return deleted(params.id);
+    }, { params: S.IdParams, detail: { summary: "Delete a chain", ...tag("chains") } })
+    .post(
+      "/:id/execute",
+      ({ principal, params, body, request }) =>
+        chains.execute(
+          actorOf(principal),
+          params.id,
+          body.messages.map((m) => ({ role: m.role, content: textOf(m.content) })),
+          { requestId: kernel.stateOf(request)?.id },
+        ),
+      { params: S.IdParams, body: S.ChainExecute, detail: { summary: "Run the steps in order through the gateway", ...tag("chains") } },
+    );
+};

@@ -1,0 +1,31 @@
+/** /api/v1/folders (doc1 §4.10). */
+import type { Kernel } from "../../core/kernel";
+import { DOC1 } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import type { FolderService } from "./service";
+import * as S from "../schemas";
+import { actorOf, deleted, tag } from "../types";
+
+export const folderRoutes = (kernel: Kernel, folders: FolderService) => {
+  return kernel
+    .mount({ prefix: "/api/v1/folders", envelope: DOC1 })
+    .get("", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = folders.list(actorOf(principal), query.parentId ?? null, page);
+      return pageEnvelope("folders", items, total, page);
+    }, { query: S.FolderListQuery, detail: { summary: "List the children of a folder (root when parentId is omitted)", ...tag("folders") } })
+    .post("", ({ principal, body, set }) => {
+      set.status = 201;
+      return folders.create(actorOf(principal), body);
+    }, { body: S.FolderCreate, detail: { summary: "Create a folder", ...tag("folders") } })
+    .get("/:id", ({ principal, params }) => folders.get(actorOf(principal), params.id), { params: S.IdParams, detail: { summary: "Get a folder", ...tag("folders") } })
+    .put("/:id", ({ principal, params, body }) => folders.update(actorOf(principal), params.id, body), {
+      params: S.IdParams,
+      body: S.FolderUpdate,
+      detail: { summary: "Rename or move a folder", ...tag("folders") },
+    })
+    .delete("/:id", ({ principal, params }) => {
+      folders.delete(actorOf(principal), params.id);
+      return deleted(params.id);
+    }, { params: S.IdParams, detail: { summary: "Delete an empty folder", ...tag("folders") } });
+};
