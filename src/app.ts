@@ -24,6 +24,7 @@ import * as ops from "./ops";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
+import { OutboundPolicy } from "./core/outbound";
 import pkg from "../package.json";
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
@@ -46,6 +47,8 @@ export interface App {
   apiKeys: keys.ApiKeyService;
   limiter: RequestLimiter & gateway.TokenMeter;
   kernel: Kernel;
+  /** every call to a URL a tenant supplied goes through it (SSRF) */
+  outbound: OutboundPolicy;
   embedder: Embedder;
   cache: cache.SemanticCacheEngine;
   gateway: gateway.GatewayService;
@@ -78,6 +81,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const rateLimiter = ratelimit.createLimiter({ storage, metrics, config: config.rate_limits, clock: opts.clock });
   const limiter = opts.limiter ?? rateLimiter;
   const observer = new RequestObserver(metrics, log, config.server.request_log);
+  const outbound = new OutboundPolicy({ allowPrivate: config.outbound.allow_private, allowCidrs: config.outbound.allow_cidrs });
   const kernel = new Kernel({ auth, limiter, observer, log, maxBodyBytes: config.server.max_body_bytes, maxHeaderBytes: config.server.max_header_bytes });
 
   const embeddingD = embedding.create({ config: config.embedding, metrics, log, embedder: opts.embedder });
@@ -138,6 +142,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     apiKeys,
     limiter,
     kernel,
+    outbound,
     embedder: embeddingD.service,
     cache: cacheD.service,
     gateway: gatewayD.service,

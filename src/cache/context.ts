@@ -11,7 +11,7 @@
  * growing conversation only embeds its new messages.
  */
 import { LRUCache } from "lru-cache";
-import { l2normalize } from "../embedding/types";
+import { l2normalize } from "../core/vectors";
 import type { Turn } from "./types";
 
 export const CONTEXT_DECAY = 0.8;

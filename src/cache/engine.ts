@@ -21,7 +21,9 @@ import { LRUCache } from "lru-cache";
 import type { Storage } from "../storage/scoped";
 import type { Logger } from "../core/log";
 import type { CacheKeyInput, CachedPayload, LookupResult, CacheTier, CacheStats } from "./types";
-import { EmbeddingError, dot, type Embedder } from "../embedding/types";
+import { ApiError } from "../core/errors";
+import { dot } from "../core/vectors";
+import type { Embedder } from "./ports";
 import { LOW_SCORE, verifyPair } from "./verify";
 import { deriveKeys, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
@@ -201,7 +203,7 @@ export class SemanticCacheEngine {
     try {
       await this.embedFor(input, keys, state);
     } catch (e) {
-      const err = e instanceof EmbeddingError ? e : new EmbeddingError(`embedding failed: ${(e as Error)?.message ?? e}`, { cause: e });
+      const err = e instanceof ApiError && e.type === "embedding_error" ? e : new ApiError("embedding_error", `embedding service unavailable: embedding failed: ${(e as Error)?.message ?? e}`);
       if (!s.failOpen) throw err;
       this.o.log?.warn("embedding failed; serving uncached (fail-open)", { error: err.message });
       state.noStore = true;

@@ -9,7 +9,7 @@ import type { Logger } from "../core/log";
 import type { Metrics } from "../core/metrics";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
-import type { Embedder } from "../embedding/types";
+import type { Embedder } from "./ports";
 import { SemanticCacheEngine, type EngineSettings, type EngineOptions } from "./engine";
 import { CACHE_MIGRATIONS } from "./migrations";
 import { cacheMetrics } from "./metrics";

@@ -143,8 +143,13 @@ export interface CredentialVerifier {
   verify(credential: string): Principal | Promise<Principal>;
 }
 
-/** A per-request check of an authenticated principal; throws ApiError (401/403) to refuse it. */
-export type PrincipalCheck = (principal: Principal) => void | Promise<void>;
+/**
+ * A per-request check of an authenticated principal, run on every request after the credential
+ * verified (verification itself is memoised; checks are not): throws ApiError (401/403) to refuse
+ * it, or returns the principal to use instead (e.g. with the permissions of the user's current
+ * role assignments), or nothing to keep it.
+ */
+export type PrincipalCheck = (principal: Principal) => Principal | void | Promise<Principal | void>;
 
 const looksLikeJwt = (cred: string) => cred.split(".").length === 3;
 
@@ -185,7 +190,7 @@ export class Authenticator {
     if (verifier) principal = await verifier.verify(cred);
     else if (looksLikeJwt(cred)) principal = await this.tokens.verify(cred);
     else throw unauthenticated("invalid credentials");
-    for (const check of this.checks) await check(principal);
+    for (const check of this.checks) principal = (await check(principal)) ?? principal;
     return principal;
   }
 

@@ -46,6 +46,12 @@ export const CORE_SECTIONS = {
   storage: Section({
     path: T.String({ default: "./data/svc.db", minLength: 1 }),
   }),
+  outbound: Section({
+    /** admit loopback/private/link-local targets for URLs tenants supply (MCP servers, connectors, SSO): development and tests only */
+    allow_private: T.Boolean({ default: false }),
+    /** networks admitted although not public, e.g. ["10.20.0.0/16"] (YAML list or JSON) */
+    allow_cidrs: T.Array(T.String(), { default: [] }),
+  }),
   auth: Section({
     jwt_secret: T.Optional(T.String({ minLength: 16 })),
     jwks_url: T.Optional(T.String({ format: "uri" })),

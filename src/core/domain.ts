@@ -19,11 +19,9 @@ import type { AnyElysia } from "elysia";
 import type { ServerWebSocket } from "bun";
 import type { Migration } from "../storage/migrations";
 import type { Principal } from "./auth";
-import type { RequestState } from "./kernel";
+import type { NativeRoutes } from "./kernel";
 
-export type NativeHandler = (request: Request, state: RequestState) => Response | Promise<Response>;
-/** path (Bun routes syntax, `*` wildcards) -> method -> handler, with the route template for metrics */
-export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", NativeHandler>>>;
+export type { NativeHandler, NativeRoutes } from "./kernel";
 
 /** What a socket carries: its route and what the route's upgrade returned. */
 export interface SocketData {

@@ -21,7 +21,6 @@ import { requirePermission, type Authenticator, type Permission, type Principal 
 import { describeValueError, parseJsonBody, safeDecodeURIComponent } from "./validation";
 import type { Logger } from "./log";
 import type { Metrics } from "./metrics";
-import type { NativeHandler, NativeRoutes } from "./domain";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -131,6 +130,11 @@ export interface KernelOptions {
 }
 
 type Next = (request: Request, state: RequestState) => Response | Promise<Response>;
+
+/** A handler served straight from Bun.serve's routes table, behind the front door. */
+export type NativeHandler = Next;
+/** path (Bun routes syntax, `*` wildcards) -> method -> handler; the path is the route template for metrics */
+export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", NativeHandler>>>;
 
 type BunHandler = (request: Request) => Promise<Response>;
 

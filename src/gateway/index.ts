@@ -10,7 +10,7 @@ import { DOC1 } from "../core/errors";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { GatewayConfig } from "./config";
-import type { ResponseCache, TokenMeter } from "./ports";
+import { NO_GUARD, type ResponseCache, type SpendGuard, type TokenMeter } from "./ports";
 import { GATEWAY_MIGRATIONS } from "./migrations";
 import { Upstream } from "./upstream";
 import { UsageRecorder } from "./usage";
@@ -24,7 +24,7 @@ export { GATEWAY_SECTIONS, type GatewayConfig, type ProvidersConfig } from "./co
 export { PROVIDERS, PROVIDER_NAMES, infoEndpoints, type ProviderName } from "./providers";
 export { proxyDocs, type ProxyDoc } from "./routes";
 export { GatewayService, type CompletionRequest, type CompletionResult } from "./service";
-export type { ResponseCache, TokenMeter } from "./ports";
+export type { ResponseCache, TokenMeter, SpendGuard, SpendTicket, Spender } from "./ports";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -36,6 +36,8 @@ export interface GatewayDeps {
   log: Logger;
   cache: ResponseCache;
   meter: TokenMeter;
+  /** team budgets (identity); default: every request admitted */
+  guard?: SpendGuard;
   isGatewayCredential: (c: string) => boolean;
 }
 
@@ -58,6 +60,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     meter: deps.meter,
     usage,
     providers: deps.config.providers,
+    guard: deps.guard ?? NO_GUARD,
     log: deps.log,
     incompleteStream: (provider) => upstreamErrors.inc({ provider, kind: "incomplete_stream" }),
   });

@@ -26,5 +26,14 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
       CREATE INDEX usage_records_tenant_model ON usage_records(tenant_id, model, created_at);
     `,
   },
+  {
+    // who spent what: the API key of the request (team budgets, key analytics) and the list-price
+    // cost of what went upstream (0 for cache hits)
+    id: "0002_usage_spend",
+    up: `
+      ALTER TABLE usage_records ADD COLUMN key_id TEXT;
+      ALTER TABLE usage_records ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+      CREATE INDEX usage_records_tenant_key_time ON usage_records(tenant_id, key_id, created_at);
+    `,
+  },
 ];
-

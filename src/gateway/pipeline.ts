@@ -11,7 +11,8 @@ import { ApiError } from "../core/errors";
 import type { Logger } from "../core/log";
 import { NO_USAGE } from "../core/usage";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./providers/types";
-import type { CacheKeyInput, LookupResult, ResponseCache, TokenMeter } from "./ports";
+import type { CacheKeyInput, LookupResult, ResponseCache, SpendGuard, SpendTicket, TokenMeter } from "./ports";
+import { costOf } from "./prices";
 import { Upstream, ProviderReply } from "./upstream";
 import { liveStream } from "./live-stream";
 import type { UsageRecorder } from "./usage";
@@ -19,6 +20,9 @@ import type { ProvidersConfig } from "./config";
 
 export interface ExecInput {
   tenantId: string;
+  /** the caller's subject and API key (usage records, team budgets) */
+  sub?: string;
+  keyId?: string;
   endpoint: Endpoint;
   wire: ProviderWire;
   call: ProxyCall;
@@ -54,6 +58,8 @@ export interface PipelineDeps {
   meter: TokenMeter;
   usage: UsageRecorder;
   providers: ProvidersConfig;
+  /** admits requests before they spend money upstream (team budgets) */
+  guard: SpendGuard;
   log: Logger;
   /** upstream stream failures (metric) */
   incompleteStream(provider: string): void;
@@ -89,7 +95,8 @@ export class Pipeline {
     }
     const meta: CacheMeta = x.skipCache ? BYPASS : { status: "MISS", similarity: 0, lookupMs: lookup?.lookupMs ?? 0 };
     const store = lookup ? { input, lookup } : undefined;
-    if (call.stream) return this.stream(x, store, meta);
+    const ticket = await this.admit(x);
+    if (call.stream) return this.stream(x, store, meta, ticket);
 
     const fetchAndStore = async (): Promise<FlightResult> => {
       let r;
@@ -104,17 +111,33 @@ export class Pipeline {
       if (store) await this.store(store.input, body, usage, store.lookup);
       return { ok: true, body, usage };
     };
-    const res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup) : await fetchAndStore();
-    if (!res.ok) throw res.reply!;
-    this.record(x, meta, res.usage!, false);
+    let res: FlightResult;
+    try {
+      res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup) : await fetchAndStore();
+    } catch (e) {
+      ticket.settle(0);
+      throw e;
+    }
+    if (!res.ok) {
+      ticket.settle(0);
+      throw res.reply!;
+    }
+    ticket.settle(this.record(x, meta, res.usage!, false));
     return { kind: "json", body: endpoint.decorate ? endpoint.decorate(res.body, call, meta) : res.body, raw: res.body, meta, usage: res.usage! };
   }
 
   /** Never-cached operations (models, embeddings, countTokens, ...): forwarded, normalised where the style says. */
   private async forward(x: ExecInput): Promise<ExecResult> {
     const { endpoint, call } = x;
-    if (call.stream) return this.stream(x, undefined, BYPASS);
-    const r = await this.d.upstream.text(this.upstreamReq(x), x.signal);
+    const ticket = await this.admit(x);
+    if (call.stream) return this.stream(x, undefined, BYPASS, ticket);
+    let r;
+    try {
+      r = await this.d.upstream.text(this.upstreamReq(x), x.signal);
+    } catch (e) {
+      ticket.settle(0);
+      throw e;
+    }
     let parsed: unknown;
     if (endpoint.reshape || endpoint.usageOf) {
       try {
@@ -124,20 +147,30 @@ export class Pipeline {
       }
     }
     // forwarded calls that bill tokens (embeddings) are accounted with the provider's usage
-    this.record(x, BYPASS, endpoint.usageOf && parsed !== undefined ? endpoint.usageOf(parsed) : NO_USAGE, false);
+    ticket.settle(this.record(x, BYPASS, endpoint.usageOf && parsed !== undefined ? endpoint.usageOf(parsed) : NO_USAGE, false));
     if (endpoint.reshape) return { kind: "forward", status: r.status, text: JSON.stringify(endpoint.reshape(parsed, call)), contentType: "application/json", meta: BYPASS };
     return { kind: "forward", status: r.status, text: r.text, contentType: r.contentType, meta: BYPASS };
   }
 
-  private async stream(x: ExecInput, store: { input: CacheKeyInput; lookup: LookupResult } | undefined, meta: CacheMeta): Promise<ExecResult> {
-    const up = await this.d.upstream.open({ ...this.upstreamReq(x), stream: true }, x.signal);
+  private async stream(x: ExecInput, store: { input: CacheKeyInput; lookup: LookupResult } | undefined, meta: CacheMeta, ticket: SpendTicket): Promise<ExecResult> {
+    let up;
+    try {
+      up = await this.d.upstream.open({ ...this.upstreamReq(x), stream: true }, x.signal);
+    } catch (e) {
+      ticket.settle(0);
+      throw e;
+    }
     const contentType = x.endpoint.stream?.contentType ?? up.response.headers.get("content-type") ?? "text/event-stream";
     const stream = liveStream(up, x.endpoint, x.call, meta, this.d.upstream, this.d.providers[x.endpoint.provider as keyof ProvidersConfig].timeout_ms, {
       completed: async (body, usage) => {
         if (store) await this.store(store.input, body, usage, store.lookup);
-        this.record(x, meta, usage, true);
+        ticket.settle(this.record(x, meta, usage, true));
       },
-      incomplete: () => this.d.incompleteStream(x.endpoint.provider),
+      // a cut or failed stream: its cost is unknown (no usage arrived); nothing is charged
+      incomplete: () => {
+        ticket.settle(0);
+        this.d.incompleteStream(x.endpoint.provider);
+      },
     });
     return { kind: "stream", stream, contentType, meta };
   }
@@ -163,7 +196,13 @@ export class Pipeline {
     };
   }
 
-  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean) {
+  /** Admission by the spend guard (team budgets) before a request goes upstream. */
+  private admit(x: ExecInput): SpendTicket | Promise<SpendTicket> {
+    return this.d.guard.admit({ tenantId: x.tenantId, sub: x.sub ?? x.tenantId, keyId: x.keyId }, x.call.model);
+  }
+
+  /** Usage record and token charge; returns the list-price cost of what went upstream (0 on a hit). */
+  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean): number {
     if (usage.inputTokens || usage.outputTokens) {
       try {
         this.d.meter.chargeTokens(x.tenantId, usage.inputTokens + usage.outputTokens);
@@ -173,6 +212,7 @@ export class Pipeline {
     }
     this.d.usage.record({
       tenantId: x.tenantId,
+      keyId: x.keyId,
       requestId: x.requestId,
       style: x.call.key?.style ?? x.endpoint.provider,
       provider: x.endpoint.provider,
@@ -185,6 +225,7 @@ export class Pipeline {
       outputTokens: usage.outputTokens,
       latencyMs: performance.now() - x.startedAt,
     });
+    return meta.status === "HIT" ? 0 : costOf(x.call.model, usage.inputTokens, usage.outputTokens);
   }
 }
 

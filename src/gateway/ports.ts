@@ -3,7 +3,9 @@
  * hands in the implementations and the compiler checks they fit):
  *  - ResponseCache: the semantic response cache (src/cache implements it);
  *  - TokenMeter: charges the LLM tokens an upstream reported to the tenant's tokens/minute budget
- *    (src/ratelimit implements it).
+ *    (src/ratelimit implements it);
+ *  - SpendGuard: admits a request before it spends money upstream and learns what it cost
+ *    (team budgets, src/identity); without one every request is admitted.
  */
 import type { TokenUsage } from "../core/usage";
 
@@ -72,3 +74,27 @@ export interface ResponseCache {
 export interface TokenMeter {
   chargeTokens(tenantId: string, tokens: number): void;
 }
+
+/** Who a request spends for. */
+export interface Spender {
+  tenantId: string;
+  sub: string;
+  /** the API key the request authenticated with (a virtual key may belong to a team) */
+  keyId?: string;
+}
+
+export interface SpendTicket {
+  /** the request is over: what it cost at list price (0 when it failed or was not sent) */
+  settle(costUsd: number): void;
+}
+
+export interface SpendGuard {
+  /**
+   * Before a request goes upstream (a cache miss, a bypass, a forwarded call): throw an ApiError
+   * to refuse it, or return a ticket the pipeline settles once with the request's cost.
+   */
+  admit(spender: Spender, model: string): SpendTicket | Promise<SpendTicket>;
+}
+
+/** Every request admitted, nothing tracked. */
+export const NO_GUARD: SpendGuard = { admit: () => ({ settle() {} }) };

@@ -37,6 +37,8 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const call = endpoint.parse({ body, params, url, headers: request.headers });
       const result = await d.pipeline.execute({
         tenantId: principal.tenantId,
+        sub: principal.sub,
+        keyId: principal.keyId,
         endpoint,
         wire,
         call,

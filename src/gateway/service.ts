@@ -16,6 +16,9 @@ import { ProviderReply } from "./upstream";
 
 export interface CompletionRequest extends CompletionInput {
   tenantId: string;
+  /** who asks (usage records, team budgets) */
+  sub?: string;
+  keyId?: string;
   skipCache?: boolean;
   workspaceContext?: string;
   requestId?: string;
@@ -46,6 +49,8 @@ export class GatewayService {
     try {
       result = await this.pipeline.execute({
         tenantId: req.tenantId,
+        sub: req.sub,
+        keyId: req.keyId,
         endpoint,
         wire: def.wire,
         call,

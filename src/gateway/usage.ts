@@ -10,6 +10,8 @@ import { costOf } from "./prices";
 
 export interface UsageRecord {
   tenantId: string;
+  /** the API key the request authenticated with, if any */
+  keyId?: string;
   requestId: string;
   style: string;
   provider: string;
@@ -26,6 +28,9 @@ export interface UsageRecord {
 export interface UsageRow extends UsageRecord {
   id: string;
   createdAt: string;
+  /** list-price cost of what went upstream (0 on a hit) */
+  costUsd: number;
+  /** list-price cost a hit avoided (0 otherwise) */
   costSavedUsd: number;
 }
 
@@ -34,12 +39,13 @@ export class UsageStore {
   constructor(private readonly db: TenantDb) {}
   insert(r: UsageRow) {
     this.db.run(
-      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_saved_usd)
-       VALUES ($id, $tenant, $at, $rid, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $saved)`,
+      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd)
+       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved)`,
       {
         id: r.id,
         at: r.createdAt,
         rid: r.requestId,
+        key: r.keyId ?? null,
         style: r.style,
         provider: r.provider,
         endpoint: r.endpoint,
@@ -50,6 +56,7 @@ export class UsageStore {
         in: r.inputTokens,
         out: r.outputTokens,
         latency: r.latencyMs,
+        cost: r.costUsd,
         saved: r.costSavedUsd,
       },
     );
@@ -62,6 +69,7 @@ export class UsageStore {
         tenantId: r.tenant_id,
         createdAt: r.created_at,
         requestId: r.request_id,
+        keyId: r.key_id ?? undefined,
         style: r.style,
         provider: r.provider,
         endpoint: r.endpoint,
@@ -72,6 +80,7 @@ export class UsageStore {
         inputTokens: r.input_tokens,
         outputTokens: r.output_tokens,
         latencyMs: r.latency_ms,
+        costUsd: r.cost_usd,
         costSavedUsd: r.cost_saved_usd,
       }));
   }
@@ -92,7 +101,9 @@ export class UsageRecorder {
 
   record(r: UsageRecord) {
     if (this.closed) return;
-    this.buf.push({ ...r, id: uuid(), createdAt: now(), costSavedUsd: r.cacheStatus === "HIT" ? costOf(r.model, r.inputTokens, r.outputTokens) : 0 });
+    const cost = costOf(r.model, r.inputTokens, r.outputTokens);
+    const hit = r.cacheStatus === "HIT";
+    this.buf.push({ ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0 });
     if (this.buf.length >= UsageRecorder.BATCH) this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), UsageRecorder.FLUSH_MS);
