@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exactSearch, MetricKind } from "usearch";
-import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../../src/cache/vector-index";
+import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../../src/core/vector-index";
 import { startFakeUpstream } from "../../test/fake-upstream/server";
 import { TokenService } from "../../src/core/auth";
 import { createEmbedder } from "../../src/embedding";

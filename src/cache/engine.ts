@@ -27,7 +27,7 @@ import type { Embedder } from "./ports";
 import { LOW_SCORE, verifyPair } from "./verify";
 import { deriveKeys, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
-import type { Quantization } from "./vector-index";
+import type { Quantization } from "../core/vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
 import { TenantRegistry, type TenantState } from "./tenants";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { rmSync } from "node:fs";
 import type { Logger } from "../core/log";
 import type { CacheStore } from "./store";
-import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "./vector-index";
+import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../core/vector-index";
 import { sha256 } from "./partition";
 
 export class TenantState {

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_INDEX_PARAMS, VectorIndex, type Quantization } from "../../src/cache/vector-index";
+import { DEFAULT_INDEX_PARAMS, VectorIndex, type Quantization } from "../../src/core/vector-index";
 
 // Deterministic pseudo-random unit vectors (no Math.random: the test must be reproducible).
 function unit(seed: number, d = 512): Float32Array {

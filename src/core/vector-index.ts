@@ -1,9 +1,9 @@
 /**
- * One USearch HNSW index (cosine) over the query embeddings of one (tenant, partition).
- * Keys are the entries' vec_key. Parameters: M=16, efConstruction=128, efSearch=128 (configurable) — measured in
- * BENCHMARKS.md ("Cache performance"). Scores from the index only choose candidates: the engine
- * recomputes the exact cosine from the f32 vector stored in SQLite, so f16 quantization costs at
- * most candidate recall, never a wrong similarity.
+ * One USearch HNSW index (cosine) over L2-normalised embeddings, keyed by integers (the cache uses
+ * an entry's vec_key; memory search and the tool cache their own row keys). Parameters: M=16,
+ * efConstruction=128, efSearch=128 (configurable) — measured in BENCHMARKS.md ("Cache performance").
+ * Scores from the index only choose candidates: callers recompute the exact cosine from the f32
+ * vector stored in SQLite, so f16 quantization costs at most candidate recall, never a wrong similarity.
  *
  * Persistence: save() writes `<file>` and `<file>.json` (a fingerprint of the partition's rows:
  * count, max and sum of vec_key). open() loads the file only when the fingerprint still matches
