@@ -92,7 +92,9 @@ export function liveStream(
             const { done, value } = await reader.read();
             if (done) {
               flushHead(controller);
-              if (parser && asm) for (const ev of parser.end()) asm.push(ev);
+              const rest = parser ? parser.end() : [];
+              if (asm) for (const ev of rest) asm.push(ev);
+              if (codec?.reframe && rest.length) controller.enqueue(enc.encode(rest.map((ev) => codec.reframe!(ev)).join("")));
               const body = asm?.result();
               finish();
               if (codec && body === undefined) {
@@ -105,7 +107,14 @@ export function liveStream(
               return;
             }
             up.deadline.reset();
-            if (parser && asm) for (const ev of parser.push(decoder.decode(value, { stream: true }))) asm.push(ev);
+            const events = parser ? parser.push(decoder.decode(value, { stream: true })) : [];
+            if (asm) for (const ev of events) asm.push(ev);
+            if (codec?.reframe) {
+              // the client's format differs from the provider's: re-encode event by event
+              if (events.length === 0) continue;
+              controller.enqueue(enc.encode(events.map((ev) => codec.reframe!(ev)).join("")));
+              return;
+            }
             if (!head) {
               controller.enqueue(value);
               return;

@@ -33,7 +33,7 @@ export const queryRoutes = (kernel: Kernel, cache: ResponseCache, enabled: () =>
         codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
       });
       if (!r.hit) return { hit: false, tier: null, similarity: 0, contextSimilarity: null, entryId: null, lookupMs: r.lookupMs, response: null };
-      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? null, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
+      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? 1, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
     },
     {
       body: ChatCompletionBody,

@@ -77,6 +77,41 @@ describe("chat-style proxy", () => {
     expect(b.headers.get("x-cache-status")).toBe("BYPASS");
   });
 
+  test("/v1/chat streams Server-Sent Events (doc1 §4.5) on a live miss and a rebuilt hit; newline-delimited JSON when asked", async () => {
+    env.fake.reset();
+    const req = { message: "Name a moon of Jupiter.", model: "command-r", stream: true };
+    const sseEvents = async (r: Response) => {
+      expect(r.headers.get("content-type")).toBe("text/event-stream");
+      return (await r.text())
+        .split("\n\n")
+        .filter((b) => b.trim())
+        .map((b) => {
+          const lines = b.split("\n");
+          const data = JSON.parse(lines.find((l) => l.startsWith("data: "))!.slice(6));
+          expect(lines[0]).toBe(`event: ${data.event_type}`);
+          return data;
+        });
+    };
+    const textOf = (evs: any[]) => evs.filter((e) => e.event_type === "text-generation").map((e) => e.text).join("");
+    const live = await post("/v1/chat", req);
+    expect(live.headers.get("x-cache-status")).toBe("MISS");
+    const liveEvents = await sseEvents(live);
+    expect(liveEvents[0].event_type).toBe("stream-start");
+    expect(liveEvents.at(-1)).toMatchObject({ event_type: "stream-end", finish_reason: "COMPLETE" });
+    expect(textOf(liveEvents)).toBe("answer #1: Name a moon of Jupiter.");
+    const hit = await post("/v1/chat", req);
+    expect(hit.headers.get("x-cache-status")).toBe("HIT");
+    const hitEvents = await sseEvents(hit);
+    expect(textOf(hitEvents)).toBe(textOf(liveEvents));
+    expect(hitEvents.at(-1).response.svc).toMatchObject({ cache_hit: true, source: "exact" });
+    // a client asking for the provider's default framing gets newline-delimited JSON
+    const nd = await post("/v1/chat", req, { accept: "application/stream+json" });
+    expect(nd.headers.get("content-type")).toBe("application/stream+json");
+    const lines = (await nd.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(textOf(lines)).toBe(textOf(liveEvents));
+    expect(env.fake.requests).toHaveLength(1);
+  });
+
   test("SDK chatStream: live events, then rebuilt events with the same text; JSON request hits the streamed entry", async () => {
     env.fake.reset();
     const req = { message: "Name a planet with rings.", model: "command-r" };

@@ -50,6 +50,22 @@ describe("chat-completions proxy", () => {
     expect(env.fake.requests).toHaveLength(1);
   });
 
+  test("every hit carries all five svc_metadata fields, typed as doc1 §4.2 says (a multi-turn identical conversation included)", async () => {
+    env.fake.reset();
+    const convo = [
+      { role: "user" as const, content: "Plan a weekend in Lisbon." },
+      { role: "assistant" as const, content: "Day one: Alfama and the castle." },
+      { role: "user" as const, content: "What should I eat there?" },
+    ];
+    await client.chat.completions.create({ model: "gpt-4o-mini", messages: convo });
+    const again = await client.chat.completions.create({ model: "gpt-4o-mini", messages: convo, session_id: "sess-mt" } as any).withResponse();
+    expect(again.response.headers.get("x-cache-status")).toBe("HIT");
+    const m = (again.data as any).svc_metadata;
+    expect(m).toEqual({ cache_hit: true, cache_tier: "exact", similarity: 1, context_similarity: 1, session_id: "sess-mt" });
+    for (const [k, type] of [["cache_hit", "boolean"], ["cache_tier", "string"], ["similarity", "number"], ["context_similarity", "number"], ["session_id", "string"]] as const)
+      expect(`${k}: ${typeof m[k]}`).toBe(`${k}: ${type}`);
+  });
+
   test("different sampling parameters or system prompt do not share an entry", async () => {
     env.fake.reset();
     await client.chat.completions.create({ model: "gpt-4o-mini", messages: msgs("Spell the word cat backwards."), temperature: 0 });

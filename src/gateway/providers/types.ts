@@ -69,6 +69,11 @@ export interface StreamCodec {
    * next. Only leading events are held back (until the first one is decorated); the rest stream as is.
    */
   liveHead?(event: string, call: ProxyCall, meta: CacheMeta): string | undefined;
+  /**
+   * live (upstream) streams in another format than the client's: each upstream event re-encoded
+   * (e.g. the provider's newline-delimited JSON as Server-Sent Events); without it bytes pass as sent
+   */
+  reframe?(event: SseEvent): string;
 }
 
 export interface RequestInput {

@@ -5,8 +5,8 @@
  * `response` is the complete non-streamed response) — what the official SDK's CohereClient parses.
  */
 import { t } from "elysia";
-import { chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type Turn } from "../types";
+import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type StreamCodec, type Turn } from "../types";
 
 export const cohereWire: ProviderWire = {
   name: "cohere",
@@ -74,10 +74,11 @@ const metaUsage = (body: any) => {
   return { inputTokens: b.input_tokens ?? 0, outputTokens: b.output_tokens ?? 0 };
 };
 
-const chat: Endpoint = compile({
+/** /v1/chat without its stream framing (the two framings below share everything else) */
+const chatBase = {
   id: "cohere.chat",
   provider: "cohere",
-  method: "POST",
+  method: "POST" as const,
   schema: ChatBody,
   parse({ body }) {
     const turns: Turn[] = (body.chat_history ?? []).map((h: any) => ({ role: h.role === "CHATBOT" ? "assistant" : "user", text: h.message }));
@@ -97,22 +98,53 @@ const chat: Endpoint = compile({
   usageOf: metaUsage,
   textOf: (body) => body?.text ?? "",
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
-  stream: {
+} satisfies Omit<Endpoint, "stream">;
+
+/** /v1/chat answering streams as newline-delimited JSON (the official v1 SDK). */
+const chat: Endpoint = compile({ ...chatBase, stream: chatStream((o) => JSON.stringify(o) + "\n", "application/stream+json") });
+
+/**
+ * The chat style's events (stream-start, text-generation, citation-generation,
+ * tool-calls-generation, stream-end with the full response) in one framing: newline-delimited
+ * JSON (the provider's default, what the official v1 SDK parses) or Server-Sent Events
+ * (`event: <event_type>` + `data: <json>`, doc1 §4.5). The provider is always asked for the former.
+ */
+function chatStream(frame: (event: Record<string, unknown>) => string, contentType: string): StreamCodec {
+  const sse = contentType === "text/event-stream";
+  return {
     format: "ndjson",
-    contentType: "application/stream+json",
+    contentType,
     assembler: () => new ChatStreamAssembler(),
     replay(body, _call, meta) {
-      const ev = (o: unknown) => JSON.stringify(o) + "\n";
-      const frames = [ev({ is_finished: false, event_type: "stream-start", generation_id: body.generation_id })];
-      for (const piece of chunkText(body.text ?? "")) frames.push(ev({ is_finished: false, event_type: "text-generation", text: piece }));
-      if (body.citations?.length) frames.push(ev({ is_finished: false, event_type: "citation-generation", citations: body.citations }));
-      if (body.tool_calls?.length) frames.push(ev({ is_finished: false, event_type: "tool-calls-generation", text: body.text ?? "", tool_calls: body.tool_calls }));
-      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: body.finish_reason ?? "COMPLETE", response: { ...body, svc: svcObject(meta) } }));
+      const frames = [frame({ is_finished: false, event_type: "stream-start", generation_id: body.generation_id })];
+      for (const piece of chunkText(body.text ?? "")) frames.push(frame({ is_finished: false, event_type: "text-generation", text: piece }));
+      if (body.citations?.length) frames.push(frame({ is_finished: false, event_type: "citation-generation", citations: body.citations }));
+      if (body.tool_calls?.length) frames.push(frame({ is_finished: false, event_type: "tool-calls-generation", text: body.text ?? "", tool_calls: body.tool_calls }));
+      frames.push(frame({ is_finished: true, event_type: "stream-end", finish_reason: body.finish_reason ?? "COMPLETE", response: { ...body, svc: svcObject(meta) } }));
       return frames;
     },
-    errorFrame: (message) => JSON.stringify({ is_finished: true, event_type: "stream-end", finish_reason: "ERROR", error: message }) + "\n",
-  },
-});
+    errorFrame: (message) => frame({ is_finished: true, event_type: "stream-end", finish_reason: "ERROR", error: message }),
+    ...(sse ? { reframe: (ev: SseEvent) => (parseJson(ev.data) === undefined ? "" : frame(parseJson(ev.data))) } : {}),
+  };
+}
+
+const sseFrameOf = (o: Record<string, unknown>) => sseFrame(o, typeof o.event_type === "string" ? o.event_type : undefined);
+
+/** /v1/chat answering streams as Server-Sent Events (the default, doc1 §4.5). */
+const chatSse: Endpoint = compile({ ...chatBase, stream: chatStream(sseFrameOf, "text/event-stream") });
+
+/**
+ * Which framing a /v1/chat stream gets: newline-delimited JSON for the official v1 SDK (it sends
+ * X-Fern-SDK-Name: cohere-ai and parses only that, unless it passes accepts=text/event-stream) and
+ * for clients that ask for it (Accept: application/stream+json or application/x-ndjson);
+ * Server-Sent Events otherwise.
+ */
+export function wantsNdjson(headers: Headers): boolean {
+  const accept = `${headers.get("accept") ?? ""} ${headers.get("accepts") ?? ""}`.toLowerCase();
+  if (accept.includes("text/event-stream")) return false;
+  if (accept.includes("application/stream+json") || accept.includes("application/x-ndjson")) return true;
+  return headers.get("x-fern-sdk-name") === "cohere-ai";
+}
 
 class ChatStreamAssembler implements Assembler {
   private final: any;
@@ -211,7 +243,7 @@ const embed: Endpoint = compile({
   usageOf: (body) => ({ inputTokens: body?.meta?.billed_units?.input_tokens ?? 0, outputTokens: 0 }),
 });
 
-export const cohere = { wire: cohereWire, chat, generate, embed };
+export const cohere = { wire: cohereWire, chat: chatSse, chatNdjson: chat, generate, embed };
 
 export function cohereRequest(req: { model: string; messages: Array<{ role: string; content: string }>; temperature?: number; maxTokens?: number }) {
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");

@@ -1,6 +1,6 @@
 /** The chat/generate/embed style (doc1 §4.5): /v1/chat, /v1/generate, /v1/embed. */
 import type { ProviderDefinition } from "../types";
-import { cohere, cohereRequest, ChatBody, GenerateBody, EmbedBody } from "./adapter";
+import { cohere, cohereRequest, wantsNdjson, ChatBody, GenerateBody, EmbedBody } from "./adapter";
 
 export const cohereProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.cohere.com",
@@ -16,7 +16,8 @@ export const cohereProvider: ProviderDefinition = {
     {
       method: "POST",
       path: "/v1/chat",
-      endpoint: cohere.chat,
+      // Server-Sent Events by default; newline-delimited JSON for the official v1 SDK (adapter.ts wantsNdjson)
+      dispatch: (request) => ({ endpoint: wantsNdjson(request.headers) ? cohere.chatNdjson : cohere.chat, params: {} }),
       docs: [{ path: "/v1/chat", summary: "Chat proxy", description: "`stream: true` returns the provider's events as Server-Sent Events (newline-delimited JSON for the official v1 SDK). Adds `svc`.", body: ChatBody, stream: "sse" }],
     },
     { method: "POST", path: "/v1/generate", endpoint: cohere.generate, docs: [{ path: "/v1/generate", summary: "Generate proxy (legacy)", body: GenerateBody }] },

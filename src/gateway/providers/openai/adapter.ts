@@ -125,12 +125,19 @@ function textOf(body: any): string {
   return typeof m?.content === "string" ? m.content : "";
 }
 
+/**
+ * doc1 §4.2's five fields. On a hit all are numbers/strings: context_similarity is the stage-2
+ * similarity of an l2_context hit and 1 otherwise (the exact tier matched the identical
+ * conversation; a single-turn hit has no earlier turns on either side). On a miss or bypass no
+ * candidate was compared: cache_tier and context_similarity are null.
+ */
 function metadata(call: ProxyCall, meta: CacheMeta) {
+  const hit = meta.status === "HIT";
   return {
-    cache_hit: meta.status === "HIT",
+    cache_hit: hit,
     cache_tier: meta.tier ?? null,
     similarity: meta.similarity,
-    context_similarity: meta.contextSimilarity ?? null,
+    context_similarity: hit ? (meta.contextSimilarity ?? 1) : null,
     session_id: call.meta.sessionId as string,
   };
 }
