@@ -143,9 +143,11 @@ export async function buildBinary(opts: { entry?: string; outfile?: string; byte
   const outfile = resolve(ROOT, opts.outfile ?? "dist/svc");
   mkdirSync(dirname(outfile), { recursive: true });
   const workers = WORKER_ENTRIES.map((w) => join(ROOT, w)).filter((w) => existsSync(w));
+  const MAX_HEADER_FLAG = "--max-http-header-size=262144";
   const result = await Bun.build({
     entrypoints: [entry, ...workers],
-    compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
+    // headers up to 256 KiB reach svc, which answers beyond server.max_header_bytes with 431 in the envelope
+    compile: { outfile, autoloadDotenv: false, autoloadBunfig: false, execArgv: [MAX_HEADER_FLAG] },
     bytecode: opts.bytecode ?? true,
     minify: { syntax: true, whitespace: true },
     sourcemap: "none",

@@ -449,7 +449,11 @@ function elysiaError(code: string | number, error: unknown, request: Request): u
     const param = e.type === "property" ? queryParamOf(e.valueError?.value, request) : undefined;
     return new ApiError("validation_error", describeValueError(e.valueError, where, param));
   }
-  if (code === "PARSE") return new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
+  if (code === "PARSE") {
+    // the kernel's own parser throws ApiErrors (depth bound, ill-formed text); Elysia wraps them
+    const cause = (error as { cause?: unknown }).cause;
+    return cause instanceof ApiError ? cause : new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
+  }
   if (code === "NOT_FOUND") return new ApiError("not_found", `no route for ${request.method} ${pathOf(request.url)}`);
   return error;
 }
