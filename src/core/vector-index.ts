@@ -80,7 +80,13 @@ export class VectorIndex {
     this.dirty = true;
   }
 
-  /** Bulk add (rebuild); uses all cores. */
+  /**
+   * Bulk add (rebuild). One thread: usearch's multi-threaded batch insert lost nodes — a build of
+   * 500 entries missed a near-duplicate (cosine 0.96, found one at 0.11 instead) in 4-10 of 150 f16
+   * builds, 33 of 150 f32, 6 of 150 i8; sequential insertion missed none and is deterministic (the
+   * same rows give the same graph), at about 20 % more build time on two cores
+   * (scripts/bench/index-build-recall.ts, BENCHMARKS.md "Index builds").
+   */
   addMany(items: Array<{ vecKey: number; vec: Float32Array }>) {
     if (!items.length) return;
     const d = this.params.dimensions;
@@ -90,7 +96,7 @@ export class VectorIndex {
       keys[i] = BigInt(it.vecKey);
       flat.set(it.vec.subarray(0, d), i * d);
     });
-    this.index.add(keys, flat, 0);
+    this.index.add(keys, flat, 1);
     this.dirty = true;
   }
 

@@ -26,11 +26,13 @@ describe("VectorIndex quantizations", () => {
     test(`${q}: a near-duplicate finds its entry first, and the saved file reloads only with the same quantization`, () => {
       const idx = new VectorIndex({ dimensions: 512, quantization: q, ...DEFAULT_INDEX_PARAMS });
       idx.addMany(Array.from({ length: 500 }, (_, i) => ({ vecKey: i + 1, vec: unit(i + 1) })));
-      for (const k of [1, 250, 500]) {
+      // every 7th entry, not three: the multi-threaded build this replaced lost about one node in
+      // 500 in a few percent of builds (BENCHMARKS.md "Index builds")
+      for (let k = 1; k <= 500; k += 7) {
         const v = unit(k), noise = unit(10_000 + k);
         const near = v.map((x, i) => x + 0.3 * noise[i]!);
         const top = idx.search(near, 3);
-        expect(top[0]!.key).toBe(k);
+        expect(`${k} -> ${top[0]!.key}`).toBe(`${k} -> ${k}`);
         expect(top[0]!.similarity).toBeGreaterThan(0.85);
       }
       const file = join(dir, `${q}.usearch`);
@@ -43,6 +45,19 @@ describe("VectorIndex quantizations", () => {
       expect(other.tryLoad(file, fp)).toBe(false); // a quantization change forces a rebuild
     });
   }
+});
+
+describe("bulk builds are deterministic", () => {
+  test("the same rows give the same answers, build after build", () => {
+    const items = Array.from({ length: 300 }, (_, i) => ({ vecKey: i + 1, vec: unit(i + 1) }));
+    const answers = () => {
+      const idx = new VectorIndex({ dimensions: 512, quantization: "f16", ...DEFAULT_INDEX_PARAMS });
+      idx.addMany(items);
+      return Array.from({ length: 30 }, (_, j) => idx.search(unit(50_000 + j), 5).map((n) => n.key).join(","));
+    };
+    const first = answers();
+    for (let b = 0; b < 5; b++) expect(answers()).toEqual(first);
+  });
 });
 
 describe("VectorIndex graph degree (SVC_CACHE__INDEX_M)", () => {
