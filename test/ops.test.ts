@@ -282,12 +282,21 @@ describe("request log", () => {
     expect(h.tenant).toBeUndefined();
     expect(h.status).toBe(200);
   });
-  test("server.request_log=false: no request lines", async () => {
-    const before = lines.length;
-    const quiet = await startGateway(); // the helper turns request logs off
-    await quiet.api("/health");
-    await quiet.stop();
-    expect(lines.length).toBe(before);
+  test("server.request_log=false: no request lines, other log lines still written (same sink)", async () => {
+    const quietLines: string[] = [];
+    const quietDir = mkdtempSync(join(tmpdir(), "svc-log-"));
+    const config = loadConfig({ SVC_STORAGE__PATH: join(quietDir, "svc.db") }, { server: { host: "127.0.0.1", port: 0, request_log: false } });
+    const quiet = await startServer(config, { logger: new Logger("info", (l) => quietLines.push(l)) });
+    try {
+      await fetch(quiet.url + "/health");
+      await fetch(quiet.url + "/api/v1/prompts"); // a 401 is logged as a request too, when logging is on
+    } finally {
+      await quiet.stop();
+      rmSync(quietDir, { recursive: true, force: true });
+    }
+    // the sink did receive the start-up warning (no JWT secret configured), so it is the one in use
+    expect(quietLines.some((l) => JSON.parse(l).msg.includes("SVC_AUTH__JWT_SECRET is not set"))).toBe(true);
+    expect(quietLines.filter((l) => JSON.parse(l).msg === "request")).toEqual([]);
   });
 });
 

@@ -48,8 +48,15 @@ export class Metrics {
   histogram(name: string, help: string, labelNames: string[] = [], buckets = LATENCY_BUCKETS): Histogram {
     return new HistogramClass({ name, help, labelNames, buckets, registers: [this.registry] });
   }
-  gauge(name: string, help: string, labelNames: string[] = []): Gauge {
-    return new GaugeClass({ name, help, labelNames, registers: [this.registry] });
+  /** `read`, when given, sets the gauge at every scrape (a value that lives elsewhere, e.g. a queue length) */
+  gauge(name: string, help: string, labelNames: string[] = [], read?: () => number): Gauge {
+    return new GaugeClass({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      ...(read ? { collect(this: Gauge) { this.set(read()); } } : {}),
+    });
   }
 
   /** Values of a metric by name (empty when no domain registered it), for summaries such as /stats. */

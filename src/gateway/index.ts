@@ -53,6 +53,8 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     duration: deps.metrics.histogram("svc_upstream_duration_seconds", "Upstream provider latency (to headers)", ["provider", "status"]),
     errors: upstreamErrors,
   });
+  deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
+  deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
   const usage = new UsageRecorder(deps.storage, (e) => deps.log.error("usage flush failed", { error: String(e) }));
   const pipeline = new Pipeline({
     upstream,

@@ -101,7 +101,8 @@ export class Pipeline {
     const fetchAndStore = async (): Promise<FlightResult> => {
       let r;
       try {
-        r = await this.d.upstream.text(this.upstreamReq(x), store ? undefined : x.signal);
+        // a cacheable call completes for the cache even if its client leaves; a client gone while queued leaves the queue
+        r = await this.d.upstream.text(this.upstreamReq(x), store ? undefined : x.signal, x.signal);
       } catch (e) {
         if (e instanceof ProviderReply) return { ok: false, reply: e };
         throw e;

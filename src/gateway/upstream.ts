@@ -150,7 +150,12 @@ export class Upstream {
    * Send a request; resolves with a 2xx response whose body is still to be read.
    * The caller must call release() once done with the body.
    */
-  async open(req: UpstreamRequest, clientSignal?: AbortSignal): Promise<OpenUpstream> {
+  /**
+   * `clientSignal` cancels the call when the client leaves; `queueSignal` (default: the same) only
+   * takes a waiting request out of the queue — a cacheable call that has started completes and is
+   * stored even if its client left, but a client gone while queued never reaches the upstream.
+   */
+  async open(req: UpstreamRequest, clientSignal?: AbortSignal, queueSignal: AbortSignal | undefined = clientSignal): Promise<OpenUpstream> {
     const settings = this.config.providers[req.provider];
     const headers: Record<string, string> = { accept: req.stream ? "text/event-stream" : "application/json" };
     if (req.body !== undefined) headers["content-type"] = "application/json";
@@ -161,7 +166,7 @@ export class Upstream {
     const key = req.key ?? settings.api_key;
     if (key) Object.assign(headers, req.wire.authHeaders(key));
 
-    const wait = this.acquire(req.provider, clientSignal);
+    const wait = this.acquire(req.provider, queueSignal);
     if (wait) await wait;
     let released = false;
     const release = () => {
@@ -218,8 +223,8 @@ export class Upstream {
   }
 
   /** Whole request, body read as text within the deadline. */
-  async text(req: UpstreamRequest, clientSignal?: AbortSignal): Promise<{ status: number; text: string; contentType: string; ms: number }> {
-    const up = await this.open(req, clientSignal);
+  async text(req: UpstreamRequest, clientSignal?: AbortSignal, queueSignal: AbortSignal | undefined = clientSignal): Promise<{ status: number; text: string; contentType: string; ms: number }> {
+    const up = await this.open(req, clientSignal, queueSignal);
     try {
       const text = await up.response.text();
       return { status: up.response.status, text, contentType: up.response.headers.get("content-type") ?? "application/json", ms: performance.now() - up.startedAt };

@@ -243,3 +243,27 @@ describe("single-flight bound", () => {
     expect(s.singleFlightWaitMs).toBe(1234);
   });
 });
+
+describe("SVC_CACHE__SIMILARITY_THRESHOLD (single-turn semantic tier)", () => {
+  /** stored "Q"; a lookup whose query is at a known cosine to it, verifier accepting everything */
+  async function single(env: Record<string, string>, query: string) {
+    const h = open(new TableEmbedder(TABLE), env);
+    try {
+      await fill(h.engine, ask("t", "Q"));
+      return await h.engine.lookup(ask("t", query));
+    } finally {
+      await h.done();
+    }
+  }
+  test("default 0.85: cosine 0.9 hits, 0.84 misses", async () => {
+    const hit = await single({}, "Q.9");
+    expect(hit.hit && hit.tier).toBe("semantic");
+    expect(hit.hit && hit.similarity).toBeCloseTo(0.9, 5);
+    expect((await single({}, "Q.84")).hit).toBe(false);
+  });
+  test("raised to 0.95: cosine 0.9 misses, 0.99 hits; lowered to 0.8: cosine 0.84 hits", async () => {
+    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.95" }, "Q.9")).hit).toBe(false);
+    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.95" }, "Q.99")).hit).toBe(true);
+    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.8" }, "Q.84")).hit).toBe(true);
+  });
+});

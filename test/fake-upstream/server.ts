@@ -4,6 +4,7 @@
  *   fake.failNext({ kind: "status", status: 500 })      5xx
  *   fake.failNext({ kind: "status", status: 400 })      4xx with the provider's own error body
  *   fake.failNext({ kind: "hang" })                     never answers (timeouts)
+ *   fake.failNext({ kind: "hold", until })             answers normally once the promise `until` resolves
  *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
  *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
  *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
@@ -28,7 +29,7 @@ export interface Recorded {
   remotePort?: number;
 }
 
-export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "cut" } | { kind: "stall" };
+export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "hold"; until: Promise<unknown> } | { kind: "cut" } | { kind: "stall" };
 
 export interface FakeUpstream {
   url: string;
@@ -141,6 +142,10 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
             : "openai";
       const failure = failures.shift();
       if (failure?.kind === "hang") return new Promise<Response>(() => {});
+      if (failure?.kind === "hold") {
+        const held = ++n;
+        return failure.until.then(() => route(kind, url, req.method, body, held, false));
+      }
       if (failure?.kind === "status") {
         if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status });
         return json(ERROR_BODIES[kind]!(failure.status), failure.status);

@@ -104,6 +104,46 @@ describe("upstream.max_in_flight", () => {
   });
 });
 
+describe("upstream queue order", () => {
+  test("queued requests get the slot in arrival order (FIFO); one whose client left never reaches the upstream", async () => {
+    const env = await startProxyEnv({ upstream: { max_in_flight: 1, queue_timeout_ms: 30_000 }, providers: { openai: { timeout_ms: 30_000 } } });
+    try {
+    const post = (q: string) => env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: chat(q) });
+    const slotTaken = async () => {
+      for (let i = 0; i < 500 && env.fake.received("/v1/chat/completions").length === 0; i++) await Bun.sleep(5);
+    };
+    const gauge = async (name: string) => Number((await (await env.gw.api("/metrics")).text()).match(new RegExp(`^${name} (\\d+)`, "m"))?.[1] ?? -1);
+    const queued = async (n: number) => {
+      for (let i = 0; i < 500 && (await gauge("svc_upstream_queued")) !== n; i++) await Bun.sleep(5);
+      expect(await gauge("svc_upstream_queued")).toBe(n);
+    };
+    let release!: () => void;
+    env.fake.failNext({ kind: "hold", until: new Promise<void>((r) => (release = r)) });
+    const hold = post("Holder of the only slot.");
+    await slotTaken();
+    const a = post("Queued first.");
+    await queued(1);
+    const leaving = new AbortController();
+    const b = env.gw.api("/v1/chat/completions", { method: "POST", token: env.token, json: chat("Queued second, then gone."), signal: leaving.signal }).catch((e) => e);
+    await queued(2);
+    const c = post("Queued third.");
+    await queued(3);
+    leaving.abort();
+    await queued(2); // the departed client left the queue at once
+    release();
+    expect((await hold).status).toBe(200);
+    expect((await a).status).toBe(200);
+    expect((await c).status).toBe(200);
+    expect(await b).toBeInstanceOf(Error);
+    expect(env.fake.received("/v1/chat/completions").map((r) => r.body.messages[0].content)).toEqual(["Holder of the only slot.", "Queued first.", "Queued third."]);
+    expect(await gauge("svc_upstream_in_flight")).toBe(0);
+    } finally {
+      await env.stop();
+    }
+  }, 30_000);
+
+});
+
 describe("tokens per minute charged from the response's usage", () => {
   let env: ProxyEnv;
   beforeAll(async () => {
