@@ -3,7 +3,7 @@
  * on the labelled dev set, without running the gateway.
  *
  *   ./node_modules/.bin/bun run scripts/bench/cache-quality-offline.ts \
- *     [--data /work/shared/data/cache-eval-dev] [--provider local|openai] \
+ *     [--data ../shared/data/cache-eval-dev] [--provider local|openai] \
  *     [--base-url URL --model NAME --api-key KEY] [--thresholds 0.8,0.85,...]
  *
  * Split discipline: rules and defaults were chosen on the even ids; every table
@@ -22,12 +22,13 @@ import { createEmbedder, dot } from "../../src/embedding/index";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, verifyPair, type VerifyOptions } from "../../src/cache/verify/index";
 import { contextWindow, fuseContext } from "../../src/cache/context";
 import { CONTEXT_REWORDED_THRESHOLD } from "../../src/cache/engine";
+import { dataDir } from "./data";
 
 function arg(name: string, def?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : def;
 }
-const dataDir = arg("data", "/work/shared/data/cache-eval-dev")!;
+const dataDirPath = dataDir("cache-eval-dev", arg("data"));
 const provider = (arg("provider", "local") as "local" | "openai") ?? "local";
 const thresholds = (arg("thresholds", "0.75,0.8,0.85,0.88,0.9,0.92,0.94,0.96,0.98")!).split(",").map(Number);
 
@@ -37,8 +38,8 @@ interface Conv { id: string; expect: "hit" | "miss"; kind: string; variant: stri
 
 const readJsonl = async <T>(p: string): Promise<T[]> =>
   (await Bun.file(p).text()).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as T);
-const pairs = await readJsonl<Pair>(`${dataDir}/pairs.jsonl`);
-const convs = await readJsonl<Conv>(`${dataDir}/multiturn.jsonl`);
+const pairs = await readJsonl<Pair>(`${dataDirPath}/pairs.jsonl`);
+const convs = await readJsonl<Conv>(`${dataDirPath}/multiturn.jsonl`);
 
 const embedder = createEmbedder({
   provider,

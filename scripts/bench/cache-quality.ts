@@ -1,7 +1,7 @@
 /**
  * Cache quality, measured end to end: starts a real gateway (temp SQLite, real local embedder)
  * in front of the fake upstream (test/fake-upstream), and drives it through the official `openai`
- * SDK with /work/shared/data/cache-eval-dev (or --data DIR). Each pair / multi-turn case runs in
+ * SDK with ../shared/data/cache-eval-dev (or --data DIR). Each pair / multi-turn case runs in
  * its own fresh tenant (a JWT with a fresh tenant_id): first request fills, second request is
  * a HIT when the response carries X-Cache-Status: HIT.
  *
@@ -19,10 +19,11 @@ import { loadConfig } from "../../src/config";
 import { startServer } from "../../src/server";
 import { Logger } from "../../src/core/log";
 import { startFakeUpstream } from "../../test/fake-upstream/server";
+import { dataDir } from "./data";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
-const DATA = args.get("data") ?? "/work/shared/data/cache-eval-dev";
+const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS = (args.get("thresholds") ?? "0.85").split(",").map(Number);
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
 const LIMIT = Number(args.get("limit") ?? Infinity);

@@ -4,19 +4,20 @@
  *
  *   ./node_modules/.bin/bun run scripts/bench/embedding-equivalence.ts [--data DIR] [--limit N] [--kernel wasm|js]
  *
- * Embeds q1 and q2 of every pair in DIR/pairs.jsonl (default /work/shared/data/cache-eval-dev) with
+ * Embeds q1 and q2 of every pair in DIR/pairs.jsonl (default ../shared/data/cache-eval-dev) with
  * both backends, after the same text canonicalisation as the embedder (prepareText), and reports
  * min / p01 / mean cosine and the number of texts below 0.9999. Exit code 1 when any text is below.
  */
 import { parseArgs } from "node:util";
 import { UseLiteModel, prepareText } from "../../src/embedding/use-lite";
 import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
+import { dataDir } from "./data";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
   options: { data: { type: "string" }, limit: { type: "string" }, kernel: { type: "string" } },
 });
-const dir = values.data ?? "/work/shared/data/cache-eval-dev";
+const dir = dataDir("cache-eval-dev", values.data);
 const lines = (await Bun.file(`${dir}/pairs.jsonl`).text()).split("\n").filter((l) => l.trim());
 let texts = [...new Set(lines.flatMap((l) => {
   const p = JSON.parse(l) as { q1: string; q2: string };

@@ -13,9 +13,10 @@
 import { createEmbedder, dot } from "../../src/embedding/index";
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { FEATURE_NAMES, pairFeatures } from "../../src/cache/verify/features";
+import { dataDir } from "./data";
 
-const arg = (n: string, d: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1]! : d);
-const DATA = arg("data", "/work/shared/data/cache-eval-dev");
+const arg = <D extends string | undefined>(n: string, d: D): string | D => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1]! : d);
+const DATA = dataDir("cache-eval-dev", arg("data", undefined));
 const MINP = Number(arg("min-p", "0.975"));
 interface Pair { id: string; q1: string; q2: string; label: number }
 const pairs: Pair[] = (await Bun.file(`${DATA}/pairs.jsonl`).text()).trim().split("\n").map((l) => JSON.parse(l));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+
 import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/embedding/index";
 import { UseLiteModel } from "../../src/embedding/use-lite";
 import { UseLiteFast } from "../../src/embedding/use-lite-fast";
@@ -105,13 +105,32 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
     "the quick brown fox jumps over the lazy dog ".repeat(20), // > 128 tokens: clipped
     "supercalifragilisticexpialidocious antidisestablishmentarianism",
   ];
-  const dev = "/work/shared/data/cache-eval-dev/pairs.jsonl";
-  if (existsSync(dev)) {
-    for (const line of readFileSync(dev, "utf8").split("\n").filter((l) => l.trim()).slice(0, 21)) {
-      const p = JSON.parse(line) as { q1: string; q2: string };
-      texts.push(p.q1, p.q2);
-    }
-  }
+  // 21 question pairs of the kind the cache sees (paraphrases, near-misses, numbers, entities),
+  // written for this test so it needs no data set (the full dev-set comparison of all 2,000 texts
+  // is scripts/bench/embedding-equivalence.ts)
+  texts.push(
+    "How do I reset my password?", "What are the steps to reset a forgotten password?",
+    "What is the best way to learn Python quickly?", "How can I learn Python fast?",
+    "How do I convert 5 miles to kilometres?", "How many kilometres are 50 miles?",
+    "Why is the sky blue during the day?", "Why does the sky look red at sunset?",
+    "Who wrote Pride and Prejudice?", "Who is the author of Sense and Sensibility?",
+    "How do I flight from Paris to Berlin cheaply?", "Cheapest way to fly from Berlin to Paris?",
+    "Is it safe to eat raw eggs?", "Can you eat raw eggs safely?",
+    "What causes inflation in an economy?", "How does inflation affect savings accounts?",
+    "How to sort a list of dictionaries by a key in Python?", "Sort list of dicts by value python",
+    "What is the capital of Australia?", "Is Sydney the capital of Australia?",
+    "How long does it take to boil an egg?", "How long should I boil an egg for a soft yolk?",
+    "What are the symptoms of vitamin D deficiency?", "What happens if you take too much vitamin D?",
+    "Can I use my phone abroad without roaming charges?", "How do I turn off data roaming on Android?",
+    "How do I become a data scientist without a degree?", "Do data scientists need a PhD?",
+    "What is the difference between a virus and bacteria?", "Are antibiotics effective against viruses?",
+    "How many calories should I eat to lose weight?", "How many calories do I burn walking 10000 steps?",
+    "Which is better for beginners: guitar or piano?", "Is piano harder to learn than guitar?",
+    "How can I improve my credit score in 3 months?", "What is a good credit score in 2024?",
+    "What does HTTP 404 mean?", "What does HTTP status 500 mean?",
+    "How do I make my houseplants grow faster?", "Why are the leaves on my houseplant turning yellow?",
+    "Where can I watch the 2022 World Cup final?", "Who won the 2018 World Cup final?",
+  );
   const prepared = texts.map((t) => prepareText(t));
   let ref: UseLiteModel;
   let fast: UseLiteFast;

@@ -75,7 +75,7 @@ describe("SVC_EMBEDDING__PROVIDER=openai", () => {
     expect(ok.embedding).toMatchObject({ provider: "openai", base_url: "http://127.0.0.1:9/v1", model: "m", api_key: "k", fail_open: false });
   });
 
-  test("embeds through the configured endpoint (model, API key), serves exact and semantic hits, misses other meanings", async () => {
+  test("embeds through the configured endpoint (model, API key), serves exact hits and semantic hits of the same words (its bag-of-words vectors see no paraphrases), misses other meanings", async () => {
     emb.down = false;
     const gw = await startGateway(embeddingConfig());
     try {
@@ -104,7 +104,7 @@ describe("SVC_EMBEDDING__PROVIDER=openai", () => {
     }
   });
 
-  test("the endpoint failing after start: 503 embedding_error (the SDK sees a retryable status), exact repeats still served; fail-open serves uncached", async () => {
+  test("the endpoint failing after start: 503 embedding_error (the SDK sees a retryable status), exact repeats still served without an embedding call, /ready stays 200; fail-open serves uncached", async () => {
     emb.down = false;
     const gw = await startGateway(embeddingConfig());
     const open = await startGateway(embeddingConfig({ fail_open: true }));
@@ -121,14 +121,18 @@ describe("SVC_EMBEDDING__PROVIDER=openai", () => {
       const q = await gw.api("/api/v1/query", { method: "POST", token: await gw.token("tenant-d"), json: { model: "gpt-4o-mini", messages: msg("another new question") } });
       expect(q.status).toBe(503);
       expect(((await q.json()) as any).error.type).toBe("embedding_error");
+      const calls = emb.requests.length;
       const exact = await c.chat.completions.create({ model: "gpt-4o-mini", messages: msg("cached before the outage") }).withResponse();
       expect(exact.response.headers.get("x-cache-status")).toBe("HIT");
+      expect(emb.requests.length).toBe(calls); // no embedding was needed
+      // the model was loaded once: an outage of the remote endpoint does not take svc out of rotation
+      expect((await gw.api("/ready")).status).toBe(200);
 
       const co = new OpenAI({ apiKey: await open.token("tenant-o"), baseURL: `${open.url}/v1`, maxRetries: 0 });
       const served = await co.chat.completions.create({ model: "gpt-4o-mini", messages: msg("asked during the outage") }).withResponse();
       expect(served.response.status).toBe(200);
       expect(served.response.headers.get("x-cache-status")).toBe("MISS");
-      expect((open.ctx.cache as any).stats("tenant-o").entries).toBe(0);
+      expect(open.ctx.cache.stats("tenant-o").entries).toBe(0);
 
       emb.down = false;
       const back = await c.chat.completions.create({ model: "gpt-4o-mini", messages: msg("a brand new question") }).withResponse();

@@ -109,6 +109,8 @@ describe("generate-content proxy", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("x-cache-status")).toBe("MISS");
     const j = await r.json();
+    const answer: string = j.candidates[0].content.parts[0].text;
+    const usage = structuredClone(j.usageMetadata);
     expect(j.candidates[0]).toMatchObject({ content: { role: "model", parts: [{ text: expect.stringContaining("answer #1") }] }, finishReason: "STOP", index: 0 });
     expect(j.usageMetadata).toEqual({ promptTokenCount: 8, candidatesTokenCount: expect.any(Number), totalTokenCount: expect.any(Number) });
     expect(env.fake.requests[0]!.body.contents[0].parts[1]).toEqual({ inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } });
@@ -119,9 +121,15 @@ describe("generate-content proxy", () => {
     r = await post("/v1beta/models/gemini-1.5-pro:generateContent", { contents: [{ parts: [{ text: "Describe this picture in one word." }, { inlineData: { mimeType: "image/png", data: "R0lGODlh" } }] }] });
     expect(r.headers.get("x-cache-status")).toBe("MISS");
 
+    // the same question streamed: a hit rebuilt as SSE with the same text, usage and svc on the last event
+    const upstreamCalls = env.fake.requests.length;
     r = await post("/v1beta/models/gemini-1.5-pro/streamGenerateContent?alt=sse", body);
     expect(r.headers.get("content-type")).toContain("text/event-stream");
-    expect(await r.text()).toContain("data: ");
+    expect(r.headers.get("x-cache-status")).toBe("HIT");
+    const events = (await r.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)));
+    expect(events.map((e) => e.candidates?.[0]?.content?.parts?.map((p: any) => p.text).join("") ?? "").join("")).toBe(answer);
+    expect(events.at(-1)).toMatchObject({ candidates: [{ finishReason: "STOP" }], usageMetadata: usage, svc: { cache_hit: true, source: "exact" } });
+    expect(env.fake.requests).toHaveLength(upstreamCalls); // no upstream call for the hit
 
     r = await post("/v1beta/models/gemini-1.5-pro/generateContent", { contents: [{ role: "user", parts: [{ text: "A brand new question about owls." }] }] });
     expect((await r.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: expect.any(Number) });

@@ -268,10 +268,21 @@ describe("chat-completions proxy", () => {
     expect(r.status).toBe(400);
   });
 
-  test("usage records: tokens, cache status and cost saved per tenant and model", async () => {
+  test("usage records: tokens, cache status, cost and cost saved per tenant and model, written within ~200 ms without a flush call", async () => {
+    const token = await env.gw.token("tenant-usage");
+    const c = new OpenAI({ apiKey: token, baseURL: env.gw.url + "/v1", maxRetries: 0 });
+    const q = { model: "gpt-4o-mini", messages: [{ role: "user" as const, content: "Name three primary colours." }] };
+    await c.chat.completions.create(q);
+    await c.chat.completions.create(q);
     const usage = env.gw.ctx.usage;
-    usage.flush();
-    const rows = usage.store("tenant-a").list(500);
+    let rows = usage.store("tenant-usage").list(500);
+    for (let i = 0; i < 100 && rows.length < 2; i++) {
+      await Bun.sleep(20); // the recorder writes its batch 200 ms after the first buffered row
+      rows = usage.store("tenant-usage").list(500);
+    }
+    expect(rows).toHaveLength(2);
+    expect(rows.find((r) => r.cacheStatus === "MISS")!.costUsd).toBeGreaterThan(0);
+    expect(rows.find((r) => r.cacheStatus === "HIT")!.costUsd).toBe(0);
     const hits = rows.filter((r: any) => r.cacheStatus === "HIT" && r.endpoint === "openai.chat_completions" && !r.streamed);
     expect(hits.length).toBeGreaterThan(0);
     expect(hits[0]!.model).toBe("gpt-4o-mini");
@@ -280,6 +291,7 @@ describe("chat-completions proxy", () => {
     const misses = rows.filter((r: any) => r.cacheStatus === "MISS");
     expect(misses.every((r: any) => r.costSavedUsd === 0)).toBe(true);
     expect(usage.store("tenant-b").list().every((r: any) => r.tenantId === "tenant-b")).toBe(true);
+    expect(usage.store("tenant-b").list().some((r) => r.requestId === rows[0]!.requestId)).toBe(false);
   });
 });
 

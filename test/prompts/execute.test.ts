@@ -61,7 +61,8 @@ describe("prompt execute through the gateway", () => {
     expect(req.body.model).toBe("gpt-4o-mini");
     expect(req.body.messages).toEqual([{ role: "user", content: rendered }]);
     expect(req.body.temperature).toBe(0.4);
-    expect(req.body.max_tokens ?? req.body.max_completion_tokens).toBe(120);
+    expect(req.body.max_tokens).toBe(120);
+    expect(req.body).not.toHaveProperty("max_completion_tokens");
     expect(first.body).toMatchObject({ renderedPrompt: rendered, cacheHit: false, dryRun: false, estimatedTokens: Math.ceil(rendered.length / 4) });
     expect(first.body.response).toMatch(/^answer #\d+: /);
     expect(first.body.response.endsWith(rendered)).toBe(true);
@@ -166,7 +167,7 @@ describe("chain execute through the gateway", () => {
     expect(s0.output.endsWith(question)).toBe(true);
 
     const anthropicReq = fake.received("/v1/messages").at(-1)!.body;
-    expect(anthropicReq.system === "You translate." || JSON.stringify(anthropicReq.system).includes("You translate.")).toBe(true);
+    expect(anthropicReq.system).toBe("You translate.");
     expect(anthropicReq.messages).toEqual([{ role: "user", content: s0.output }]);
     expect(s1).toMatchObject({ index: 1, model: "claude-3-5-haiku-latest", promptTokens: 12, completionTokens: wordCount(s1.output) });
     expect(s1.output.endsWith(s0.output)).toBe(true);

@@ -1,0 +1,17 @@
+/**
+ * Where the shared data sets are: `<repo>/../shared/data/<name>` (or --data DIR). A missing data
+ * set stops the script with a message instead of measuring less than it says.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+
+export const SHARED_DATA = resolve(import.meta.dir, "../../../shared/data");
+
+export function dataDir(name: string, override?: string): string {
+  const dir = override ?? resolve(SHARED_DATA, name);
+  if (!existsSync(dir)) {
+    process.stderr.write(`data set not found: ${dir} (expected ../shared/data/${name} beside the repository, or pass --data DIR)\n`);
+    process.exit(2);
+  }
+  return dir;
+}
