@@ -95,6 +95,30 @@ describe("JWKS (RS256) access tokens", () => {
   });
 });
 
+describe("JWKS (ES256) access tokens", () => {
+  let server: ReturnType<typeof Bun.serve>;
+  let privateKey: CryptoKey;
+  let tokens: TokenService;
+  beforeAll(async () => {
+    const pair = await generateKeyPair("ES256");
+    privateKey = pair.privateKey as CryptoKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: "ec1", alg: "ES256", use: "sig" };
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ keys: [jwk] }) });
+    tokens = new TokenService(SECRET, { jwksUrl: `http://127.0.0.1:${server.port}/.well-known/jwks.json` });
+  });
+  afterAll(() => server.stop(true));
+  test("a token signed by the JWKS EC key verifies; another EC key, an expired token and a missing tenant are refused", async () => {
+    const sign = (key: CryptoKey, claims: Record<string, unknown>, exp: string | number = "1h") => new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid: "ec1" }).setSubject("eve").setExpirationTime(exp).sign(key);
+    const p = await tokens.verify(await sign(privateKey, { tenant_id: "ec-tenant", permissions: ["ViewLogs"] }));
+    expect(p).toMatchObject({ tenantId: "ec-tenant", sub: "eve", via: "jwt" });
+    expect(p.permissions.has("ViewLogs")).toBe(true);
+    const other = await generateKeyPair("ES256");
+    await expectAuthError(tokens.verify(await sign(other.privateKey as CryptoKey, { tenant_id: "ec-tenant" })), "invalid access token");
+    await expectAuthError(tokens.verify(await sign(privateKey, { tenant_id: "ec-tenant" }, Math.floor(Date.now() / 1000) - 10)), "access token expired");
+    await expectAuthError(tokens.verify(await sign(privateKey, { sub: "x" })), "access token has no tenant_id");
+  });
+});
+
 describe("permissions", () => {
   const principal = (perms: string[]): Principal => ({ tenantId: "t", sub: "s", permissions: new Set(perms), via: "jwt" });
   test("WorkspaceAdmin implies every permission", () => {
@@ -213,4 +237,57 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
     expect(claims.exp - claims.iat).toBe(1800);
   }, 30_000);
+});
+
+describe("API keys across processes and the token exchange's budget", () => {
+  const { resolve } = require("node:path") as typeof import("node:path");
+  const { join } = require("node:path") as typeof import("node:path");
+  const ROOT = resolve(import.meta.dir, "..");
+
+  test("a key revoked by another process (the CLI) stops authenticating at the running server within the documented 5 s", async () => {
+    const { startGateway, TEST_JWT_SECRET } = await import("./helpers/gateway");
+    const gw = await startGateway();
+    try {
+      const { key, record } = gw.ctx.apiKeys.create("multi-p", "ci", ["ViewMetrics"]);
+      const call = () => fetch(gw.url + "/api/v1/rate-limits/tiers", { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
+      expect(await call()).toBe(200); // verified and memoised in the server process
+      const cli = Bun.spawnSync([process.execPath, "src/main.ts", "keys", "revoke", "--tenant", "multi-p", "--id", record.id], {
+        cwd: ROOT,
+        env: { ...process.env, SVC_STORAGE__PATH: join(gw.dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET },
+      });
+      expect(cli.exitCode).toBe(0);
+      const revokedAt = Date.now();
+      let status = 200;
+      while (status === 200 && Date.now() - revokedAt < 7_000) {
+        await Bun.sleep(250);
+        status = await call();
+      }
+      expect(status).toBe(401);
+      expect(Date.now() - revokedAt).toBeLessThanOrEqual(5_500); // the memo lives 5 s
+    } finally {
+      await gw.stop();
+    }
+  }, 20_000);
+
+  test("exchanges with an unknown or revoked key are refused and cost the key's tenant nothing", async () => {
+    const { startGateway } = await import("./helpers/gateway");
+    const { FakeClock } = await import("../src/ratelimit");
+    const gw = await startGateway({ rate_limits: { enabled: true } }, {}, { clock: new FakeClock() });
+    try {
+      const exchange = (apiKey: string) => fetch(gw.url + "/api/v1/auth/token", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey }) }).then((r) => r.status);
+      const revoked = gw.ctx.apiKeys.create("budget-t", "old");
+      gw.ctx.apiKeys.revoke("budget-t", revoked.record.id);
+      for (let i = 0; i < 15; i++) {
+        expect(await exchange(`svc_unknown${i}`)).toBe(401);
+        expect(await exchange(revoked.key)).toBe(401);
+      }
+      // the tenant's 10-per-minute exchange budget is untouched
+      const { key } = gw.ctx.apiKeys.create("budget-t", "live");
+      const statuses = [];
+      for (let i = 0; i < 11; i++) statuses.push(await exchange(key));
+      expect(statuses).toEqual([...Array(10).fill(200), 429]);
+    } finally {
+      await gw.stop();
+    }
+  });
 });

@@ -68,7 +68,7 @@ describe("graceful shutdown (SIGTERM)", () => {
   });
 
   /** `bun src/main.ts` on a free port over the database file dbPath, with the fake upstream as OpenAI; healthy when it returns */
-  async function startProcess(dbPath: string) {
+  async function startProcess(dbPath: string, extraEnv: Record<string, string> = {}) {
     const port = await freePort();
     const proc = Bun.spawn([BUN, "src/main.ts"], {
       cwd: ROOT,
@@ -81,6 +81,7 @@ describe("graceful shutdown (SIGTERM)", () => {
         SVC_PROVIDERS__OPENAI__BASE_URL: `http://127.0.0.1:${upstream.port}`,
         SVC_SERVER__REQUEST_LOG: "false",
         SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "10000",
+        ...extraEnv,
       },
       stdout: "pipe",
       stderr: "pipe",
@@ -166,6 +167,35 @@ describe("graceful shutdown (SIGTERM)", () => {
       for (let i = 0; i < 6; i++) expect(text).toContain(`part${i} `);
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
       expect(await proc.exited).toBe(0);
+    } finally {
+      await reap(proc);
+    }
+  }, 30_000);
+
+  test("SIGINT shuts down like SIGTERM, and SVC_SERVER__SHUTDOWN_TIMEOUT_MS cuts a stream that outlives it", async () => {
+    const { proc, url } = await startProcess(join(dir, "cut.db"), { SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "300" });
+    try {
+      const token = await new TokenService(TEST_JWT_SECRET).sign({ tenantId: "shutdown-c" });
+      const r = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-svc-skip-cache": "true" },
+        body: JSON.stringify({ model: "gpt-4o-mini", stream: true, messages: [{ role: "user", content: "stream slowly" }] }),
+      });
+      expect(r.status).toBe(200);
+      const reader = r.body!.getReader();
+      let text = new TextDecoder().decode((await reader.read()).value);
+      const signalled = Date.now();
+      proc.kill("SIGINT");
+      // the stream needs 1.5 s more; the deadline is 300 ms: the connection is closed under it
+      for (;;) {
+        const next = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (next.done) break;
+        text += new TextDecoder().decode(next.value);
+      }
+      expect(text).not.toContain("[DONE]");
+      expect(text).not.toContain("part5 ");
+      expect(await proc.exited).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(1400); // well before the stream would have ended
     } finally {
       await reap(proc);
     }

@@ -94,6 +94,8 @@ export interface EngineOptions {
   metrics?: CacheMetrics;
   /** background timers (touch flush, TTL sweep); default true */
   timers?: boolean;
+  /** how often the TTL sweep and idle-tenant unloading run (default 60 s) */
+  sweepIntervalMs?: number;
 }
 
 /** what lookup() derived for this input (keys, embeddings), carried by its miss so store/singleFlight do not redo it */
@@ -152,7 +154,7 @@ export class SemanticCacheEngine {
     const sweep = setInterval(() => {
       this.sweepExpired();
       this.tenants.unloadIdle();
-    }, 60_000);
+    }, this.o.sweepIntervalMs ?? 60_000);
     flush.unref?.();
     sweep.unref?.();
     this.timers.push(flush, sweep);

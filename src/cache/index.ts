@@ -80,7 +80,7 @@ export interface EngineConfig extends CacheSettingsInput {
 /** The engine alone from a loaded configuration (tests and benchmarks that drive it without HTTP). */
 export function createCacheEngine(
   config: EngineConfig,
-  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers">>,
+  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers" | "sweepIntervalMs">>,
 ): SemanticCacheEngine {
   const { metrics, ...rest } = deps;
   return new SemanticCacheEngine({

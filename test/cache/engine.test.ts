@@ -167,6 +167,86 @@ describe("mechanics (deterministic embedder)", () => {
     }
   });
 
+  test("TTL_SECS=0: entries never expire, and the sweep leaves them", async () => {
+    const h = withEngine(() => new HashEmbedder(), { cache: { ttl_secs: 0 } });
+    try {
+      await fill(h.engine, ask("t", "kept for ever"));
+      h.clock.t += 400 * 86_400_000; // more than a year later
+      expect(h.engine.sweepExpired()).toBe(0);
+      expect((await h.engine.lookup(ask("t", "kept for ever"))).hit).toBe(true);
+      expect(h.engine.listEntries("t", 10, 0).entries[0]!.expiresAt).toBeNull();
+    } finally {
+      await h.done();
+    }
+  });
+
+  test("the sweep timer removes expired entries by itself (no sweepExpired call)", async () => {
+    const t = tempDir();
+    const { loadConfig } = await import("../../src/config");
+    const { createCacheEngine } = await import("../../src/cache");
+    const { storageOf } = await import("../../src/storage/scoped");
+    const { cacheDb } = await import("./helpers");
+    const config = loadConfig({ SVC_STORAGE__PATH: `${t.dir}/svc.db` }, { cache: { ttl_secs: 10 } });
+    const db = cacheDb(config.storage.path);
+    const clock = { t: 1_700_000_000_000 };
+    const engine = createCacheEngine(config, { storage: storageOf(db), embedder: new HashEmbedder(), now: () => clock.t, timers: true, sweepIntervalMs: 20 });
+    try {
+      await fill(engine, ask("t", "swept away soon"));
+      expect(engine.stats("t").entries).toBe(1);
+      clock.t += 11_000;
+      for (let i = 0; i < 100 && engine.stats("t").entries > 0; i++) await Bun.sleep(10);
+      expect(engine.stats("t").entries).toBe(0);
+      expect(db.get<{ n: number }>("SELECT count(*) AS n FROM cache_entries")!.n).toBe(0);
+    } finally {
+      await engine.close();
+      db.close();
+      t.cleanup();
+    }
+  });
+
+  test("an embedding failure at store time keeps the answer for the exact tier only", async () => {
+    const emb = new HashEmbedder();
+    const h = withEngine(() => emb);
+    try {
+      emb.fail = true;
+      await h.engine.store(ask("t", "stored while the embedder failed"), answer("kept"));
+      emb.fail = false;
+      const exact = await h.engine.lookup(ask("t", "stored while the embedder failed"));
+      expect(exact.hit && exact.tier).toBe("exact");
+      // the same words reordered embed identically with this embedder: a semantic entry would hit
+      expect((await h.engine.lookup(ask("t", "failed the embedder while stored"))).hit).toBe(false);
+      expect(h.engine.listEntries("t", 10, 0).entries[0]!.mode).toBe("exact");
+    } finally {
+      await h.done();
+    }
+  });
+
+  test("every documented code-context alias names the scope a newer context invalidates", async () => {
+    const h = withEngine(() => new HashEmbedder());
+    try {
+      const cases: Array<[string, (v: number) => Record<string, unknown>]> = [
+        ...["repo", "repository", "project", "repo_url", "repoUrl"].map((k): [string, (v: number) => Record<string, unknown>] => [k, (v) => ({ [k]: "acme/app", rev: v })]),
+        ...["file", "path", "filePath", "file_path", "filename"].map((k): [string, (v: number) => Record<string, unknown>] => [k, (v) => ({ [k]: "src/a.ts", rev: v })]),
+        ["files[] of strings", (v) => ({ files: ["src/b.ts", "src/a.ts"], rev: v })],
+        ["files[] of {path}", (v) => ({ files: [{ path: "src/a.ts" }, { path: "src/b.ts" }], rev: v })],
+      ];
+      for (const [alias, ctx] of cases) {
+        const tenant = `alias-${alias}`;
+        await fill(h.engine, ask(tenant, "what does this do", { codeContext: ctx(1) }));
+        expect(`${alias}: ${(await h.engine.lookup(ask(tenant, "what does this do", { codeContext: ctx(1) }))).hit}`).toBe(`${alias}: true`);
+        await fill(h.engine, ask(tenant, "what does this do", { codeContext: ctx(2) }));
+        expect(`${alias}: ${(await h.engine.lookup(ask(tenant, "what does this do", { codeContext: ctx(1) }))).hit}`).toBe(`${alias}: false`);
+        expect(`${alias}: ${h.engine.stats(tenant).entries}`).toBe(`${alias}: 1`);
+      }
+      // a context naming neither a repository nor a file has no scope: a newer one invalidates nothing
+      await fill(h.engine, ask("alias-none", "what does this do", { codeContext: { branch: "main", rev: 1 } }));
+      await fill(h.engine, ask("alias-none", "what does this do", { codeContext: { branch: "main", rev: 2 } }));
+      expect(h.engine.stats("alias-none").entries).toBe(2);
+    } finally {
+      await h.done();
+    }
+  });
+
   test("LRU eviction at max_entries_per_tenant drops the coldest entry, per tenant", async () => {
     const h = withEngine(() => new HashEmbedder(), { cache: { max_entries_per_tenant: 3 } });
     try {

@@ -15,7 +15,7 @@ const chat = (q: string, extra: Record<string, unknown> = {}) => ({ model: "gpt-
 describe("stalled stream", () => {
   let env: ProxyEnv;
   beforeAll(async () => {
-    env = await startProxyEnv({ providers: { openai: { timeout_ms: 500 }, anthropic: { timeout_ms: 500 } } });
+    env = await startProxyEnv({ providers: { openai: { timeout_ms: 500 }, anthropic: { timeout_ms: 500 }, cohere: { timeout_ms: 500 }, gemini: { timeout_ms: 500 } } });
   });
   afterAll(() => env.stop());
 
@@ -54,6 +54,49 @@ describe("stalled stream", () => {
     expect(ok.response.headers.get("x-cache-status")).toBe("MISS");
     expect(env.fake.received("/v1/messages")).toHaveLength(2);
   });
+
+  // the chat style (SSE by default, NDJSON for the v1 SDK) and generate-content (SSE; its format has no error frame)
+  const chatReq = (q: string, headers: Record<string, string> = {}) =>
+    env.gw.api("/v1/chat", { method: "POST", token: env.token, headers, json: { message: q, model: "command-r", stream: true } });
+  const geminiReq = (q: string) =>
+    env.gw.api("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", { method: "POST", token: env.token, json: { contents: [{ role: "user", parts: [{ text: q }] }] } });
+
+  for (const kind of ["stall", "cut"] as const) {
+    test(`chat style, ${kind}: the stream ends with stream-end ERROR (SSE and NDJSON framings); nothing is cached`, async () => {
+      env.fake.reset();
+      for (const [framing, headers] of [["sse", {}], ["ndjson", { accept: "application/stream+json" }]] as const) {
+        const q = `Tell me about the Rhine (${kind}, ${framing}).`;
+        env.fake.failNext({ kind });
+        const r = await chatReq(q, headers);
+        expect(r.status).toBe(200);
+        const text = await r.text();
+        const events = framing === "sse" ? text.split("\n\n").filter((b) => b.includes("data: ")).map((b) => JSON.parse(b.slice(b.indexOf("data: ") + 6))) : text.trim().split("\n").map((l) => JSON.parse(l));
+        expect(events.some((e) => e.event_type === "text-generation")).toBe(true); // what came before the failure reached the client
+        expect(events.at(-1)).toMatchObject({ event_type: "stream-end", finish_reason: "ERROR", is_finished: true });
+        if (kind === "stall") expect(events.at(-1).error).toContain("did not answer within 500 ms");
+        const again = await chatReq(q, headers);
+        expect(again.headers.get("x-cache-status")).toBe("MISS");
+        await again.text();
+      }
+    });
+
+    test(`generate-content, ${kind}: the client's stream is aborted (no completion chunk); nothing is cached`, async () => {
+      env.fake.reset();
+      const q = `Tell me about the Loire (${kind}).`;
+      env.fake.failNext({ kind });
+      const r = await geminiReq(q);
+      expect(r.status).toBe(200);
+      const body = await r.text().then(
+        (t) => ({ ok: true, t }),
+        () => ({ ok: false, t: "" }),
+      );
+      // either the body errors, or it ends without the finishReason chunk: never a complete answer
+      if (body.ok) expect(body.t).not.toContain('"finishReason":"STOP"');
+      const again = await geminiReq(q);
+      expect(again.headers.get("x-cache-status")).toBe("MISS");
+      expect(await again.text()).toContain('"finishReason":"STOP"');
+    });
+  }
 });
 
 describe("upstream.max_in_flight", () => {
