@@ -59,14 +59,18 @@ export interface Target {
   stop(): Promise<number>;
 }
 
-/** Start a gateway (the built binary or `bun src/main.ts`) on a free loopback port with a temp DB. */
-export async function startTarget(opts: { binary?: string; env?: Record<string, string> } = {}): Promise<Target> {
+/**
+ * Start a gateway (the built binary or `bun src/main.ts`) on a free loopback port with a temp DB.
+ * `root`: another checkout's `src/main.ts` (an older build, to compare side by side).
+ */
+export async function startTarget(opts: { binary?: string; env?: Record<string, string>; root?: string } = {}): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
   const port = await freePort();
-  const cmd = opts.binary ? [resolve(ROOT, opts.binary)] : [process.execPath, "src/main.ts"];
+  const root = opts.root ?? ROOT;
+  const cmd = opts.binary ? [resolve(ROOT, opts.binary)] : [process.execPath, "--max-http-header-size=262144", "src/main.ts"];
   const t0 = performance.now();
   const proc = Bun.spawn(cmd, {
-    cwd: opts.binary ? dir : ROOT,
+    cwd: opts.binary ? dir : root,
     env: {
       ...process.env,
       SVC_SERVER__HOST: "127.0.0.1",

@@ -1,15 +1,37 @@
 /**
- * Bench helper process: sequential requests over one keep-alive connection, per-request
- * latency in microseconds (performance.now). Args: JSON {url, headers, body, n, warmup, ttfb}.
- * ttfb: measure time to the first body chunk of a streamed response instead of the whole body.
+ * Bench helper process: requests to several targets interleaved request by request (one
+ * keep-alive connection each; the order rotates every round so no target always goes first), so
+ * every target is measured under the same momentary machine load. Per target: latency in
+ * microseconds (performance.now) and X-Cache-Status counts; per round, each target's time minus the
+ * reference target's in the same round (the paired "added" time).
+ * Args: JSON {targets: [{name, url, headers, unique?}], body, n, warmup, ttfb?, reference}.
+ *   unique: the body's "{unique}" is replaced by a different question every request (cache misses).
+ *   ttfb: time to the first body chunk of a streamed response instead of the whole body.
  */
 export {};
-const o = JSON.parse(process.argv[2]!) as { url: string; headers: Record<string, string>; body: string; n: number; warmup: number; ttfb?: boolean };
-const samples: number[] = [];
-let bad = 0;
-for (let i = 0; i < o.warmup + o.n; i++) {
+interface T {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  unique?: boolean;
+}
+const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; reference: string };
+
+// distinct questions from a seeded word mix: no two share a meaning (measured: the hit counts)
+const WORDS = "amber basalt cedar delta ember fjord garnet harbor indigo juniper kelp lagoon meadow nectar obsidian prairie quartz raven saffron tundra umber violet willow xenon yarrow zephyr".split(" ");
+const TOPICS = ["history of", "how to grow", "price of", "chemistry of", "poems about", "maps of", "recipes with", "songs about", "photos of", "laws on"];
+let seed = 2026;
+const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
+const question = (i: number) => `${TOPICS[i % TOPICS.length]} ${WORDS[Math.floor(rnd() * 26)]} ${WORDS[Math.floor(rnd() * 26)]} ${WORDS[Math.floor(rnd() * 26)]} in ${1900 + (i % 120)}?`;
+
+const samples: Record<string, number[]> = Object.fromEntries(o.targets.map((t) => [t.name, []]));
+const cache: Record<string, Record<string, number>> = Object.fromEntries(o.targets.map((t) => [t.name, {}]));
+const bad: Record<string, number> = Object.fromEntries(o.targets.map((t) => [t.name, 0]));
+
+async function once(t: T, i: number): Promise<number> {
+  const body = t.unique ? o.body.replace("{unique}", question(i)) : o.body;
   const t0 = performance.now();
-  const r = await fetch(o.url, { method: "POST", headers: o.headers, body: o.body });
+  const r = await fetch(t.url, { method: "POST", headers: t.headers, body });
   let t1: number;
   if (o.ttfb) {
     const reader = r.body!.getReader();
@@ -20,9 +42,30 @@ for (let i = 0; i < o.warmup + o.n; i++) {
     await r.arrayBuffer();
     t1 = performance.now();
   }
-  if (r.status !== 200) bad++;
-  if (i >= o.warmup) samples.push((t1 - t0) * 1000);
+  if (r.status !== 200) bad[t.name]!++;
+  const status = r.headers.get("x-cache-status") ?? "-";
+  cache[t.name]![status] = (cache[t.name]![status] ?? 0) + 1;
+  return (t1 - t0) * 1000;
 }
-samples.sort((a, b) => a - b);
-const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
-console.log(JSON.stringify({ n: samples.length, p50us: q(0.5), p99us: q(0.99), bad }));
+
+for (let i = 0; i < o.warmup + o.n; i++) {
+  const k = i % o.targets.length;
+  const order = [...o.targets.slice(k), ...o.targets.slice(0, k)];
+  for (const t of order) {
+    const us = await once(t, i);
+    if (i >= o.warmup) samples[t.name]!.push(us);
+  }
+}
+
+const q = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+};
+const ref = samples[o.reference]!;
+const out: Record<string, unknown> = {};
+for (const t of o.targets) {
+  const xs = samples[t.name]!;
+  const added = xs.map((x, i) => x - ref[i]!);
+  out[t.name] = { n: xs.length, p50us: q(xs, 0.5), p99us: q(xs, 0.99), addedP50us: q(added, 0.5), addedP99us: q(added, 0.99), bad: bad[t.name], cacheStatus: cache[t.name] };
+}
+console.log(JSON.stringify(out));
