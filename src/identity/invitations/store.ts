@@ -70,7 +70,7 @@ export class InvitationStore {
     const where = `tenant_id = $tenant AND ($email IS NULL OR instr(email_lower, $email) > 0) AND ($status IS NULL OR ${EFFECTIVE} = $status)`;
     const p = { email: f.email ? fold(f.email) : null, status: f.status ?? null, now };
     const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM invitations WHERE ${where}`, p)!.n;
-    const items = this.db.all<InvitationRow>(`SELECT * FROM invitations WHERE ${where} ORDER BY created_at DESC, id LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
+    const items = this.db.all<InvitationRow>(`SELECT * FROM invitations WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
     return { items, total };
   }
   resent(id: string, version: number, expiresAt: string, emailStatus: EmailStatus, emailError: string | null, at: string) {

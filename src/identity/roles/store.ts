@@ -96,7 +96,7 @@ export class RoleStore {
     this.db.run(`UPDATE role_assignments SET expires_at = $exp, assigned_by = COALESCE($by, assigned_by) WHERE tenant_id = $tenant AND id = $id`, { id, exp: expiresAt, by });
   }
   assignments(userId: string): AssignmentRow[] {
-    return this.db.all<AssignmentRow>(`SELECT * FROM role_assignments WHERE tenant_id = $tenant AND user_id = $u ORDER BY created_at, id`, { u: userId });
+    return this.db.all<AssignmentRow>(`SELECT * FROM role_assignments WHERE tenant_id = $tenant AND user_id = $u ORDER BY created_at, rowid`, { u: userId });
   }
   /** how many rows went */
   revoke(userId: string, roleId: string, scope: string | null): number {

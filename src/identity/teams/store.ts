@@ -86,7 +86,7 @@ export class TeamStore {
   list(includeDeleted: boolean, limit: number, offset: number): Listed<Team> {
     const where = includeDeleted ? `tenant_id = $tenant` : LIVE;
     const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM teams WHERE ${where}`)!.n;
-    const items = this.db.all<Row>(`SELECT * FROM teams WHERE ${where} ORDER BY created_at, id LIMIT $limit OFFSET $offset`, { limit, offset }).map(teamOf);
+    const items = this.db.all<Row>(`SELECT * FROM teams WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { limit, offset }).map(teamOf);
     return { items, total };
   }
   /** live teams whose parent is this one */
@@ -114,7 +114,7 @@ export class TeamStore {
     return this.db
       .all<{ user_id: string }>(
         `SELECT m.user_id FROM team_members m JOIN users u ON u.id = m.user_id AND u.tenant_id = m.tenant_id AND u.deleted_at IS NULL
-         WHERE m.tenant_id = $tenant AND m.team_id = $team ORDER BY m.created_at, m.user_id`,
+         WHERE m.tenant_id = $tenant AND m.team_id = $team ORDER BY m.created_at, m.rowid`,
         { team: teamId },
       )
       .map((r) => r.user_id);
@@ -132,7 +132,7 @@ export class TeamStore {
   // ---- virtual keys
 
   keyIds(teamId: string): string[] {
-    return this.db.all<{ key_id: string }>(`SELECT key_id FROM team_keys WHERE tenant_id = $tenant AND team_id = $team ORDER BY assigned_at, key_id`, { team: teamId }).map((r) => r.key_id);
+    return this.db.all<{ key_id: string }>(`SELECT key_id FROM team_keys WHERE tenant_id = $tenant AND team_id = $team ORDER BY assigned_at, rowid`, { team: teamId }).map((r) => r.key_id);
   }
   /** key ids of several teams */
   keyIdsOf(teamIds: string[]): string[] {

@@ -102,7 +102,7 @@ export class UserStore {
     const where = `${LIVE} AND ($status IS NULL OR status = $status) AND ($q IS NULL OR instr(search_text, $q) > 0)`;
     const p = { status: f.status ?? null, q: f.search ? fold(f.search) : null };
     const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM users WHERE ${where}`, p)!.n;
-    const items = this.db.all<Row>(`SELECT * FROM users WHERE ${where} ORDER BY created_at, id LIMIT $limit OFFSET $offset`, { ...p, limit, offset }).map(userOf);
+    const items = this.db.all<Row>(`SELECT * FROM users WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset }).map(userOf);
     return { items, total };
   }
 
