@@ -99,7 +99,9 @@ export const InviteBody = t.Object({
   message: t.Optional(t.Nullable(t.String({ maxLength: INVITATION_LIMITS.message }))),
 });
 export const InvitationListQuery = t.Object({
-  ...pageQuery(),
+  page: pageQuery().page,
+  // no defaults: the route tells which of the two spellings was sent (default 20)
+  pageSize: t.Optional(t.Integer({ minimum: 1, maximum: 100 })),
   page_size: t.Optional(t.Integer({ minimum: 1, maximum: 100 })),
   email: t.Optional(t.String({ minLength: 1, maxLength: USER_LIMITS.email })),
   status: t.Optional(OneOf(INVITATION_STATUSES)),
