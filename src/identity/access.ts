@@ -34,6 +34,8 @@ export class AccessCheck {
   private readonly keys = new LRUCache<string, boolean>({ max: 50_000, ttl: 60_000 });
   /** the enriched principal per verified principal (those are memoised), rebuilt when its entry changes */
   private readonly merged = new WeakMap<Principal, { entry: Entry; principal: Principal }>();
+  /** the principal with its keyId, per verified principal */
+  private readonly withKey = new WeakMap<Principal, Principal>();
 
   constructor(
     private readonly userStore: ForTenant<UserStore>,
@@ -88,6 +90,9 @@ export class AccessCheck {
       known = this.keyRegistry.get(p.tenantId, keyId) !== undefined;
       this.keys.set(cacheKey, known);
     }
-    if (known) return { ...p, keyId };
+    if (!known) return;
+    let out = this.withKey.get(p);
+    if (!out) this.withKey.set(p, (out = { ...p, keyId }));
+    return out;
   }
 }
