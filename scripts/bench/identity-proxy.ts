@@ -74,8 +74,10 @@ async function client(credential: string) {
 }
 
 const samples: Record<string, Array<{ p50us: number; p99us: number; bad: number }>> = {};
+const entries = Object.entries(credentials);
 for (let r = 0; r < rounds; r++)
-  for (const [name, cred] of Object.entries(credentials)) {
+  // each round starts with the next credential: no credential always runs first
+  for (const [name, cred] of [...entries.slice(r % entries.length), ...entries.slice(0, r % entries.length)]) {
     console.error(`round ${r + 1}/${rounds}: ${name}`);
     (samples[name] ??= []).push(await client(cred));
   }
