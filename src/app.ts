@@ -21,6 +21,7 @@ import * as cache from "./cache";
 import * as gateway from "./gateway";
 import * as prompts from "./prompts";
 import * as ops from "./ops";
+import * as identity from "./identity";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
@@ -34,6 +35,8 @@ export interface AppOptions {
   limiter?: RequestLimiter & gateway.TokenMeter;
   completer?: prompts.Completer;
   embedder?: Embedder;
+  /** wall clock in ms (identity: assignment and invitation expiry, budget periods); default Date.now */
+  wallClock?: () => number;
 }
 
 export interface App {
@@ -54,6 +57,7 @@ export interface App {
   gateway: gateway.GatewayService;
   usage: ReturnType<typeof gateway.create>["usage"];
   prompts: prompts.PromptServices;
+  identity: identity.IdentityServices;
   /** named readiness checks behind /ready (a registry: tests may replace a check) */
   readiness: Record<string, () => boolean>;
   domains: Domain[];
@@ -71,7 +75,8 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const metrics = new Metrics();
   const db = new Db(config.storage.path);
   const storage = storageOf(db);
-  const tokens = new TokenService(resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m)), {
+  const jwtSecret = resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m));
+  const tokens = new TokenService(jwtSecret, {
     ttlSecs: config.auth.token_ttl_secs,
     maxTtlSecs: config.auth.max_token_ttl_secs,
     jwksUrl: config.auth.jwks_url,
@@ -94,6 +99,17 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     log,
     kernel,
   });
+  // identity: users, roles, teams with budgets (the gateway's spend guard), the per-request user check
+  const identityD = identity.create({
+    config: config.identity,
+    storage,
+    kernel,
+    keys: apiKeys,
+    usage: usageReader(storage, () => gatewayD.usage),
+    addCheck: (check) => auth.addCheck(check),
+    secret: jwtSecret,
+    clock: opts.wallClock ?? Date.now,
+  });
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models },
     cacheEnabled: config.cache.enabled,
@@ -103,6 +119,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     log,
     cache: cacheD.service,
     meter: limiter,
+    guard: identityD.service.guard,
     isGatewayCredential: auth.isGatewayCredential,
   });
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
@@ -124,7 +141,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     });
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });
 
-  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, opsD];
+  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, opsD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
 
   for (const d of domains) if (d.routes) http = http.use(d.routes);
@@ -148,12 +165,43 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     gateway: gatewayD.service,
     usage: gatewayD.usage,
     prompts: promptsD.service,
+    identity: identityD.service,
     readiness,
     domains,
     bunRoutes: kernel.bunRoutes(native),
     sockets: domains.flatMap((d) => d.sockets ?? []),
     fetch: kernel.fetch,
     startedAt,
+  };
+}
+
+/**
+ * Identity reads the gateway's usage records (spend per key, hourly analytics) through its
+ * UsageReader port; buffered records are written first so that reads see every settled request.
+ */
+function usageReader(storage: Storage, recorder: () => { flush(): void }): identity.UsageReader {
+  return {
+    flush: () => recorder().flush(),
+    spendUsd: (tenantId, keyIds, since) =>
+      keyIds.length === 0
+        ? 0
+        : storage
+            .tenant(tenantId)
+            .get<{ usd: number }>(
+              `SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM usage_records WHERE tenant_id = $tenant AND key_id IN (SELECT value FROM json_each($keys)) AND created_at >= $since`,
+              { keys: JSON.stringify(keyIds), since },
+            )!.usd,
+    hourly: (tenantId, keyId, since, until) =>
+      storage.tenant(tenantId).all<identity.HourlyUsage>(
+        `SELECT substr(created_at, 1, 13) || ':00:00.000Z' AS hour, model, COUNT(*) AS requests, SUM(input_tokens + output_tokens) AS tokens, SUM(cost_usd) AS costUsd
+         FROM usage_records WHERE tenant_id = $tenant AND key_id = $key AND created_at >= $since AND created_at < $until GROUP BY hour, model`,
+        { key: keyId, since, until },
+      ),
+    modelsBefore: (tenantId, keyId, before) =>
+      storage
+        .tenant(tenantId)
+        .all<{ model: string }>(`SELECT DISTINCT model FROM usage_records WHERE tenant_id = $tenant AND key_id = $key AND created_at < $before`, { key: keyId, before })
+        .map((r) => r.model),
   };
 }
 

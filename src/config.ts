@@ -8,6 +8,7 @@ import { GATEWAY_SECTIONS } from "./gateway/config";
 import { CACHE_SECTIONS, checkCacheConfig } from "./cache/config";
 import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
 import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
+import { IDENTITY_SECTIONS } from "./identity/config";
 
 export const ConfigSchema = T.Object({
   ...CORE_SECTIONS,
@@ -15,6 +16,7 @@ export const ConfigSchema = T.Object({
   ...EMBEDDING_SECTIONS,
   ...CACHE_SECTIONS,
   ...RATE_LIMIT_SECTIONS,
+  ...IDENTITY_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;

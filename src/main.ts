@@ -18,8 +18,9 @@ Usage:
   svc [serve]                                    start the gateway (config: SVC_* env, SVC_CONFIG yaml)
   svc token --tenant T [--sub S] [--permissions P1,P2] [--ttl 24h]
                                                  print a signed access token
-  svc keys create --tenant T --name N [--permissions P1,P2]
-                                                 create an API key and print it once
+  svc keys create --tenant T --name N [--permissions P1,P2] [--team TEAM_ID]
+                                                 create an API key and print it once (--team: a virtual
+                                                 key of that team, counted against its budget)
   svc keys list --tenant T                       list a tenant's API keys (never the keys themselves)
   svc keys revoke --tenant T --id ID             revoke an API key
 `;
@@ -41,6 +42,7 @@ async function main(argv: string[]) {
       ttl: { type: "string" },
       name: { type: "string" },
       id: { type: "string" },
+      team: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -90,9 +92,10 @@ async function main(argv: string[]) {
       const keys = app.apiKeys;
       const tenant = need(values.tenant, "--tenant");
       if (sub === "create") {
-        const { key, record } = keys.create(tenant, need(values.name, "--name"), parsePermissions(values.permissions));
-        process.stderr.write(`created API key ${record.id} (${record.name}) for tenant ${tenant}; it is shown only once:\n`);
-        process.stdout.write(key + "\n");
+        const created = app.identity.keys.create(tenant, { name: need(values.name, "--name"), permissions: parsePermissions(values.permissions), teamId: values.team });
+        const team = created.teamId ? ` in team ${created.teamId}` : "";
+        process.stderr.write(`created API key ${created.id} (${created.name}) for tenant ${tenant}${team}; it is shown only once:\n`);
+        process.stdout.write(created.key + "\n");
       } else if (sub === "list") {
         process.stdout.write(JSON.stringify(keys.list(tenant), null, 2) + "\n");
       } else if (sub === "revoke") {

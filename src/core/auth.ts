@@ -15,9 +15,13 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "n
 import { dirname, join } from "node:path";
 import { forbidden, unauthenticated } from "./errors";
 import { randomToken } from "./ids";
+import { implies, type PermissionName } from "./permissions";
 
 export const PERMISSIONS = ["ViewMetrics", "ManageConfig", "ManageKeys", "ViewKeys", "ViewLogs", "WorkspaceAdmin"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
+/** the permission table (core/permissions.ts) names exactly these */
+const _sameNames: [Permission, PermissionName] = ["" as PermissionName, "" as Permission];
+void _sameNames;
 
 export interface Principal {
   tenantId: string;
@@ -27,8 +31,9 @@ export interface Principal {
   keyId?: string;
 }
 
+/** What the held permissions allow, by the one table of core/permissions.ts (the permission audit reads it too). */
 export function hasPermission(p: Principal, perm: Permission): boolean {
-  return p.permissions.has("WorkspaceAdmin") || p.permissions.has(perm);
+  return implies(p.permissions, perm);
 }
 
 export function requirePermission(p: Principal, perm: Permission) {

@@ -139,6 +139,8 @@ export type NativeRoutes = Record<string, Partial<Record<"GET" | "POST" | "PUT" 
 type BunHandler = (request: Request) => Promise<Response>;
 
 interface BodyCheck {
+  /** the route's `perm`: checked before the body (403 before 400) */
+  perm?: Permission;
   schema: TSchema;
   check: TypeCheck<TSchema>;
   optional: boolean;
@@ -146,6 +148,8 @@ interface BodyCheck {
 }
 
 const EMPTY_BODY = Symbol("empty body");
+/** marks the transform of a route's `perm`, so the body check can find the permission to check first */
+const PERM = Symbol("perm");
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export class Kernel {
@@ -203,13 +207,12 @@ export class Kernel {
     return new Elysia({ prefix: prefix.replace(/\/$/, "") })
       .macro({
         perm(permission: Permission) {
-          return {
-            transform({ request }: { request: Request }) {
-              const p = principalOf(request);
-              if (!p) throw new ApiError("authentication_error", "missing credentials");
-              requirePermission(p, permission);
-            },
+          const transform = ({ request }: { request: Request }) => {
+            const p = principalOf(request);
+            if (!p) throw new ApiError("authentication_error", "missing credentials");
+            requirePermission(p, permission);
           };
+          return { transform: Object.assign(transform, { [PERM]: permission }) };
         },
       })
       .derive({ as: "local" }, ({ request }) => ({ principal: principalOf(request) as Principal }));
@@ -363,6 +366,11 @@ export class Kernel {
         if (state) state.route = c.route;
         if ((c.body as unknown) === EMPTY_BODY) c.body = undefined as never;
         const check = kernel.bodyChecks.get(`${c.request.method} ${c.route}`);
+        if (check?.perm) {
+          const p = state?.principal;
+          if (!p) throw new ApiError("authentication_error", "missing credentials");
+          requirePermission(p, check.perm);
+        }
         if (check) c.body = checkBody(check, c.body) as never;
       })
       .onError({ as: "global" }, ({ code, error, request }) => {
@@ -386,13 +394,15 @@ export class Kernel {
         this.labels.add(method, path, path, { ignoreError: true });
         this.templates.push({ method, path });
       }
-    for (const r of app.routes as Array<{ method: string; path: string; hooks?: { body?: unknown } }>) {
+    for (const r of app.routes as Array<{ method: string; path: string; hooks?: { body?: unknown; transform?: unknown } }>) {
       this.labels.add(r.method, r.path, r.path, { ignoreError: true });
       this.templates.push({ method: r.method, path: r.path });
       const schema = r.hooks?.body as TSchema | undefined;
       if (!schema || typeof schema !== "object" || !(Symbol.for("TypeBox.Kind") in schema)) continue;
       if ((schema as unknown as Record<symbol, unknown>)[Symbol.for("TypeBox.Kind")] === "Any") continue;
+      const transforms = [r.hooks?.transform ?? []].flat() as Array<{ [PERM]?: Permission; fn?: { [PERM]?: Permission } }>;
       this.bodyChecks.set(`${r.method} ${r.path}`, {
+        perm: transforms.map((f) => f[PERM] ?? f.fn?.[PERM]).find((p) => p !== undefined),
         schema,
         check: TypeCompiler.Compile(schema),
         optional: (schema as { [OptionalKind]?: string })[OptionalKind] === "Optional",

@@ -1,0 +1,98 @@
+/**
+ * The per-request check of principals (registered with core's Authenticator.addCheck):
+ *  - `sub = "user:<id>"` (tokens that act for a user, e.g. minted by SSO sign-in): the user is
+ *    loaded (cached for `user_cache_ms`, forgotten in-process on every change to the user, its
+ *    assignments or roles, and never past the earliest expiry of its assignments); unknown,
+ *    soft-deleted or SUSPENDED → 401 `authentication_error`; otherwise the principal carries the
+ *    token's permissions ∪ those of the user's unexpired workspace-wide role assignments.
+ *  - `sub = "key:<id>"` on an access token exchanged for an API key: the key id is attached
+ *    (`keyId`), so the key's team budget and analytics apply to the token like to the key.
+ * Everything else passes untouched at the cost of two string prefix tests.
+ */
+import { LRUCache } from "lru-cache";
+import { unauthenticated } from "../core/errors";
+import type { Principal } from "../core/auth";
+import type { ForTenant } from "../storage/scoped";
+import type { KeyRegistry } from "./ports";
+import type { RoleService } from "./roles/service";
+import type { UserStore } from "./users/store";
+import type { WallClock } from "./types";
+
+export const USER_SUB = "user:";
+const KEY_SUB = "key:";
+
+interface Entry {
+  /** wall-clock ms until which this answer holds */
+  until: number;
+  /** why the user is refused, or undefined */
+  refuse?: string;
+  permissions: readonly string[];
+}
+
+export class AccessCheck {
+  private readonly users = new LRUCache<string, Entry>({ max: 50_000 });
+  private readonly keys = new LRUCache<string, boolean>({ max: 50_000, ttl: 60_000 });
+  /** the enriched principal per verified principal (those are memoised), rebuilt when its entry changes */
+  private readonly merged = new WeakMap<Principal, { entry: Entry; principal: Principal }>();
+  /** the principal with its keyId, per verified principal */
+  private readonly withKey = new WeakMap<Principal, Principal>();
+
+  constructor(
+    private readonly userStore: ForTenant<UserStore>,
+    private readonly roles: RoleService,
+    private readonly keyRegistry: KeyRegistry,
+    private readonly clock: WallClock,
+    private readonly ttlMs: number,
+  ) {}
+
+  check = (p: Principal): Principal | void => {
+    const sub = p.sub;
+    if (sub.startsWith(USER_SUB)) return this.user(p, sub.slice(USER_SUB.length));
+    if (p.via === "jwt" && p.keyId === undefined && sub.startsWith(KEY_SUB)) return this.key(p, sub.slice(KEY_SUB.length));
+  };
+
+  /** Forget what is cached about one user, or about every user (a role changed). */
+  forget(tenantId?: string, userId?: string) {
+    if (tenantId !== undefined && userId !== undefined) this.users.delete(`${tenantId}\u0000${userId}`);
+    else this.users.clear();
+  }
+
+  private user(p: Principal, userId: string): Principal {
+    const cacheKey = `${p.tenantId}\u0000${userId}`;
+    const nowMs = this.clock();
+    let e = this.users.get(cacheKey);
+    if (!e || nowMs >= e.until) {
+      e = this.load(p.tenantId, userId, nowMs);
+      this.users.set(cacheKey, e);
+    }
+    if (e.refuse) throw unauthenticated(e.refuse);
+    const m = this.merged.get(p);
+    if (m && m.entry === e) return m.principal;
+    const principal: Principal = { ...p, permissions: new Set([...p.permissions, ...e.permissions]) };
+    this.merged.set(p, { entry: e, principal });
+    return principal;
+  }
+
+  private load(tenantId: string, userId: string, nowMs: number): Entry {
+    const until = nowMs + this.ttlMs;
+    const status = this.userStore(tenantId).statusOf(userId);
+    if (!status) return { until, refuse: "the token's user does not exist in this workspace", permissions: [] };
+    if (status.deleted) return { until, refuse: "the token's user was deleted", permissions: [] };
+    if (status.status !== "ACTIVE") return { until, refuse: "the token's user is suspended", permissions: [] };
+    const eff = this.roles.effective(tenantId, userId);
+    return { until: Math.min(until, eff.validUntil), permissions: eff.permissions };
+  }
+
+  private key(p: Principal, keyId: string): Principal | void {
+    const cacheKey = `${p.tenantId}\u0000${keyId}`;
+    let known = this.keys.get(cacheKey);
+    if (known === undefined) {
+      known = this.keyRegistry.get(p.tenantId, keyId) !== undefined;
+      this.keys.set(cacheKey, known);
+    }
+    if (!known) return;
+    let out = this.withKey.get(p);
+    if (!out) this.withKey.set(p, (out = { ...p, keyId }));
+    return out;
+  }
+}

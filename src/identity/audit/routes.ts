@@ -1,0 +1,20 @@
+/** /api/v1/permissions (doc3 §4.7): permission tree and check of a user; WorkspaceAdmin. */
+import type { Kernel } from "../../core/kernel";
+import { DOC3 } from "../../core/errors";
+import * as S from "../schemas";
+import { tag } from "../http";
+import type { AuditService } from "./service";
+
+export const auditRoutes = (kernel: Kernel, audit: AuditService) =>
+  kernel
+    .mount({ prefix: "/api/v1/permissions", envelope: DOC3 })
+    .get("/tree", ({ principal, query }) => audit.tree(principal.tenantId, query.user_id, query.resource_type), {
+      query: S.TreeQuery,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "A user's roles, their scope and expiry, and the permissions and resource actions they grant", ...tag("permissions") },
+    })
+    .get("/check", ({ principal, query }) => audit.check(principal.tenantId, query), {
+      query: S.CheckQuery,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Whether a user may perform an action on a resource type, and the roles that grant or do not", ...tag("permissions") },
+    });

@@ -1,0 +1,153 @@
+/**
+ * Team budgets, enforced before a proxy request goes upstream (the gateway's SpendGuard port,
+ * implemented structurally here). A request made with a key of a team — or of a sub-team of a
+ * team — whose period spend has reached its `maxBudgetCents` is refused with 429
+ * `rate_limit_error` naming the team's budget, `retry_after_secs` = until the period resets.
+ *
+ * Spend per budgeted team = the `cost_usd` of the usage records of every key of the team and its
+ * live sub-teams since the start of the team's period, read once (after the gateway's buffered
+ * records are written) and then kept current in memory: each admitted request reserves the
+ * estimated cost of a request to its model (the running mean of settled costs of that model in
+ * the workspace; 0 before any) on every budgeted team above its key, and its settle replaces the
+ * reservation with the real cost. Admission compares spend + reservations with the budget, so a
+ * burst can overshoot by at most the in-flight requests' cost beyond their estimates. Any change
+ * to teams or key links drops the workspace's state; it is rebuilt from the records on next use.
+ */
+import { ApiError } from "../core/errors";
+import type { ForTenant } from "../storage/scoped";
+import type { UsageReader } from "./ports";
+import type { TeamStore } from "./teams/store";
+import { centsOf, periodOf } from "./teams/period";
+import { iso, type BudgetPeriod, type WallClock } from "./types";
+
+/** What the gateway passes in (its Spender). */
+export interface SpenderLike {
+  tenantId: string;
+  sub: string;
+  keyId?: string;
+}
+
+export interface Ticket {
+  settle(costUsd: number): void;
+}
+
+interface Budget {
+  teamId: string;
+  name: string;
+  maxCents: number;
+  period: BudgetPeriod;
+}
+
+interface Spent {
+  end: number;
+  usd: number;
+}
+
+interface WorkspaceState {
+  /** key id → the budgeted teams above it, nearest first ([] = none) */
+  chains: Map<string, Budget[]>;
+  spent: Map<string, Spent>;
+}
+
+const FREE: Ticket = { settle() {} };
+/** weight of a new cost in the running mean */
+const ALPHA = 0.2;
+
+export class BudgetGuard {
+  private readonly workspaces = new Map<string, WorkspaceState>();
+  /** tenant → team → reserved USD of admitted, unsettled requests (survives state drops) */
+  private readonly reserved = new Map<string, Map<string, number>>();
+  /** tenant\0model → running mean cost (USD) */
+  private readonly estimates = new Map<string, number>();
+
+  constructor(
+    private readonly teams: ForTenant<TeamStore>,
+    private readonly usage: UsageReader,
+    private readonly clock: WallClock,
+  ) {}
+
+  /** Teams or key links of a workspace changed: rebuild its state on next use. */
+  invalidate(tenantId: string) {
+    this.workspaces.delete(tenantId);
+  }
+
+  admit(spender: SpenderLike, model: string): Ticket {
+    const keyId = spender.keyId;
+    if (keyId === undefined) return FREE;
+    const tenantId = spender.tenantId;
+    let ws = this.workspaces.get(tenantId);
+    if (!ws) this.workspaces.set(tenantId, (ws = { chains: new Map(), spent: new Map() }));
+    let chain = ws.chains.get(keyId);
+    if (!chain) ws.chains.set(keyId, (chain = this.chainOf(tenantId, keyId)));
+    if (chain.length === 0) return FREE;
+
+    const nowMs = this.clock();
+    let reserved = this.reserved.get(tenantId);
+    if (!reserved) this.reserved.set(tenantId, (reserved = new Map()));
+    for (const b of chain) {
+      const spent = this.spentOf(ws, tenantId, b, nowMs);
+      const held = reserved.get(b.teamId) ?? 0;
+      if (centsOf(spent.usd + held) >= b.maxCents) throw exceeded(b, centsOf(spent.usd), spent.end, nowMs);
+    }
+    const estimateKey = `${tenantId}\u0000${model}`;
+    const estimate = this.estimates.get(estimateKey) ?? 0;
+    for (const b of chain) reserved.set(b.teamId, (reserved.get(b.teamId) ?? 0) + estimate);
+    let settled = false;
+    return {
+      settle: (costUsd: number) => {
+        if (settled) return;
+        settled = true;
+        for (const b of chain) {
+          const left = (reserved.get(b.teamId) ?? 0) - estimate;
+          if (left > 1e-12) reserved.set(b.teamId, left);
+          else reserved.delete(b.teamId);
+          // the state may have been rebuilt since admission: the rebuild read the records written
+          // before this request's record, so its cost is added to whatever state is current
+          const spent = this.workspaces.get(tenantId)?.spent.get(b.teamId);
+          if (spent) spent.usd += costUsd;
+        }
+        if (costUsd > 0) {
+          const prev = this.estimates.get(estimateKey);
+          this.estimates.set(estimateKey, prev === undefined ? costUsd : prev + ALPHA * (costUsd - prev));
+        }
+      },
+    };
+  }
+
+  /** The live budgeted teams from the key's team up to the root. */
+  private chainOf(tenantId: string, keyId: string): Budget[] {
+    const s = this.teams(tenantId);
+    const out: Budget[] = [];
+    const seen = new Set<string>();
+    let id = s.teamOfKey(keyId);
+    while (id !== undefined && !seen.has(id)) {
+      seen.add(id);
+      const t = s.get(id);
+      if (!t) break;
+      if (t.maxBudgetCents !== null) out.push({ teamId: t.id, name: t.name, maxCents: t.maxBudgetCents, period: t.budgetPeriod });
+      id = t.parentTeamId ?? undefined;
+    }
+    return out;
+  }
+
+  private spentOf(ws: WorkspaceState, tenantId: string, b: Budget, nowMs: number): Spent {
+    const cur = ws.spent.get(b.teamId);
+    if (cur && nowMs < cur.end) return cur;
+    const { start, end } = periodOf(b.period, nowMs);
+    const s = this.teams(tenantId);
+    this.usage.flush();
+    const spent = { end, usd: this.usage.spendUsd(tenantId, s.keyIdsOf(s.subtree(b.teamId)), iso(start)) };
+    ws.spent.set(b.teamId, spent);
+    return spent;
+  }
+}
+
+function exceeded(b: Budget, spentCents: number, end: number, nowMs: number): ApiError {
+  const retry = Math.max(1, Math.ceil((end - nowMs) / 1000));
+  return new ApiError(
+    "rate_limit_error",
+    `budget exceeded: team "${b.name}" (${b.teamId}) has spent ${spentCents} of its ${b.period} budget of ${b.maxCents} cents; it resets at ${iso(end)}`,
+    { retry_after_secs: retry },
+    { "retry-after": String(retry) },
+  );
+}

@@ -1,0 +1,121 @@
+import type { Migration } from "../storage/migrations";
+
+export const IDENTITY_MIGRATIONS: Migration[] = [
+  {
+    id: "0001_users_roles",
+    up: `
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        email TEXT NOT NULL,
+        email_lower TEXT NOT NULL,
+        name TEXT,
+        external_id TEXT,
+        identity_provider TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL,
+        search_text TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+      );
+      CREATE UNIQUE INDEX users_email ON users(tenant_id, email_lower) WHERE deleted_at IS NULL;
+      CREATE INDEX users_tenant_created ON users(tenant_id, created_at);
+      CREATE INDEX users_external ON users(tenant_id, external_id);
+
+      CREATE TABLE roles (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        name_lower TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        permissions TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX roles_name ON roles(tenant_id, name_lower);
+
+      CREATE TABLE role_assignments (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        role_id TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        expires_at TEXT,
+        assigned_by TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX role_assignments_unique ON role_assignments(tenant_id, user_id, role_id, scope);
+      CREATE INDEX role_assignments_role ON role_assignments(tenant_id, role_id);
+    `,
+  },
+  {
+    id: "0002_teams",
+    up: `
+      CREATE TABLE teams (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        name_lower TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        parent_team_id TEXT,
+        max_budget_cents INTEGER,
+        budget_period TEXT NOT NULL,
+        external_id TEXT,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT
+      );
+      CREATE UNIQUE INDEX teams_name ON teams(tenant_id, name_lower) WHERE deleted_at IS NULL;
+      CREATE INDEX teams_parent ON teams(tenant_id, parent_team_id);
+      CREATE INDEX teams_external ON teams(tenant_id, external_id);
+
+      CREATE TABLE team_members (
+        tenant_id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, team_id, user_id)
+      );
+      CREATE INDEX team_members_user ON team_members(tenant_id, user_id);
+
+      -- virtual keys (api_keys of the keys domain) assigned to a team: at most one team per key
+      CREATE TABLE team_keys (
+        tenant_id TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        team_id TEXT NOT NULL,
+        assigned_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, key_id)
+      );
+      CREATE INDEX team_keys_team ON team_keys(tenant_id, team_id);
+    `,
+  },
+  {
+    id: "0003_invitations",
+    up: `
+      CREATE TABLE invitations (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        email TEXT NOT NULL,
+        email_lower TEXT NOT NULL,
+        role_id TEXT,
+        message TEXT,
+        status TEXT NOT NULL,
+        token_version INTEGER NOT NULL DEFAULT 1,
+        invited_by TEXT,
+        expires_at TEXT NOT NULL,
+        email_status TEXT NOT NULL,
+        email_error TEXT,
+        sent_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        accepted_at TEXT,
+        accepted_user_id TEXT,
+        revoked_at TEXT
+      );
+      CREATE INDEX invitations_tenant_created ON invitations(tenant_id, created_at);
+      CREATE INDEX invitations_email ON invitations(tenant_id, email_lower, status);
+    `,
+  },
+];

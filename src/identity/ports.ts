@@ -1,0 +1,52 @@
+/**
+ * What the identity domain needs from other domains, declared here (the composition root hands in
+ * the implementations; the type check proves they fit):
+ *  - KeyRegistry: svc API keys, the virtual keys teams own (src/keys' ApiKeyService fits);
+ *  - UsageReader: the gateway's usage records (spend of keys, hourly analytics), read after the
+ *    gateway's buffered records were written, so reads see every settled request;
+ *  - AddCheck: registers the per-request check of principals (core's Authenticator.addCheck).
+ */
+import type { PrincipalCheck } from "../core/auth";
+
+export interface KeyRecord {
+  id: string;
+  tenantId: string;
+  name: string;
+  prefix: string;
+  permissions: string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface KeyRegistry {
+  /** a new key; the plain key is returned once */
+  create(tenantId: string, name: string, permissions?: string[]): { key: string; record: KeyRecord };
+  list(tenantId: string): KeyRecord[];
+  get(tenantId: string, id: string): KeyRecord | undefined;
+  /** throws not_found when no active key has this id */
+  revoke(tenantId: string, id: string): void;
+}
+
+/** One hour of one key's usage with one model. */
+export interface HourlyUsage {
+  /** start of the hour, ISO 8601 UTC */
+  hour: string;
+  model: string;
+  requests: number;
+  tokens: number;
+  costUsd: number;
+}
+
+export interface UsageReader {
+  /** write the gateway's buffered usage records now */
+  flush(): void;
+  /** list-price spend (USD) of these keys' records created at or after `since` (ISO 8601) */
+  spendUsd(tenantId: string, keyIds: readonly string[], since: string): number;
+  /** one key's usage per hour and model in [since, until) */
+  hourly(tenantId: string, keyId: string, since: string, until: string): HourlyUsage[];
+  /** the models a key used before `before` */
+  modelsBefore(tenantId: string, keyId: string, before: string): string[];
+}
+
+export type AddCheck = (check: PrincipalCheck) => void;

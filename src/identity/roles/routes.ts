@@ -1,0 +1,36 @@
+/** /api/v1/roles (doc3 §4.5): built-in and custom roles; ManageKeys. */
+import type { Kernel } from "../../core/kernel";
+import { DOC3 } from "../../core/errors";
+import { pageOf, snakePageEnvelope } from "../../core/pagination";
+import * as S from "../schemas";
+import { tag } from "../http";
+import { deleted } from "../types";
+import type { RoleService } from "./service";
+
+export const roleRoutes = (kernel: Kernel, roles: RoleService) =>
+  kernel
+    .mount({ prefix: "/api/v1/roles", envelope: DOC3 })
+    .get("", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = roles.list(principal.tenantId, { name: query.name, is_system: query.is_system, permission: query.permission, offset: page.offset, limit: page.limit });
+      return snakePageEnvelope("roles", items, total, page);
+    }, { query: S.RoleListQuery, perm: "ManageKeys", detail: { summary: "List roles: built-in first, then custom, by name", ...tag("roles") } })
+    .post("", ({ principal, body, set }) => {
+      set.status = 201;
+      return roles.create(principal.tenantId, body);
+    }, { body: S.RoleCreate, perm: "ManageKeys", detail: { summary: "Create a custom role (409 on a duplicate name)", ...tag("roles") } })
+    .get("/:id", ({ principal, params }) => roles.require(principal.tenantId, params.id), {
+      params: S.IdParams,
+      perm: "ManageKeys",
+      detail: { summary: "Get a role", ...tag("roles") },
+    })
+    .patch("/:id", ({ principal, params, body }) => roles.update(principal.tenantId, params.id, body), {
+      params: S.IdParams,
+      body: S.RoleUpdate,
+      perm: "ManageKeys",
+      detail: { summary: "Update a custom role partially (built-in roles: 409)", ...tag("roles") },
+    })
+    .delete("/:id", ({ principal, params }) => {
+      roles.remove(principal.tenantId, params.id);
+      return deleted(params.id);
+    }, { params: S.IdParams, perm: "ManageKeys", detail: { summary: "Delete a custom role and its assignments (built-in roles: 409)", ...tag("roles") } });

@@ -1,0 +1,232 @@
+/**
+ * Roles and assignments (doc3 §4.5). Built-in roles (builtin.ts) are listed first and cannot be
+ * changed; custom roles are per workspace, names unique case-insensitively (built-in names
+ * included). An assignment is (user, role, scope) with an optional expiry: from the moment it
+ * expires it grants nothing — every reader compares with the clock, no job has to run.
+ */
+import { badRequest, conflict, forbidden, notFound } from "../../core/errors";
+import { uuid } from "../../core/ids";
+import type { Listed } from "../../core/pagination";
+import type { ForTenant } from "../../storage/scoped";
+import { implies, PERMISSION_NAMES, RESOURCE_TYPES } from "../../core/permissions";
+import { fold, iso, uniqueOr409, type Assignment, type Role, type WallClock } from "../types";
+import type { UserService } from "../users/service";
+import { BUILTIN_ROLES, builtinById, builtinByName } from "./builtin";
+import type { AssignmentRow, RoleStore } from "./store";
+
+export const ROLE_LIMITS = { name: 128, description: 1_000, scope: 256 } as const;
+export const WORKSPACE_SCOPE = "workspace";
+/** `workspace`, or `<resource_type>:<resource id>` */
+const SCOPE_RE = new RegExp(`^(${WORKSPACE_SCOPE}|(${RESOURCE_TYPES.join("|")}):[A-Za-z0-9._:@/-]{1,200})$`);
+
+export interface RoleInput {
+  name: string;
+  description?: string;
+  permissions: string[];
+}
+
+export interface AssignInput {
+  roleId: string;
+  scope?: string | null;
+  expiresAt?: string | null;
+}
+
+/** An assignment as the check and the audit see it: its role resolved. */
+export interface Held {
+  row: AssignmentRow;
+  role: Role;
+  expired: boolean;
+}
+
+function checkPermissions(perms: string[]) {
+  for (const p of perms) if (!(PERMISSION_NAMES as string[]).includes(p)) throw badRequest(`permissions: unknown permission "${p}" (one of ${PERMISSION_NAMES.join(", ")})`);
+}
+
+const dupName = (name: string) => conflict(`a role named ${name} already exists in this workspace`);
+const systemRole = (r: Role) => conflict(`built-in role ${r.name} cannot be changed or deleted`);
+
+export class RoleService {
+  constructor(
+    private readonly store: ForTenant<RoleStore>,
+    private readonly users: UserService,
+    private readonly clock: WallClock,
+    private readonly changed: (tenantId: string, userId?: string) => void,
+  ) {}
+
+  // ------------------------------------------------------------------ roles
+
+  get(tenantId: string, id: string): Role | undefined {
+    return builtinById(id) ?? this.store(tenantId).get(id);
+  }
+
+  require(tenantId: string, id: string): Role {
+    const r = this.get(tenantId, id);
+    if (!r) throw notFound("role");
+    return r;
+  }
+
+  findByName(tenantId: string, name: string): Role | undefined {
+    return builtinByName(name) ?? this.store(tenantId).byName(name);
+  }
+
+  /** built-in roles first (by name), then custom roles by name */
+  list(tenantId: string, q: { name?: string; is_system?: boolean; permission?: string; offset: number; limit: number }): Listed<Role> {
+    const needle = q.name ? fold(q.name) : undefined;
+    const builtins =
+      q.is_system === false
+        ? []
+        : BUILTIN_ROLES.filter((r) => (!needle || r.name.includes(needle)) && (!q.permission || r.permissions.includes(q.permission)));
+    const pageBuiltins = builtins.slice(q.offset, q.offset + q.limit);
+    if (q.is_system === true) return { items: pageBuiltins, total: builtins.length };
+    const customOffset = Math.max(0, q.offset - builtins.length);
+    const custom = this.store(tenantId).list({ name: q.name, permission: q.permission }, q.limit - pageBuiltins.length, customOffset);
+    return { items: [...pageBuiltins, ...(pageBuiltins.length < q.limit ? custom.items : [])], total: builtins.length + custom.total };
+  }
+
+  create(tenantId: string, input: RoleInput): Role {
+    checkPermissions(input.permissions);
+    const s = this.store(tenantId);
+    const at = iso(this.clock());
+    const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(input.permissions)], is_system: false, created_at: at, updated_at: at };
+    return s.db.tx(() => {
+      if (this.findByName(tenantId, role.name)) throw dupName(role.name);
+      uniqueOr409(() => s.insert(role), () => dupName(role.name));
+      return role;
+    });
+  }
+
+  update(tenantId: string, id: string, patch: Partial<RoleInput>): Role {
+    if (patch.permissions) checkPermissions(patch.permissions);
+    const builtin = builtinById(id);
+    if (builtin) throw systemRole(builtin);
+    const s = this.store(tenantId);
+    const role = s.db.tx(() => {
+      const r = s.get(id);
+      if (!r) throw notFound("role");
+      const next: Role = {
+        ...r,
+        name: patch.name ?? r.name,
+        description: patch.description ?? r.description,
+        permissions: patch.permissions ? [...new Set(patch.permissions)] : r.permissions,
+        updated_at: iso(this.clock()),
+      };
+      if (fold(next.name) !== fold(r.name) && this.findByName(tenantId, next.name)) throw dupName(next.name);
+      uniqueOr409(() => s.update(next), () => dupName(next.name));
+      return next;
+    });
+    this.changed(tenantId);
+    return role;
+  }
+
+  /** a custom role and every assignment of it */
+  remove(tenantId: string, id: string): void {
+    const builtin = builtinById(id);
+    if (builtin) throw systemRole(builtin);
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      if (!s.get(id)) throw notFound("role");
+      s.delete(id);
+    });
+    this.changed(tenantId);
+  }
+
+  // ------------------------------------------------------------------ assignments
+
+  /**
+   * Assign a role (idempotent for the same role and scope: the expiry is updated). `created` says
+   * whether a new assignment was made.
+   */
+  assign(tenantId: string, userId: string, input: AssignInput, by?: string, held?: ReadonlySet<string>): Assignment & { created: boolean } {
+    const scope = input.scope ?? WORKSPACE_SCOPE;
+    if (scope.length > ROLE_LIMITS.scope || !SCOPE_RE.test(scope))
+      throw badRequest(`scope: "${WORKSPACE_SCOPE}" or "<resource_type>:<resource id>" with a resource type of ${RESOURCE_TYPES.join(", ")}`);
+    const nowMs = this.clock();
+    let expiresAt: string | null = null;
+    if (input.expiresAt != null) {
+      const ms = Date.parse(input.expiresAt);
+      if (Number.isNaN(ms)) throw badRequest("expiresAt: expected an ISO 8601 date-time");
+      if (ms <= nowMs) throw badRequest("expiresAt: must be in the future");
+      expiresAt = iso(ms);
+    }
+    this.users.require(tenantId, userId);
+    const role = this.require(tenantId, input.roleId);
+    // nobody grants what they do not hold (a ManageKeys holder cannot make anyone an admin)
+    if (held) for (const p of role.permissions) if (!implies(held, p)) throw forbidden(`cannot assign role ${role.name}: it grants ${p}, which the caller does not hold`);
+    const s = this.store(tenantId);
+    const out = s.db.tx(() => {
+      const existing = s.assignment(userId, role.id, scope);
+      if (existing) {
+        s.setExpiry(existing.id, expiresAt, by ?? null);
+        return { row: { ...existing, expires_at: expiresAt, assigned_by: by ?? existing.assigned_by }, created: false };
+      }
+      const row: AssignmentRow = { id: uuid(), user_id: userId, role_id: role.id, scope, expires_at: expiresAt, assigned_by: by ?? null, created_at: iso(nowMs) };
+      s.insertAssignment(row);
+      return { row, created: true };
+    });
+    this.changed(tenantId, userId);
+    return { ...this.view({ row: out.row, role, expired: false }), created: out.created };
+  }
+
+  /** every assignment of a live user, expired ones included (marked) */
+  assignments(tenantId: string, userId: string): Assignment[] {
+    this.users.require(tenantId, userId);
+    return this.held(tenantId, userId).map((h) => this.view(h));
+  }
+
+  /** Revoke a user's assignments of a role (every scope, or one). */
+  revoke(tenantId: string, userId: string, roleId: string, scope?: string): number {
+    this.users.require(tenantId, userId);
+    const n = this.store(tenantId).revoke(userId, roleId, scope ?? null);
+    if (n === 0) throw notFound("role assignment");
+    this.changed(tenantId, userId);
+    return n;
+  }
+
+  /** Assignments with their roles resolved, expired or not (roles deleted since are skipped). */
+  held(tenantId: string, userId: string): Held[] {
+    const s = this.store(tenantId);
+    const rows = s.assignments(userId);
+    const custom = new Map(s.byIds(rows.filter((r) => !builtinById(r.role_id)).map((r) => r.role_id)).map((r) => [r.id, r]));
+    const nowMs = this.clock();
+    const out: Held[] = [];
+    for (const row of rows) {
+      const role = builtinById(row.role_id) ?? custom.get(row.role_id);
+      if (role) out.push({ row, role, expired: row.expires_at !== null && Date.parse(row.expires_at) <= nowMs });
+    }
+    return out;
+  }
+
+  /**
+   * What the user's unexpired workspace-wide assignments grant now, and until when that answer
+   * holds (the earliest expiry among them; Infinity without one).
+   */
+  effective(tenantId: string, userId: string): { permissions: string[]; validUntil: number } {
+    const perms = new Set<string>();
+    let validUntil = Infinity;
+    for (const h of this.held(tenantId, userId)) {
+      if (h.expired || h.row.scope !== WORKSPACE_SCOPE) continue;
+      for (const p of h.role.permissions) perms.add(p);
+      if (h.row.expires_at) validUntil = Math.min(validUntil, Date.parse(h.row.expires_at));
+    }
+    return { permissions: [...perms], validUntil };
+  }
+
+  /** The permissions a user's unexpired workspace-wide role assignments grant now. */
+  permissionsOf(tenantId: string, userId: string): string[] {
+    return this.effective(tenantId, userId).permissions;
+  }
+
+  private view(h: Held): Assignment {
+    return {
+      id: h.row.id,
+      userId: h.row.user_id,
+      roleId: h.role.id,
+      roleName: h.role.name,
+      scope: h.row.scope,
+      expiresAt: h.row.expires_at,
+      expired: h.expired,
+      assignedBy: h.row.assigned_by,
+      createdAt: h.row.created_at,
+    };
+  }
+}

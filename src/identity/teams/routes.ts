@@ -1,0 +1,72 @@
+/** /api/v1/teams (doc3 §4.3, camelCase): teams, their virtual keys, spend and members; WorkspaceAdmin. */
+import { t } from "elysia";
+import type { Kernel } from "../../core/kernel";
+import { DOC3 } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import * as S from "../schemas";
+import { actor, tag } from "../http";
+import { deleted, type Team } from "../types";
+import type { VirtualKeyService } from "../keys/service";
+import type { TeamService } from "./service";
+
+/** A team as the API shows it (camelCase throughout). */
+export const teamView = ({ external_id, ...t }: Team) => ({ ...t, externalId: external_id });
+
+export const teamRoutes = (kernel: Kernel, teams: TeamService, keys: VirtualKeyService) => {
+  const members = (tenantId: string, id: string) => {
+    const userIds = teams.members(tenantId, id);
+    return { teamId: id, userIds, total: userIds.length };
+  };
+  return kernel
+    .mount({ prefix: "/api/v1/teams", envelope: DOC3 })
+    .post("", ({ principal, body, set }) => {
+      set.status = 201;
+      return teamView(teams.create(principal.tenantId, body, actor(principal)));
+    }, { body: S.TeamCreate, perm: "WorkspaceAdmin", detail: { summary: "Create a team", ...tag("teams") } })
+    .get("", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = teams.list(principal.tenantId, { offset: page.offset, limit: page.limit, includeDeleted: query.includeDeleted });
+      return pageEnvelope("teams", items.map(teamView), total, page);
+    }, { query: S.TeamListQuery, perm: "WorkspaceAdmin", detail: { summary: "List teams (soft-deleted ones with includeDeleted=true)", ...tag("teams") } })
+    .get("/:id", ({ principal, params }) => teamView(teams.require(principal.tenantId, params.id)), {
+      params: S.IdParams,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Get a team", ...tag("teams") },
+    })
+    .put("/:id", ({ principal, params, body }) => teamView(teams.update(principal.tenantId, params.id, body)), {
+      params: S.IdParams,
+      body: S.TeamUpdate,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Update a team partially", ...tag("teams") },
+    })
+    .delete("/:id", ({ principal, params }) => {
+      teams.remove(principal.tenantId, params.id);
+      return deleted(params.id);
+    }, { params: S.IdParams, perm: "WorkspaceAdmin", detail: { summary: "Soft-delete a team: its keys are unlinked, not revoked", ...tag("teams") } })
+    .get("/:id/keys", ({ principal, params }) => {
+      const items = teams.keys(principal.tenantId, params.id).map((k) => keys.view(k, params.id));
+      return { keys: items, total: items.length };
+    }, { params: S.IdParams, perm: "WorkspaceAdmin", detail: { summary: "Virtual keys assigned to the team", ...tag("teams") } })
+    .get("/:id/spend", ({ principal, params }) => teams.spend(principal.tenantId, params.id), {
+      params: S.IdParams,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Spend in the current budget period (totalSpendCents includes sub-teams)", ...tag("teams") },
+    })
+    .get("/:id/members", ({ principal, params }) => members(principal.tenantId, params.id), {
+      params: S.IdParams,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "The team's members (user ids)", ...tag("teams") },
+    })
+    .post("/:id/members", ({ principal, params, body }) => {
+      teams.addMembers(principal.tenantId, params.id, body.userIds);
+      return members(principal.tenantId, params.id);
+    }, { params: S.IdParams, body: S.MembersBody, perm: "WorkspaceAdmin", detail: { summary: "Add members", ...tag("teams") } })
+    .put("/:id/members", ({ principal, params, body }) => {
+      teams.setMembers(principal.tenantId, params.id, body.userIds);
+      return members(principal.tenantId, params.id);
+    }, { params: S.IdParams, body: t.Object({ userIds: t.Array(S.Uuid, { maxItems: 1000 }) }), perm: "WorkspaceAdmin", detail: { summary: "Replace the members", ...tag("teams") } })
+    .delete("/:id/members/:user_id", ({ principal, params }) => {
+      teams.removeMembers(principal.tenantId, params.id, [params.user_id]);
+      return members(principal.tenantId, params.id);
+    }, { params: t.Object({ id: S.Uuid, user_id: S.Uuid }), perm: "WorkspaceAdmin", detail: { summary: "Remove a member", ...tag("teams") } });
+};

@@ -1,0 +1,247 @@
+/**
+ * Teams (doc3 §4.3): hierarchical (parentTeamId in the same workspace, never a cycle), a budget
+ * in USD cents per period over the virtual keys assigned to them, members (users; SCIM groups map
+ * onto teams), soft delete (keys unlinked, not revoked; children move up to the deleted team's
+ * parent so the budgets above them still apply).
+ */
+import { badRequest, conflict, notFound } from "../../core/errors";
+import { uuid } from "../../core/ids";
+import type { Listed } from "../../core/pagination";
+import type { ForTenant } from "../../storage/scoped";
+import { BUDGET_PERIODS, iso, uniqueOr409, type BudgetPeriod, type Team, type WallClock } from "../types";
+import type { KeyRecord, KeyRegistry, UsageReader } from "../ports";
+import type { UserStore } from "../users/store";
+import type { TeamStore } from "./store";
+import { centsOf, periodOf } from "./period";
+
+export const TEAM_LIMITS = { name: 128, description: 2_000, externalId: 256, maxBudgetCents: 1e13, members: 10_000 } as const;
+
+export interface TeamInput {
+  name: string;
+  description?: string;
+  parentTeamId?: string | null;
+  maxBudgetCents?: number | null;
+  budgetPeriod?: BudgetPeriod;
+  external_id?: string | null;
+}
+
+export type TeamPatch = Partial<TeamInput>;
+
+export interface TeamSpend {
+  teamId: string;
+  totalSpendCents: number;
+  teamSpendCents: number;
+  totalKeys: number;
+  activeKeys: number;
+  maxBudgetCents: number | null;
+  budgetPeriod: BudgetPeriod;
+  periodStart: string;
+  periodEnd: string;
+}
+
+function checkFields(t: TeamPatch) {
+  if (t.name !== undefined && (t.name.length < 1 || t.name.length > TEAM_LIMITS.name)) throw badRequest(`name: 1 to ${TEAM_LIMITS.name} characters`);
+  if (t.description !== undefined && t.description.length > TEAM_LIMITS.description) throw badRequest(`description: at most ${TEAM_LIMITS.description} characters`);
+  if (t.external_id != null && t.external_id.length > TEAM_LIMITS.externalId) throw badRequest(`external_id: at most ${TEAM_LIMITS.externalId} characters`);
+  if (t.maxBudgetCents != null && (!Number.isInteger(t.maxBudgetCents) || t.maxBudgetCents < 0 || t.maxBudgetCents > TEAM_LIMITS.maxBudgetCents))
+    throw badRequest(`maxBudgetCents: an integer from 0 to ${TEAM_LIMITS.maxBudgetCents}, or null for no limit`);
+  if (t.budgetPeriod !== undefined && !BUDGET_PERIODS.includes(t.budgetPeriod)) throw badRequest(`budgetPeriod: one of ${BUDGET_PERIODS.join(", ")}`);
+}
+
+const dupName = (name: string) => conflict(`a team named ${name} already exists in this workspace`);
+
+export class TeamService {
+  constructor(
+    private readonly store: ForTenant<TeamStore>,
+    private readonly users: ForTenant<UserStore>,
+    private readonly keyRegistry: KeyRegistry,
+    private readonly usage: UsageReader,
+    private readonly clock: WallClock,
+    /** budgets depend on the hierarchy, budgets and key links: told on every such change */
+    private readonly changed: (tenantId: string) => void,
+  ) {}
+
+  create(tenantId: string, input: TeamInput, by?: string): Team {
+    checkFields(input);
+    const s = this.store(tenantId);
+    const at = iso(this.clock());
+    const team: Team = {
+      id: uuid(),
+      name: input.name,
+      description: input.description ?? "",
+      parentTeamId: input.parentTeamId ?? null,
+      maxBudgetCents: input.maxBudgetCents ?? null,
+      budgetPeriod: input.budgetPeriod ?? "monthly",
+      external_id: input.external_id ?? null,
+      createdBy: by ?? null,
+      createdAt: at,
+      updatedAt: at,
+      deletedAt: null,
+    };
+    s.db.tx(() => {
+      if (team.parentTeamId !== null && !s.get(team.parentTeamId)) throw notFound("parent team");
+      if (s.byName(team.name)) throw dupName(team.name);
+      uniqueOr409(() => s.insert(team), () => dupName(team.name));
+    });
+    this.changed(tenantId);
+    return team;
+  }
+
+  get(tenantId: string, id: string): Team | undefined {
+    return this.store(tenantId).get(id);
+  }
+
+  require(tenantId: string, id: string): Team {
+    const t = this.get(tenantId, id);
+    if (!t) throw notFound("team");
+    return t;
+  }
+
+  findByName(tenantId: string, name: string): Team | undefined {
+    return this.store(tenantId).byName(name);
+  }
+
+  findByExternalId(tenantId: string, externalId: string): Team | undefined {
+    return this.store(tenantId).byExternalId(externalId);
+  }
+
+  list(tenantId: string, q: { offset: number; limit: number; includeDeleted?: boolean }): Listed<Team> {
+    return this.store(tenantId).list(q.includeDeleted === true, q.limit, q.offset);
+  }
+
+  update(tenantId: string, id: string, patch: TeamPatch): Team {
+    checkFields(patch);
+    const s = this.store(tenantId);
+    const team = s.db.tx(() => {
+      const t = s.get(id);
+      if (!t) throw notFound("team");
+      const next: Team = { ...t, updatedAt: iso(this.clock()) };
+      if (patch.name !== undefined) next.name = patch.name;
+      if (patch.description !== undefined) next.description = patch.description;
+      if (patch.maxBudgetCents !== undefined) next.maxBudgetCents = patch.maxBudgetCents;
+      if (patch.budgetPeriod !== undefined) next.budgetPeriod = patch.budgetPeriod;
+      if (patch.external_id !== undefined) next.external_id = patch.external_id;
+      if (patch.parentTeamId !== undefined && patch.parentTeamId !== t.parentTeamId) {
+        if (patch.parentTeamId !== null) {
+          if (patch.parentTeamId === id) throw badRequest("parentTeamId: a team cannot be its own parent");
+          if (!s.get(patch.parentTeamId)) throw notFound("parent team");
+          if (s.subtree(id).includes(patch.parentTeamId)) throw badRequest("parentTeamId: a team cannot move under one of its own sub-teams (cycle)");
+        }
+        next.parentTeamId = patch.parentTeamId;
+      }
+      if (next.name.toLowerCase() !== t.name.toLowerCase()) {
+        const other = s.byName(next.name);
+        if (other && other.id !== id) throw dupName(next.name);
+      }
+      uniqueOr409(() => s.update(next), () => dupName(next.name));
+      return next;
+    });
+    this.changed(tenantId);
+    return team;
+  }
+
+  /** soft delete: keys unlinked (not revoked), sub-teams moved to this team's parent */
+  remove(tenantId: string, id: string): void {
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      const t = s.get(id);
+      if (!t) throw notFound("team");
+      const at = iso(this.clock());
+      s.unlinkKeys(id);
+      s.reparentChildren(id, t.parentTeamId, at);
+      s.update({ ...t, updatedAt: at, deletedAt: at });
+    });
+    this.changed(tenantId);
+  }
+
+  // ------------------------------------------------------------------ members
+
+  members(tenantId: string, teamId: string): string[] {
+    this.require(tenantId, teamId);
+    return this.store(tenantId).members(teamId);
+  }
+
+  addMembers(tenantId: string, teamId: string, userIds: string[]): void {
+    this.changeMembers(tenantId, teamId, userIds, (s, at) => {
+      for (const u of userIds) s.addMember(teamId, u, at);
+    });
+  }
+
+  removeMembers(tenantId: string, teamId: string, userIds: string[]): void {
+    this.changeMembers(tenantId, teamId, [], (s) => {
+      for (const u of userIds) s.removeMember(teamId, u);
+    });
+  }
+
+  setMembers(tenantId: string, teamId: string, userIds: string[]): void {
+    this.changeMembers(tenantId, teamId, userIds, (s, at) => {
+      s.clearMembers(teamId);
+      for (const u of userIds) s.addMember(teamId, u, at);
+    });
+  }
+
+  private changeMembers(tenantId: string, teamId: string, mustExist: string[], fn: (s: TeamStore, at: string) => void) {
+    const s = this.store(tenantId);
+    const unique = [...new Set(mustExist)];
+    if (unique.length > TEAM_LIMITS.members) throw badRequest(`at most ${TEAM_LIMITS.members} members at once`);
+    s.db.tx(() => {
+      if (!s.get(teamId)) throw notFound("team");
+      const live = this.users(tenantId).liveIds(unique);
+      const missing = unique.find((u) => !live.has(u));
+      if (missing) throw notFound(`user ${missing}`);
+      fn(s, iso(this.clock()));
+    });
+  }
+
+  // ------------------------------------------------------------------ virtual keys and spend
+
+  /** the team's virtual keys (revoked ones included) */
+  keys(tenantId: string, teamId: string): KeyRecord[] {
+    this.require(tenantId, teamId);
+    const ids = new Set(this.store(tenantId).keyIds(teamId));
+    return this.keyRegistry.list(tenantId).filter((k) => ids.has(k.id));
+  }
+
+  teamOfKey(tenantId: string, keyId: string): string | null {
+    return this.store(tenantId).teamOfKey(keyId) ?? null;
+  }
+
+  /** Assign a key to a live team, or unlink it (null). */
+  assignKey(tenantId: string, keyId: string, teamId: string | null): void {
+    if (!this.keyRegistry.get(tenantId, keyId)) throw notFound("virtual key");
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      if (teamId !== null && !s.get(teamId)) throw notFound("team");
+      s.setKeyTeam(keyId, teamId, iso(this.clock()));
+    });
+    this.changed(tenantId);
+  }
+
+  /**
+   * Spend in the team's current budget period from the usage records (buffered ones written
+   * first): `teamSpendCents` = the team's own keys, `totalSpendCents` = its keys and every live
+   * sub-team's (what its budget is enforced on). Keys count for the team they are assigned to now.
+   */
+  spend(tenantId: string, teamId: string): TeamSpend {
+    const team = this.require(tenantId, teamId);
+    const s = this.store(tenantId);
+    const { start, end } = periodOf(team.budgetPeriod, this.clock());
+    const since = iso(start);
+    this.usage.flush();
+    const own = s.keyIds(teamId);
+    const all = s.keyIdsOf(s.subtree(teamId));
+    const ownSet = new Set(own);
+    const keys = this.keyRegistry.list(tenantId).filter((k) => ownSet.has(k.id));
+    return {
+      teamId,
+      totalSpendCents: centsOf(this.usage.spendUsd(tenantId, all, since)),
+      teamSpendCents: centsOf(this.usage.spendUsd(tenantId, own, since)),
+      totalKeys: keys.length,
+      activeKeys: keys.filter((k) => !k.revokedAt).length,
+      maxBudgetCents: team.maxBudgetCents,
+      budgetPeriod: team.budgetPeriod,
+      periodStart: since,
+      periodEnd: iso(end),
+    };
+  }
+}
