@@ -22,6 +22,7 @@ import * as gateway from "./gateway";
 import * as prompts from "./prompts";
 import * as ops from "./ops";
 import * as identity from "./identity";
+import * as mcp from "./mcp";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
@@ -35,7 +36,11 @@ export interface AppOptions {
   limiter?: RequestLimiter & gateway.TokenMeter;
   completer?: prompts.Completer;
   embedder?: Embedder;
-  /** wall clock in ms (identity: assignment and invitation expiry, budget periods); default Date.now */
+  /**
+   * wall clock in ms (identity: assignment and invitation expiry, budget periods; MCP: health,
+   * caches, connections); default: Date.now, or — when only `clock` is given — a wall clock that
+   * advances with that fake clock
+   */
   wallClock?: () => number;
 }
 
@@ -58,6 +63,7 @@ export interface App {
   usage: ReturnType<typeof gateway.create>["usage"];
   prompts: prompts.PromptServices;
   identity: identity.IdentityServices;
+  mcp: mcp.McpServices;
   /** named readiness checks behind /ready (a registry: tests may replace a check) */
   readiness: Record<string, () => boolean>;
   domains: Domain[];
@@ -100,6 +106,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     kernel,
   });
   // identity: users, roles, teams with budgets (the gateway's spend guard), the per-request user check
+  const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
   const identityD = identity.create({
     config: config.identity,
     storage,
@@ -108,7 +115,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     usage: usageReader(storage, () => gatewayD.usage),
     addCheck: (check) => auth.addCheck(check),
     secret: jwtSecret,
-    clock: opts.wallClock ?? Date.now,
+    clock: wallClock,
   });
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models },
@@ -125,6 +132,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
+  const mcpD = mcp.create({ storage, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
   const readiness: Record<string, () => boolean> = {
     database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
     migrations: () => db.pendingMigrations().length === 0,
@@ -136,12 +144,12 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       app: http,
       kernel,
       info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
-      operations: gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })),
+      operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });
 
-  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, opsD];
+  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, opsD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
 
   for (const d of domains) if (d.routes) http = http.use(d.routes);
@@ -166,6 +174,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     usage: gatewayD.usage,
     prompts: promptsD.service,
     identity: identityD.service,
+    mcp: mcpD.service,
     readiness,
     domains,
     bunRoutes: kernel.bunRoutes(native),
@@ -211,6 +220,13 @@ function usageReader(storage: Storage, recorder: () => { flush(): void }): ident
  */
 export function startApp(app: App) {
   for (const d of app.domains) d.start?.();
+}
+
+/** A wall clock (ms since the epoch) that advances with a test's fake clock. */
+function followClock(c: Clock): () => number {
+  const t0 = c.now();
+  const w0 = Date.now();
+  return () => w0 + (c.now() - t0);
 }
 
 /** Close every domain (reverse order of creation), then the database. */

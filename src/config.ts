@@ -9,6 +9,7 @@ import { CACHE_SECTIONS, checkCacheConfig } from "./cache/config";
 import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
 import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
 import { IDENTITY_SECTIONS } from "./identity/config";
+import { MCP_SECTIONS } from "./mcp/config";
 
 export const ConfigSchema = T.Object({
   ...CORE_SECTIONS,
@@ -17,6 +18,7 @@ export const ConfigSchema = T.Object({
   ...CACHE_SECTIONS,
   ...RATE_LIMIT_SECTIONS,
   ...IDENTITY_SECTIONS,
+  ...MCP_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;

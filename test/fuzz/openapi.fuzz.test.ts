@@ -83,7 +83,8 @@ const errorTypeOf = (body: Json): string | undefined => body?.error?.type ?? bod
 const segment = fc.oneof(
   fc.uuid(),
   fc.string({ minLength: 1, maxLength: 40 }).map((s) => encodeURIComponent(s)),
-  fc.constantFrom("%", "%ff%fe", "%E0%A4%A", "..", "%2e%2e", "a%00b", "x".repeat(5000), "-1", "0", "null"),
+  // (no dot segments: a client's URL parser resolves them, so the request would leave the operation's path)
+  fc.constantFrom("%", "%ff%fe", "%E0%A4%A", "a%00b", "x".repeat(5000), "-1", "0", "null"),
 );
 
 const hostileText = fc.oneof(

@@ -1,0 +1,255 @@
+/**
+ * Tool calls through svc (REST and the MCP endpoint share this path):
+ *
+ *   READ/IDEMPOTENT tool with its cache on:
+ *     exact lookup (key = tenant, server, tool, agent unless crossAgent, canonical arguments)
+ *     -> semantic lookup (semanticThreshold < 1: same tool, agent scope and argument structure,
+ *        cosine of the arguments' text >= threshold)
+ *   -> an identical call already in flight for at most coalescingWindowMs: share its answer
+ *   -> upstream call; a result that is not `isError` is stored for ttlSecs (unless an
+ *      invalidation happened meanwhile)
+ *   -> after any upstream execution: the tool's enabled rules and WRITE mappings invalidate
+ *      (rules, entity instance, child entities)
+ *
+ * Every call is recorded (analytics) and emitted on the activity stream (tool_call, and
+ * cache_hit / cache_miss for cacheable tools).
+ */
+import type { ForTenant } from "../../storage/scoped";
+import { ApiError, conflict, notFound } from "../../core/errors";
+import type { Logger } from "../../core/log";
+import type { WallClock } from "../ports";
+import type { EventHub } from "../events";
+import type { RegistryStore, ToolRecord } from "../registry/store";
+import type { EntityStore } from "../entities/store";
+import { CACHEABLE } from "../registry/classify";
+import type { ToolCache } from "../toolcache/service";
+import { cacheKeyOf, canonical, structKeyOf } from "../toolcache/key";
+import { errorText, type UpstreamCallResult, type UpstreamPool } from "../upstream/pool";
+import { UpstreamError } from "../upstream/auth";
+import { EMA_ALPHA } from "../health/service";
+import type { ServerRecord } from "../types";
+import { TOOL_ERROR, type CacheStatus, type CallStore, type Tier } from "./store";
+
+export interface CallInput {
+  arguments: Record<string, unknown>;
+  /** who calls (default: the token's subject); part of the cache key unless the tool is crossAgent */
+  agentId: string;
+}
+
+export interface CallOutcome {
+  toolId: string;
+  toolName: string;
+  serverId: string;
+  result: UpstreamCallResult;
+  cache: {
+    status: CacheStatus;
+    tier: Tier | null;
+    similarity: number | null;
+    cacheKey: bigint | null;
+    /** the result was stored by this call */
+    stored: boolean;
+  };
+  latencyMs: number;
+  upstreamLatencyMs: number | null;
+}
+
+interface Flight {
+  startedAtMs: number;
+  promise: Promise<{ result: UpstreamCallResult; upstreamMs: number }>;
+}
+
+export interface CallDeps {
+  registry: ForTenant<RegistryStore>;
+  entities: ForTenant<EntityStore>;
+  calls: ForTenant<CallStore>;
+  cache: ToolCache;
+  pool: UpstreamPool;
+  events: EventHub;
+  clock: WallClock;
+  log: Logger;
+}
+
+export class CallService {
+  private readonly flights = new Map<string, Flight>();
+
+  constructor(private readonly d: CallDeps) {}
+
+  /** The tool and its server, ready to be called (404 unknown; 409 unavailable or DISABLED). */
+  target(tenantId: string, toolId: string): { tool: ToolRecord; server: ServerRecord } {
+    const store = this.d.registry(tenantId);
+    const tool = store.getTool(toolId);
+    if (!tool) throw notFound("tool");
+    const server = store.getServer(tool.serverId);
+    if (!server) throw notFound("server");
+    if (server.status === "DISABLED") throw conflict(`server ${server.name} is DISABLED`);
+    if (!tool.available) throw conflict(`tool ${tool.name} is not offered by ${server.name} (run discovery)`);
+    return { tool, server };
+  }
+
+  async call(tenantId: string, toolId: string, input: CallInput): Promise<CallOutcome> {
+    const { tool, server } = this.target(tenantId, toolId);
+    return this.callResolved(tenantId, tool, server, input);
+  }
+
+  async callResolved(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput): Promise<CallOutcome> {
+    const t0 = performance.now();
+    const args = input.arguments;
+    const cfg = tool.cacheConfig;
+    const cacheable = cfg.enabled && CACHEABLE.includes(tool.category);
+    const agentScope = cfg.crossAgent ? "" : input.agentId;
+    const canonicalArgs = canonical(args);
+    const key = cacheKeyOf(tenantId, server.id, tool.name, agentScope, canonicalArgs);
+    const base = { toolId: tool.id, toolName: tool.name, serverId: server.id };
+
+    let vector: Float32Array | undefined;
+    let structKey = "";
+    if (cacheable) {
+      const hit = this.d.cache.exact(tenantId, key);
+      if (hit) return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+      if (cfg.semanticThreshold < 1) {
+        structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
+        vector = await this.d.cache.embedArgs(tool.name, args);
+        const sem = vector && this.d.cache.semantic(tenantId, tool, agentScope, structKey, vector, cfg.semanticThreshold);
+        if (sem) return this.answered(tenantId, tool, input, base, t0, JSON.parse(sem.entry.resultJson), "HIT", "semantic", sem.similarity, sem.entry.cacheKey);
+      } else structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
+    }
+
+    const flightKey = `${tenantId}\u0000${key}`;
+    const now = this.d.clock.now();
+    const flight = cfg.coalescingWindowMs > 0 ? this.flights.get(flightKey) : undefined;
+    if (flight && now - flight.startedAtMs <= cfg.coalescingWindowMs) {
+      const shared = await flight.promise.catch((e) => this.failed(tenantId, tool, input, base, t0, e, null, "COALESCED"));
+      return this.answered(tenantId, tool, input, base, t0, shared.result, "COALESCED", null, null, cacheable ? key : null);
+    }
+
+    const epoch = this.d.cache.epoch(tenantId);
+    const upstream = this.upstream(tenantId, tool, server, args);
+    if (cfg.coalescingWindowMs > 0) {
+      const mine: Flight = { startedAtMs: now, promise: upstream };
+      this.flights.set(flightKey, mine);
+      void upstream.catch(() => {}).finally(() => this.flights.get(flightKey) === mine && this.flights.delete(flightKey));
+    }
+    let answer: { result: UpstreamCallResult; upstreamMs: number };
+    try {
+      answer = await upstream;
+    } catch (e) {
+      this.d.cache.afterExecution(tenantId, tool, args); // the write may have happened before the failure
+      return this.failed(tenantId, tool, input, base, t0, e, cacheable ? key : null, cacheable ? "MISS" : "BYPASS");
+    }
+    const stored =
+      cacheable && answer.result.isError !== true
+        ? this.d.cache.store(tenantId, tool, { key, args, canonicalArgs, agentScope, structKey, result: answer.result, upstreamMs: answer.upstreamMs, epoch, vector })
+        : false;
+    this.d.cache.afterExecution(tenantId, tool, args);
+    return this.answered(tenantId, tool, input, base, t0, answer.result, cacheable ? "MISS" : "BYPASS", null, null, cacheable ? key : null, answer.upstreamMs, stored);
+  }
+
+  /** Parameter paths the tool's entity mappings name (kept exact in semantic matching). */
+  private entityParams(tenantId: string, toolId: string): Set<string> {
+    return new Set(this.d.entities(tenantId).mappingsOfTool(toolId).map((m) => m.paramName));
+  }
+
+  private async upstream(tenantId: string, tool: ToolRecord, server: ServerRecord, args: Record<string, unknown>) {
+    const started = performance.now();
+    try {
+      const result = await this.d.pool.callTool(server, tool.name, args);
+      const upstreamMs = performance.now() - started;
+      this.d.registry(tenantId).recordCallOutcome(server.id, upstreamMs, false, EMA_ALPHA);
+      return { result, upstreamMs };
+    } catch (e) {
+      const answered = isJsonRpcError(e);
+      if (!answered) this.d.registry(tenantId).recordCallOutcome(server.id, performance.now() - started, true, EMA_ALPHA);
+      throw e;
+    }
+  }
+
+  private record(tenantId: string, tool: ToolRecord, input: CallInput, base: { serverId: string }, r: { status: CacheStatus; tier: Tier | null; key: bigint | null; latencyMs: number; upstreamMs: number | null; error: string | null }) {
+    this.d.calls(tenantId).insert({
+      atMs: this.d.clock.now(),
+      serverId: base.serverId,
+      toolId: tool.id,
+      toolName: tool.name,
+      agentId: input.agentId,
+      cacheStatus: r.status,
+      tier: r.tier,
+      cacheKey: r.key,
+      latencyMs: r.latencyMs,
+      upstreamMs: r.upstreamMs,
+      error: r.error,
+    });
+  }
+
+  private emit(tenantId: string, tool: ToolRecord, input: CallInput, out: Omit<CallOutcome, "result">, error: string | null) {
+    const ev = this.d.events;
+    if (!ev.listening("activity", tenantId)) return;
+    const common = { toolId: out.toolId, toolName: out.toolName, serverId: out.serverId, agentId: input.agentId, cacheKey: out.cache.cacheKey };
+    if (out.cache.status === "HIT") ev.activity(tenantId, "cache_hit", { ...common, tier: out.cache.tier, similarity: out.cache.similarity });
+    else if (out.cache.status === "MISS") ev.activity(tenantId, "cache_miss", { ...common, stored: out.cache.stored });
+    ev.activity(tenantId, "tool_call", {
+      ...common,
+      category: tool.category,
+      cacheStatus: out.cache.status,
+      tier: out.cache.tier,
+      latencyMs: out.latencyMs,
+      upstreamLatencyMs: out.upstreamLatencyMs,
+      error,
+    });
+  }
+
+  private answered(
+    tenantId: string,
+    tool: ToolRecord,
+    input: CallInput,
+    base: { toolId: string; toolName: string; serverId: string },
+    t0: number,
+    result: UpstreamCallResult,
+    status: CacheStatus,
+    tier: Tier | null,
+    similarity: number | null,
+    key: bigint | null,
+    upstreamMs: number | null = null,
+    stored = false,
+  ): CallOutcome {
+    if (status === "HIT" && key !== null) this.d.cache.recordHit(tenantId, key);
+    const latencyMs = round3(performance.now() - t0);
+    const error = result.isError === true ? TOOL_ERROR : null;
+    this.record(tenantId, tool, input, base, { status, tier, key, latencyMs, upstreamMs: upstreamMs === null ? null : round3(upstreamMs), error });
+    const out: CallOutcome = {
+      ...base,
+      result,
+      cache: { status, tier, similarity: similarity === null ? null : Math.round(similarity * 1e6) / 1e6, cacheKey: key, stored },
+      latencyMs,
+      upstreamLatencyMs: upstreamMs === null ? null : round3(upstreamMs),
+    };
+    this.emit(tenantId, tool, input, out, error);
+    return out;
+  }
+
+  /** Record and emit a failed call, then throw its API error (502 proxy_error, 504 timeout_error, 400 for arguments the server refused). */
+  private failed(tenantId: string, tool: ToolRecord, input: CallInput, base: { toolId: string; toolName: string; serverId: string }, t0: number, e: unknown, key: bigint | null, status: CacheStatus): never {
+    const latencyMs = round3(performance.now() - t0);
+    const api = upstreamApiError(tool.name, e);
+    this.record(tenantId, tool, input, base, { status, tier: null, key, latencyMs, upstreamMs: null, error: api.message });
+    this.emit(tenantId, tool, input, { ...base, cache: { status, tier: null, similarity: null, cacheKey: key, stored: false }, latencyMs, upstreamLatencyMs: null }, api.message);
+    throw api;
+  }
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** A JSON-RPC error answer of a live server (negative integer code), as opposed to a transport failure. */
+function isJsonRpcError(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === "number" && code < 0;
+}
+
+export function upstreamApiError(toolName: string, e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  const msg = errorText(e);
+  const code = (e as { code?: unknown })?.code;
+  if (code === "REQUEST_TIMEOUT") return new ApiError("timeout_error", `tool ${toolName}: the MCP server did not answer in time`);
+  if (code === -32602) return new ApiError("validation_error", `tool ${toolName}: the MCP server refused the arguments: ${msg}`);
+  if (isJsonRpcError(e)) return new ApiError("proxy_error", `tool ${toolName}: the MCP server answered with an error: ${msg}`);
+  if (e instanceof UpstreamError) return new ApiError("proxy_error", `tool ${toolName}: ${msg}`);
+  return new ApiError("proxy_error", `tool ${toolName}: the MCP server could not be reached: ${msg}`);
+}

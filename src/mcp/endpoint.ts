@@ -1,0 +1,86 @@
+/**
+ * The MCP endpoint clients call (`/mcp`, Streamable HTTP, served with the official server SDK):
+ * a tenant's bearer token opens its discovered, available tools of HEALTHY or DEGRADED servers
+ * that are not disabled, named `<server>__<tool>` (the server part reduced to [A-Za-z0-9_.-];
+ * when two servers reduce to the same part, each gets `-<first 8 hex of its id>`). Both protocol
+ * eras are served: 2026-07-28 requests per request, 2025-era requests by the stateless legacy leg.
+ * Every tools/call goes through CallService (cache, coalescing, invalidation, analytics, events);
+ * the cache outcome rides in the result's `_meta["svc/cache"]`.
+ */
+import { Server, createMcpHandler, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import type { Principal } from "../core/auth";
+import { ApiError } from "../core/errors";
+import type { ForTenant } from "../storage/scoped";
+import type { NativeHandler } from "../core/kernel";
+import type { RegistryStore, ToolRecord } from "./registry/store";
+import type { CallService } from "./calls/service";
+import type { ServerRecord } from "./types";
+
+export const AGENT_HEADER = "x-svc-agent-id";
+const EXPOSED: ReadonlySet<string> = new Set(["HEALTHY", "DEGRADED"]);
+
+const baseOf = (s: ServerRecord) => s.name.replace(/[^A-Za-z0-9_.-]+/g, "-").replace(/^-+|-+$/g, "") || "server";
+
+/** The exposed name prefix of each exposed server of a tenant. */
+function exposedServers(store: RegistryStore): Array<{ prefix: string; server: ServerRecord }> {
+  const servers = store.allServers().filter((s) => EXPOSED.has(s.status));
+  const count = new Map<string, number>();
+  for (const s of servers) count.set(baseOf(s), (count.get(baseOf(s)) ?? 0) + 1);
+  return servers.map((s) => ({ server: s, prefix: count.get(baseOf(s))! > 1 ? `${baseOf(s)}-${s.id.replace(/-/g, "").slice(0, 8)}` : baseOf(s) }));
+}
+
+/** The exposed name of every callable tool of a tenant. */
+export function exposedTools(store: RegistryStore): Map<string, { tool: ToolRecord; server: ServerRecord }> {
+  const out = new Map<string, { tool: ToolRecord; server: ServerRecord }>();
+  for (const { server, prefix } of exposedServers(store)) for (const t of store.toolsOfServer(server.id)) if (t.available) out.set(`${prefix}__${t.name}`, { tool: t, server });
+  return out;
+}
+
+/** One exposed tool by its name (the servers, then one tool row — not every tool of the tenant). */
+export function exposedTool(store: RegistryStore, name: string): { tool: ToolRecord; server: ServerRecord } | undefined {
+  for (const { server, prefix } of exposedServers(store)) {
+    if (!name.startsWith(prefix + "__")) continue;
+    const tool = store.toolByName(server.id, name.slice(prefix.length + 2));
+    if (tool?.available) return { tool, server };
+  }
+  return undefined;
+}
+
+export function mcpEndpoint(registry: ForTenant<RegistryStore>, calls: CallService): { handler: NativeHandler; close(): Promise<void> } {
+  const factory = ({ authInfo }: { authInfo?: { extra?: Record<string, unknown> } }) => {
+    const tenantId = authInfo?.extra?.tenantId as string | undefined;
+    const agentId = authInfo?.extra?.agentId as string | undefined;
+    const server = new Server({ name: "svc-mcp-gateway", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler("tools/list", async () => {
+      if (!tenantId) return { tools: [] };
+      const tools = [...exposedTools(registry(tenantId))].map(([name, { tool }]) => ({
+        name,
+        description: tool.description,
+        inputSchema: { type: "object", ...tool.inputSchema } as { type: "object"; [k: string]: unknown },
+        ...(tool.annotations ? { annotations: tool.annotations } : {}),
+      }));
+      return { tools };
+    });
+    server.setRequestHandler("tools/call", async (request) => {
+      const name = request.params.name;
+      const target = tenantId ? exposedTool(registry(tenantId), name) : undefined;
+      if (!tenantId || !agentId || !target) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      try {
+        const out = await calls.callResolved(tenantId, target.tool, target.server, { arguments: (request.params.arguments ?? {}) as Record<string, unknown>, agentId });
+        const meta = { ...((out.result._meta as Record<string, unknown> | undefined) ?? {}), "svc/cache": { status: out.cache.status, tier: out.cache.tier, cacheKey: out.cache.cacheKey?.toString() ?? null } };
+        return { ...out.result, content: (out.result.content ?? []) as never, _meta: meta };
+      } catch (e) {
+        if (e instanceof ApiError) return { content: [{ type: "text" as const, text: e.message }], isError: true };
+        throw e;
+      }
+    });
+    return server;
+  };
+  const mcp = createMcpHandler(factory, { legacy: "stateless" });
+  const handler: NativeHandler = (request, state) => {
+    const p = state.principal as Principal;
+    const agentId = request.headers.get(AGENT_HEADER)?.slice(0, 256) || p.sub;
+    return mcp.fetch(request, { authInfo: { token: "", clientId: p.sub, scopes: [...p.permissions], extra: { tenantId: p.tenantId, agentId } } });
+  };
+  return { handler, close: () => mcp.close() };
+}

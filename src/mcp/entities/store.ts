@@ -1,0 +1,178 @@
+/** Entities, tool-entity mappings and invalidation rules over the tenant-bound handle. */
+import type { TenantDb } from "../../storage/scoped";
+import type { Page, Listed } from "../../core/pagination";
+import { flag, listPage, type Filter } from "../sql";
+import { likePattern, type Entity, type Mapping, type Operation, type Rule } from "../types";
+
+interface EntityRow {
+  id: string;
+  name: string;
+  description: string;
+  parent_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+const entityOf = (r: EntityRow): Entity => ({ id: r.id, name: r.name, description: r.description, parentId: r.parent_id, createdAt: r.created_at, updatedAt: r.updated_at });
+
+interface MappingRow {
+  tool_id: string;
+  entity_id: string;
+  param_name: string;
+  operation: Operation;
+  created_at: string;
+}
+const mappingOf = (r: MappingRow): Mapping => ({ toolId: r.tool_id, entityId: r.entity_id, paramName: r.param_name, operation: r.operation, createdAt: r.created_at });
+
+interface RuleRow {
+  id: string;
+  write_tool_id: string;
+  invalidate_tool_id: string;
+  enabled: number;
+  created_at: string;
+}
+const ruleOf = (r: RuleRow): Rule => ({ id: r.id, writeToolId: r.write_tool_id, invalidateToolId: r.invalidate_tool_id, enabled: r.enabled === 1, createdAt: r.created_at });
+
+export interface RuleFilter {
+  writeToolId?: string;
+  invalidateToolId?: string;
+  enabled?: boolean;
+}
+
+export class EntityStore {
+  constructor(readonly db: TenantDb) {}
+
+  // ---- entities ----
+
+  insert(e: Entity) {
+    this.db.run(
+      "INSERT INTO mcp_entities (id, tenant_id, name, description, parent_id, created_at, updated_at) VALUES ($id, $tenant, $name, $description, $parent_id, $created_at, $updated_at)",
+      { id: e.id, name: e.name, description: e.description, parent_id: e.parentId, created_at: e.createdAt, updated_at: e.updatedAt },
+    );
+  }
+
+  update(e: Entity) {
+    this.db.run("UPDATE mcp_entities SET name = $name, description = $description, parent_id = $parent_id, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", {
+      id: e.id,
+      name: e.name,
+      description: e.description,
+      parent_id: e.parentId,
+      updated_at: e.updatedAt,
+    });
+  }
+
+  get(id: string): Entity | undefined {
+    const r = this.db.get<EntityRow>("SELECT * FROM mcp_entities WHERE tenant_id = $tenant AND id = $id", { id });
+    return r && entityOf(r);
+  }
+
+  byName(name: string): Entity | undefined {
+    const r = this.db.get<EntityRow>("SELECT * FROM mcp_entities WHERE tenant_id = $tenant AND name = $name", { name });
+    return r && entityOf(r);
+  }
+
+  all(): Entity[] {
+    return this.db.all<EntityRow>("SELECT * FROM mcp_entities WHERE tenant_id = $tenant ORDER BY name").map(entityOf);
+  }
+
+  list(f: { parentId?: string; name?: string }, p: Page): Listed<Entity> {
+    const filters: Filter[] = [
+      ["parent_id = $parent_id", "parent_id", f.parentId],
+      ["name LIKE $name ESCAPE '\\'", "name", f.name && likePattern(f.name)],
+    ];
+    return listPage(this.db, "mcp_entities", filters, "name", p, entityOf);
+  }
+
+  /** The entity and every descendant (children, their children, …), ids. */
+  withDescendants(id: string): string[] {
+    return this.db
+      .all<{ id: string }>(
+        `WITH RECURSIVE tree(id) AS (
+           SELECT id FROM mcp_entities WHERE tenant_id = $tenant AND id = $id
+           UNION SELECT e.id FROM mcp_entities e JOIN tree ON e.parent_id = tree.id WHERE e.tenant_id = $tenant
+         ) SELECT id FROM tree`,
+        { id },
+      )
+      .map((r) => r.id);
+  }
+
+  delete(id: string) {
+    this.db.run("UPDATE mcp_entities SET parent_id = NULL WHERE tenant_id = $tenant AND parent_id = $id", { id });
+    this.db.run("DELETE FROM mcp_entities WHERE tenant_id = $tenant AND id = $id", { id });
+  }
+
+  // ---- mappings ----
+
+  mapping(toolId: string, entityId: string): Mapping | undefined {
+    const r = this.db.get<MappingRow>("SELECT * FROM mcp_tool_entities WHERE tenant_id = $tenant AND tool_id = $tool_id AND entity_id = $entity_id", { tool_id: toolId, entity_id: entityId });
+    return r && mappingOf(r);
+  }
+
+  upsertMapping(m: Mapping) {
+    this.db.run(
+      `INSERT INTO mcp_tool_entities (tenant_id, tool_id, entity_id, param_name, operation, created_at) VALUES ($tenant, $tool_id, $entity_id, $param_name, $operation, $created_at)
+       ON CONFLICT (tenant_id, tool_id, entity_id) DO UPDATE SET param_name = excluded.param_name, operation = excluded.operation`,
+      { tool_id: m.toolId, entity_id: m.entityId, param_name: m.paramName, operation: m.operation, created_at: m.createdAt },
+    );
+  }
+
+  deleteMapping(toolId: string, entityId: string): boolean {
+    return this.db.run("DELETE FROM mcp_tool_entities WHERE tenant_id = $tenant AND tool_id = $tool_id AND entity_id = $entity_id", { tool_id: toolId, entity_id: entityId }).changes > 0;
+  }
+
+  mappingsOfTool(toolId: string): Mapping[] {
+    return this.db.all<MappingRow>("SELECT * FROM mcp_tool_entities WHERE tenant_id = $tenant AND tool_id = $tool_id ORDER BY created_at, entity_id", { tool_id: toolId }).map(mappingOf);
+  }
+
+  mappingsOfEntity(entityId: string): Mapping[] {
+    return this.db.all<MappingRow>("SELECT * FROM mcp_tool_entities WHERE tenant_id = $tenant AND entity_id = $entity_id", { entity_id: entityId }).map(mappingOf);
+  }
+
+  allMappings(): Mapping[] {
+    return this.db.all<MappingRow>("SELECT * FROM mcp_tool_entities WHERE tenant_id = $tenant ORDER BY tool_id, created_at, entity_id").map(mappingOf);
+  }
+
+  // ---- rules ----
+
+  insertRule(r: Rule) {
+    this.db.run(
+      "INSERT INTO mcp_rules (id, tenant_id, write_tool_id, invalidate_tool_id, enabled, created_at) VALUES ($id, $tenant, $write_tool_id, $invalidate_tool_id, $enabled, $created_at)",
+      { id: r.id, write_tool_id: r.writeToolId, invalidate_tool_id: r.invalidateToolId, enabled: r.enabled ? 1 : 0, created_at: r.createdAt },
+    );
+  }
+
+  rule(id: string): Rule | undefined {
+    const r = this.db.get<RuleRow>("SELECT * FROM mcp_rules WHERE tenant_id = $tenant AND id = $id", { id });
+    return r && ruleOf(r);
+  }
+
+  ruleFor(writeToolId: string, invalidateToolId: string): Rule | undefined {
+    const r = this.db.get<RuleRow>("SELECT * FROM mcp_rules WHERE tenant_id = $tenant AND write_tool_id = $w AND invalidate_tool_id = $i", { w: writeToolId, i: invalidateToolId });
+    return r && ruleOf(r);
+  }
+
+  setRuleEnabled(id: string, enabled: boolean) {
+    this.db.run("UPDATE mcp_rules SET enabled = $enabled WHERE tenant_id = $tenant AND id = $id", { id, enabled: enabled ? 1 : 0 });
+  }
+
+  deleteRule(id: string): boolean {
+    return this.db.run("DELETE FROM mcp_rules WHERE tenant_id = $tenant AND id = $id", { id }).changes > 0;
+  }
+
+  listRules(f: RuleFilter, p: Page): Listed<Rule> {
+    const filters: Filter[] = [
+      ["write_tool_id = $w", "w", f.writeToolId],
+      ["invalidate_tool_id = $i", "i", f.invalidateToolId],
+      ["enabled = $enabled", "enabled", flag(f.enabled)],
+    ];
+    return listPage(this.db, "mcp_rules", filters, "created_at, id", p, ruleOf);
+  }
+
+  allRules(): Rule[] {
+    return this.db.all<RuleRow>("SELECT * FROM mcp_rules WHERE tenant_id = $tenant ORDER BY created_at, id").map(ruleOf);
+  }
+
+  /** Enabled rules fired by a tool's execution. */
+  enabledRulesOf(writeToolId: string): Rule[] {
+    return this.db.all<RuleRow>("SELECT * FROM mcp_rules WHERE tenant_id = $tenant AND write_tool_id = $w AND enabled = 1", { w: writeToolId }).map(ruleOf);
+  }
+}

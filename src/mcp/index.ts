@@ -1,0 +1,143 @@
+/**
+ * MCP gateway domain (doc2): server registry with health and discovery, tool classification, a
+ * tool-result cache every call through svc really goes through (exact, semantic, coalescing,
+ * write-invalidates-read with the entity cascade), analytics, YAML configuration, connections and
+ * two WebSocket streams.
+ *
+ *   /api/v1/mcp/*                   routes/registry.ts, routes/activity.ts     (doc2 envelope)
+ *   /api/v1/tool-cache/*            routes/activity.ts; POST …/stats natively (exact 64-bit keys in the body)
+ *   /api/v1/mcp/config/import       natively (the body is YAML, not JSON)
+ *   /mcp                            the MCP endpoint for clients (endpoint.ts, official server SDK)
+ *   /api/v1/mcp/stream, /api/v1/mcp/connections/events   WebSockets (sockets.ts)
+ * Tables: mcp_servers, mcp_tools, mcp_entities, mcp_tool_entities, mcp_rules, mcp_cache_entries,
+ * mcp_cache_tags, mcp_calls, mcp_connections. Every upstream connection goes through the outbound
+ * policy (core/outbound.ts); STDIO servers only from the operator's allow-list.
+ */
+import { Elysia } from "elysia";
+import { Type as T } from "@sinclair/typebox";
+import type { DocumentedOperation } from "../core/openapi";
+import type { Storage } from "../storage/scoped";
+import type { Kernel, NativeHandler } from "../core/kernel";
+import type { Domain } from "../core/domain";
+import type { OutboundPolicy } from "../core/outbound";
+import type { Logger } from "../core/log";
+import { ApiError, DOC2 } from "../core/errors";
+import { requirePermission } from "../core/auth";
+import type { McpConfig } from "./config";
+import type { CredentialAuthenticator, Embedder, WallClock } from "./ports";
+import { MCP_MIGRATIONS } from "./migrations";
+import { mcpServices, type McpServices } from "./services";
+import { registryRoutes } from "./routes/registry";
+import { activityRoutes, toolCacheRoutes } from "./routes/activity";
+import { mcpEndpoint } from "./endpoint";
+import { socketRoutes, tokenAuthenticator, CONNECTION_EVENTS_PATH } from "./sockets";
+import { jsonResponse, parseJsonExact } from "./json";
+import { parseCacheKey } from "./toolcache/key";
+import type { Env } from "./upstream/auth";
+
+export { MCP_SECTIONS, type McpConfig } from "./config";
+export type { McpServices } from "./services";
+export type { CredentialAuthenticator, Embedder as McpEmbedder, WallClock } from "./ports";
+
+export interface McpDeps {
+  storage: Storage;
+  kernel: Kernel;
+  outbound: OutboundPolicy;
+  embedder: Embedder;
+  /** resolves the connection-events stream's `?token=` credential with the front door's checks */
+  auth: CredentialAuthenticator;
+  config: McpConfig;
+  log: Logger;
+  clock: WallClock;
+  env: Env;
+}
+
+export const MCP_ENDPOINT = "/mcp";
+
+/** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
+export function nativeDocs(): DocumentedOperation[] {
+  const tags = ["mcp"];
+  const endpoint = "The MCP endpoint (Streamable HTTP, both protocol eras): the tenant's tools as <server>__<tool>, every call through svc's tool cache";
+  return [
+    { method: "POST", path: MCP_ENDPOINT, summary: "MCP JSON-RPC request (tools/list, tools/call, server/discover, initialize)", description: endpoint, tags, stream: "sse" },
+    { method: "GET", path: MCP_ENDPOINT, summary: "MCP server-to-client stream (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags },
+    { method: "DELETE", path: MCP_ENDPOINT, summary: "MCP session end (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags },
+    {
+      method: "POST",
+      path: "/api/v1/tool-cache/stats",
+      summary: "Access count, hit rate and latency of one cache key",
+      description: "cacheKey: a 64-bit integer (a JSON integer read exactly, or a string of digits)",
+      body: T.Object({ cacheKey: T.Union([T.Integer(), T.String({ pattern: "^-?\\d{1,20}$" })]) }),
+      tags: ["tool-cache"],
+    },
+    {
+      method: "POST",
+      path: "/api/v1/mcp/config/import",
+      summary: "Apply a configuration document (the YAML of GET /config/export; JSON accepted); needs ManageConfig",
+      description: "Request body: application/yaml. Merges servers, entities and tools by name; a listed tool gets exactly the file's mappings and rules; all or nothing.",
+      tags,
+      errors: [403, 413],
+    },
+  ];
+}
+const MAX_IMPORT_BYTES = 1_048_576;
+
+export function create(deps: McpDeps): Domain<McpServices> {
+  const s = mcpServices(deps);
+  const { kernel } = deps;
+  const endpoint = mcpEndpoint(s.stores.registry, s.calls);
+  const ws = socketRoutes(s.events, deps.config.max_connection_event_sockets);
+
+  kernel.register({ prefix: MCP_ENDPOINT, exact: true, envelope: DOC2 });
+  kernel.register({ prefix: CONNECTION_EVENTS_PATH, exact: true, envelope: DOC2, auth: tokenAuthenticator(deps.auth) });
+
+  const stats: NativeHandler = async (request, state) => {
+    let body: unknown;
+    try {
+      body = parseJsonExact(await request.text());
+    } catch {
+      throw new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
+    }
+    if (!body || typeof body !== "object" || Array.isArray(body) || !("cacheKey" in body)) throw new ApiError("validation_error", "body field 'cacheKey': required (a 64-bit integer)");
+    return jsonResponse(s.cache.stats(state.principal!.tenantId, parseCacheKey((body as { cacheKey: unknown }).cacheKey, "body field 'cacheKey'")));
+  };
+
+  const importConfig: NativeHandler = async (request, state) => {
+    requirePermission(state.principal!, "ManageConfig");
+    const text = await request.text();
+    if (text.length > MAX_IMPORT_BYTES) throw new ApiError("invalid_request_error", `configuration larger than ${MAX_IMPORT_BYTES} bytes`, undefined, undefined, 413);
+    return jsonResponse(await s.configIO.importText(state.principal!.tenantId, text));
+  };
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let running = false;
+  return {
+    name: "mcp",
+    migrations: MCP_MIGRATIONS,
+    routes: new Elysia({ name: "svc-mcp" }).use(registryRoutes(kernel, s)).use(activityRoutes(kernel, s)).use(toolCacheRoutes(kernel, s)),
+    native: {
+      [MCP_ENDPOINT]: { GET: endpoint.handler, POST: endpoint.handler, DELETE: endpoint.handler },
+      "/api/v1/tool-cache/stats": { POST: stats },
+      "/api/v1/mcp/config/import": { POST: importConfig },
+    },
+    sockets: ws.routes,
+    service: s,
+    start() {
+      const every = deps.config.health_interval_secs;
+      if (every <= 0) return;
+      timer = setInterval(() => {
+        if (running) return; // a slow pass is not stacked
+        running = true;
+        s.tick()
+          .catch((e) => deps.log.error("mcp background pass failed", { error: String(e) }))
+          .finally(() => (running = false));
+      }, every * 1000);
+      timer.unref?.();
+    },
+    async close() {
+      if (timer) clearInterval(timer);
+      await endpoint.close().catch(() => {});
+      await s.close();
+    },
+  };
+}

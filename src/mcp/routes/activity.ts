@@ -1,0 +1,61 @@
+/**
+ * /api/v1/mcp analytics, configuration export and connections (doc2 §4.6, §4.7), and
+ * /api/v1/tool-cache (§4.5). Creating a connection and moving its state need ManageConfig.
+ * Responses that carry a 64-bit cacheKey are rendered with exact integers (json.ts).
+ */
+import type { Kernel } from "../../core/kernel";
+import { ApiError, DOC2 } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import type { McpServices } from "../services";
+import { jsonResponse } from "../json";
+import { tag } from "../types";
+import { parseCacheKey } from "../toolcache/key";
+import * as S from "../schemas";
+
+export const activityRoutes = (kernel: Kernel, s: McpServices) =>
+  kernel
+    .routes("/api/v1/mcp")
+    .get("/analytics", ({ principal, query }) => s.analytics.report(principal.tenantId, query), {
+      query: S.AnalyticsQuery,
+      detail: { summary: "Tool-call analytics: hit rates, latency, estimated savings", ...tag("mcp") },
+    })
+    .get("/config/export", ({ principal }) => new Response(s.configIO.exportYaml(principal.tenantId), { headers: { "content-type": "application/yaml; charset=utf-8" } }), {
+      detail: { summary: "Servers, tools, entities, mappings and rules as YAML", ...tag("mcp") },
+    })
+    .get("/connections", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = s.connections.list(principal.tenantId, { serverId: query.serverId, clientId: query.clientId, state: query.state }, page);
+      return pageEnvelope("connections", items, total, page);
+    }, { query: S.ConnectionListQuery, detail: { summary: "List connections", ...tag("mcp") } })
+    .post("/connections", ({ principal, body, set }) => {
+      const input = S.bodyOf(S.ConnectionCreate, body);
+      set.status = 201;
+      return s.connections.create(principal.tenantId, input);
+    }, { perm: "ManageConfig", detail: { summary: "Track a client connection (starts CONNECTING)", ...tag("mcp") } })
+    .get("/connections/:id", ({ principal, params }) => s.connections.get(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get a connection", ...tag("mcp") } })
+    .patch("/connections/:id/state", ({ principal, params, body }) => s.connections.setState(principal.tenantId, params.id, S.bodyOf(S.ConnectionStateBody, body).state), {
+      perm: "ManageConfig",
+      params: S.IdParams,
+      detail: { summary: "Move a connection to another state", ...tag("mcp") },
+    })
+    .post("/connections/:id/heartbeat", ({ principal, params }) => s.connections.heartbeat(principal.tenantId, params.id), {
+      params: S.IdParams,
+      detail: { summary: "Record that a connection is alive", ...tag("mcp") },
+    });
+
+export const toolCacheRoutes = (kernel: Kernel, s: McpServices) =>
+  kernel
+    .mount({ prefix: "/api/v1/tool-cache", envelope: DOC2 })
+    .post("/search", async ({ principal, body }) => {
+      if ((body.queryEmbedding === undefined) === (body.queryText === undefined)) throw new ApiError("validation_error", "send exactly one of queryEmbedding or queryText");
+      return jsonResponse(await s.cache.search(principal.tenantId, body));
+    }, { body: S.CacheSearch, detail: { summary: "Cached tool results by similarity to a vector or a text", ...tag("tool-cache") } })
+    .post("/invalidate", ({ principal, body }) => s.cache.invalidateByApi(principal.tenantId, body), {
+      body: S.CacheInvalidate,
+      detail: { summary: "Invalidate the cached results of an entity type (optionally one id, optionally cascading)", ...tag("tool-cache") },
+    })
+    .get("/metrics", ({ principal }) => s.cache.metrics(principal.tenantId), { detail: { summary: "Entries, memory, hit rate, configuration", ...tag("tool-cache") } })
+    .get("/:cache_key", ({ principal, params }) => jsonResponse(s.cache.get(principal.tenantId, parseCacheKey(params.cache_key))), {
+      params: S.CacheKeyParams,
+      detail: { summary: "A cached entry by its 64-bit key (404 if absent or expired)", ...tag("tool-cache") },
+    });

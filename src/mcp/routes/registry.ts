@@ -1,0 +1,135 @@
+/**
+ * /api/v1/mcp servers, tools, tool calls, entities, mappings and rules (doc2 §4.1–§4.4). Thin
+ * routes: TypeBox validates, a service works, the route shapes the answer. Any authenticated
+ * caller of the tenant may use them; disabling/enabling a server needs ManageConfig.
+ */
+import type { Kernel } from "../../core/kernel";
+import { DOC2 } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import type { McpServices } from "../services";
+import { jsonResponse } from "../json";
+import { AGENT_HEADER } from "../endpoint";
+import { publicServer, publicTool } from "../registry/service";
+import { deleted, tag } from "../types";
+import * as S from "../schemas";
+
+export const registryRoutes = (kernel: Kernel, s: McpServices) =>
+  kernel
+    .mount({ prefix: "/api/v1/mcp", envelope: DOC2 })
+    // ---- servers ----
+    .get("/servers", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
+      return pageEnvelope("servers", items, total, page);
+    }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", ...tag("mcp") } })
+    .post("/servers", async ({ principal, body, set }) => {
+      const server = await s.registry.register(principal.tenantId, body);
+      set.status = 201;
+      return { server, message: `server ${server.name} registered; it stays PENDING until a health check succeeds` };
+    }, { body: S.ServerCreate, detail: { summary: "Register an MCP server", ...tag("mcp") } })
+    .get("/servers/:id", ({ principal, params }) => publicServer(s.registry.server(principal.tenantId, params.id)), {
+      params: S.IdParams,
+      detail: { summary: "Get a server", ...tag("mcp") },
+    })
+    .delete("/servers/:id", ({ principal, params }) => {
+      const server = s.registry.delete(principal.tenantId, params.id);
+      return deleted(`server ${server.name} deleted with its tools, entity mappings, invalidation rules, connections and cached results`);
+    }, { params: S.IdParams, detail: { summary: "Delete a server (irreversible)", ...tag("mcp") } })
+    .get("/servers/:id/health", ({ principal, params }) => s.health.get(principal.tenantId, s.registry.server(principal.tenantId, params.id)), {
+      params: S.IdParams,
+      detail: { summary: "Health of a server (cached 30 s)", ...tag("mcp") },
+    })
+    .post("/servers/:id/discover", ({ principal, params }) => s.registry.discover(principal.tenantId, params.id), {
+      params: S.IdParams,
+      detail: { summary: "List the server's tools (every page) and merge them", ...tag("mcp") },
+    })
+    .post("/servers/:id/disable", ({ principal, params }) => s.registry.setEnabled(principal.tenantId, params.id, false), {
+      perm: "ManageConfig",
+      params: S.IdParams,
+      detail: { summary: "Set a server DISABLED: never checked, never called", ...tag("mcp") },
+    })
+    .post("/servers/:id/enable", ({ principal, params }) => s.registry.setEnabled(principal.tenantId, params.id, true), {
+      perm: "ManageConfig",
+      params: S.IdParams,
+      detail: { summary: "Clear DISABLED: the server is PENDING until a check succeeds", ...tag("mcp") },
+    })
+    .get("/servers/:id/connection-stats", ({ principal, params }) => s.connectionStats(principal.tenantId, params.id), {
+      params: S.IdParams,
+      detail: { summary: "Connection statistics of a server", ...tag("mcp") },
+    })
+    // ---- tools ----
+    .get("/tools", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = s.registry.listTools(principal.tenantId, { serverId: query.serverId, category: query.category, cacheEnabled: query.cacheEnabled, name: query.name }, page);
+      return pageEnvelope("tools", items, total, page);
+    }, { query: S.ToolListQuery, detail: { summary: "List discovered tools", ...tag("mcp") } })
+    .get("/tools/:id", ({ principal, params }) => publicTool(s.registry.tool(principal.tenantId, params.id)), {
+      params: S.IdParams,
+      detail: { summary: "Get a tool", ...tag("mcp") },
+    })
+    .patch("/tools/:id/config", ({ principal, params, body }) => s.registry.configure(principal.tenantId, params.id, body), {
+      params: S.IdParams,
+      body: S.ToolConfig,
+      detail: { summary: "Set a tool's category and cache configuration", ...tag("mcp") },
+    })
+    .get("/tools/:id/entities", ({ principal, params }) => s.entities.mappingsOfTool(principal.tenantId, params.id), {
+      params: S.IdParams,
+      detail: { summary: "Entity mappings of a tool", ...tag("mcp") },
+    })
+    .post("/tools/:id/call", async ({ principal, params, body, request }) => {
+      const agentId = body?.agentId ?? (request.headers.get(AGENT_HEADER)?.slice(0, 256) || principal.sub);
+      const out = await s.calls.call(principal.tenantId, params.id, { arguments: body?.arguments ?? {}, agentId });
+      return jsonResponse(out, 200, { "x-cache-status": out.cache.status });
+    }, { params: S.IdParams, body: S.ToolCall, detail: { summary: "Call a tool through svc (cache, coalescing, invalidation)", ...tag("mcp") } })
+    // ---- entities ----
+    .get("/entities", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
+      return pageEnvelope("entities", items, total, page);
+    }, { query: S.EntityListQuery, detail: { summary: "List entities", ...tag("mcp") } })
+    .post("/entities", ({ principal, body, set }) => {
+      set.status = 201;
+      return s.entities.create(principal.tenantId, body);
+    }, { body: S.EntityCreate, detail: { summary: "Create an entity", ...tag("mcp") } })
+    .get("/entities/:id", ({ principal, params }) => s.entities.entity(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get an entity", ...tag("mcp") } })
+    .patch("/entities/:id", ({ principal, params, body }) => s.entities.update(principal.tenantId, params.id, body), {
+      params: S.IdParams,
+      body: S.EntityUpdate,
+      detail: { summary: "Update an entity (parentId null removes the parent)", ...tag("mcp") },
+    })
+    .delete("/entities/:id", ({ principal, params }) => {
+      const r = s.entities.delete(principal.tenantId, params.id);
+      return {
+        ...deleted(`entity ${r.entity.name} deleted: ${r.invalidated} cached result(s) invalidated (cascade), ${r.mappingsRemoved} mapping(s) and ${r.rulesRemoved} rule(s) removed`),
+        invalidated: r.invalidated,
+      };
+    }, { params: S.IdParams, detail: { summary: "Delete an entity (cascade invalidation)", ...tag("mcp") } })
+    .post("/tool-entities", ({ principal, body, set }) => {
+      const { mapping, created } = s.entities.map(principal.tenantId, body);
+      set.status = created ? 201 : 200;
+      return mapping;
+    }, { body: S.MappingCreate, detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
+    .delete("/tool-entities/:tool_id/:entity_id", ({ principal, params }) => {
+      s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
+      return deleted("tool-entity mapping deleted");
+    }, { params: S.MappingParams, detail: { summary: "Delete a tool-entity mapping", ...tag("mcp") } })
+    // ---- rules ----
+    .get("/rules", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
+      return pageEnvelope("rules", items, total, page);
+    }, { query: S.RuleListQuery, detail: { summary: "List invalidation rules", ...tag("mcp") } })
+    .post("/rules", ({ principal, body, set }) => {
+      set.status = 201;
+      return s.entities.createRule(principal.tenantId, body);
+    }, { body: S.RuleCreate, detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
+    .post("/rules/generate", ({ principal }) => s.entities.generate(principal.tenantId), { detail: { summary: "Generate rules from entity mappings", ...tag("mcp") } })
+    .patch("/rules/:id", ({ principal, params, body }) => s.entities.setRuleEnabled(principal.tenantId, params.id, body.enabled), {
+      params: S.IdParams,
+      body: S.RuleUpdate,
+      detail: { summary: "Enable or disable a rule", ...tag("mcp") },
+    })
+    .delete("/rules/:id", ({ principal, params }) => {
+      s.entities.deleteRule(principal.tenantId, params.id);
+      return deleted("invalidation rule deleted");
+    }, { params: S.IdParams, detail: { summary: "Delete a rule", ...tag("mcp") } });

@@ -1,0 +1,96 @@
+/**
+ * The MCP gateway's services wired together over one storage (tests call them without HTTP), and
+ * the background pass the domain's timer runs (health checks, heartbeat expiry, expired entries).
+ */
+import type { Storage } from "../storage/scoped";
+import type { OutboundPolicy } from "../core/outbound";
+import type { Logger } from "../core/log";
+import type { McpConfig } from "./config";
+import type { Embedder, WallClock } from "./ports";
+import { EventHub } from "./events";
+import { RegistryStore } from "./registry/store";
+import { RegistryService } from "./registry/service";
+import { EntityStore } from "./entities/store";
+import { EntityService } from "./entities/service";
+import { ToolCacheStore } from "./toolcache/store";
+import { ToolCache } from "./toolcache/service";
+import { ToolVectors } from "./toolcache/vectors";
+import { CallStore } from "./calls/store";
+import { CallService } from "./calls/service";
+import { Analytics } from "./calls/analytics";
+import { ConnectionService, ConnectionStore } from "./connections/service";
+import { HealthService } from "./health/service";
+import { ConfigIO } from "./config-io";
+import { UpstreamPool } from "./upstream/pool";
+import { OAuthTokens, type Env } from "./upstream/auth";
+
+export interface McpServiceDeps {
+  storage: Storage;
+  outbound: OutboundPolicy;
+  embedder: Embedder;
+  config: McpConfig;
+  log: Logger;
+  clock: WallClock;
+  /** where the environment variables named in authConfig are read (process.env) */
+  env: Env;
+}
+
+export interface McpServices {
+  events: EventHub;
+  pool: UpstreamPool;
+  registry: RegistryService;
+  health: HealthService;
+  entities: EntityService;
+  cache: ToolCache;
+  calls: CallService;
+  analytics: Analytics;
+  connections: ConnectionService;
+  configIO: ConfigIO;
+  stores: { registry(t: string): RegistryStore; entities(t: string): EntityStore; cache(t: string): ToolCacheStore; calls(t: string): CallStore };
+  connectionStats(tenantId: string, serverId: string): ReturnType<ConnectionService["stats"]>;
+  /** One background pass: health checks of every enabled server, stale connections, expired entries. */
+  tick(): Promise<{ checked: number; disconnected: number; expired: number }>;
+  close(): Promise<void>;
+}
+
+export function mcpServices(d: McpServiceDeps): McpServices {
+  const { storage, config, clock, log } = d;
+  const registryStore = (t: string) => new RegistryStore(storage.tenant(t));
+  const entityStore = (t: string) => new EntityStore(storage.tenant(t));
+  const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t));
+  const callStore = (t: string) => new CallStore(storage.tenant(t));
+  const connectionStore = (t: string) => new ConnectionStore(storage.tenant(t));
+
+  const events = new EventHub(() => clock.now());
+  const pool = new UpstreamPool(config, { outbound: d.outbound, env: d.env, oauth: new OAuthTokens(d.outbound.fetch, d.env, () => clock.now()), mtlsDir: config.mtls_dir }, log);
+  const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log });
+  const health = new HealthService({ storage, registry: registryStore, pool, config, clock, events, log, hitsOfServer: (t, id) => callStore(t).hitsOfServer(id) });
+  const registry = new RegistryService(registryStore, { outbound: d.outbound, config, clock, pool, health: () => health, cache: () => cache });
+  const entities = new EntityService(entityStore, registryStore, () => cache, clock);
+  const calls = new CallService({ registry: registryStore, entities: entityStore, calls: callStore, cache, pool, events, clock, log });
+  const analytics = new Analytics(callStore, registryStore, clock, config.cost_per_call_usd);
+  const connections = new ConnectionService(connectionStore, registryStore, storage, events, clock, config.heartbeat_timeout_secs);
+  const configIO = new ConfigIO(registryStore, entityStore, registry, pool, clock);
+
+  return {
+    events,
+    pool,
+    registry,
+    health,
+    entities,
+    cache,
+    calls,
+    analytics,
+    connections,
+    configIO,
+    stores: { registry: registryStore, entities: entityStore, cache: cacheStore, calls: callStore },
+    connectionStats: (tenantId, serverId) => connections.stats(tenantId, serverId, callStore(tenantId).serverCallErrors(serverId)),
+    async tick() {
+      const disconnected = connections.expireStale();
+      const expired = cache.sweepExpired();
+      const checked = await health.checkAll();
+      return { checked, disconnected, expired };
+    },
+    close: () => pool.closeAll(),
+  };
+}

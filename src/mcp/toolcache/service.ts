@@ -1,0 +1,422 @@
+/**
+ * The tool-result cache: exact and semantic lookup, storing results, write-invalidates-read with
+ * the entity cascade, and the /api/v1/tool-cache operations (search, get, stats, invalidate,
+ * metrics).
+ *
+ * Invalidation never races a store: each tenant has an epoch bumped by every invalidation; a
+ * miss remembers the epoch before it calls upstream and its result is not stored when the epoch
+ * moved meanwhile (a WRITE that ran during a READ's upstream call may have made it stale).
+ */
+import type { ForTenant } from "../../storage/scoped";
+import type { Storage } from "../../storage/scoped";
+import { ApiError, notFound } from "../../core/errors";
+import type { Logger } from "../../core/log";
+import { dot, l2normalize } from "../../core/vectors";
+import type { McpConfig } from "../config";
+import type { Embedder, WallClock } from "../ports";
+import type { EventHub } from "../events";
+import type { EntityStore } from "../entities/store";
+import type { RegistryStore, ToolRecord } from "../registry/store";
+import type { CallStore } from "../calls/store";
+import { defaultCacheConfig } from "../registry/classify";
+import { iso, CATEGORIES, type Entity } from "../types";
+import { argsTextOf, entityValue, storableKey, valueAt } from "./key";
+import type { CacheEntry, Removed, Tag, ToolCacheStore } from "./store";
+import type { ToolVectors } from "./vectors";
+
+export interface SemanticHit {
+  entry: CacheEntry;
+  similarity: number;
+}
+
+export interface InvalidationCause {
+  /** what triggered it: a tool execution (rules and entity mappings), the API, an entity deletion */
+  reason: "write" | "manual" | "entity_deleted" | "config";
+  toolId?: string;
+  toolName?: string;
+}
+
+/** A cache entry as the API shows it. */
+export interface EntryView {
+  cacheKey: bigint;
+  toolId: string;
+  toolName: string | null;
+  serverId: string;
+  agentId: string | null;
+  arguments: unknown;
+  result: unknown;
+  createdAt: string;
+  expiresAt: string;
+  ttlSecs: number;
+  accessCount: number;
+  lastAccessedAt: string | null;
+  upstreamLatencyMs: number;
+  sizeBytes: number;
+  entities: Array<{ entityId: string; entityType: string | null; value: string | null }>;
+}
+
+export interface SearchInput {
+  queryEmbedding?: number[];
+  queryText?: string;
+  limit?: number;
+  threshold?: number;
+  toolId?: string;
+  serverId?: string;
+}
+
+export interface ToolCacheDeps {
+  storage: Storage;
+  stores: ForTenant<ToolCacheStore>;
+  entities: ForTenant<EntityStore>;
+  registry: ForTenant<RegistryStore>;
+  calls: ForTenant<CallStore>;
+  vectors: ToolVectors;
+  embedder: Embedder;
+  clock: WallClock;
+  events: EventHub;
+  config: McpConfig;
+  log: Logger;
+}
+
+const SEMANTIC_CANDIDATES = 8;
+
+export class ToolCache {
+  private readonly epochs = new Map<string, number>();
+
+  constructor(private readonly d: ToolCacheDeps) {}
+
+  epoch(tenantId: string): number {
+    return this.epochs.get(tenantId) ?? 0;
+  }
+
+  private bump(tenantId: string) {
+    this.epochs.set(tenantId, this.epoch(tenantId) + 1);
+  }
+
+  // ------------------------------------------------------------------ lookup and store
+
+  /** A live entry under the key (an expired one is removed on the way). */
+  exact(tenantId: string, key: bigint): CacheEntry | undefined {
+    if (!storableKey(key)) return undefined;
+    const store = this.d.stores(tenantId);
+    const e = store.get(key);
+    if (!e) return undefined;
+    if (e.expiresAtMs <= this.d.clock.now()) {
+      this.d.vectors.remove(tenantId, store.removeKeys([key]));
+      return undefined;
+    }
+    return e;
+  }
+
+  recordHit(tenantId: string, key: bigint) {
+    this.d.stores(tenantId).recordHit(key, this.d.clock.now());
+  }
+
+  /** Embed a call's argument text (undefined when the embedder is not ready or fails: lookups fall back to exact only). */
+  async embedArgs(toolName: string, args: Record<string, unknown>): Promise<Float32Array | undefined> {
+    if (!this.d.embedder.isReady()) return undefined;
+    try {
+      return (await this.d.embedder.embed([argsTextOf(toolName, args)]))[0];
+    } catch (e) {
+      this.d.log.warn("mcp tool cache: embedding failed, exact lookup only", { error: (e as Error).message });
+      return undefined;
+    }
+  }
+
+  /** The most similar live entry of the same tool, agent scope and argument structure, at or above the threshold. */
+  semantic(tenantId: string, tool: ToolRecord, agentScope: string, structKey: string, query: Float32Array, threshold: number): SemanticHit | undefined {
+    const store = this.d.stores(tenantId);
+    const neighbours = this.d.vectors.search(store, tool.id, this.d.embedder.id, query, SEMANTIC_CANDIDATES);
+    if (!neighbours.length) return undefined;
+    const now = this.d.clock.now();
+    let best: SemanticHit | undefined;
+    for (const e of store.byVecKeys(neighbours.map((n) => n.key))) {
+      if (e.agentScope !== agentScope || e.structKey !== structKey || e.expiresAtMs <= now || e.embedderId !== this.d.embedder.id) continue;
+      const vec = store.vectorOf(e.vecKey);
+      if (!vec) continue;
+      const similarity = dot(query, vec);
+      if (similarity >= threshold && (!best || similarity > best.similarity)) best = { entry: e, similarity };
+    }
+    return best;
+  }
+
+  /**
+   * Store a result (never an error). Tags come from the tool's READ mappings: the mapped
+   * parameter's value, or the entity in general when the call lacks the parameter. Returns false
+   * when nothing was stored (too large, or an invalidation happened since `epoch`).
+   */
+  store(
+    tenantId: string,
+    tool: ToolRecord,
+    call: { key: bigint; args: Record<string, unknown>; canonicalArgs: string; agentScope: string; structKey: string; result: unknown; upstreamMs: number; epoch: number; vector?: Float32Array },
+  ): boolean {
+    if (this.epoch(tenantId) !== call.epoch) return false;
+    const resultJson = JSON.stringify(call.result);
+    if (resultJson.length > this.d.config.max_result_bytes) return false;
+    const tags: Tag[] = this.d
+      .entities(tenantId)
+      .mappingsOfTool(tool.id)
+      .filter((m) => m.operation === "READ")
+      .map((m) => ({ entityId: m.entityId, value: entityValue(valueAt(call.args, m.paramName)) }));
+    const now = this.d.clock.now();
+    const store = this.d.stores(tenantId);
+    store.put(
+      {
+        cacheKey: call.key,
+        serverId: tool.serverId,
+        toolId: tool.id,
+        agentScope: call.agentScope,
+        argsJson: call.canonicalArgs,
+        structKey: call.structKey,
+        resultJson,
+        createdAtMs: now,
+        expiresAtMs: now + tool.cacheConfig.ttlSecs * 1000,
+        upstreamMs: call.upstreamMs,
+      },
+      tags,
+    );
+    // the lookup's vector when semantic lookup ran; otherwise the entry is embedded when a search needs it
+    if (call.vector) this.attachVector(tenantId, tool.id, call.key, call.vector);
+    return true;
+  }
+
+  private attachVector(tenantId: string, toolId: string, key: bigint, vec: Float32Array) {
+    const store = this.d.stores(tenantId);
+    const vecKey = store.setVector(key, this.d.embedder.id, vec);
+    if (vecKey !== undefined) this.d.vectors.add(store, toolId, this.d.embedder.id, vecKey, vec);
+  }
+
+  /**
+   * Embed the tenant's entries that have no vector yet (search by text or vector needs every
+   * entry's). Done here, not when a result is stored, so a miss never pays for an embedding.
+   */
+  async embedMissing(tenantId: string, batch = 64): Promise<number> {
+    const store = this.d.stores(tenantId);
+    const names = new Map<string, string>();
+    let n = 0;
+    for (;;) {
+      const rows = store.unembedded(this.d.embedder.id, this.d.clock.now(), batch);
+      if (!rows.length) return n;
+      for (const r of rows) if (!names.has(r.toolId)) names.set(r.toolId, this.d.registry(tenantId).getTool(r.toolId)?.name ?? "");
+      const vecs = await this.d.embedder.embed(rows.map((r) => argsTextOf(names.get(r.toolId)!, JSON.parse(r.argsJson))));
+      rows.forEach((r, i) => this.attachVector(tenantId, r.toolId, r.cacheKey, vecs[i]!));
+      n += rows.length;
+      if (rows.length < batch) return n;
+    }
+  }
+
+  // ------------------------------------------------------------------ invalidation
+
+  private removed(tenantId: string, removed: Removed[]): number {
+    this.d.vectors.remove(tenantId, removed);
+    return removed.length;
+  }
+
+  /** Drop every cached result of the tools. */
+  invalidateTools(tenantId: string, toolIds: string[], cause: InvalidationCause): number {
+    this.bump(tenantId);
+    const n = this.removed(tenantId, this.d.stores(tenantId).removeTools(toolIds));
+    this.emit(tenantId, cause, { toolIds, invalidated: n });
+    return n;
+  }
+
+  /**
+   * Drop the cached results tagged with an entity (with `value`: that instance, plus results
+   * that depend on the entity in general); with `cascade`, every result of its descendant
+   * entities too (their instance ids are unknown from the parent's, so all of them).
+   */
+  invalidateEntity(tenantId: string, entity: Entity, value: string | undefined, cascade: boolean, cause: InvalidationCause, emit = true): { invalidated: number; entityIds: string[] } {
+    this.bump(tenantId);
+    const store = this.d.stores(tenantId);
+    let n = this.removed(tenantId, store.removeTagged([entity.id], value));
+    const entityIds = [entity.id];
+    if (cascade) {
+      const children = this.d.entities(tenantId).withDescendants(entity.id).filter((id) => id !== entity.id);
+      n += this.removed(tenantId, store.removeTagged(children));
+      entityIds.push(...children);
+    }
+    if (emit) this.emit(tenantId, cause, { entityId: entity.id, entityType: entity.name, value: value ?? null, cascade, entityIds, invalidated: n });
+    return { invalidated: n, entityIds };
+  }
+
+  /**
+   * After a tool ran upstream: every enabled rule naming it as the write tool, and every entity
+   * it WRITE-maps (the parameter's value; the whole entity when the call lacks it), cascading to
+   * child entities. Returns how many cached results were dropped.
+   */
+  afterExecution(tenantId: string, tool: ToolRecord, args: Record<string, unknown>): number {
+    const es = this.d.entities(tenantId);
+    const rules = es.enabledRulesOf(tool.id);
+    const writes = es.mappingsOfTool(tool.id).filter((m) => m.operation === "WRITE");
+    if (!rules.length && !writes.length) return 0;
+    this.bump(tenantId);
+    const store = this.d.stores(tenantId);
+    let n = rules.length ? this.removed(tenantId, store.removeTools(rules.map((r) => r.invalidateToolId))) : 0;
+    const entities: Array<{ entityId: string; entityType: string; value: string | null }> = [];
+    for (const m of writes) {
+      const entity = es.get(m.entityId);
+      if (!entity) continue;
+      const value = entityValue(valueAt(args, m.paramName));
+      n += this.invalidateEntity(tenantId, entity, value ?? undefined, true, { reason: "write" }, false).invalidated;
+      entities.push({ entityId: entity.id, entityType: entity.name, value });
+    }
+    this.emit(tenantId, { reason: "write", toolId: tool.id, toolName: tool.name }, { rules: rules.map((r) => r.id), invalidatedToolIds: rules.map((r) => r.invalidateToolId), entities, invalidated: n });
+    return n;
+  }
+
+  private emit(tenantId: string, cause: InvalidationCause, data: Record<string, unknown>) {
+    this.d.events.activity(tenantId, "invalidation", { reason: cause.reason, ...(cause.toolId ? { triggeredBy: { toolId: cause.toolId, toolName: cause.toolName } } : {}), ...data });
+  }
+
+  /** Registry hooks: a deleted server's or vanished tools' results go too (CacheCleaner). */
+  dropServer(tenantId: string, serverId: string) {
+    this.bump(tenantId);
+    this.removed(tenantId, this.d.stores(tenantId).removeServer(serverId));
+  }
+
+  dropTools(tenantId: string, toolIds: string[]) {
+    this.bump(tenantId);
+    this.removed(tenantId, this.d.stores(tenantId).removeTools(toolIds));
+  }
+
+  /** Remove expired entries of every tenant (the domain's timer). */
+  sweepExpired(): number {
+    const now = this.d.clock.now();
+    const tenants = this.d.storage
+      .global("tool cache sweep: expired entries of every tenant")
+      .all<{ tenant_id: string }>("SELECT DISTINCT tenant_id FROM mcp_cache_entries WHERE expires_at_ms <= $now", { now });
+    let n = 0;
+    for (const { tenant_id } of tenants) n += this.removed(tenant_id, this.d.stores(tenant_id).removeExpired(now));
+    return n;
+  }
+
+  // ------------------------------------------------------------------ API
+
+  view(tenantId: string, e: CacheEntry): EntryView {
+    const tool = this.d.registry(tenantId).getTool(e.toolId);
+    const es = this.d.entities(tenantId);
+    return {
+      cacheKey: e.cacheKey,
+      toolId: e.toolId,
+      toolName: tool?.name ?? null,
+      serverId: e.serverId,
+      agentId: e.agentScope === "" ? null : e.agentScope,
+      arguments: JSON.parse(e.argsJson),
+      result: JSON.parse(e.resultJson),
+      createdAt: iso(e.createdAtMs),
+      expiresAt: iso(e.expiresAtMs),
+      ttlSecs: Math.round((e.expiresAtMs - e.createdAtMs) / 1000),
+      accessCount: e.hits,
+      lastAccessedAt: e.lastHitAtMs === null ? null : iso(e.lastHitAtMs),
+      upstreamLatencyMs: e.upstreamMs,
+      sizeBytes: e.sizeBytes,
+      entities: this.d
+        .stores(tenantId)
+        .tags(e.cacheKey)
+        .map((t) => ({ entityId: t.entityId, entityType: es.get(t.entityId)?.name ?? null, value: t.value })),
+    };
+  }
+
+  /** GET /tool-cache/{cache_key}: 404 when absent or expired. */
+  get(tenantId: string, key: bigint): EntryView {
+    const e = this.exact(tenantId, key);
+    if (!e) throw notFound("cache entry");
+    return this.view(tenantId, e);
+  }
+
+  /** POST /tool-cache/search: entries by similarity of their arguments to a vector or a text. */
+  async search(tenantId: string, input: SearchInput) {
+    const emb = this.d.embedder;
+    let query: Float32Array;
+    if (input.queryEmbedding) {
+      if (input.queryEmbedding.length !== emb.dimensions)
+        throw new ApiError("validation_error", `queryEmbedding has ${input.queryEmbedding.length} dimensions; the embedder ${emb.id} has ${emb.dimensions}`);
+      query = l2normalize(Float32Array.from(input.queryEmbedding));
+    } else {
+      query = (await emb.embed([input.queryText!]))[0]!;
+    }
+    await this.embedMissing(tenantId);
+    const limit = input.limit ?? 10;
+    const threshold = input.threshold ?? 0;
+    const store = this.d.stores(tenantId);
+    const now = this.d.clock.now();
+    let toolIds = store.toolsWithVectors(emb.id);
+    if (input.toolId) toolIds = toolIds.filter((t) => t === input.toolId);
+    const scored: Array<{ e: CacheEntry; similarity: number }> = [];
+    for (const toolId of toolIds) {
+      const neighbours = this.d.vectors.search(store, toolId, emb.id, query, limit);
+      for (const e of store.byVecKeys(neighbours.map((n) => n.key))) {
+        if (e.expiresAtMs <= now || (input.serverId && e.serverId !== input.serverId)) continue;
+        const vec = store.vectorOf(e.vecKey);
+        if (!vec) continue;
+        const similarity = dot(query, vec);
+        if (similarity >= threshold) scored.push({ e, similarity });
+      }
+    }
+    scored.sort((a, b) => b.similarity - a.similarity);
+    const results = scored.slice(0, limit).map(({ e, similarity }) => ({ similarity: Math.round(similarity * 1e6) / 1e6, ...this.view(tenantId, e) }));
+    return { results, total: results.length, embedder: { id: emb.id, dimensions: emb.dimensions } };
+  }
+
+  /** POST /tool-cache/stats: access count, hit rate and latency of one key (404 when neither cached nor ever called). */
+  stats(tenantId: string, key: bigint) {
+    if (!storableKey(key)) throw notFound("cache entry");
+    const e = this.exact(tenantId, key);
+    const c = this.d.calls(tenantId).keyStats(key);
+    if (!e && c.calls === 0) throw notFound("cache entry");
+    return {
+      cacheKey: key,
+      cached: !!e,
+      toolId: e?.toolId ?? c.toolId,
+      accessCount: c.hits,
+      misses: c.misses,
+      totalCalls: c.calls,
+      hitRate: c.calls ? round4(c.hits / c.calls) : 0,
+      avgHitLatencyMs: c.avgHitLatencyMs,
+      avgMissLatencyMs: c.avgMissLatencyMs,
+      upstreamLatencyMs: e?.upstreamMs ?? null,
+      createdAt: e ? iso(e.createdAtMs) : null,
+      expiresAt: e ? iso(e.expiresAtMs) : null,
+      lastAccessedAt: e?.lastHitAtMs ? iso(e.lastHitAtMs) : null,
+    };
+  }
+
+  /** POST /tool-cache/invalidate: by entity type name (404 when the tenant has no such entity). */
+  invalidateByApi(tenantId: string, input: { entityType: string; entityId?: string; cascade?: boolean }) {
+    const entity = this.d.entities(tenantId).byName(input.entityType);
+    if (!entity) throw notFound(`entity type "${input.entityType}"`);
+    const cascade = input.cascade ?? false;
+    const r = this.invalidateEntity(tenantId, entity, input.entityId, cascade, { reason: "manual" });
+    const es = this.d.entities(tenantId);
+    return {
+      invalidated: r.invalidated,
+      entityType: entity.name,
+      entityId: input.entityId ?? null,
+      cascade,
+      entityTypes: r.entityIds.map((id) => es.get(id)?.name ?? id),
+    };
+  }
+
+  /** GET /tool-cache/metrics: entries, memory, hit rate (over the recorded calls), configuration. */
+  metrics(tenantId: string) {
+    const t = this.d.stores(tenantId).totals(this.d.clock.now());
+    const c = this.d.calls(tenantId).cacheTotals();
+    return {
+      totalEntries: t.entries - t.expired,
+      expiredEntries: t.expired,
+      entriesWithEmbeddings: t.withVectors,
+      memoryUsageBytes: t.bytes,
+      hits: c.hits,
+      misses: c.misses,
+      hitRate: c.hits + c.misses ? round4(c.hits / (c.hits + c.misses)) : 0,
+      configuration: {
+        embedder: { id: this.d.embedder.id, dimensions: this.d.embedder.dimensions, ready: this.d.embedder.isReady() },
+        maxResultBytes: this.d.config.max_result_bytes,
+        semanticCandidates: SEMANTIC_CANDIDATES,
+        defaults: Object.fromEntries(CATEGORIES.map((c) => [c, defaultCacheConfig(c)])),
+      },
+    };
+  }
+}
+
+export const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
