@@ -11,6 +11,8 @@ import type { TSchema } from "@sinclair/typebox";
 import { ApiError, type Envelope } from "./errors";
 import type { Kernel, Mount } from "./kernel";
 
+type Json = Record<string, any>;
+
 export interface DocumentedOperation {
   method: string;
   /** OpenAPI path template, e.g. /v1beta/models/{model}:generateContent */
@@ -23,6 +25,11 @@ export interface DocumentedOperation {
   stream?: "sse" | "ndjson" | "json-array";
   /** extra error statuses this operation answers (e.g. 502/503/504 for upstream calls) */
   errors?: number[];
+  /**
+   * statuses whose body is not the mount's envelope but a protocol's own (e.g. JSON-RPC errors of
+   * the MCP endpoint): the schema is registered under `name` in components
+   */
+  errorBodies?: { statuses: number[]; name: string; description: string; schema: Json };
 }
 
 export interface OpenApiInput {
@@ -35,7 +42,6 @@ export interface OpenApiInput {
   hidden: string[];
 }
 
-type Json = Record<string, any>;
 
 /** A TypeBox schema as plain JSON Schema (symbols dropped). */
 const plain = (s: TSchema): Json => JSON.parse(JSON.stringify(s));
@@ -128,6 +134,11 @@ export function buildOpenApi(input: OpenApiInput): Json {
         },
       },
     };
+    if (o.errorBodies) {
+      const { statuses, name, description, schema } = o.errorBodies;
+      schemas[name] ??= schema;
+      for (const st of statuses) op.responses[String(st)] = { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } } };
+    }
     answers(op, input.kernel.mountOf(concrete), { perm: false, extra: o.errors, contentType: "application/json" });
     (paths[o.path] ??= {})[method] = op;
   }

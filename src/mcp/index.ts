@@ -57,11 +57,21 @@ export const MCP_ENDPOINT = "/mcp";
 /** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
 export function nativeDocs(): DocumentedOperation[] {
   const tags = ["mcp"];
+  const errorBodies = {
+    statuses: [400, 404, 405, 406, 415],
+    name: "JsonRpcError",
+    description: "A protocol error, answered as the MCP transport does: a JSON-RPC error response (authentication, rate limits and body size are answered in the doc2 envelope)",
+    schema: {
+      type: "object",
+      required: ["jsonrpc", "error"],
+      properties: { jsonrpc: { type: "string", const: "2.0" }, error: { type: "object", required: ["code", "message"], properties: { code: { type: "integer" }, message: { type: "string" }, data: {} } }, id: {} },
+    },
+  };
   const endpoint = "The MCP endpoint (Streamable HTTP, both protocol eras): the tenant's tools as <server>__<tool>, every call through svc's tool cache";
   return [
-    { method: "POST", path: MCP_ENDPOINT, summary: "MCP JSON-RPC request (tools/list, tools/call, server/discover, initialize)", description: endpoint, tags, stream: "sse" },
-    { method: "GET", path: MCP_ENDPOINT, summary: "MCP server-to-client stream (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags },
-    { method: "DELETE", path: MCP_ENDPOINT, summary: "MCP session end (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags },
+    { method: "POST", path: MCP_ENDPOINT, summary: "MCP JSON-RPC request (tools/list, tools/call, server/discover, initialize)", description: endpoint, tags, stream: "sse", errorBodies },
+    { method: "GET", path: MCP_ENDPOINT, summary: "MCP server-to-client stream (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags, errorBodies },
+    { method: "DELETE", path: MCP_ENDPOINT, summary: "MCP session end (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags, errorBodies },
     {
       method: "POST",
       path: "/api/v1/tool-cache/stats",

@@ -29,6 +29,8 @@ interface Operation {
   public: boolean;
   /** the error schema of the operation's envelope (components/schemas) */
   errorSchema: Json;
+  /** statuses whose body the document declares with another schema (a protocol's own errors) */
+  errorSchemas: Record<string, Json>;
   body?: Json;
   query: Array<{ name: string; schema: Json }>;
 }
@@ -55,6 +57,12 @@ beforeAll(async () => {
         path,
         public: Array.isArray(op.security) && op.security.length === 0,
         errorSchema: errorRef ? schemas[errorRef.split("/").pop()!] : undefined,
+        errorSchemas: Object.fromEntries(
+          Object.entries<Json>(op.responses)
+            .map(([st, r]) => [st, (Object.values<Json>(r?.content ?? {})[0]?.schema?.$ref as string | undefined) ?? ""] as const)
+            .filter(([st, ref]) => ref && ref !== errorRef && Number(st) >= 400)
+            .map(([st, ref]) => [st, schemas[ref.split("/").pop()!]]),
+        ),
         body: op.requestBody?.content?.["application/json"]?.schema,
         query: (op.parameters ?? []).filter((p: Json) => p.in === "query").map((p: Json) => ({ name: p.name, schema: p.schema })),
       });
@@ -188,7 +196,7 @@ function check(op: Operation, res: Awaited<ReturnType<typeof send>>) {
     } catch {
       throw new Error(`not JSON: ${where}`);
     }
-    if (!conforms(op.errorSchema, body)) throw new Error(`not in the operation's envelope: ${where}`);
+    if (!conforms(op.errorSchemas[String(res.status)] ?? op.errorSchema, body)) throw new Error(`not in the operation's envelope: ${where}`);
     if (res.status >= 500 && !DEPENDENCY_5XX.has(errorTypeOf(body) ?? "")) throw new Error(`internal error: ${where}`);
   }
 }
