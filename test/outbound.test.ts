@@ -113,3 +113,29 @@ describe("fetch (every connection)", () => {
     ]);
   });
 });
+
+describe("TLS through the policy (certificates in test/fixtures/tls, one test CA)", () => {
+  const dir = `${import.meta.dir}/fixtures/tls/`;
+  const file = (n: string) => Bun.file(dir + n);
+  // an upstream that demands a client certificate signed by the test CA
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    tls: { cert: file("server.pem"), key: file("server.key"), ca: file("ca.pem"), requestCert: true, rejectUnauthorized: true },
+    fetch: (req) => new Response(`hello ${req.headers.get("host")}`),
+  });
+  afterAll(() => server.stop(true));
+  const policy = new OutboundPolicy({ allowPrivate: true, resolve: async () => ["127.0.0.1"] });
+  const url = `https://upstream.svc-test:${server.port}/x`;
+
+  test("the caller's TLS options (CA, client certificate) reach the handshake; the server name stays the URL's host", async () => {
+    const r = await policy.fetch(url, { tls: { ca: file("ca.pem"), cert: file("client.pem"), key: file("client.key") } } as RequestInit);
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe(`hello upstream.svc-test:${server.port}`);
+  });
+
+  test("without the client certificate the upstream refuses the handshake; without the CA the certificate is not trusted", async () => {
+    expect(await policy.fetch(url, { tls: { ca: file("ca.pem") } } as RequestInit).then(() => "connected", (e) => String(e))).toMatch(/TLS|handshake|EPROTO/i);
+    expect(await policy.fetch(url).then(() => "connected", (e) => String(e))).toMatch(/certificate/i);
+  });
+});

@@ -147,7 +147,8 @@ export class OutboundPolicy {
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal: init.signal ?? request?.signal,
-        tls: url.protocol === "https:" ? { serverName: hostOf(url) } : undefined,
+        // a caller's TLS options (a client certificate, a CA) are kept; the server name is always the URL's host
+        tls: url.protocol === "https:" ? { ...(init as { tls?: object }).tls, serverName: hostOf(url) } : undefined,
       } as RequestInit);
       const location = response.headers.get("location");
       if (response.status < 300 || response.status >= 400 || !location) return response;

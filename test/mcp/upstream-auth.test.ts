@@ -110,3 +110,39 @@ describe("outbound policy at every connection", () => {
     db.close();
   });
 });
+
+describe("MTLS (certificates in test/fixtures/tls, one test CA)", () => {
+  test("the client certificate from mtls_dir is presented to an upstream that demands it; without MTLS the upstream refuses", async () => {
+    const dir = `${import.meta.dir}/../fixtures/tls`;
+    const file = (n: string) => Bun.file(`${dir}/${n}`);
+    // a TLS front for the fake server that accepts only clients with a certificate of the test CA
+    const front = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: file("server.pem"), key: file("server.key"), ca: file("ca.pem"), requestCert: true, rejectUnauthorized: true },
+      fetch: (r) => fetch(fake.url, { method: r.method, headers: r.headers, body: r.body }),
+    });
+    const g = await startMcpGateway({ mtls_dir: dir });
+    try {
+      const url = `https://localhost:${front.port}/mcp`;
+      const reg = await g.call("POST", "/api/v1/mcp/servers", g.A, { name: "mtls", url, authType: "MTLS", authConfig: { type: "MTLS", certPath: "client.pem", keyPath: "client.key", caPath: "ca.pem" } });
+      expect(reg.status).toBe(201);
+      const d = await g.call("POST", `/api/v1/mcp/servers/${reg.body.server.id}/discover`, g.A);
+      expect(d.status).toBe(200);
+      expect(d.body.toolsDiscovered).toBe(9);
+      const tool = d.body.tools.find((t: any) => t.name === "frobnicate");
+      const out = await callTool(g, tool.id, {});
+      expect(out.status).toBe(200);
+      // the same upstream without a client certificate: the handshake fails, discovery reports it
+      const plain = await g.call("POST", "/api/v1/mcp/servers", g.A, { name: "no-cert", url, authType: "NONE" });
+      const d2 = await g.call("POST", `/api/v1/mcp/servers/${plain.body.server.id}/discover`, g.A);
+      expect(d2.status).toBeGreaterThanOrEqual(400);
+      // a path outside mtls_dir is refused at registration
+      const outside = await g.call("POST", "/api/v1/mcp/servers", g.A, { name: "escape", url, authType: "MTLS", authConfig: { type: "MTLS", certPath: "../../package.json", keyPath: "client.key" } });
+      expect(outside.status).toBe(400);
+    } finally {
+      await g.gw.stop();
+      front.stop(true);
+    }
+  });
+});

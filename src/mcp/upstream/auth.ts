@@ -115,8 +115,8 @@ export function authenticatedFetch(a: AuthConfig, ctx: AuthContext): OutboundFet
 
 /**
  * MTLS: the outbound policy pins and checks the address (OutboundPolicy.pin); the request carries
- * the client certificate. Redirects are not followed (a 3xx is answered as it is): the core
- * policy's fetch sets its own `tls` option, so it cannot carry a client certificate.
+ * the client certificate. Redirects are not followed (a 3xx is answered as it is), so the
+ * certificate is only ever presented to the host that was configured.
  */
 function mtlsFetch(a: AuthConfig, ctx: AuthContext): OutboundFetch {
   return async (input, init = {}) => {
