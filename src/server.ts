@@ -1,10 +1,10 @@
 /**
  * Start and stop one gateway: Bun.serve in front of the app's front door (native proxy routes
  * straight from Bun's routes table, everything else through the Elysia app), WebSocket upgrades,
- * and graceful shutdown (stop accepting, let in-flight requests and streams finish up to
- * server.shutdown_timeout_ms, then close every domain and the database).
+ * and graceful shutdown (stop accepting, close WebSockets with 1001, let in-flight requests and
+ * streams finish up to server.shutdown_timeout_ms, then close every domain and the database).
  */
-import type { Server } from "bun";
+import type { Server, ServerWebSocket } from "bun";
 import { loadConfig, type Config } from "./config";
 import { createApp, startApp, closeApp, type App, type AppOptions } from "./app";
 import { ApiError, DOC1, errorResponse } from "./core/errors";
@@ -24,6 +24,9 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
   const app = createApp(config, opts);
   let inFlight = 0;
   const sockets = new Map(app.sockets.map((s) => [s.path, s]));
+  // open WebSockets: at shutdown each is closed with 1001 (going away), so clients reconnect to
+  // another instance at once instead of the server waiting out the deadline for them
+  const open = new Set<ServerWebSocket<SocketData>>();
   const server: Server<SocketData> = Bun.serve<SocketData>({
     hostname: config.server.host,
     port: config.server.port,
@@ -54,9 +57,15 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
       }
     },
     websocket: {
-      open: (ws) => ws.data.route.open?.(ws),
+      open: (ws) => {
+        open.add(ws);
+        ws.data.route.open?.(ws);
+      },
       message: (ws, message) => ws.data.route.message?.(ws, message),
-      close: (ws, code, reason) => ws.data.route.close?.(ws, code, reason),
+      close: (ws, code, reason) => {
+        open.delete(ws);
+        ws.data.route.close?.(ws, code, reason);
+      },
     },
     error(e) {
       app.log.error("server error", { error: String(e) });
@@ -75,6 +84,7 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
     stop() {
       stopping ??= (async () => {
         const graceful = server.stop(false);
+        for (const ws of open) ws.close(1001, "server shutting down");
         const deadline = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.server.shutdown_timeout_ms).unref?.());
         if ((await Promise.race([graceful.then(() => "done" as const), deadline])) === "timeout") {
           app.log.warn("shutdown deadline reached; closing remaining connections", { inFlight });

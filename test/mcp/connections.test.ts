@@ -252,3 +252,20 @@ async function openEventually(token: string) {
     }
   }
 }
+
+describe("shutdown with open WebSockets", () => {
+  test("stop() closes each socket with 1001 (going away) and does not wait out the shutdown deadline for them", async () => {
+    const g = await startMcpGateway();
+    const deadlineMs = 20_000;
+    (g.gw.ctx.config.server as { shutdown_timeout_ms: number }).shutdown_timeout_ms = deadlineMs;
+    const ws = new WebSocket(`${g.gw.url.replace("http", "ws")}/api/v1/mcp/stream`, { headers: { authorization: `Bearer ${g.A}` } } as any);
+    await new Promise<void>((resolve, reject) => {
+      ws.onopen = () => resolve();
+      ws.onerror = () => reject(new Error("socket failed to open"));
+    });
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => (ws.onclose = (e) => resolve({ code: e.code, reason: e.reason })));
+    const outcome = await Promise.race([g.gw.stop().then(() => "stopped"), Bun.sleep(deadlineMs / 2).then(() => "still waiting")]);
+    expect(outcome).toBe("stopped");
+    expect(await closed).toEqual({ code: 1001, reason: "server shutting down" });
+  }, 30_000);
+});
