@@ -4,7 +4,7 @@
  * every target is measured under the same momentary machine load. Per target: latency in
  * microseconds (performance.now) and X-Cache-Status counts; per round, each target's time minus the
  * reference target's in the same round (the paired "added" time).
- * Args: JSON {targets: [{name, url, headers, unique?}], body, n, warmup, ttfb?, reference}.
+ * Args: JSON {targets: [{name, url, headers, unique?, body?}], body, n, warmup, ttfb?, reference}.
  *   unique: the body's "{unique}" is replaced by a different question every request (cache misses).
  *   ttfb: time to the first body chunk of a streamed response instead of the whole body.
  */
@@ -14,6 +14,8 @@ interface T {
   url: string;
   headers: Record<string, string>;
   unique?: boolean;
+  /** this target's own body (default: the shared one) */
+  body?: string;
 }
 const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; reference: string };
 
@@ -29,7 +31,8 @@ const cache: Record<string, Record<string, number>> = Object.fromEntries(o.targe
 const bad: Record<string, number> = Object.fromEntries(o.targets.map((t) => [t.name, 0]));
 
 async function once(t: T, i: number): Promise<number> {
-  const body = t.unique ? o.body.replace("{unique}", question(i)) : o.body;
+  const base = t.body ?? o.body;
+  const body = t.unique ? base.replace("{unique}", question(i)) : base;
   const t0 = performance.now();
   const r = await fetch(t.url, { method: "POST", headers: t.headers, body });
   let t1: number;

@@ -49,7 +49,7 @@ interface Sample {
   cacheStatus: Record<string, number>;
 }
 
-async function client(o: { targets: Array<{ name: string; url: string; headers: Record<string, string>; unique?: boolean }>; body: string; ttfb?: boolean; reference: string; n?: number }) {
+async function client(o: { targets: Array<{ name: string; url: string; headers: Record<string, string>; unique?: boolean; body?: string }>; body: string; ttfb?: boolean; reference: string; n?: number }) {
   const p = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify({ n, warmup: 300, ...o })], { stdout: "pipe", stderr: "inherit" });
   const out = await new Response(p.stdout).text();
   await p.exited;
@@ -106,7 +106,7 @@ for (const [name, t] of Object.entries(targets)) {
 const names = Object.keys(targets);
 console.error(`1 connection, interleaved: ${[...names, "svc-miss"].join(", ")}`);
 const one = await client({
-  targets: [...names.map((name) => ({ name, ...targets[name]! })), { name: "svc-miss", url: `${cached.url}/v1/chat/completions`, headers: targets.svc!.headers, unique: true }],
+  targets: [...names.map((name) => ({ name, ...targets[name]! })), { name: "svc-miss", url: `${cached.url}/v1/chat/completions`, headers: targets.svc!.headers, unique: true, body: uniqueBody }],
   body,
   reference: "direct",
 });

@@ -156,7 +156,12 @@ export interface CredentialVerifier {
  */
 export type PrincipalCheck = (principal: Principal) => Principal | void | Promise<Principal | void>;
 
-const looksLikeJwt = (cred: string) => cred.split(".").length === 3;
+/** three dot-separated parts (no split: this runs on every request) */
+const looksLikeJwt = (cred: string) => {
+  const a = cred.indexOf(".");
+  const b = a < 0 ? -1 : cred.indexOf(".", a + 1);
+  return b > 0 && cred.indexOf(".", b + 1) < 0;
+};
 
 export type CredentialPlaces = "bearer" | "sdk";
 

@@ -154,6 +154,10 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export class Kernel {
   private mounts: Mount[] = [];
+  /** the mounts as matchers (prefix + "/" built once), longest prefix first */
+  private matchers: Array<{ mount: Mount; slash: string | undefined }> = [];
+  /** path → mount, for the paths seen recently (most traffic repeats a few proxy paths) */
+  private readonly mountCache = new Map<string, Mount>();
   private readonly states = new WeakMap<Request, RequestState>();
   private readonly bodyChecks = new Map<string, BodyCheck>();
   /** route templates of every route (labels for answers given before a route ran) */
@@ -179,12 +183,25 @@ export class Kernel {
     const mount: Mount = { prefix, envelope: spec.envelope, auth: spec.auth ?? "bearer", rateGroup: spec.rateGroup, exact: spec.exact === true };
     if (this.mounts.some((m) => m.prefix === mount.prefix && m.exact === mount.exact)) throw new Error(`two mounts declare the prefix ${mount.prefix}`);
     this.mounts = [...this.mounts, mount].sort((a, b) => b.prefix.length - a.prefix.length);
+    this.matchers = this.mounts.map((m) => ({ mount: m, slash: m.exact ? undefined : m.prefix + "/" }));
+    this.mountCache.clear();
     return mount;
   }
 
   mountOf(path: string): Mount {
-    for (const m of this.mounts) if (path === m.prefix || (!m.exact && path.startsWith(m.prefix + "/"))) return m;
-    return this.fallback;
+    const cached = this.mountCache.get(path);
+    if (cached) return cached;
+    let found = this.fallback;
+    for (const { mount, slash } of this.matchers)
+      if (path === mount.prefix || (slash !== undefined && path.startsWith(slash))) {
+        found = mount;
+        break;
+      }
+    if (path.length <= 256) {
+      if (this.mountCache.size >= 4096) this.mountCache.clear();
+      this.mountCache.set(path, found);
+    }
+    return found;
   }
 
   envelopeOf(path: string): Envelope {
