@@ -282,9 +282,9 @@ export class Kernel {
     try {
       this.checkHeaderSize(request);
       if (mount.auth !== "public") {
-        const url = new URL(request.url);
+        // the URL object only where it is read (a domain's own credential; ?key= is parsed lazily)
         state.principal =
-          typeof mount.auth === "function" ? await mount.auth(request, url) : await this.o.auth.authenticate(request, mount.auth, url);
+          typeof mount.auth === "function" ? await mount.auth(request, new URL(request.url)) : await this.o.auth.authenticate(request, mount.auth);
         this.o.limiter.enforce(state.principal, groupOf(mount, request.method), state.headers);
       }
       if (path.includes("%") && safeDecodeURIComponent(path) === null) throw new ApiError("not_found", "no route for a path with malformed percent-encoding");
