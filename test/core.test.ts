@@ -1,4 +1,5 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { jsonDepthExceeds } from "../src/core/validation";
 import { startGateway, type TestGateway } from "./helpers/gateway";
 
 let gw: TestGateway;
@@ -312,5 +313,18 @@ describe("storage", () => {
     } finally {
       await s.stop();
     }
+  });
+});
+
+describe("jsonDepthExceeds (the depth bound before JSON.parse)", () => {
+  test("64 levels pass and 65 fail, for objects, arrays and mixed nesting", () => {
+    expect(jsonDepthExceeds('{"a":'.repeat(64) + "1" + "}".repeat(64), 64)).toBe(false);
+    expect(jsonDepthExceeds('{"a":'.repeat(65) + "1" + "}".repeat(65), 64)).toBe(true);
+    expect(jsonDepthExceeds("[".repeat(65) + "]".repeat(65), 64)).toBe(true);
+    expect(jsonDepthExceeds("[".repeat(30) + '{"a":'.repeat(35) + "1" + "}".repeat(35) + "]".repeat(30), 64)).toBe(true);
+  });
+  test("brackets inside strings do not count, however many there are; many shallow siblings are not deep", () => {
+    expect(jsonDepthExceeds(JSON.stringify({ code: "{[(".repeat(500) }), 64)).toBe(false);
+    expect(jsonDepthExceeds(JSON.stringify(Array.from({ length: 500 }, () => ({ a: [1] }))), 64)).toBe(false);
   });
 });

@@ -16,6 +16,7 @@ export const MAX_JSON_DEPTH = 64;
 
 /** Nesting depth of JSON text, scanning at most until it exceeds `limit` (strings skipped). */
 export function jsonDepthExceeds(text: string, limit: number): boolean {
+  if (!hasMoreOpenings(text, limit)) return false; // the common case, with native searches only
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -28,6 +29,13 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
       if (++depth > limit) return true;
     } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
   }
+  return false;
+}
+
+/** More than `n` opening brackets anywhere (strings included: an upper bound of the nesting depth). */
+function hasMoreOpenings(text: string, n: number): boolean {
+  let count = 0;
+  for (const bracket of ["{", "["]) for (let i = text.indexOf(bracket); i >= 0; i = text.indexOf(bracket, i + 1)) if (++count > n) return true;
   return false;
 }
 
