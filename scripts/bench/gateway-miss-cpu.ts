@@ -5,7 +5,10 @@
  * per-process counters (/proc/<pid>/stat utime+stime), so the load generator, the upstream and the
  * rest of a noisy machine do not enter the number the way they enter latency.
  *
- *   bun scripts/bench/gateway-miss-cpu.ts [--n 10000] [--rounds 5] [--base DIR]
+ *   bun scripts/bench/gateway-miss-cpu.ts [--n 10000] [--rounds 5] [--base DIR] [--exact]
+ *
+ * --exact: the cache enabled and the same request every time, so every counted request is an exact
+ * hit (front door, key derivation, in-memory exact tier, response) and never reaches the upstream.
  *
  * With --base, another checkout's gateway (e.g. an older commit) runs beside this one and the
  * rounds alternate between them: each round sends n sequential keep-alive requests to one gateway.
@@ -17,7 +20,7 @@ import { resolve } from "node:path";
 import { SignJWT } from "jose";
 import { startTarget, freePort, median, machine, ROOT, BENCH_JWT_SECRET, type Target } from "./harness";
 
-const { values } = parseArgs({ options: { n: { type: "string", default: "10000" }, rounds: { type: "string", default: "5" }, base: { type: "string" } } });
+const { values } = parseArgs({ options: { n: { type: "string", default: "10000" }, rounds: { type: "string", default: "5" }, base: { type: "string" }, exact: { type: "boolean", default: false } } });
 const n = Number(values.n);
 const rounds = Number(values.rounds);
 const TICK_US = 1e6 / 100; // USER_HZ: 100 on Linux
@@ -36,7 +39,7 @@ for (let i = 0; i < 400; i++) if (await fetch(upUrl, { method: "POST", body: "{}
 const env = {
   SVC_PROVIDERS__OPENAI__BASE_URL: upUrl,
   SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench",
-  SVC_CACHE__ENABLED: "false",
+  SVC_CACHE__ENABLED: values.exact ? "true" : "false",
   SVC_RATE_LIMITS__ENABLED: "false",
 };
 const targets: Record<string, Target> = { svc: await startTarget({ env }) };
@@ -61,7 +64,7 @@ for (let r = 0; r < rounds; r++) {
   const names = Object.keys(targets);
   for (const name of r % 2 ? names.reverse() : names) perRequest[name]!.push(await round(targets[name]!, n));
 }
-const out: Record<string, unknown> = { machine: machine(), n, rounds };
+const out: Record<string, unknown> = { machine: machine(), path: values.exact ? "exact hit" : "miss, cache disabled", n, rounds };
 for (const [name, xs] of Object.entries(perRequest)) out[name] = { medianUsPerRequest: Number(median(xs).toFixed(1)), rounds: xs.map((x) => Number(x.toFixed(1))) };
 if (targets.base) out.ratioSvcOverBase = Number((median(perRequest.svc!) / median(perRequest.base!)).toFixed(3));
 console.log(JSON.stringify(out, null, 2));
