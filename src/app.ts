@@ -116,6 +116,11 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     addCheck: (check) => auth.addCheck(check),
     secret: jwtSecret,
     clock: wallClock,
+    outbound: outbound.fetch,
+    allowInsecureIdp: config.outbound.allow_private,
+    tokens,
+    dataPath: config.storage.path,
+    warn: (m) => log.warn(m),
   });
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models },
