@@ -105,8 +105,10 @@ export class SignInService {
   async spMetadata(origin: string, withSigningCert: boolean): Promise<{ entityId: string; acsUrl: string; metadataXml: string; signingCertificate: string | null }> {
     const entityId = this.spEntityId(origin);
     const acsUrl = this.acsUrl(origin);
-    const cert = withSigningCert ? (await this.spKeys.get()).certificate : null;
+    const keys = withSigningCert ? await this.spKeys.get() : undefined;
+    const cert = keys?.certificate ?? null;
     const saml = new SAML({
+      ...(keys ? { privateKey: keys.privateKey } : {}),
       issuer: entityId,
       callbackUrl: acsUrl,
       idpCert: "unused-for-metadata",
