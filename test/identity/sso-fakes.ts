@@ -182,6 +182,8 @@ export interface AssertionOptions {
   /** validity window relative to now, seconds */
   notBeforeSecs?: number;
   notOnOrAfterSecs?: number;
+  /** the bearer confirmation's own NotOnOrAfter (default: notOnOrAfterSecs) */
+  confirmationNotOnOrAfterSecs?: number;
   assertionId?: string;
 }
 
@@ -207,7 +209,7 @@ export class SamlIdp {
       `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ID="${id}" Version="2.0" IssueInstant="${t(0)}">` +
       `<saml:Issuer>${xmlEscape(o.issuer ?? this.entityId)}</saml:Issuer>` +
       `<saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${xmlEscape(email)}</saml:NameID>` +
-      `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData InResponseTo="${o.inResponseTo}" NotOnOrAfter="${t(o.notOnOrAfterSecs ?? 300)}" Recipient="${xmlEscape(o.acsUrl)}"/></saml:SubjectConfirmation></saml:Subject>` +
+      `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData InResponseTo="${o.inResponseTo}" NotOnOrAfter="${t(o.confirmationNotOnOrAfterSecs ?? o.notOnOrAfterSecs ?? 300)}" Recipient="${xmlEscape(o.acsUrl)}"/></saml:SubjectConfirmation></saml:Subject>` +
       `<saml:Conditions NotBefore="${t(o.notBeforeSecs ?? -60)}" NotOnOrAfter="${t(o.notOnOrAfterSecs ?? 300)}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(o.audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
       `<saml:AuthnStatement AuthnInstant="${t(0)}" SessionIndex="_s1"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
       `<saml:AttributeStatement>` +

@@ -218,6 +218,8 @@ export class SignInService {
       throw refused(`SAML response rejected: ${String((e as Error)?.message ?? e).slice(0, 300)}`);
     }
     if (!profile) throw refused("the SAML response holds no assertion");
+    // node-saml checks idpIssuer only on logout messages: the (signed) assertion's issuer is checked here
+    if (profile.issuer !== samlOf(row)!.entityId) throw refused(`the assertion's issuer ${JSON.stringify(String(profile.issuer ?? "").slice(0, 200))} is not the connection's entityId`);
     const xml = profile.getAssertionXml?.() ?? "";
     const assertionId = /<(?:\w+:)?Assertion\b[^>]*?\sID="([^"]+)"/.exec(xml)?.[1];
     if (!assertionId) throw refused("the assertion has no ID");
@@ -328,7 +330,7 @@ export class SignInService {
     const keys = cfg.signRequests ? await this.spKeys.get() : undefined;
     const cache: CacheProvider = {
       saveAsync: async (key, value) => ({ value, createdAt: Date.now() }),
-      getAsync: async (key) => (o.inResponseTo !== undefined && key === o.inResponseTo ? String(o.since ?? Date.now()) : null),
+      getAsync: async (key) => (o.inResponseTo !== undefined && key === o.inResponseTo ? new Date(o.since ?? Date.now()).toISOString() : null),
       removeAsync: async (key) => key,
     };
     return new SAML({
