@@ -280,7 +280,7 @@ function declareOnce() {
   } as never);
   SCIMMY.Resources.declare(SCIMMY.Resources.Group, {
     basepath: SCIM_BASE,
-    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.groupOut(ctx.tenantId, ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by)),
+    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.readGroups(ctx.tenantId, ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by).id)[0],
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] }; attributes?: unknown }, ctx: Ctx) => {
       const all = ctx.dir.readGroups(ctx.tenantId, res.id);
       if (res.id) {
@@ -296,8 +296,21 @@ function declareOnce() {
   SCIMMY.Resources.ServiceProviderConfig.basepath(SCIM_BASE);
 }
 
-const reply = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(body === undefined ? null : JSON.stringify(body), { status, headers: body === undefined ? headers : { "content-type": SCIM_CONTENT_TYPE, ...headers } });
+/** absolute meta.location (RFC 7643 §3.1) and itemsPerPage = the resources on this page (RFC 7644 §3.4.2) */
+function finish(body: unknown, origin: string): unknown {
+  const v = JSON.parse(JSON.stringify(body)) as Record<string, any>;
+  const fix = (r: Record<string, any>) => {
+    if (typeof r?.meta?.location === "string" && r.meta.location.startsWith("/")) r.meta.location = origin + r.meta.location;
+  };
+  if (Array.isArray(v.Resources)) {
+    v.Resources.forEach(fix);
+    v.itemsPerPage = v.Resources.length;
+  } else fix(v);
+  return v;
+}
+
+const reply = (request: Request, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(body === undefined ? null : JSON.stringify(finish(body, new URL(request.url).origin)), { status, headers: body === undefined ? headers : { "content-type": SCIM_CONTENT_TYPE, ...headers } });
 
 const SCOPE = { Users: "users", Groups: "groups" } as const;
 type Kind = keyof typeof SCOPE;
@@ -317,7 +330,7 @@ function listParams(q: Record<string, string | undefined>) {
     if (!Number.isInteger(n)) throw new ApiError("validation_error", `${k}: expected an integer`, { scimType: "invalidValue" });
     out[k] = k === "count" ? Math.min(Math.max(n, 0), MAX_RESULTS) : Math.max(n, 1);
   }
-  if (out.count === undefined && (out.startIndex !== undefined || true)) out.count = MAX_RESULTS;
+  if (out.count === undefined) out.count = MAX_RESULTS;
   return out;
 }
 
@@ -348,19 +361,19 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
   let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: async (request) => tokens.authenticate(request) });
 
   app = app
-    .get("/ServiceProviderConfig", async () => reply(200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", tags: ["scim-provider"] } })
-    .get("/ResourceTypes", async () => reply(200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", tags: ["scim-provider"] } })
-    .get("/ResourceTypes/:id", async ({ params }) => {
+    .get("/ServiceProviderConfig", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", tags: ["scim-provider"] } })
+    .get("/ResourceTypes", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", tags: ["scim-provider"] } })
+    .get("/ResourceTypes/:id", async ({ params, request }) => {
       try {
-        return reply(200, await new SCIMMY.Resources.ResourceType(params.id).read());
+        return reply(request, 200, await new SCIMMY.Resources.ResourceType(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
     }, { detail: { summary: "A SCIM resource type", tags: ["scim-provider"] } })
-    .get("/Schemas", async () => reply(200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", tags: ["scim-provider"] } })
-    .get("/Schemas/:id", async ({ params }) => {
+    .get("/Schemas", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", tags: ["scim-provider"] } })
+    .get("/Schemas/:id", async ({ params, request }) => {
       try {
-        return reply(200, await new SCIMMY.Resources.Schema(params.id).read());
+        return reply(request, 200, await new SCIMMY.Resources.Schema(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
@@ -369,22 +382,22 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
   for (const kind of ["Users", "Groups"] as const) {
     const R = resource(kind) as any;
     app = app
-      .get(`/${kind}`, async ({ principal, query }) => {
+      .get(`/${kind}`, async ({ principal, query, request }) => {
         requireScope(principal, kind, "read");
         try {
-          return reply(200, await new R(listParams(query as Record<string, string>)).read(ctxOf(principal)));
+          return reply(request, 200, await new R(listParams(query as Record<string, string>)).read(ctxOf(principal)));
         } catch (e) {
           throw scimError(e);
         }
       }, { detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, tags: ["scim-provider"] } })
-      .get(`/${kind}/:id`, async ({ principal, params, query }) => {
+      .get(`/${kind}/:id`, async ({ principal, params, query, request }) => {
         requireScope(principal, kind, "read");
         try {
           const q = query as Record<string, string | undefined>;
           const opts: Record<string, string> = {};
           if (q.attributes) opts.attributes = q.attributes;
           if (q.excludedAttributes) opts.excludedAttributes = q.excludedAttributes;
-          return reply(200, await new R(params.id, opts).read(ctxOf(principal)));
+          return reply(request, 200, await new R(params.id, opts).read(ctxOf(principal)));
         } catch (e) {
           throw scimError(e);
         }
@@ -392,23 +405,23 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
       .post(`/${kind}`, async ({ principal, body, request }) => {
         const input = normaliseBooleans(body);
         const out = (await write(principal, kind, "create", undefined, { method: "POST", ...summary(kind, input) }, () => new R().write(input, ctxOf(principal)))) as { id: string };
-        return reply(201, out, { location: `${new URL(request.url).origin}${SCIM_BASE}/${kind}/${out.id}` });
+        return reply(request, 201, out, { location: `${new URL(request.url).origin}${SCIM_BASE}/${kind}/${out.id}` });
       }, { detail: { summary: `Create one of ${kind}`, tags: ["scim-provider"] } })
-      .put(`/${kind}/:id`, async ({ principal, params, body }) => {
+      .put(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         const input = normaliseBooleans(body);
         const out = await write(principal, kind, "update", params.id, { method: "PUT", ...summary(kind, input) }, () => new R(params.id).write(input, ctxOf(principal)));
-        return reply(200, out);
+        return reply(request, 200, out);
       }, { detail: { summary: `Replace one of ${kind}`, tags: ["scim-provider"] } })
-      .patch(`/${kind}/:id`, async ({ principal, params, body }) => {
+      .patch(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         const input = normaliseBooleans(body) as { Operations?: Array<{ op?: string; path?: string }> };
         const ops = Array.isArray(input?.Operations) ? input.Operations.slice(0, 50).map((o) => ({ op: String(o?.op ?? ""), path: o?.path ?? null })) : [];
         const out = await write(principal, kind, "update", params.id, { method: "PATCH", operations: ops }, () => new R(params.id).patch(input, ctxOf(principal)));
         // no change: SCIMMY answers nothing; RFC 7644 §3.5.2 allows 204
-        return out ? reply(200, out) : reply(204, undefined);
+        return out ? reply(request, 200, out) : reply(request, 204, undefined);
       }, { detail: { summary: `Patch one of ${kind} (PatchOp)`, tags: ["scim-provider"] } })
-      .delete(`/${kind}/:id`, async ({ principal, params }) => {
+      .delete(`/${kind}/:id`, async ({ principal, params, request }) => {
         await write(principal, kind, "delete", params.id, { method: "DELETE" }, () => new R(params.id).dispose(ctxOf(principal)));
-        return reply(204, undefined);
+        return reply(request, 204, undefined);
       }, { detail: { summary: `Delete one of ${kind} (soft delete)`, tags: ["scim-provider"] } }) as typeof app;
   }
   return app;
