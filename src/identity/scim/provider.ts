@@ -92,6 +92,48 @@ export function normaliseBooleans(value: unknown, key?: string): unknown {
   return value;
 }
 
+/**
+ * Attributes SCIM compares case-insensitively (RFC 7643 caseExact=false: userName, emails, names,
+ * displayName); SCIMMY's filter compares exactly, so both the candidates and the filter's values
+ * of these attributes are lower-cased before matching.
+ */
+const CASE_INSENSITIVE = new Set(["username", "displayname", "value", "type", "givenname", "familyname", "formatted", "middlename", "title", "display", "nickname"]);
+
+function lowerView(v: unknown, key = ""): unknown {
+  if (typeof v === "string") return CASE_INSENSITIVE.has(key.toLowerCase()) ? v.toLowerCase() : v;
+  if (Array.isArray(v)) return v.map((x) => lowerView(x, key));
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, lowerView(x, k)]));
+  return v;
+}
+
+const COMPARATORS = new Set(["eq", "ne", "co", "sw", "ew", "gt", "lt", "ge", "le", "pr", "np", "not"]);
+
+function lowerFilter(node: unknown, key = ""): unknown {
+  if (Array.isArray(node)) {
+    if (typeof node[0] === "string" && COMPARATORS.has(node[0].toLowerCase())) {
+      const last = node.at(-1);
+      return typeof last === "string" && node.length > 1 && CASE_INSENSITIVE.has(key.toLowerCase()) && node[0].toLowerCase() !== "pr" ? [...node.slice(0, -1), last.toLowerCase()] : node;
+    }
+    return node.map((x) => lowerFilter(x, key));
+  }
+  if (node && typeof node === "object") return Object.fromEntries(Object.entries(node).map(([k, x]) => [k, lowerFilter(x, k)]));
+  return node;
+}
+
+/** the candidates a SCIM filter selects, comparing caseExact=false attributes without case */
+function matching<T>(filter: { match(v: unknown[]): unknown[] } | undefined, all: T[]): T[] {
+  if (!filter) return all;
+  const views = all.map((x) => lowerView(x));
+  let f: { match(v: unknown[]): unknown[] };
+  try {
+    f = new SCIMMY.Types.Filter(lowerFilter([...(filter as unknown as unknown[])]) as never) as unknown as typeof f;
+  } catch (e) {
+    throw new SCIMMY.Types.Error(400, "invalidFilter", String((e as Error)?.message ?? e));
+  }
+  const hit = new Set(f.match(views));
+  return all.filter((_, i) => hit.has(views[i]));
+}
+
 interface Ctx {
   tenantId: string;
   dir: ScimDirectory;
@@ -207,9 +249,8 @@ export class ScimDirectory {
     };
   }
 
-  readGroups(tenantId: string, id?: string, withMembers = true) {
+  readGroups(tenantId: string, id?: string) {
     const teams = id ? [this.teams.get(tenantId, id)].filter((t): t is Team => !!t) : this.allTeams(tenantId);
-    if (!withMembers) return teams.map((t) => ({ ...this.groupOut(tenantId, t), members: undefined }));
     const emails = new Map(this.allUsers(tenantId).map((u) => [u.id, u.email]));
     return teams.map((t) => this.groupOut(tenantId, t, emails));
   }
@@ -273,7 +314,7 @@ function declareOnce() {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `User ${res.id} not found`);
         return all[0];
       }
-      return res.filter ? res.filter.match(all) : all;
+      return matching(res.filter, all);
     },
     degress: async (res: { id: string }, ctx: Ctx) => ctx.dir.deleteUser(ctx.tenantId, res.id),
     extensions: [{ schema: SCIMMY.Schemas.EnterpriseUser, required: false }],
@@ -287,7 +328,7 @@ function declareOnce() {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `Group ${res.id} not found`);
         return all[0];
       }
-      return res.filter ? res.filter.match(all) : all;
+      return matching(res.filter, all);
     },
     degress: async (res: { id: string }, ctx: Ctx) => ctx.dir.deleteGroup(ctx.tenantId, res.id),
   } as never);
@@ -300,6 +341,11 @@ function declareOnce() {
 function finish(body: unknown, origin: string): unknown {
   const v = JSON.parse(JSON.stringify(body)) as Record<string, any>;
   const fix = (r: Record<string, any>) => {
+    // `schemas` is always returned (RFC 7643 §3), also when `attributes` selects others
+    if (r && typeof r === "object" && typeof r.id === "string" && !Array.isArray(r.schemas)) {
+      const kind = typeof r.meta?.resourceType === "string" ? r.meta.resourceType : typeof r.userName === "string" ? "User" : undefined;
+      if (kind === "User" || kind === "Group") r.schemas = [`urn:ietf:params:scim:schemas:core:2.0:${kind}`];
+    }
     if (typeof r?.meta?.location === "string" && r.meta.location.startsWith("/")) r.meta.location = origin + r.meta.location;
   };
   if (Array.isArray(v.Resources)) {
@@ -385,7 +431,17 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
       .get(`/${kind}`, async ({ principal, query, request }) => {
         requireScope(principal, kind, "read");
         try {
-          return reply(request, 200, await new R(listParams(query as Record<string, string>)).read(ctxOf(principal)));
+          const params = listParams(query as Record<string, string>);
+          let r: any;
+          try {
+            r = new R(params);
+          } catch (e) {
+            // a filter or attribute list that does not parse (RFC 7644 §3.4.2.2: invalidFilter)
+            const err = scimError(e);
+            if (err.status === 400) throw new ApiError("validation_error", err.message, { scimType: "invalidFilter" });
+            throw err;
+          }
+          return reply(request, 200, await r.read(ctxOf(principal)));
         } catch (e) {
           throw scimError(e);
         }
