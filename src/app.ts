@@ -149,7 +149,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       app: http,
       kernel,
       info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
-      operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs()],
+      operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs(), ...identity.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });

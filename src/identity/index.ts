@@ -13,6 +13,7 @@ import { createHmac } from "node:crypto";
 import type { Storage } from "../storage/scoped";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
+import type { DocumentedOperation } from "../core/openapi";
 import type { IdentityConfig } from "./config";
 import type { AddCheck, KeyRegistry, OutboundFetch, TokenMinter, UsageReader } from "./ports";
 import type { WallClock } from "./types";
@@ -40,7 +41,7 @@ import { BudgetGuard } from "./budget";
 import { SecretBox, SpKeys, resolveSecretKey } from "./sso/secrets";
 import { SsoDirectory, SsoStore } from "./sso/store";
 import { SsoService } from "./sso/service";
-import { SignInService } from "./sso/signin";
+import { SignInService, SSO_PATHS } from "./sso/signin";
 import { dnsTxtLookup, type TxtLookup } from "./sso/dns";
 import { ssoNative, ssoRoutes } from "./sso/routes";
 import { ScimTokenService, ScimTokenStore } from "./scim/tokens";
@@ -49,6 +50,19 @@ import { scimAdminRoutes } from "./scim/routes";
 import { ScimDirectory, scimProviderRoutes } from "./scim/provider";
 
 export { IDENTITY_SECTIONS, type IdentityConfig } from "./config";
+
+/** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
+export function nativeDocs(): DocumentedOperation[] {
+  return [
+    {
+      method: "POST",
+      path: SSO_PATHS.acs,
+      summary: "SAML assertion consumer service (public): an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
+      description: "application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
+      tags: ["sso"],
+    },
+  ];
+}
 export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundFetch, TokenMinter } from "./ports";
 export type { User, Role, Team, Assignment } from "./types";
 
