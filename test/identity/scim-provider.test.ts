@@ -164,6 +164,25 @@ describe("an Entra ID provisioning session", () => {
   });
 });
 
+describe("Entra ID's other PATCH forms", () => {
+  test("Remove with a members value list removes only those; path-less Add with dotted keys; Replace userName", async () => {
+    const scim = scimClient(env.gw.url, (await scimToken(env, ALL)).plain);
+    const mk = async (n: string) => (await scim("POST", "/Users", { schemas: [SCIM_USER], userName: `${n}-${uuid().slice(0, 6)}@contoso.test` })).body;
+    const [a, b, c] = [await mk("a"), await mk("b"), await mk("c")];
+    const g = (await scim("POST", "/Groups", { schemas: [SCIM_GROUP], displayName: `Entra-${uuid()}`, members: [{ value: a.id }, { value: b.id }, { value: c.id }] })).body;
+    const rm = await scim("PATCH", `/Groups/${g.id}`, { schemas: [PATCH_OP], Operations: [{ op: "Remove", path: "members", value: [{ value: a.id }, { value: c.id }] }] });
+    expect(rm.status).toBe(200);
+    expect(rm.body.members.map((m: any) => m.value)).toEqual([b.id]);
+    expect((await env.call("GET", `/api/v1/teams/${g.id}/members`, env.A)).body.userIds).toEqual([b.id]);
+    const add = await scim("PATCH", `/Users/${b.id}`, { schemas: [PATCH_OP], Operations: [{ op: "Add", value: { "name.givenName": "Bea", "name.familyName": "Zed", title: "CTO" } }] });
+    expect(add.body).toMatchObject({ name: { givenName: "Bea", familyName: "Zed" }, title: "CTO" });
+    expect((await env.call("GET", `/api/v1/users/${b.id}`, env.A)).body.name).toBe("Bea Zed");
+    const ren = await scim("PATCH", `/Users/${b.id}`, { schemas: [PATCH_OP], Operations: [{ op: "Replace", path: "userName", value: "bea@contoso.test" }] });
+    expect(ren.body.userName).toBe("bea@contoso.test");
+    expect((await scim("GET", `/Users?${f('userName eq "BEA@contoso.test"')}`)).body.Resources.map((u: any) => u.id)).toEqual([b.id]);
+  });
+});
+
 describe("an Okta provisioning session", () => {
   test("filter with paging, create, PUT replace, groups with members, PATCH add/remove/replace members, deactivate by PATCH value object, delete", async () => {
     const t = await env.gw.token("tenant-okta", ["WorkspaceAdmin"]);

@@ -398,7 +398,7 @@ export class SsoService {
         last_error: null,
         created_at: iso(this.clock()),
       };
-      s.insertDomain(connectionId, row, row.created_at);
+      s.insertDomain(connectionId, row);
       const view = domainView(row);
       return {
         domain: view,

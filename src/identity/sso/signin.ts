@@ -75,6 +75,11 @@ interface Identity {
 
 const refused = (why: string) => unauthenticated(`sign-in refused: ${why}`);
 
+/** most sign-ins in progress per workspace (the start endpoint is public: a bound on what it can store) */
+export const MAX_PENDING_LOGINS = 10_000;
+/** how long a discovered OIDC configuration (metadata and JWKS cache) is reused */
+const DISCOVERY_TTL_MS = 5 * 60_000;
+
 export class SignInService {
   constructor(
     private readonly store: ForTenant<SsoStore>,
@@ -132,6 +137,8 @@ export class SignInService {
     const s = this.store(route.tenantId);
     const nowMs = this.clock();
     s.pruneLogins(iso(nowMs));
+    if (s.pendingLogins() >= MAX_PENDING_LOGINS)
+      throw new ApiError("service_unavailable", "too many sign-ins in progress for this workspace; try again in a few minutes", undefined, { "retry-after": "60" });
     const state = oidc.randomState();
     const login: Omit<LoginRow, "tenant_id"> = {
       id: state,
@@ -303,7 +310,20 @@ export class SignInService {
     };
   }
 
+  private readonly discovered = new Map<string, { config: oidc.Configuration; until: number }>();
+
+  /** the provider's configuration, discovered at most every 5 minutes per connection version */
   private async oidcConfig(row: ConnectionRow): Promise<oidc.Configuration> {
+    const key = `${row.id}\u0000${row.updated_at}`;
+    const hit = this.discovered.get(key);
+    if (hit && hit.until > Date.now()) return hit.config;
+    const config = await this.discover(row);
+    if (this.discovered.size >= 1_000) this.discovered.clear();
+    this.discovered.set(key, { config, until: Date.now() + DISCOVERY_TTL_MS });
+    return config;
+  }
+
+  private async discover(row: ConnectionRow): Promise<oidc.Configuration> {
     const cfg = oidcOf(row)!;
     const secret = this.sso.clientSecretOf(row);
     const server = new URL(cfg.discoveryUrl ?? cfg.issuerUrl);

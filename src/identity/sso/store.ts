@@ -137,8 +137,7 @@ export class SsoStore {
     );
   }
 
-  insertDomain(connectionId: string, d: DomainRow, at: string) {
-    void at;
+  insertDomain(connectionId: string, d: DomainRow) {
     this.db.run(
       `INSERT INTO sso_domains (id, tenant_id, connection_id, domain, verification_method, verification_token, status, is_primary, verified_at, last_checked_at, last_error, created_at)
        VALUES ($id, $tenant, $c, $domain, $method, $token, $status, $primary, NULL, NULL, NULL, $created)`,
@@ -175,6 +174,11 @@ export class SsoStore {
        VALUES ($id, $tenant, $c, $protocol, $nonce, $verifier, $request, $redirect, $created, $expires)`,
       { id: l.id, c: l.connection_id, protocol: l.protocol, nonce: l.nonce, verifier: l.code_verifier, request: l.request_id, redirect: l.redirect_uri, created: l.created_at, expires: l.expires_at },
     );
+  }
+
+  /** sign-ins in progress in the workspace */
+  pendingLogins(): number {
+    return this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM sso_logins WHERE tenant_id = $tenant`)!.n;
   }
 
   /** remove a sign-in in progress; true when it was there (one answer consumes it) */
