@@ -8,6 +8,7 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { startIdentity, expectError, uuid, type IdentityEnv } from "./helpers";
 import { DnsServer, FakeOidcProvider, SamlIdp } from "./sso-fakes";
+import { identityServices } from "../../src/identity";
 
 let env: IdentityEnv;
 let dns: DnsServer;
@@ -340,6 +341,45 @@ describe("domains and activation", () => {
     expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: uniqueDomain(), verificationMethod: "email" }), 400, "validation_error");
     // an IDN is stored as punycode
     expect((await call("POST", `${C}/${c.id}/domains`, A, { domain: `bücher-${uuid().slice(0, 6)}.example` })).body.domain.domain).toMatch(/^xn--/);
+  });
+
+  test("https-file: the token found as a line of /.well-known/svc-verify.txt verifies the domain (service over a loopback web server)", async () => {
+    // the domain's web server, reached by a fetch that sends the domain's URL to loopback
+    let served = "";
+    const web = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => (new URL(r.url).pathname === "/.well-known/svc-verify.txt" && served ? new Response(served) : new Response("no", { status: 404 })) });
+    const seen: string[] = [];
+    const app = env.gw.ctx;
+    const s = identityServices({
+      config: app.config.identity,
+      storage: app.storage,
+      keys: app.apiKeys,
+      usage: { flush() {}, spendUsd: () => 0, hourly: () => [], modelsBefore: () => [] },
+      secret: "x",
+      clock: Date.now,
+      outbound: (input, init) => {
+        const u = new URL(String(input));
+        seen.push(u.href);
+        return fetch(`http://127.0.0.1:${web.port}${u.pathname}`, init);
+      },
+      allowInsecureIdp: true,
+      tokens: app.tokens,
+      dataPath: app.config.storage.path,
+      warn: () => {},
+    }).sso;
+    try {
+      const t = "tenant-https-file";
+      const c = s.create(t, { name: "web", protocol: "oidc", oidcConfig: { issuerUrl: idp.issuer, clientId: "c", clientSecret: "s" } });
+      const added = s.addDomain(t, c.id, { domain: uniqueDomain(), verificationMethod: "https-file" });
+      expect((await s.verifyDomain(t, c.id, added.domain.id)).status).toBe("failed");
+      served = "other-token\n";
+      expect((await s.verifyDomain(t, c.id, added.domain.id)).success).toBe(false);
+      served = `# svc\n${added.domain.verificationToken}\n`;
+      const ok = await s.verifyDomain(t, c.id, added.domain.id);
+      expect(ok).toMatchObject({ success: true, status: "verified" });
+      expect(seen.at(-1)).toBe(`https://${added.domain.domain}/.well-known/svc-verify.txt`);
+    } finally {
+      web.stop(true);
+    }
   });
 
   test("a deleted connection releases its verified domains", async () => {
