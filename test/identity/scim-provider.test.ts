@@ -272,6 +272,9 @@ describe("queries", () => {
     expect(await names(f('userName sw "a"'))).toEqual(["ann"]);
     expect(await names(f('userName ew "n@q.test"'))).toEqual(["ann", "ben"]);
     expect(await names(f("externalId pr"))).toEqual(["ann", "cid"]);
+    expect(await names(f('externalId eq "x-cid"'))).toEqual(["cid"]);
+    expect(await names(f('externalId eq "X-CID"'))).toEqual([]);
+    expect(await names(f('userName eq "ANN@Q.TEST"'))).toEqual(["ann"]);
     expect(await names(f('externalId pr and displayName eq "cid"'))).toEqual(["cid"]);
     expect(await names(f('displayName eq "ann" or displayName eq "ben"'))).toEqual(["ann", "ben"]);
     expect(await names(f('not (displayName eq "ann")'))).toEqual(["ben", "cid"]);

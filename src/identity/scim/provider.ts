@@ -134,6 +134,19 @@ function matching<T>(filter: { match(v: unknown[]): unknown[] } | undefined, all
   return all.filter((_, i) => hit.has(views[i]));
 }
 
+/**
+ * The value of a filter that is exactly `<attr> eq "<string>"` (what identity providers send before
+ * creating: userName, externalId, displayName), for an indexed lookup of the candidates; the filter
+ * itself is still applied to them.
+ */
+function eqValue(filter: unknown, attr: string): string | undefined {
+  if (!Array.isArray(filter) || filter.length !== 1) return undefined;
+  const entries = Object.entries(filter[0] as Record<string, unknown>);
+  if (entries.length !== 1 || entries[0]![0].toLowerCase() !== attr.toLowerCase()) return undefined;
+  const e = entries[0]![1];
+  return Array.isArray(e) && e.length === 2 && String(e[0]).toLowerCase() === "eq" && typeof e[1] === "string" ? e[1] : undefined;
+}
+
 interface Ctx {
   tenantId: string;
   dir: ScimDirectory;
@@ -179,16 +192,17 @@ export class ScimDirectory {
     };
   }
 
-  /** every live user, or one, with its groups */
-  readUsers(tenantId: string, id?: string) {
-    const users = id ? [this.users.get(tenantId, id)].filter((u): u is User => !!u) : this.allUsers(tenantId);
-    const groups = new Map<string, Array<{ value: string; display: string }>>();
-    for (const t of this.allTeams(tenantId))
-      for (const m of this.teams.members(tenantId, t.id)) {
-        let l = groups.get(m);
-        if (!l) groups.set(m, (l = []));
-        l.push({ value: t.id, display: t.name });
-      }
+  /** live users with their groups: one, the candidates of a filter's indexed fast path, or all */
+  readUsers(tenantId: string, id?: string, filter?: unknown) {
+    let users: User[];
+    if (id) users = [this.users.get(tenantId, id)].filter((u): u is User => !!u);
+    else {
+      const login = eqValue(filter, "userName");
+      const ext = eqValue(filter, "externalId");
+      users =
+        login !== undefined ? this.users.findByLogin(tenantId, login) : ext !== undefined ? this.users.findAllByExternalId(tenantId, ext) : this.allUsers(tenantId);
+    }
+    const groups = this.teams.memberships(tenantId, id ?? (users.length === 1 ? users[0]!.id : undefined));
     return users.map((u) => this.userOut(tenantId, u, groups));
   }
 
@@ -238,8 +252,8 @@ export class ScimDirectory {
     }
   }
 
-  groupOut(tenantId: string, t: Team, emails?: Map<string, string>) {
-    const members = this.teams.members(tenantId, t.id);
+  groupOut(tenantId: string, t: Team, emails?: Map<string, string>, known?: string[]) {
+    const members = known ?? this.teams.members(tenantId, t.id);
     return {
       id: t.id,
       displayName: t.name,
@@ -249,10 +263,15 @@ export class ScimDirectory {
     };
   }
 
-  readGroups(tenantId: string, id?: string) {
-    const teams = id ? [this.teams.get(tenantId, id)].filter((t): t is Team => !!t) : this.allTeams(tenantId);
-    const emails = new Map(this.allUsers(tenantId).map((u) => [u.id, u.email]));
-    return teams.map((t) => this.groupOut(tenantId, t, emails));
+  readGroups(tenantId: string, id?: string, filter?: unknown) {
+    let teams: Team[];
+    const name = id ? undefined : eqValue(filter, "displayName");
+    if (id) teams = [this.teams.get(tenantId, id)].filter((t): t is Team => !!t);
+    else if (name !== undefined) teams = [this.teams.findByName(tenantId, name)].filter((t): t is Team => !!t);
+    else teams = this.allTeams(tenantId);
+    const members = new Map(teams.map((t) => [t.id, this.teams.members(tenantId, t.id)]));
+    const emails = this.users.emailsOf(tenantId, [...new Set([...members.values()].flat())]);
+    return teams.map((t) => this.groupOut(tenantId, t, emails, members.get(t.id)));
   }
 
   writeGroup(tenantId: string, id: string | undefined, instance: Record<string, any>, by: string): Team {
@@ -309,7 +328,7 @@ function declareOnce() {
     basepath: SCIM_BASE,
     ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.userOut(ctx.tenantId, ctx.dir.writeUser(ctx.tenantId, res.id, instance)),
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] } }, ctx: Ctx) => {
-      const all = ctx.dir.readUsers(ctx.tenantId, res.id);
+      const all = ctx.dir.readUsers(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `User ${res.id} not found`);
         return all[0];
@@ -323,7 +342,7 @@ function declareOnce() {
     basepath: SCIM_BASE,
     ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.readGroups(ctx.tenantId, ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by).id)[0],
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] }; attributes?: unknown }, ctx: Ctx) => {
-      const all = ctx.dir.readGroups(ctx.tenantId, res.id);
+      const all = ctx.dir.readGroups(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `Group ${res.id} not found`);
         return all[0];
