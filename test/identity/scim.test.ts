@@ -55,6 +55,12 @@ describe("SCIM tokens", () => {
     expectError(await call("POST", TK, A, { name: "x", scopes: [] }), 400, "validation_error", "scopes");
     expectError(await call("POST", TK, A, { name: "x", scopes: "users:read" }), 400, "validation_error", "scopes");
     expect((await call("POST", TK, A, { name: "n".repeat(128) })).status).toBe(201);
+    // a name is unique among usable tokens (409); revoked ones free it
+    const dup = (await call("POST", TK, A, { name: "Okta prod" })).body.token;
+    expectError(await call("POST", TK, A, { name: "OKTA PROD" }), 409, "conflict");
+    await call("POST", `${TK}/${dup.id}/revoke`, A);
+    expect((await call("POST", TK, A, { name: "Okta prod" })).status).toBe(201);
+    expect((await call("POST", TK, env.B, { name: "Okta prod" })).status).toBe(201);
     expectError(await call("POST", TK, A, { name: "n".repeat(129) }), 400, "validation_error", "name");
     expectError(await call("POST", TK, A, { name: "" }), 400, "validation_error", "name");
     expectError(await call("POST", TK, A, {}), 400, "validation_error", "name");
@@ -62,7 +68,7 @@ describe("SCIM tokens", () => {
     expectError(await call("POST", TK, A, { name: "x", expiresInDays: 1.5 }), 400, "validation_error", "expiresInDays");
     expectError(await call("POST", TK, A, { name: "x", expiresInDays: 3651 }), 400, "validation_error", "expiresInDays");
     expect((await call("POST", TK, A, { name: "x", expiresInDays: 3650 })).status).toBe(201);
-    expect((await call("POST", TK, A, { name: "x", expiresInDays: null })).body.token.expiresAt).toBeNull();
+    expect((await call("POST", TK, A, { name: "y", expiresInDays: null })).body.token.expiresAt).toBeNull();
   });
 
   test("revoke: refused at the SCIM provider at once; expiry: `expired` and refused; list filters; delete removes the token and its activity", async () => {

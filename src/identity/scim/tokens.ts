@@ -7,7 +7,7 @@
  * `expired` once the expiry passed, `active` otherwise. Delete removes the token and its activity.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { badRequest, notFound, unauthenticated } from "../../core/errors";
+import { badRequest, conflict, notFound, unauthenticated } from "../../core/errors";
 import { uuid } from "../../core/ids";
 import type { Listed } from "../../core/pagination";
 import type { Principal } from "../../core/auth";
@@ -74,6 +74,13 @@ export class ScimTokenStore {
     const items = this.db.all<Row>(`SELECT * FROM scim_tokens WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
     return { items, total };
   }
+  /** a usable (neither revoked nor expired) token with this name, case-insensitively */
+  activeByName(name: string, now: string): Row | undefined {
+    return this.db.get<Row>(
+      `SELECT * FROM scim_tokens WHERE tenant_id = $tenant AND lower(name) = $n AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)`,
+      { n: fold(name), now },
+    );
+  }
   revoke(id: string, at: string) {
     this.db.run(`UPDATE scim_tokens SET revoked_at = $at WHERE tenant_id = $tenant AND id = $id AND revoked_at IS NULL`, { id, at });
   }
@@ -120,7 +127,11 @@ export class ScimTokenService {
       created_by: by ?? null,
       created_at: iso(nowMs),
     };
-    this.store(tenantId).insert(row);
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      if (s.activeByName(input.name, iso(nowMs))) throw conflict(`an active SCIM token named ${input.name} already exists (revoke or delete it first)`);
+      s.insert(row);
+    });
     return { token: this.view(row), plainValue };
   }
 
