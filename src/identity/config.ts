@@ -27,8 +27,8 @@ export const IDENTITY_SECTIONS = {
     sso: Section({
       /** AES-256-GCM key for client secrets at rest: 32 bytes as base64 or 64 hex digits; unset = generated once into the data directory (sso-secret-key) */
       secret_key: T.Optional(T.String({ minLength: 32 })),
-      /** DNS servers asked for _svc-verify TXT records ("1.1.1.1", "127.0.0.1:5353"); unset = the system's */
-      dns_servers: T.Optional(T.Array(T.String({ minLength: 1 }), { minItems: 1 })),
+      /** DNS servers asked for _svc-verify TXT records, comma-separated ("1.1.1.1,[2606:4700::1111]:53", "127.0.0.1:5353"); unset = the system's */
+      dns_servers: T.Optional(T.String({ minLength: 1 })),
       /** per-query DNS timeout */
       dns_timeout_ms: T.Integer({ default: 3_000, minimum: 50, maximum: 60_000 }),
       /** SAML service provider entity id; unset = <public_url or request origin>/api/v1/sso/saml/metadata */

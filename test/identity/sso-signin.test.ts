@@ -22,7 +22,7 @@ beforeAll(async () => {
   dns = await DnsServer.start();
   idp = await FakeOidcProvider.start();
   samlIdp = await SamlIdp.create();
-  env = await startIdentity({ outbound: { allow_private: true }, identity: { sso: { dns_servers: [dns.address], dns_timeout_ms: 1000 } } });
+  env = await startIdentity({ outbound: { allow_private: true }, identity: { sso: { dns_servers: dns.address, dns_timeout_ms: 1000 } } });
 });
 afterAll(async () => {
   await env.gw.stop();

@@ -20,7 +20,7 @@ beforeAll(async () => {
   dns = await DnsServer.start();
   idp = await FakeOidcProvider.start();
   saml = await SamlIdp.create();
-  env = await startIdentity({ outbound: { allow_private: true }, identity: { sso: { dns_servers: [dns.address], dns_timeout_ms: 1000 } } });
+  env = await startIdentity({ outbound: { allow_private: true }, identity: { sso: { dns_servers: dns.address, dns_timeout_ms: 1000 } } });
 });
 afterAll(async () => {
   await env.gw.stop();

@@ -12,7 +12,16 @@ export interface TxtLookup {
 
 const ABSENT = new Set(["ENOTFOUND", "ENODATA", "NXDOMAIN", "ENONAME"]);
 
-export function dnsTxtLookup(servers: string[] | undefined, timeoutMs: number): TxtLookup {
+/** `servers`: comma-separated (identity.sso.dns_servers); an invalid entry fails at start-up */
+export function dnsTxtLookup(serverList: string | undefined, timeoutMs: number): TxtLookup {
+  const servers = serverList?.split(",").map((s) => s.trim()).filter(Boolean);
+  if (servers?.length) {
+    try {
+      new Resolver().setServers(servers);
+    } catch (e) {
+      throw new Error(`identity.sso.dns_servers: ${(e as Error).message} (e.g. "1.1.1.1,127.0.0.1:5353")`);
+    }
+  }
   return {
     async txt(name) {
       const r = new Resolver({ timeout: timeoutMs, tries: 2 });
