@@ -336,7 +336,7 @@ describe("domains and activation", () => {
     expectError(await call("PUT", `${C}/${c.id}/domains/${uuid()}/verify`, A), 404, "not_found");
     expectError(await call("POST", `${C}/${uuid()}/domains`, A, { domain: uniqueDomain() }), 404, "not_found");
     // domain validation
-    for (const bad of ["localhost", "no spaces.com", "-x.com", "a..b.com", "1.2.3.4", `${"a".repeat(64)}.com`])
+    for (const bad of ["localhost", "no spaces.com", "-x.com", "a..b.com", "1.2.3.4", `${"a".repeat(64)}.com`, "https://x.com", "x.com/path", "me@x.com", "x.com:8080", ""])
       expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: bad }), 400, "validation_error", "domain");
     expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: uniqueDomain(), verificationMethod: "email" }), 400, "validation_error");
     // an IDN is stored as punycode

@@ -91,6 +91,7 @@ function httpUrl(field: string, value: string): string {
 /** A domain name in lower-case ASCII (IDNs as punycode), without a trailing dot; 400 otherwise. */
 export function normaliseDomain(raw: string): string {
   const trimmed = raw.trim().replace(/\.$/, "").toLowerCase();
+  if (!trimmed || /[\s/:@?#\\%\[\]]/.test(trimmed)) throw badRequest("domain: a bare domain name, without scheme, port, path or user (e.g. example.com)");
   let host: string;
   try {
     host = new URL(`http://${trimmed}`).hostname;
