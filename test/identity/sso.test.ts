@@ -203,10 +203,15 @@ describe("test", () => {
   test("OIDC test obeys the outbound URL policy (private addresses refused when not allowed)", async () => {
     const strict = await startIdentity({ outbound: { allow_private: false } });
     try {
-      const r = await strict.call("POST", C, strict.A, oidcBody({ oidcConfig: { issuerUrl: "http://169.254.169.254", clientId: "c", clientSecret: "s" } }));
+      const r = await strict.call("POST", C, strict.A, oidcBody({ oidcConfig: { issuerUrl: "https://169.254.169.254", clientId: "c", clientSecret: "s" } }));
       const t = (await strict.call("POST", `${C}/${r.body.id}/test`, strict.A)).body;
       expect(t).toMatchObject({ success: false, status: "error" });
       expect(t.error).toContain("not allowed");
+      // an http:// provider is refused when private targets are not admitted (production)
+      const h = await strict.call("POST", C, strict.A, oidcBody({ oidcConfig: { issuerUrl: "http://idp.example.test", clientId: "c", clientSecret: "s" } }));
+      const ht = (await strict.call("POST", `${C}/${h.body.id}/test`, strict.A)).body;
+      expect(ht).toMatchObject({ success: false, status: "error" });
+      expect(ht.error).toContain("https");
     } finally {
       await strict.gw.stop();
     }

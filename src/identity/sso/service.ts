@@ -144,6 +144,8 @@ export class SsoService {
     private readonly dns: TxtLookup,
     private readonly clock: WallClock,
     private readonly fileScheme: "https" | "http",
+    /** http:// identity providers admitted (development, tests); sign-in refuses them otherwise */
+    private readonly allowHttp: boolean,
   ) {}
 
   // ------------------------------------------------------------------ connections
@@ -287,6 +289,7 @@ export class SsoService {
     const details: Record<string, unknown> = { discoveryValid: false, jwksValid: false };
     const discoveryUrl = cfg.discoveryUrl ?? `${cfg.issuerUrl.replace(/\/$/, "")}/.well-known/openid-configuration`;
     details.discoveryUrl = discoveryUrl;
+    if (!this.allowHttp && [discoveryUrl, cfg.issuerUrl].some((u) => u.startsWith("http:"))) return { details, error: "discovery: the identity provider must be reached over https" };
     let doc: Record<string, unknown>;
     try {
       doc = await this.getJson(discoveryUrl);
@@ -306,6 +309,7 @@ export class SsoService {
     details.authorizationEndpoint = doc.authorization_endpoint ?? null;
     details.tokenEndpoint = doc.token_endpoint ?? null;
     details.jwksUri = doc.jwks_uri ?? null;
+    if (!this.allowHttp) for (const k of ["authorization_endpoint", "token_endpoint", "jwks_uri"]) if (String(doc[k]).startsWith("http:")) problems.push(`${k} is not https`);
     if (problems.length) return { details, error: `discovery: ${problems.join("; ")}` };
     details.discoveryValid = true;
     try {
