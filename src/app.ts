@@ -116,6 +116,11 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     addCheck: (check) => auth.addCheck(check),
     secret: jwtSecret,
     clock: wallClock,
+    outbound: outbound.fetch,
+    allowInsecureIdp: config.outbound.allow_private,
+    tokens,
+    dataPath: config.storage.path,
+    warn: (m) => log.warn(m),
   });
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models },
@@ -144,7 +149,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       app: http,
       kernel,
       info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
-      operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs()],
+      operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs(), ...identity.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });

@@ -67,7 +67,9 @@ const STATUS_TEXT: Record<number, string> = {
 function envelopeSchema(envelope: Envelope): Json {
   const sample = envelope.body(new ApiError("not_found", "x"));
   const shape = (v: unknown): Json =>
-    v && typeof v === "object"
+    Array.isArray(v)
+      ? { type: "array", items: v.length ? shape(v[0]) : {} }
+      : v && typeof v === "object"
       ? { type: "object", required: Object.keys(v), properties: Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)])), additionalProperties: true }
       : { type: "string" };
   return shape(sample);

@@ -23,6 +23,28 @@ export const IDENTITY_SECTIONS = {
       from: T.String({ default: "svc <no-reply@localhost>", minLength: 3 }),
       timeout_ms: T.Integer({ default: 10_000, minimum: 100 }),
     }),
+    /** SSO connections and sign-in (OIDC, SAML), domain verification */
+    sso: Section({
+      /** AES-256-GCM key for client secrets at rest: 32 bytes as base64 or 64 hex digits; unset = generated once into the data directory (sso-secret-key) */
+      secret_key: T.Optional(T.String({ minLength: 32 })),
+      /** DNS servers asked for _svc-verify TXT records, comma-separated ("1.1.1.1,[2606:4700::1111]:53", "127.0.0.1:5353"); unset = the system's */
+      dns_servers: T.Optional(T.String({ minLength: 1 })),
+      /** per-query DNS timeout */
+      dns_timeout_ms: T.Integer({ default: 3_000, minimum: 50, maximum: 60_000 }),
+      /** SAML service provider entity id; unset = <public_url or request origin>/api/v1/sso/saml/metadata */
+      sp_entity_id: T.Optional(T.String({ minLength: 1 })),
+      /** PEM private key and certificate SAML AuthnRequests are signed with (signRequests); unset = generated once into the data directory */
+      sp_private_key: T.Optional(T.String({ minLength: 1 })),
+      sp_certificate: T.Optional(T.String({ minLength: 1 })),
+      /** how long a started sign-in may take to come back from the identity provider */
+      login_ttl_secs: T.Integer({ default: 600, minimum: 30, maximum: 3_600 }),
+      /** lifetime of the svc access token a sign-in issues (capped by auth.max_token_ttl_secs) */
+      token_ttl_secs: T.Integer({ default: 28_800, minimum: 60 }),
+      /** accepted clock difference to an identity provider (SAML time window) */
+      clock_skew_secs: T.Integer({ default: 60, minimum: 0, maximum: 600 }),
+      /** scheme of the https-file verification URL (http only for tests and local development) */
+      file_verification_scheme: T.Union([T.Literal("https"), T.Literal("http")], { default: "https" }),
+    }),
   }),
 };
 

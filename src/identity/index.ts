@@ -2,16 +2,20 @@
  * Identity domain (doc3 §4.3–§4.7): users, roles and expiring assignments, hierarchical teams with
  * members and budgets over virtual keys (svc API keys), invitations, the permission audit and
  * virtual-key analytics; the per-request check of user tokens (access.ts) and the budget guard
- * the gateway asks before spending upstream (budget.ts).
- * Tables: users, roles, role_assignments, teams, team_members, team_keys, invitations.
+ * the gateway asks before spending upstream (budget.ts). Part 2 (doc3 §4.1, §4.2): SSO
+ * connections, domains verified by DNS and sign-in through OIDC and SAML (sso/), SCIM tokens,
+ * activity and statistics and the SCIM 2.0 service provider at /scim/v2 (scim/).
+ * Tables: users, roles, role_assignments, teams, team_members, team_keys, invitations,
+ * sso_connections, sso_domains, sso_logins, sso_assertions, scim_tokens, scim_activities.
  */
 import { Elysia } from "elysia";
 import { createHmac } from "node:crypto";
 import type { Storage } from "../storage/scoped";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
+import type { DocumentedOperation } from "../core/openapi";
 import type { IdentityConfig } from "./config";
-import type { AddCheck, KeyRegistry, UsageReader } from "./ports";
+import type { AddCheck, KeyRegistry, OutboundFetch, TokenMinter, UsageReader } from "./ports";
 import type { WallClock } from "./types";
 import { IDENTITY_MIGRATIONS } from "./migrations";
 import { UserStore } from "./users/store";
@@ -34,9 +38,32 @@ import { KeyAnalyticsService } from "./keys/analytics";
 import { keyRoutes } from "./keys/routes";
 import { AccessCheck } from "./access";
 import { BudgetGuard } from "./budget";
+import { SecretBox, SpKeys, resolveSecretKey } from "./sso/secrets";
+import { SsoDirectory, SsoStore } from "./sso/store";
+import { SsoService } from "./sso/service";
+import { SignInService, SSO_PATHS } from "./sso/signin";
+import { dnsTxtLookup, type TxtLookup } from "./sso/dns";
+import { ssoNative, ssoRoutes } from "./sso/routes";
+import { ScimTokenService, ScimTokenStore } from "./scim/tokens";
+import { ActivityService, ActivityStore } from "./scim/activities";
+import { scimAdminRoutes } from "./scim/routes";
+import { ScimDirectory, scimProviderRoutes } from "./scim/provider";
 
 export { IDENTITY_SECTIONS, type IdentityConfig } from "./config";
-export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck } from "./ports";
+
+/** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
+export function nativeDocs(): DocumentedOperation[] {
+  return [
+    {
+      method: "POST",
+      path: SSO_PATHS.acs,
+      summary: "SAML assertion consumer service (public): an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
+      description: "application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
+      tags: ["sso"],
+    },
+  ];
+}
+export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundFetch, TokenMinter } from "./ports";
 export type { User, Role, Team, Assignment } from "./types";
 
 export interface IdentityServices {
@@ -51,6 +78,11 @@ export interface IdentityServices {
   guard: BudgetGuard;
   /** the per-request check (registered through deps.addCheck) */
   access: AccessCheck;
+  sso: SsoService;
+  signin: SignInService;
+  scimTokens: ScimTokenService;
+  scimActivities: ActivityService;
+  scim: ScimDirectory;
 }
 
 export interface IdentityDeps {
@@ -67,6 +99,17 @@ export interface IdentityDeps {
   secret: string;
   /** wall clock, ms */
   clock: WallClock;
+  /** fetch through the outbound URL policy (OIDC discovery, JWKS, token endpoint, https-file verification) */
+  outbound: OutboundFetch;
+  /** http:// identity providers admitted (the outbound policy admits private targets: development, tests) */
+  allowInsecureIdp: boolean;
+  /** mints the access token an SSO sign-in answers */
+  tokens: TokenMinter;
+  /** the database path (generated SSO keys are kept beside it, like the JWT secret) */
+  dataPath: string;
+  warn: (message: string) => void;
+  /** DNS TXT lookups (default: node:dns Resolver on identity.sso.dns_servers) */
+  dns?: TxtLookup;
 }
 
 /** The services alone, over a storage (tests call them without HTTP). */
@@ -94,6 +137,23 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     deps.config.public_url,
     clock,
   );
+  const sc = deps.config.sso;
+  const ssoStore = (t: string) => new SsoStore(storage.tenant(t));
+  const directory = () => new SsoDirectory(storage.global("verified SSO domains are unique across workspaces; a sign-in state names its workspace"));
+  const box = new SecretBox(resolveSecretKey(sc.secret_key, deps.dataPath, deps.warn));
+  const dns = deps.dns ?? dnsTxtLookup(sc.dns_servers, sc.dns_timeout_ms);
+  const sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp);
+  const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn);
+  const signin = new SignInService(ssoStore, directory, sso, users, roles, deps.tokens, deps.outbound, spKeys, clock, {
+    publicUrl: deps.config.public_url,
+    spEntityId: sc.sp_entity_id,
+    loginTtlSecs: sc.login_ttl_secs,
+    tokenTtlSecs: sc.token_ttl_secs,
+    clockSkewSecs: sc.clock_skew_secs,
+    allowHttp: deps.allowInsecureIdp,
+  });
+  const scimTokens = new ScimTokenService((t) => new ScimTokenStore(storage.tenant(t)), () => storage.global("a presented SCIM token names its workspace"), clock);
+  const scimActivities = new ActivityService((t) => new ActivityStore(storage.tenant(t)), clock, (t) => scimTokens.activeCount(t));
   return {
     users,
     roles,
@@ -104,6 +164,11 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     analytics: new KeyAnalyticsService(deps.keys, deps.usage, clock),
     guard,
     access,
+    sso,
+    signin,
+    scimTokens,
+    scimActivities,
+    scim: new ScimDirectory(users, teams),
     mailer,
   };
 }
@@ -120,7 +185,11 @@ export function create(deps: IdentityDeps): Domain<IdentityServices> {
       .use(teamRoutes(deps.kernel, s.teams, s.keys))
       .use(invitationRoutes(deps.kernel, s.invitations))
       .use(auditRoutes(deps.kernel, s.audit))
-      .use(keyRoutes(deps.kernel, s.keys, s.analytics)),
+      .use(keyRoutes(deps.kernel, s.keys, s.analytics))
+      .use(ssoRoutes(deps.kernel, s.sso, s.signin, (t) => s.sso.list(t, { offset: 0, limit: 100 }).items.some((c) => c.samlConfig?.signRequests)))
+      .use(scimAdminRoutes(deps.kernel, s.scimTokens, s.scimActivities))
+      .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities)),
+    native: ssoNative(s.signin),
     service: s,
     close: () => mailer?.close(),
   };

@@ -50,3 +50,12 @@ export interface UsageReader {
 }
 
 export type AddCheck = (check: PrincipalCheck) => void;
+
+/** fetch through the shared outbound URL policy (core/outbound.ts): OIDC discovery, JWKS, token endpoint, https-file verification */
+export type OutboundFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** mints svc access tokens (core's TokenService): SSO sign-in issues one for the user */
+export interface TokenMinter {
+  sign(claims: { tenantId: string; sub?: string; permissions?: string[] }, ttlSecs?: number): Promise<string>;
+  readonly maxTtlSecs: number;
+}

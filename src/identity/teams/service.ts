@@ -161,6 +161,17 @@ export class TeamService {
     return this.store(tenantId).members(teamId);
   }
 
+  /** the groups each user is in (live teams and users), for one user or all */
+  memberships(tenantId: string, userId?: string): Map<string, Array<{ value: string; display: string }>> {
+    const out = new Map<string, Array<{ value: string; display: string }>>();
+    for (const r of this.store(tenantId).memberships(userId)) {
+      let l = out.get(r.user_id);
+      if (!l) out.set(r.user_id, (l = []));
+      l.push({ value: r.team_id, display: r.team_name });
+    }
+    return out;
+  }
+
   addMembers(tenantId: string, teamId: string, userIds: string[]): void {
     this.changeMembers(tenantId, teamId, userIds, (s, at) => {
       for (const u of userIds) s.addMember(teamId, u, at);

@@ -119,6 +119,16 @@ export class TeamStore {
       )
       .map((r) => r.user_id);
   }
+  /** every (team, user) membership of live teams and live users, or of one user */
+  memberships(userId?: string): Array<{ team_id: string; team_name: string; user_id: string }> {
+    return this.db.all<{ team_id: string; team_name: string; user_id: string }>(
+      `SELECT m.team_id, t.name AS team_name, m.user_id FROM team_members m
+         JOIN teams t ON t.id = m.team_id AND t.tenant_id = m.tenant_id AND t.deleted_at IS NULL
+         JOIN users u ON u.id = m.user_id AND u.tenant_id = m.tenant_id AND u.deleted_at IS NULL
+       WHERE m.tenant_id = $tenant AND ($user IS NULL OR m.user_id = $user) ORDER BY t.created_at, t.rowid`,
+      { user: userId ?? null },
+    );
+  }
   addMember(teamId: string, userId: string, at: string) {
     this.db.run(`INSERT OR IGNORE INTO team_members (tenant_id, team_id, user_id, created_at) VALUES ($tenant, $team, $user, $at)`, { team: teamId, user: userId, at });
   }

@@ -94,6 +94,20 @@ export class UserService {
     return this.store(tenantId).byExternalId(externalId, identityProvider);
   }
 
+  /** live users a login names: e-mail or SCIM userName, case-insensitively (SCIM's `userName eq`) */
+  findByLogin(tenantId: string, login: string): User[] {
+    return this.store(tenantId).byLogin(login);
+  }
+
+  /** live users with this external id (SCIM's `externalId eq`) */
+  findAllByExternalId(tenantId: string, externalId: string): User[] {
+    return this.store(tenantId).allByExternalId(externalId);
+  }
+
+  emailsOf(tenantId: string, ids: string[]): Map<string, string> {
+    return this.store(tenantId).emailsOf(ids);
+  }
+
   update(tenantId: string, id: string, patch: UserPatch): User {
     checkFields(patch);
     const s = this.store(tenantId);

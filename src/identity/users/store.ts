@@ -106,6 +106,28 @@ export class UserStore {
     return { items, total };
   }
 
+  /** live users whose e-mail, or SCIM userName (metadata.scim.userName), is this login, case-insensitively */
+  byLogin(login: string): User[] {
+    return this.db
+      .all<Row>(
+        `SELECT * FROM users WHERE ${LIVE} AND (email_lower = $l OR lower(json_extract(metadata, '$.scim.userName')) = $l) ORDER BY created_at, rowid`,
+        { l: fold(login) },
+      )
+      .map(userOf);
+  }
+
+  /** live users with this external id (any identity provider) */
+  allByExternalId(externalId: string): User[] {
+    return this.db.all<Row>(`SELECT * FROM users WHERE ${LIVE} AND external_id = $x ORDER BY created_at, rowid`, { x: externalId }).map(userOf);
+  }
+
+  /** e-mail of each live user among these ids */
+  emailsOf(ids: string[]): Map<string, string> {
+    if (ids.length === 0) return new Map();
+    const rows = this.db.all<{ id: string; email: string }>(`SELECT id, email FROM users WHERE ${LIVE} AND id IN (SELECT value FROM json_each($ids))`, { ids: JSON.stringify(ids) });
+    return new Map(rows.map((r) => [r.id, r.email]));
+  }
+
   /** which of these ids are live users */
   liveIds(ids: string[]): Set<string> {
     if (ids.length === 0) return new Set();

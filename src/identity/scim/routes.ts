@@ -1,0 +1,79 @@
+/** /api/v1/scim (doc3 §4.2; WorkspaceAdmin, DOC3 envelope, camelCase): tokens, activities, statistics. */
+import { t } from "elysia";
+import type { Kernel } from "../../core/kernel";
+import { DOC3, badRequest } from "../../core/errors";
+import { pageEnvelope, pageOf, pageQuery } from "../../core/pagination";
+import { actor, tag } from "../http";
+import { deleted } from "../types";
+import { ACTIVITY_STATUSES, OPERATIONS, RESOURCE_TYPES, type ActivityService } from "./activities";
+import { SCIM_TOKEN_LIMITS, TOKEN_STATUSES, type ScimTokenService } from "./tokens";
+
+const OneOf = <V extends string>(values: readonly V[]) => t.Union(values.map((v) => t.Literal(v)));
+const T = tag("scim");
+const Params = t.Object({ id: t.String({ format: "uuid" }) });
+const DateParam = t.String({ minLength: 4, maxLength: 40 });
+
+const TokenCreate = t.Object({
+  name: t.String({ minLength: 1, maxLength: SCIM_TOKEN_LIMITS.name }),
+  // the service names an unknown scope (400) — the schema only bounds the list
+  scopes: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 16 })),
+  expiresInDays: t.Optional(t.Nullable(t.Integer({ minimum: 1, maximum: SCIM_TOKEN_LIMITS.expiresInDays }))),
+});
+const TokenListQuery = t.Object({
+  ...pageQuery(),
+  status: t.Optional(OneOf(TOKEN_STATUSES)),
+  name: t.Optional(t.String({ minLength: 1, maxLength: SCIM_TOKEN_LIMITS.name })),
+});
+const ActivityQuery = t.Object({
+  ...pageQuery(),
+  operation: t.Optional(OneOf(OPERATIONS)),
+  resourceType: t.Optional(OneOf(RESOURCE_TYPES)),
+  status: t.Optional(OneOf(ACTIVITY_STATUSES)),
+  startDate: t.Optional(DateParam),
+  endDate: t.Optional(DateParam),
+});
+
+function dateOf(field: string, v: string | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) || Number.isNaN(Date.parse(v))) throw badRequest(`${field}: expected an ISO 8601 date or date-time`);
+  return new Date(Date.parse(v)).toISOString();
+}
+
+export const scimAdminRoutes = (kernel: Kernel, tokens: ScimTokenService, activities: ActivityService) =>
+  kernel
+    .mount({ prefix: "/api/v1/scim", envelope: DOC3 })
+    .post("/tokens", ({ principal, body, set }) => {
+      set.status = 201;
+      return tokens.create(principal.tenantId, body, actor(principal));
+    }, { body: TokenCreate, perm: "WorkspaceAdmin", detail: { summary: "Create a SCIM token (plainValue is returned once)", ...T } })
+    .get("/tokens", ({ principal, query }) => {
+      const page = pageOf(query);
+      const { items, total } = tokens.list(principal.tenantId, { status: query.status, name: query.name, offset: page.offset, limit: page.limit });
+      return pageEnvelope("tokens", items, total, page);
+    }, { query: TokenListQuery, perm: "WorkspaceAdmin", detail: { summary: "List SCIM tokens (masked values only)", ...T } })
+    .get("/tokens/:id", ({ principal, params }) => tokens.get(principal.tenantId, params.id), {
+      params: Params,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Get a SCIM token (the plain value is never returned)", ...T },
+    })
+    .post("/tokens/:id/revoke", ({ principal, params }) => tokens.revoke(principal.tenantId, params.id), {
+      params: Params,
+      perm: "WorkspaceAdmin",
+      detail: { summary: "Revoke a SCIM token (refused from the next SCIM request on)", ...T },
+    })
+    .delete("/tokens/:id", ({ principal, params }) => {
+      tokens.remove(principal.tenantId, params.id);
+      return deleted(params.id);
+    }, { params: Params, perm: "WorkspaceAdmin", detail: { summary: "Delete a SCIM token and its activity log", ...T } })
+    .get("/activities", ({ principal, query }) => {
+      const page = pageOf(query);
+      const startDate = dateOf("startDate", query.startDate);
+      const endDate = dateOf("endDate", query.endDate);
+      if (startDate && endDate && startDate > endDate) throw badRequest("startDate: must not be after endDate");
+      const { items, total } = activities.list(principal.tenantId, { ...query, startDate, endDate, offset: page.offset, limit: page.limit });
+      return pageEnvelope("activities", items, total, page);
+    }, { query: ActivityQuery, perm: "WorkspaceAdmin", detail: { summary: "SCIM activity (newest first; operation, resourceType, status, date range)", ...T } })
+    .get("/statistics", ({ principal }) => activities.statistics(principal.tenantId), {
+      perm: "WorkspaceAdmin",
+      detail: { summary: "SCIM statistics (totals, last 24 h counters, last sync, active tokens)", ...T },
+    });

@@ -1,0 +1,123 @@
+/**
+ * /api/v1/sso (doc3 §4.1; WorkspaceAdmin, DOC3 envelope, camelCase) and the public sign-in
+ * endpoints: GET /api/v1/sso/login?email= (302 to the identity provider), GET
+ * /api/v1/sso/oidc/callback, POST /api/v1/sso/saml/acs (native: the body is a form, not JSON),
+ * GET /api/v1/sso/saml/metadata (the SP metadata XML, public for identity providers to fetch).
+ */
+import { Elysia } from "elysia";
+import type { Kernel, NativeRoutes } from "../../core/kernel";
+import { DOC3, badRequest } from "../../core/errors";
+import { pageEnvelope, pageOf } from "../../core/pagination";
+import { actor, originOf, tag } from "../http";
+import { deleted } from "../types";
+import * as S from "./schemas";
+import type { SsoService } from "./service";
+import { SSO_PATHS, type SignInService } from "./signin";
+
+const T = tag("sso");
+
+export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService, anySignedRequests: (tenantId: string) => boolean) =>
+  new Elysia({ name: "svc-identity-sso" })
+    .use(
+      kernel
+        .mount({ prefix: "/api/v1/sso", envelope: DOC3 })
+        .post("/connections", ({ principal, body, set }) => {
+          set.status = 201;
+          return sso.create(principal.tenantId, body, actor(principal));
+        }, { body: S.ConnectionCreate, perm: "WorkspaceAdmin", detail: { summary: "Create an SSO connection (status inactive; the client secret is encrypted at rest and never shown)", ...T } })
+        .get("/connections", ({ principal, query }) => {
+          const page = pageOf(query);
+          const { items, total } = sso.list(principal.tenantId, { ...query, offset: page.offset, limit: page.limit });
+          return pageEnvelope("connections", items, total, page);
+        }, { query: S.ConnectionListQuery, perm: "WorkspaceAdmin", detail: { summary: "List SSO connections (protocol, status, partial name)", ...T } })
+        .get("/connections/:id", ({ principal, params }) => sso.get(principal.tenantId, params.id), {
+          params: S.ConnParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Get an SSO connection with its domains", ...T },
+        })
+        .put("/connections/:id", ({ principal, params, body }) => sso.update(principal.tenantId, params.id, body), {
+          params: S.ConnParams,
+          body: S.ConnectionUpdate,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Update an SSO connection partially (a nested config merges field by field)", ...T },
+        })
+        .delete("/connections/:id", ({ principal, params }) => {
+          sso.remove(principal.tenantId, params.id);
+          return deleted(params.id);
+        }, { params: S.ConnParams, perm: "WorkspaceAdmin", detail: { summary: "Soft-delete an SSO connection (its domains are released)", ...T } })
+        .post("/connections/:id/test", ({ principal, params }) => sso.test(principal.tenantId, params.id), {
+          params: S.ConnParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Test the connection: OIDC discovery and JWKS, or the SAML certificate and metadata (success: testing, failure: error)", ...T },
+        })
+        .post("/connections/:id/activate", ({ principal, params }) => sso.activate(principal.tenantId, params.id), {
+          params: S.ConnParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Activate (needs a verified domain and a passed test; 409 otherwise)", ...T },
+        })
+        .post("/connections/:id/deactivate", ({ principal, params }) => sso.deactivate(principal.tenantId, params.id), {
+          params: S.ConnParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Deactivate: new sign-ins refused, issued tokens keep working", ...T },
+        })
+        .post("/connections/:id/domains", ({ principal, params, body, set }) => {
+          set.status = 201;
+          return sso.addDomain(principal.tenantId, params.id, body);
+        }, { params: S.ConnParams, body: S.DomainCreate, perm: "WorkspaceAdmin", detail: { summary: "Add a domain (pending; publish the TXT record, then verify)", ...T } })
+        .put("/connections/:id/domains/:domain_id/verify", ({ principal, params }) => sso.verifyDomain(principal.tenantId, params.id, params.domain_id), {
+          params: S.DomainParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Verify a domain by its DNS TXT record (or https file); a failed one can be verified again", ...T },
+        })
+        .post("/connections/:id/domains/:domain_id/set-primary", ({ principal, params }) => sso.setPrimary(principal.tenantId, params.id, params.domain_id), {
+          params: S.DomainParams,
+          perm: "WorkspaceAdmin",
+          detail: { summary: "Make a verified domain the connection's primary one", ...T },
+        })
+        .delete("/connections/:id/domains/:domain_id", ({ principal, params }) => {
+          sso.removeDomain(principal.tenantId, params.id, params.domain_id);
+          return deleted(params.domain_id);
+        }, { params: S.DomainParams, perm: "WorkspaceAdmin", detail: { summary: "Remove a domain", ...T } })
+        .get("/sp-metadata", async ({ principal, request }) => {
+          const m = await signin.spMetadata(originOf(request), anySignedRequests(principal.tenantId));
+          return { entityId: m.entityId, acsUrl: m.acsUrl, metadataXml: m.metadataXml };
+        }, { perm: "WorkspaceAdmin", detail: { summary: "SAML service provider metadata (entity id, ACS URL, XML)", ...T } }),
+    )
+    .use(
+      kernel
+        .mount({ prefix: SSO_PATHS.login, envelope: DOC3, auth: "public", exact: true })
+        .get("", async ({ query, request, set }) => {
+          const r = await signin.start(query.email, originOf(request));
+          if ((request.headers.get("accept") ?? "").includes("application/json")) return r;
+          set.status = 302;
+          set.headers.location = r.redirectUrl;
+          return "";
+        }, { query: S.LoginQuery, detail: { summary: "Start a sign-in: 302 to the identity provider of the e-mail's verified domain (JSON with Accept: application/json)", ...T } }),
+    )
+    .use(
+      kernel
+        .mount({ prefix: "/api/v1/sso/oidc", envelope: DOC3, auth: "public" })
+        .get("/callback", ({ request }) => signin.oidcCallback(new URL(request.url)), {
+          detail: { summary: "OIDC redirect target: exchanges the code, validates the ID token, answers an svc access token", ...T },
+        }),
+    )
+    .use(
+      kernel
+        .mount({ prefix: "/api/v1/sso/saml", envelope: DOC3, auth: "public" })
+        .get("/metadata", async ({ request }) => {
+          const m = await signin.spMetadata(originOf(request), true);
+          return new Response(m.metadataXml, { headers: { "content-type": "application/samlmetadata+xml" } });
+        }, { detail: { summary: "SAML SP metadata XML (public, for identity providers)", ...T } }),
+    );
+
+/** The ACS takes an HTML form post (application/x-www-form-urlencoded), so it is served natively. */
+export const ssoNative = (signin: SignInService): NativeRoutes => ({
+  [SSO_PATHS.acs]: {
+    POST: async (request) => {
+      const type = request.headers.get("content-type") ?? "";
+      if (!type.startsWith("application/x-www-form-urlencoded")) throw badRequest("the ACS takes an HTML form post (application/x-www-form-urlencoded) with SAMLResponse and RelayState");
+      const result = await signin.samlAcs(new URLSearchParams(await request.text()), originOf(request));
+      return Response.json(result);
+    },
+  },
+});

@@ -1,0 +1,584 @@
+/**
+ * SSO connections and their domains (doc3 §2.1, §3, §4.1).
+ *  - create: `inactive`; `oidcConfig` required for oidc, `samlConfig` for saml (the other one is
+ *    refused); the client secret is sealed (AES-256-GCM, secrets.ts) and never shown again — a
+ *    connection shows `clientSecretSet` and a masked `clientSecret`;
+ *  - partial update: only fields present change; a nested config merges field by field (an
+ *    oidcConfig with only clientSecret re-seals only the secret); a change to the identity-provider
+ *    configuration voids the last test result, the status stays;
+ *  - test: OIDC discovery document and JWKS fetched through the outbound URL policy and checked;
+ *    SAML certificate parsed (validity, key) and the entity id / SSO URL checked. success ->
+ *    `testing`, failure -> `error` with the reason;
+ *  - activate: needs a verified domain and a successful test since the configuration last changed
+ *    (409 otherwise); deactivate: only an active connection; soft delete frees its domains;
+ *  - domains: `pending` with a `svc-verify=<random>` token; verified by a DNS TXT record at
+ *    `_svc-verify.<domain>` (or a file at https://<domain>/.well-known/svc-verify.txt); a failed
+ *    domain can be verified again; a domain verified in any workspace cannot be claimed by another
+ *    connection (409); set-primary changes only the primary flags.
+ */
+import { X509Certificate, randomBytes } from "node:crypto";
+import { createLocalJWKSet } from "jose";
+import { badRequest, conflict, notFound } from "../../core/errors";
+import { uuid } from "../../core/ids";
+import type { Listed } from "../../core/pagination";
+import type { ForTenant } from "../../storage/scoped";
+import { iso, uniqueOr409, type WallClock } from "../types";
+import type { OutboundFetch } from "../ports";
+import type { RoleService } from "../roles/service";
+import type { SecretBox } from "./secrets";
+import type { TxtLookup } from "./dns";
+import { oidcOf, samlOf, type ConnectionRow, type DomainRow, type SsoDirectory, type SsoStore } from "./store";
+import {
+  SSO_LIMITS,
+  type Connection,
+  type ConnectionStatus,
+  type Domain,
+  type OidcConfig,
+  type Protocol,
+  type SamlConfig,
+  type VerificationMethod,
+} from "./types";
+
+export const VERIFY_PREFIX = "svc-verify";
+export const VERIFY_LABEL = "_svc-verify";
+export const VERIFY_FILE = "/.well-known/svc-verify.txt";
+
+export interface OidcInput {
+  issuerUrl?: string;
+  clientId?: string;
+  clientSecret?: string;
+  discoveryUrl?: string | null;
+  scopes?: string[];
+}
+export interface SamlInput {
+  entityId?: string;
+  ssoUrl?: string;
+  certificate?: string;
+  signRequests?: boolean;
+  attributeMapping?: { email?: string; name?: string };
+}
+export interface ConnectionInput {
+  name: string;
+  protocol: Protocol;
+  oidcConfig?: OidcInput;
+  samlConfig?: SamlInput;
+  jitProvisioning?: boolean;
+  defaultRole?: string;
+}
+export type ConnectionPatch = Partial<ConnectionInput>;
+
+export interface TestResult {
+  success: boolean;
+  details: Record<string, unknown>;
+  error?: string;
+  status: ConnectionStatus;
+  testedAt: string;
+}
+
+const duplicate = (name: string) => conflict(`an SSO connection named ${name} already exists in this workspace`);
+
+function httpUrl(field: string, value: string): string {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw badRequest(`${field}: not a valid URL`);
+  }
+  if (u.protocol !== "https:" && u.protocol !== "http:") throw badRequest(`${field}: must be an http(s) URL`);
+  return value;
+}
+
+/** A domain name in lower-case ASCII (IDNs as punycode), without a trailing dot; 400 otherwise. */
+export function normaliseDomain(raw: string): string {
+  const trimmed = raw.trim().replace(/\.$/, "").toLowerCase();
+  if (!trimmed || /[\s/:@?#\\%\[\]]/.test(trimmed)) throw badRequest("domain: a bare domain name, without scheme, port, path or user (e.g. example.com)");
+  let host: string;
+  try {
+    host = new URL(`http://${trimmed}`).hostname;
+  } catch {
+    throw badRequest("domain: not a valid domain name");
+  }
+  const labels = host.split(".");
+  if (host.length > SSO_LIMITS.domain || labels.length < 2 || labels.some((l) => !/^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(l)) || /^[0-9]+$/.test(labels.at(-1)!))
+    throw badRequest("domain: not a valid domain name (e.g. example.com)");
+  return host;
+}
+
+function cleanOidc(o: OidcInput & OidcConfig): OidcConfig {
+  httpUrl("oidcConfig.issuerUrl", o.issuerUrl);
+  if (o.discoveryUrl) httpUrl("oidcConfig.discoveryUrl", o.discoveryUrl);
+  const scopes = [...new Set(o.scopes.length ? o.scopes : ["openid", "email", "profile"])];
+  if (!scopes.includes("openid")) scopes.unshift("openid");
+  if (scopes.some((s) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))) throw badRequest("oidcConfig.scopes: scope names are printable ASCII without spaces, quotes or backslashes");
+  return { issuerUrl: o.issuerUrl, clientId: o.clientId, discoveryUrl: o.discoveryUrl ?? null, scopes };
+}
+
+function cleanSaml(s: SamlConfig): SamlConfig {
+  httpUrl("samlConfig.ssoUrl", s.ssoUrl);
+  if (!/BEGIN CERTIFICATE/.test(s.certificate) && !/^[A-Za-z0-9+/=\s]+$/.test(s.certificate)) throw badRequest("samlConfig.certificate: expected a PEM certificate");
+  try {
+    new X509Certificate(pemOf(s.certificate));
+  } catch {
+    throw badRequest("samlConfig.certificate: not a parseable X.509 certificate");
+  }
+  return { entityId: s.entityId, ssoUrl: s.ssoUrl, certificate: s.certificate.trim(), signRequests: s.signRequests, attributeMapping: { ...s.attributeMapping } };
+}
+
+/** A PEM certificate from PEM or bare base64 (what IdP metadata holds). */
+export function pemOf(cert: string): string {
+  const t = cert.trim();
+  if (t.includes("BEGIN CERTIFICATE")) return t;
+  const b64 = t.replace(/\s+/g, "");
+  return `-----BEGIN CERTIFICATE-----\n${b64.match(/.{1,64}/g)!.join("\n")}\n-----END CERTIFICATE-----`;
+}
+
+const mask = (secret: string) => `${secret.slice(0, Math.min(4, Math.floor(secret.length / 4)))}${"•".repeat(8)}`;
+
+export class SsoService {
+  constructor(
+    private readonly store: ForTenant<SsoStore>,
+    private readonly directory: () => SsoDirectory,
+    private readonly roles: RoleService,
+    private readonly box: SecretBox,
+    private readonly fetch: OutboundFetch,
+    private readonly dns: TxtLookup,
+    private readonly clock: WallClock,
+    private readonly fileScheme: "https" | "http",
+    /** http:// identity providers admitted (development, tests); sign-in refuses them otherwise */
+    private readonly allowHttp: boolean,
+  ) {}
+
+  // ------------------------------------------------------------------ connections
+
+  create(tenantId: string, input: ConnectionInput, by?: string): Connection {
+    if (input.name.length < 1 || input.name.length > SSO_LIMITS.name) throw badRequest(`name: 1 to ${SSO_LIMITS.name} characters`);
+    const defaultRole = this.checkRole(tenantId, input.defaultRole ?? "viewer");
+    const id = uuid();
+    const at = iso(this.clock());
+    const row: ConnectionRow = {
+      id,
+      name: input.name,
+      protocol: input.protocol,
+      oidc_config: null,
+      client_secret_enc: null,
+      saml_config: null,
+      jit_provisioning: input.jitProvisioning ? 1 : 0,
+      default_role: defaultRole,
+      status: "inactive",
+      status_reason: null,
+      last_test: null,
+      last_tested_at: null,
+      created_by: by ?? null,
+      created_at: at,
+      updated_at: at,
+      deleted_at: null,
+    };
+    this.applyProtocolConfig(row, input, true);
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      if (s.byName(input.name)) throw duplicate(input.name);
+      uniqueOr409(() => s.insert(row), () => duplicate(input.name));
+      return this.view(row, []);
+    });
+  }
+
+  list(tenantId: string, q: { protocol?: Protocol; status?: ConnectionStatus; name?: string; offset: number; limit: number }): Listed<Connection> {
+    const s = this.store(tenantId);
+    const { items, total } = s.list(q, q.limit, q.offset);
+    return { items: items.map((r) => this.view(r, s.domains(r.id))), total };
+  }
+
+  get(tenantId: string, id: string): Connection {
+    const s = this.store(tenantId);
+    return this.view(this.row(s, id), s.domains(id));
+  }
+
+  update(tenantId: string, id: string, patch: ConnectionPatch): Connection {
+    if (patch.name !== undefined && (patch.name.length < 1 || patch.name.length > SSO_LIMITS.name)) throw badRequest(`name: 1 to ${SSO_LIMITS.name} characters`);
+    const role = patch.defaultRole !== undefined ? this.checkRole(tenantId, patch.defaultRole) : undefined;
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      const cur = this.row(s, id);
+      const next: ConnectionRow = { ...cur, updated_at: iso(this.clock()) };
+      if (patch.name !== undefined) {
+        const other = s.byName(patch.name);
+        if (other && other.id !== id) throw duplicate(patch.name);
+        next.name = patch.name;
+      }
+      if (patch.jitProvisioning !== undefined) next.jit_provisioning = patch.jitProvisioning ? 1 : 0;
+      if (role !== undefined) next.default_role = role;
+      if (patch.protocol !== undefined && patch.protocol !== cur.protocol) {
+        next.protocol = patch.protocol;
+        next.oidc_config = next.client_secret_enc = next.saml_config = null;
+        this.applyProtocolConfig(next, patch, true);
+      } else this.applyProtocolConfig(next, patch, false);
+      if (next.oidc_config !== cur.oidc_config || next.saml_config !== cur.saml_config || next.client_secret_enc !== cur.client_secret_enc) next.last_test = null;
+      uniqueOr409(() => s.update(next), () => duplicate(next.name));
+      return this.view(next, s.domains(id));
+    });
+  }
+
+  /** soft delete; its domains are released (another connection may claim and verify them) */
+  remove(tenantId: string, id: string): void {
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      const cur = this.row(s, id);
+      const at = iso(this.clock());
+      s.update({ ...cur, status: "inactive", updated_at: at, deleted_at: at });
+      s.deleteDomains(id);
+    });
+  }
+
+  activate(tenantId: string, id: string): Connection {
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      const cur = this.row(s, id);
+      const domains = s.domains(id);
+      if (!domains.some((d) => d.status === "verified")) throw conflict("a connection needs at least one verified domain before it can be activated");
+      const test = cur.last_test ? (JSON.parse(cur.last_test) as { success: boolean }) : undefined;
+      if (!test?.success) throw conflict("the connection must pass a test (POST …/test) since its configuration last changed before it can be activated");
+      const next: ConnectionRow = { ...cur, status: "active", status_reason: null, updated_at: iso(this.clock()) };
+      s.update(next);
+      return this.view(next, domains);
+    });
+  }
+
+  deactivate(tenantId: string, id: string): Connection {
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      const cur = this.row(s, id);
+      if (cur.status !== "active") throw conflict(`the connection is ${cur.status}; only an active connection can be deactivated`);
+      const next: ConnectionRow = { ...cur, status: "inactive", updated_at: iso(this.clock()) };
+      s.update(next);
+      return this.view(next, s.domains(id));
+    });
+  }
+
+  /** the live connection row (sign-in reads it) */
+  requireRow(tenantId: string, id: string): ConnectionRow {
+    return this.row(this.store(tenantId), id);
+  }
+
+  /** the decrypted client secret of an OIDC connection (sign-in only) */
+  clientSecretOf(row: ConnectionRow): string | undefined {
+    return row.client_secret_enc ? this.box.open(row.client_secret_enc, row.id) : undefined;
+  }
+
+  // ------------------------------------------------------------------ test
+
+  async test(tenantId: string, id: string): Promise<TestResult> {
+    const s = this.store(tenantId);
+    const row = this.row(s, id);
+    const started = performance.now();
+    const outcome = row.protocol === "oidc" ? await this.testOidc(oidcOf(row)!) : this.testSaml(samlOf(row)!);
+    const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+    const details = { ...outcome.details, latencyMs };
+    const testedAt = iso(this.clock());
+    const status: ConnectionStatus = outcome.error ? "error" : "testing";
+    const stored = JSON.stringify({ success: !outcome.error, error: outcome.error ?? null, testedAt });
+    s.db.tx(() => {
+      const cur = this.row(s, id);
+      // a concurrent configuration change makes this result stale: keep it out
+      if (cur.updated_at !== row.updated_at) return;
+      s.update({ ...cur, status, status_reason: outcome.error ?? null, last_test: stored, last_tested_at: testedAt });
+    });
+    return { success: !outcome.error, details, ...(outcome.error ? { error: outcome.error } : {}), status, testedAt };
+  }
+
+  private async testOidc(cfg: OidcConfig): Promise<{ details: Record<string, unknown>; error?: string }> {
+    const details: Record<string, unknown> = { discoveryValid: false, jwksValid: false };
+    const discoveryUrl = cfg.discoveryUrl ?? `${cfg.issuerUrl.replace(/\/$/, "")}/.well-known/openid-configuration`;
+    details.discoveryUrl = discoveryUrl;
+    if (!this.allowHttp && [discoveryUrl, cfg.issuerUrl].some((u) => u.startsWith("http:"))) return { details, error: "discovery: the identity provider must be reached over https" };
+    let doc: Record<string, unknown>;
+    try {
+      doc = await this.getJson(discoveryUrl);
+    } catch (e) {
+      return { details, error: `discovery: ${errorText(e)}` };
+    }
+    const trim = (u: unknown) => (typeof u === "string" ? u.replace(/\/$/, "") : u);
+    const problems: string[] = [];
+    if (trim(doc.issuer) !== trim(cfg.issuerUrl)) problems.push(`issuer ${JSON.stringify(doc.issuer)} does not match issuerUrl ${cfg.issuerUrl}`);
+    for (const k of ["authorization_endpoint", "token_endpoint", "jwks_uri"]) {
+      const v = doc[k];
+      if (typeof v !== "string" || !/^https?:\/\//.test(v)) problems.push(`${k} missing or not an http(s) URL`);
+    }
+    const rt = doc.response_types_supported;
+    if (Array.isArray(rt) && !rt.includes("code")) problems.push("response_types_supported lacks code");
+    details.issuer = doc.issuer ?? null;
+    details.authorizationEndpoint = doc.authorization_endpoint ?? null;
+    details.tokenEndpoint = doc.token_endpoint ?? null;
+    details.jwksUri = doc.jwks_uri ?? null;
+    if (!this.allowHttp) for (const k of ["authorization_endpoint", "token_endpoint", "jwks_uri"]) if (String(doc[k]).startsWith("http:")) problems.push(`${k} is not https`);
+    if (problems.length) return { details, error: `discovery: ${problems.join("; ")}` };
+    details.discoveryValid = true;
+    try {
+      const jwks = await this.getJson(doc.jwks_uri as string);
+      if (!Array.isArray(jwks.keys) || jwks.keys.length === 0) throw new Error("no keys");
+      createLocalJWKSet(jwks as never);
+      const signing = (jwks.keys as Array<{ use?: string; kty?: string }>).filter((k) => k.use === undefined || k.use === "sig");
+      if (signing.length === 0) throw new Error("no signing keys");
+      details.keyCount = jwks.keys.length;
+      details.keyTypes = [...new Set(signing.map((k) => k.kty))];
+    } catch (e) {
+      return { details, error: `jwks: ${errorText(e)}` };
+    }
+    details.jwksValid = true;
+    return { details };
+  }
+
+  private testSaml(cfg: SamlConfig): { details: Record<string, unknown>; error?: string } {
+    const details: Record<string, unknown> = { certificateValid: false, entityIdValid: false, ssoUrlValid: false };
+    const problems: string[] = [];
+    try {
+      const cert = new X509Certificate(pemOf(cfg.certificate));
+      const now = this.clock();
+      const from = Date.parse(cert.validFrom);
+      const to = Date.parse(cert.validTo);
+      const key = cert.publicKey;
+      const kd = key.asymmetricKeyDetails ?? {};
+      Object.assign(details, {
+        certificateSubject: cert.subject,
+        certificateNotBefore: new Date(from).toISOString(),
+        certificateNotAfter: new Date(to).toISOString(),
+        certificateKeyType: key.asymmetricKeyType ?? null,
+        certificateKeyBits: kd.modulusLength ?? null,
+        certificateCurve: kd.namedCurve ?? null,
+        certificateFingerprint: cert.fingerprint256,
+      });
+      if (now < from) problems.push(`certificate not valid before ${details.certificateNotBefore}`);
+      else if (now > to) problems.push(`certificate expired at ${details.certificateNotAfter}`);
+      else if (key.asymmetricKeyType === "rsa" && (kd.modulusLength ?? 0) < 2048) problems.push("certificate RSA key shorter than 2048 bits");
+      else if (!["rsa", "ec"].includes(key.asymmetricKeyType ?? "")) problems.push(`certificate key type ${key.asymmetricKeyType} is not usable for SAML signatures`);
+      else details.certificateValid = true;
+    } catch {
+      problems.push("certificate is not a parseable X.509 certificate");
+    }
+    if (cfg.entityId.trim().length > 0 && !/\s/.test(cfg.entityId)) details.entityIdValid = true;
+    else problems.push("entityId is empty or contains spaces");
+    try {
+      const u = new URL(cfg.ssoUrl);
+      if (u.protocol === "https:" || u.protocol === "http:") details.ssoUrlValid = true;
+      else problems.push("ssoUrl is not an http(s) URL");
+    } catch {
+      problems.push("ssoUrl is not a valid URL");
+    }
+    details.signRequests = cfg.signRequests;
+    return problems.length ? { details, error: problems.join("; ") } : { details };
+  }
+
+  private async getJson(url: string): Promise<Record<string, unknown>> {
+    const r = await this.fetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(10_000) });
+    if (!r.ok) {
+      await r.body?.cancel().catch(() => {});
+      throw new Error(`${url} answered HTTP ${r.status}`);
+    }
+    const text = await r.text();
+    if (text.length > 1_000_000) throw new Error(`${url} answered more than 1 MB`);
+    const v = JSON.parse(text);
+    if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error(`${url} did not answer a JSON object`);
+    return v;
+  }
+
+  // ------------------------------------------------------------------ domains
+
+  addDomain(tenantId: string, connectionId: string, input: { domain: string; verificationMethod?: VerificationMethod }) {
+    const domain = normaliseDomain(input.domain);
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      this.row(s, connectionId);
+      if (s.domainByName(connectionId, domain)) throw conflict(`the domain ${domain} is already added to this connection`);
+      const owner = this.directory().verifiedOwner(domain);
+      if (owner) throw conflict(`the domain ${domain} is already verified for ${owner.tenantId === tenantId ? "another SSO connection of this workspace" : "another workspace"}`);
+      const row: DomainRow = {
+        id: uuid(),
+        connection_id: connectionId,
+        domain,
+        verification_method: input.verificationMethod ?? "dns-txt",
+        verification_token: `${VERIFY_PREFIX}=${randomBytes(24).toString("base64url")}`,
+        status: "pending",
+        is_primary: s.domains(connectionId).length === 0 ? 1 : 0,
+        verified_at: null,
+        last_checked_at: null,
+        last_error: null,
+        created_at: iso(this.clock()),
+      };
+      s.insertDomain(connectionId, row);
+      const view = domainView(row);
+      return {
+        domain: view,
+        dnsRecord: { recordType: "TXT" as const, name: `${VERIFY_LABEL}.${domain}`, value: row.verification_token },
+        ...(row.verification_method === "https-file"
+          ? { file: { url: `${this.fileScheme}://${domain}${VERIFY_FILE}`, content: row.verification_token } }
+          : {}),
+      };
+    });
+  }
+
+  /** look the token up (DNS TXT or the https file); verified / failed; a verified domain stays verified */
+  async verifyDomain(tenantId: string, connectionId: string, domainId: string): Promise<{ success: boolean; status: string; domain: Domain; message: string }> {
+    const s = this.store(tenantId);
+    this.row(s, connectionId);
+    const d = s.domain(connectionId, domainId);
+    if (!d) throw notFound("domain");
+    if (d.status === "verified") return { success: true, status: "verified", domain: domainView(d), message: "already verified" };
+    let found = false;
+    let error: string | null = null;
+    try {
+      if (d.verification_method === "https-file") {
+        const url = `${this.fileScheme}://${d.domain}${VERIFY_FILE}`;
+        const r = await this.fetch(url, { signal: AbortSignal.timeout(10_000) });
+        const text = r.ok ? (await r.text()).slice(0, 10_000) : "";
+        if (!r.ok) await r.body?.cancel().catch(() => {});
+        found = text.split(/\r?\n/).some((l) => l.trim() === d.verification_token);
+        if (!found) error = r.ok ? `${url} does not contain the verification token` : `${url} answered HTTP ${r.status}`;
+      } else {
+        const name = `${VERIFY_LABEL}.${d.domain}`;
+        const records = await this.dns.txt(name);
+        found = records.some((t) => t.trim() === d.verification_token);
+        if (!found) error = records.length ? `no TXT record at ${name} holds the verification token` : `no TXT record found at ${name}`;
+      }
+    } catch (e) {
+      error = `lookup failed: ${errorText(e)}`;
+    }
+    const at = iso(this.clock());
+    const next = s.db.tx(() => {
+      const cur = s.domain(connectionId, domainId);
+      if (!cur) throw notFound("domain");
+      if (found) {
+        const owner = this.directory().verifiedOwner(cur.domain);
+        if (owner && !(owner.tenantId === tenantId && owner.connectionId === connectionId))
+          throw conflict(`the domain ${cur.domain} was verified for another connection or workspace meanwhile`);
+        uniqueOr409(
+          () => s.setDomainStatus(domainId, "verified", at, null),
+          () => conflict(`the domain ${cur.domain} was verified for another connection or workspace meanwhile`),
+        );
+      } else s.setDomainStatus(domainId, "failed", at, error);
+      return s.domain(connectionId, domainId)!;
+    });
+    return { success: found, status: next.status, domain: domainView(next), message: found ? "verification token found" : error! };
+  }
+
+  setPrimary(tenantId: string, connectionId: string, domainId: string): Domain {
+    const s = this.store(tenantId);
+    return s.db.tx(() => {
+      this.row(s, connectionId);
+      const d = s.domain(connectionId, domainId);
+      if (!d) throw notFound("domain");
+      if (d.status !== "verified") throw conflict(`the domain is ${d.status}; only a verified domain can be made primary`);
+      s.setPrimary(connectionId, domainId);
+      return domainView(s.domain(connectionId, domainId)!);
+    });
+  }
+
+  removeDomain(tenantId: string, connectionId: string, domainId: string): void {
+    const s = this.store(tenantId);
+    s.db.tx(() => {
+      this.row(s, connectionId);
+      if (!s.domain(connectionId, domainId)) throw notFound("domain");
+      s.deleteDomain(domainId);
+    });
+  }
+
+  /** verified domains of a connection (sign-in: an identity's e-mail must be in one of them) */
+  verifiedDomains(tenantId: string, connectionId: string): string[] {
+    return this.store(tenantId)
+      .domains(connectionId)
+      .filter((d) => d.status === "verified")
+      .map((d) => d.domain);
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private row(s: SsoStore, id: string): ConnectionRow {
+    const r = s.get(id);
+    if (!r) throw notFound("SSO connection");
+    return r;
+  }
+
+  private checkRole(tenantId: string, name: string): string {
+    if (name.length < 1 || name.length > SSO_LIMITS.role) throw badRequest(`defaultRole: 1 to ${SSO_LIMITS.role} characters`);
+    const role = this.roles.findByName(tenantId, name);
+    if (!role) throw badRequest(`defaultRole: no role named ${name} in this workspace`);
+    return role.name;
+  }
+
+  /** fill the row's protocol configuration from the input (a full one on create/protocol change, merged otherwise) */
+  private applyProtocolConfig(row: ConnectionRow, input: ConnectionPatch, full: boolean) {
+    if (row.protocol === "oidc") {
+      if (input.samlConfig !== undefined) throw badRequest("samlConfig: not allowed for an oidc connection");
+      if (input.oidcConfig === undefined) {
+        if (full) throw badRequest("oidcConfig: required for protocol oidc");
+        return;
+      }
+      const cur = oidcOf(row);
+      const o = input.oidcConfig;
+      const merged = { issuerUrl: o.issuerUrl ?? cur?.issuerUrl, clientId: o.clientId ?? cur?.clientId, discoveryUrl: o.discoveryUrl !== undefined ? o.discoveryUrl : cur?.discoveryUrl ?? null, scopes: o.scopes ?? cur?.scopes ?? [] };
+      if (!merged.issuerUrl) throw badRequest("oidcConfig.issuerUrl: required");
+      if (!merged.clientId) throw badRequest("oidcConfig.clientId: required");
+      if (o.clientSecret === undefined && !row.client_secret_enc) throw badRequest("oidcConfig.clientSecret: required");
+      row.oidc_config = JSON.stringify(cleanOidc(merged as OidcInput & OidcConfig));
+      if (o.clientSecret !== undefined) row.client_secret_enc = this.box.seal(o.clientSecret, row.id);
+    } else {
+      if (input.oidcConfig !== undefined) throw badRequest("oidcConfig: not allowed for a saml connection");
+      if (input.samlConfig === undefined) {
+        if (full) throw badRequest("samlConfig: required for protocol saml");
+        return;
+      }
+      const cur = samlOf(row);
+      const i = input.samlConfig;
+      const merged = {
+        entityId: i.entityId ?? cur?.entityId,
+        ssoUrl: i.ssoUrl ?? cur?.ssoUrl,
+        certificate: i.certificate ?? cur?.certificate,
+        signRequests: i.signRequests ?? cur?.signRequests ?? false,
+        attributeMapping: i.attributeMapping ?? cur?.attributeMapping ?? {},
+      };
+      for (const k of ["entityId", "ssoUrl", "certificate"] as const) if (!merged[k]) throw badRequest(`samlConfig.${k}: required`);
+      row.saml_config = JSON.stringify(cleanSaml(merged as SamlConfig));
+    }
+  }
+
+  private view(r: ConnectionRow, domains: DomainRow[]): Connection {
+    const oidc = oidcOf(r);
+    let masked: string | null = null;
+    if (r.client_secret_enc) {
+      try {
+        masked = mask(this.box.open(r.client_secret_enc, r.id));
+      } catch {
+        masked = "•".repeat(8);
+      }
+    }
+    return {
+      id: r.id,
+      name: r.name,
+      protocol: r.protocol,
+      oidcConfig: oidc ? { ...oidc, clientSecret: masked, clientSecretSet: r.client_secret_enc !== null } : null,
+      samlConfig: samlOf(r),
+      jitProvisioning: r.jit_provisioning === 1,
+      defaultRole: r.default_role,
+      status: r.status,
+      statusReason: r.status_reason,
+      lastTestedAt: r.last_tested_at,
+      createdBy: r.created_by,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      domains: domains.map(domainView),
+    };
+  }
+}
+
+export const domainView = (d: DomainRow): Domain => ({
+  id: d.id,
+  domain: d.domain,
+  status: d.status,
+  verificationMethod: d.verification_method,
+  verificationToken: d.verification_token,
+  isPrimary: d.is_primary === 1,
+  verifiedAt: d.verified_at,
+  lastCheckedAt: d.last_checked_at,
+  lastError: d.last_error,
+  createdAt: d.created_at,
+});
+
+const errorText = (e: unknown) => String((e as Error)?.message ?? e).slice(0, 300);
