@@ -118,7 +118,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     clock: wallClock,
   });
   const gatewayD = gateway.create({
-    config: { providers: config.providers, upstream: config.upstream, models: config.models },
+    config: { providers: config.providers, upstream: config.upstream, models: config.models, prices: config.prices, usage: config.usage },
     cacheEnabled: config.cache.enabled,
     storage,
     kernel,

@@ -83,6 +83,8 @@ export interface RequestState {
   route?: string;
   /** headers added to the answer (X-Request-ID, X-RateLimit-*) */
   headers: Record<string, string>;
+  /** what the route learned about the request (e.g. the gateway's model, provider, cache status, tokens): extra fields of its log line */
+  facts?: Record<string, unknown>;
 }
 
 /** The request log line and the per-route counters (labelled by route template, never the raw path). */
@@ -93,7 +95,7 @@ export class RequestObserver {
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
-  finish(request: Request, state: { id: string; route?: string; principal?: Principal }, status: number, startedAt: number) {
+  finish(request: Request, state: { id: string; route?: string; principal?: Principal; facts?: Record<string, unknown> }, status: number, startedAt: number) {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
@@ -112,6 +114,7 @@ export class RequestObserver {
         path: pathOf(request.url),
         status,
         latency_ms: Math.round(ms * 1000) / 1000,
+        ...state.facts,
       });
   }
 }
