@@ -22,6 +22,8 @@ import { GatewayService } from "./service";
 import { PriceTable } from "./prices";
 import { UsageQuery, usageRoutes } from "./usage-api";
 import { Elysia } from "elysia";
+import { probeProvider, type ProbeResult } from "./probe";
+import type { ProviderName } from "./providers";
 
 export { GATEWAY_SECTIONS, type GatewayConfig, type ProvidersConfig } from "./config";
 export { effectiveBaseUrls } from "./upstream";
@@ -51,6 +53,8 @@ export interface Gateway {
   pipeline: Pipeline;
   usage: UsageRecorder;
   usageQuery: UsageQuery;
+  /** one readiness probe of a provider (never throws) */
+  probe(provider: string, timeoutMs: number): Promise<ProbeResult>;
 }
 
 /** Keeps a label's distinct values bounded: the first `max` seen are kept, later ones count as "other". */
@@ -117,6 +121,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     pipeline,
     usage,
     usageQuery,
+    probe: (provider, timeoutMs) => probeProvider(deps.config.providers, provider as ProviderName, timeoutMs),
     close: () => usage.close(),
   };
 }

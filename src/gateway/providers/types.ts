@@ -163,6 +163,8 @@ export interface ProviderDefinition {
   modelGlobs: string[];
   /** the information document's `endpoints`: style name -> the request it starts with */
   info: Record<string, { method: string; path: string }>;
+  /** a cheap authenticated request that tells whether the provider answers (readiness probes): its model list */
+  probe: { path: string; headers?: Record<string, string> };
   /** how GatewayService.complete calls the style */
   completion: { endpoint: Endpoint; build(req: CompletionInput): unknown; headers?: Record<string, string> };
 }

@@ -6,6 +6,7 @@ import { chatV2, embedV2, ChatV2Body, EmbedV2Body } from "./v2";
 export const cohereProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.cohere.com",
   wire: cohere.wire,
+  probe: { path: "/v1/models" },
   modelGlobs: ["command*"],
   info: {
     chat: { method: "POST", path: "/v1/chat" },

@@ -9,6 +9,7 @@ export { openai, ChatCompletionBody } from "./adapter";
 export const openaiProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.openai.com",
   wire: openai.wire,
+  probe: { path: "/v1/models" },
   modelGlobs: ["gpt-*", "o1*", "o3*", "o4*"],
   info: { "chat-completions": { method: "POST", path: "/v1/chat/completions" }, responses: { method: "POST", path: "/v1/responses" } },
   completion: { endpoint: openai.chatCompletions, build: openaiRequest },
