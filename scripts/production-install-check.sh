@@ -35,6 +35,13 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 echo "GET /health -> $(curl -fsS "http://127.0.0.1:$PORT/health")"
+# readiness needs the runtime pieces a production install must bring: SQLite, the native vector index, the local embedding model
+for _ in $(seq 1 120); do
+  if curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null 2>&1; then break; fi
+  sleep 0.5
+done
+echo "GET /ready -> $(curl -sS "http://127.0.0.1:$PORT/ready")"
+curl -fsS "http://127.0.0.1:$PORT/ready" >/dev/null
 node_modules/.bin/bun src/main.ts --version
 
 step "SIGTERM to npm (pid $NPM_PID) stops the server"
