@@ -72,7 +72,11 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       return new Response(result.stream as ReadableStream, { status: 200, headers });
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
-      if (e instanceof ProviderReply) return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+      if (e instanceof ProviderReply) {
+        // a 404 on a path the provider must have is most often a wrong base URL: say which URL answered
+        if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
+        return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+      }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
       return errorResponse(toApiError(err), DOC1, headers);

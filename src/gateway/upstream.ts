@@ -73,6 +73,8 @@ const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504, 529]);
 
 /** A provider's own 4xx answer, handed to the client unchanged. */
 export class ProviderReply extends Error {
+  /** the URL that answered (operators' hint on a 404: a wrong base URL) */
+  url?: string;
   constructor(readonly status: number, readonly body: string, readonly contentType: string) {
     super(`provider answered ${status}`);
   }
@@ -315,6 +317,7 @@ export class Upstream {
       }
       this.metrics.errors.inc({ provider: req.provider, kind: "4xx" });
       const reply = new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json");
+      reply.url = target.baseUrl + req.path.replace(/\?.*$/, "");
       if (RETRY_STATUS.has(response.status)) throw new AttemptFailed(reply, true, after);
       throw reply;
     }

@@ -269,3 +269,21 @@ describe("fallback deployments", () => {
     expect(backup.requests).toHaveLength(0);
   });
 });
+
+test("a 404 from the upstream is passed back and logged with the URL that answered and a base-URL hint", async () => {
+  const { Logger } = await import("../../src/core/log");
+  const fake = await startFakeUpstream();
+  const logs: string[] = [];
+  const gw = await startGateway({ providers: { openai: { base_url: `${fake.url}/wrong-prefix/v1`, api_key: "k" } }, cache: { enabled: false } }, {}, { logger: new Logger("warn", (l) => logs.push(l)) });
+  try {
+    const r = await gw.api("/v1/chat/completions", { method: "POST", token: await gw.token("tenant-a"), json: chat("Where am I?") });
+    expect(r.status).toBe(404);
+    expect(fake.requests[0]!.path).toBe("/wrong-prefix/v1/chat/completions");
+    const line = logs.map((l) => JSON.parse(l)).find((l) => l.msg === "upstream answered 404");
+    expect(line).toMatchObject({ level: "warn", provider: "openai", url: `${fake.url}/wrong-prefix/v1/chat/completions` });
+    expect(line.hint).toContain("SVC_PROVIDERS__OPENAI__BASE_URL");
+  } finally {
+    await gw.stop();
+    await fake.stop();
+  }
+});
