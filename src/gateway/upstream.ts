@@ -248,8 +248,8 @@ export class Upstream {
           await sleep(wait, clientSignal);
         }
       }
-      // a 4xx other than 429 is the caller's; every other failure moves on to the next deployment
-      if (last instanceof ProviderReply && last.status !== 429) break;
+      // a 4xx other than 408/429 is the caller's; every other failure moves on to the next deployment
+      if (last instanceof ProviderReply && !RETRY_STATUS.has(last.status)) break;
       if (i + 1 < reqs.length) {
         const next = reqs[i + 1]!;
         this.metrics.fallbacks?.inc({ from: target.name, to: (next.target ?? this.primary(next.provider)).name });
