@@ -246,3 +246,32 @@ describe("CohereClientV2: POST /v2/chat and /v2/embed", () => {
     expect((await post("/v2/embed", { model: "embed-v4.0", texts: ["x"] })).status).toBe(400);
   });
 });
+
+describe("limits and tenant isolation of the new surfaces", () => {
+  test("max_output_tokens / max_tokens: 1 accepted, 0 rejected; 401 without a credential on /v2/chat", async () => {
+    const post = (path: string, json: unknown) => env.gw.api(path, { method: "POST", token: env.token, json });
+    expect((await post("/v1/responses", { model: "gpt-4o-mini", input: "limit one", max_output_tokens: 1 })).status).toBe(200);
+    const zero = await post("/v1/responses", { model: "gpt-4o-mini", input: "limit zero", max_output_tokens: 0 });
+    expect(zero.status).toBe(400);
+    expect(((await zero.json()) as any).error.message).toContain("max_output_tokens");
+    expect((await post("/v2/chat", { model: "command-r", messages: [{ role: "user", content: "limit one" }], max_tokens: 1 })).status).toBe(200);
+    expect((await post("/v2/chat", { model: "command-r", messages: [{ role: "user", content: "limit zero" }], max_tokens: 0 })).status).toBe(400);
+    expect((await env.gw.api("/v2/chat", { method: "POST", json: { model: "command-r", messages: [{ role: "user", content: "x" }] } })).status).toBe(401);
+  });
+
+  test("another tenant never hits this tenant's Responses or v2 entries", async () => {
+    env.fake.reset();
+    const other = await env.gw.token("tenant-b");
+    const otherOpenai = new OpenAI({ apiKey: other, baseURL: env.gw.url + "/v1", maxRetries: 0 });
+    const otherCo = new CohereClientV2({ token: other, baseUrl: env.gw.url, maxRetries: 0 } as any);
+    const r = { model: "gpt-4o-mini", input: "Isolated question about tides." };
+    await client.responses.create(r);
+    const b = await otherOpenai.responses.create(r).withResponse();
+    expect(b.response.headers.get("x-cache-status")).toBe("MISS");
+    const c = { model: "command-r", messages: [{ role: "user" as const, content: "Isolated question about comets." }] };
+    await co.chat(c);
+    const d = await otherCo.chat(c).withRawResponse();
+    expect(d.rawResponse.headers.get("x-cache-status")).toBe("MISS");
+    expect(env.fake.requests).toHaveLength(4);
+  });
+});
