@@ -45,7 +45,14 @@ export interface ExecInput {
 export type ExecResult =
   | { kind: "json"; body: unknown; raw: unknown; meta: CacheMeta; usage: Usage }
   | { kind: "forward"; status: number; text: string; contentType: string; meta: CacheMeta }
-  | { kind: "stream"; stream: ReadableStream<Uint8Array | string>; contentType: string; meta: CacheMeta };
+  | {
+      kind: "stream";
+      stream: ReadableStream<Uint8Array | string>;
+      contentType: string;
+      meta: CacheMeta;
+      /** a live stream: settles once it is over and accounted (its usage known), whatever the way it ended */
+      done?: Promise<void>;
+    };
 
 export const BYPASS: CacheMeta = { status: "BYPASS", similarity: 0, lookupMs: 0 };
 
@@ -218,6 +225,7 @@ export class Pipeline {
       return { kind: "stream", stream: textStream(x.endpoint.stream.replay(body, x.call, meta).join("")), contentType: x.endpoint.stream.contentType, meta };
     }
     const contentType = x.endpoint.stream?.contentType ?? up.response.headers.get("content-type") ?? "text/event-stream";
+    const { promise: done, resolve: closed } = Promise.withResolvers<void>();
     const stream = liveStream(up, x.endpoint, x.call, meta, this.d.upstream, this.d.providers[x.endpoint.provider as keyof ProvidersConfig].timeout_ms, {
       completed: async (body, usage) => {
         if (store) await this.store(store.input, body, usage, store.lookup);
@@ -228,8 +236,9 @@ export class Pipeline {
         ticket.settle(0);
         this.d.incompleteStream(x.endpoint.provider);
       },
+      closed,
     });
-    return { kind: "stream", stream, contentType, meta };
+    return { kind: "stream", stream, contentType, meta, done };
   }
 
   /** A failed write is logged, never the client's problem: the answer is already theirs. */

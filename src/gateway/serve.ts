@@ -69,6 +69,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
+      if (result.done) state.settled = result.done;
       return new Response(result.stream as ReadableStream, { status: 200, headers });
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;

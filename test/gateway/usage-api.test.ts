@@ -161,6 +161,23 @@ describe("usage and cost", () => {
     expect(lines[1].cost_saved_usd).toBeGreaterThan(0);
     expect(lines[2]).toMatchObject({ cache: "BYPASS" });
   });
+
+  test("a streamed miss is logged once the stream is over, with its tokens, cost and stream duration", async () => {
+    const client = new OpenAI({ apiKey: await gw.token("tenant-log"), baseURL: gw.url + "/v1", maxRetries: 0 });
+    let text = "";
+    let usage: any;
+    for await (const c of await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Stream me a log line." }], stream: true, stream_options: { include_usage: true } })) {
+      text += c.choices[0]?.delta?.content ?? "";
+      if (c.usage) usage = c.usage;
+    }
+    expect(text).toMatch(/^answer #\d+: Stream me a log line\.$/);
+    const find = () => logs.map((l) => JSON.parse(l)).find((l) => l.msg === "request" && l.tenant === "tenant-log");
+    for (let i = 0; i < 100 && !find(); i++) await Bun.sleep(10);
+    const line = find();
+    expect(line).toMatchObject({ model: "gpt-4o-mini", provider: "openai", cache: "MISS", deployment: "openai", attempts: 1, input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, status: 200 });
+    expect(line.cost_usd).toBeGreaterThan(0);
+    expect(line.stream_ms).toBeGreaterThanOrEqual(line.latency_ms);
+  });
 });
 
 test("tenant labels are opt-in and bounded: beyond the limit, values count as 'other'", async () => {
