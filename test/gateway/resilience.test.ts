@@ -287,3 +287,60 @@ test("a 404 from the upstream is passed back and logged with the URL that answer
     await fake.stop();
   }
 });
+
+describe("fallback from the generate-content and chat styles to another provider", () => {
+  let primary: FakeUpstream;
+  let backup: FakeUpstream;
+  let gw: TestGateway;
+  let token: string;
+  beforeAll(async () => {
+    primary = await startFakeUpstream();
+    backup = await startFakeUpstream();
+    gw = await startGateway({
+      providers: { gemini: { base_url: primary.url, api_key: KEYS.gemini }, cohere: { base_url: primary.url, api_key: KEYS.cohere } },
+      models: {
+        fallbacks: {
+          "gemini-2.0-flash": [{ provider: "openai", model: "gpt-4o-mini", base_url: backup.url, api_key: "sk-backup" }],
+          "command-r": [{ provider: "openai", model: "gpt-4o-mini", base_url: backup.url, api_key: "sk-backup" }],
+        },
+      },
+    });
+    token = await gw.token("tenant-a");
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await primary.stop();
+    await backup.stop();
+  });
+  const post = (path: string, json: unknown) => gw.api(path, { method: "POST", token, json });
+
+  test("generate-content: answered by a chat-completions deployment, in the generate-content shape (JSON and SSE stream)", async () => {
+    primary.failNext({ kind: "status", status: 503 });
+    const r = await post("/v1beta/models/gemini-2.0-flash:generateContent", { systemInstruction: { parts: [{ text: "Be brief." }] }, contents: [{ role: "user", parts: [{ text: "Gemini is down?" }] }], generationConfig: { maxOutputTokens: 30 } });
+    expect(r.status).toBe(200);
+    const body: any = await r.json();
+    expect(body.candidates[0]).toMatchObject({ content: { role: "model", parts: [{ text: "answer #1: Gemini is down?" }] }, finishReason: "STOP" });
+    expect(body.usageMetadata).toEqual({ promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 });
+    expect(backup.requests[0]).toMatchObject({ path: "/v1/chat/completions", body: { model: "gpt-4o-mini", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Gemini is down?" }], max_tokens: 30 } });
+    expect(backup.requests[0]!.headers.authorization).toBe("Bearer sk-backup");
+
+    primary.failNext({ kind: "status", status: 503 });
+    const s = await post("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse", { contents: [{ role: "user", parts: [{ text: "Stream while Gemini is down." }] }] });
+    const frames = (await s.text()).trim().split(/\r?\n\r?\n/).map((f) => JSON.parse(f.replace(/^data: /, "")));
+    expect(frames.map((f: any) => f.candidates[0].content.parts[0].text).join("")).toBe("answer #2: Stream while Gemini is down.");
+  });
+
+  test("chat (v1): answered by a chat-completions deployment, in the chat shape", async () => {
+    primary.failNext({ kind: "status", status: 500 });
+    const r = await post("/v1/chat", { model: "command-r", preamble: "Short.", chat_history: [{ role: "USER", message: "Hi" }, { role: "CHATBOT", message: "Hello" }], message: "Cohere is down?" });
+    expect(r.status).toBe(200);
+    const body: any = await r.json();
+    expect(body).toMatchObject({ text: "answer #3: Cohere is down?", finish_reason: "COMPLETE", meta: { billed_units: { input_tokens: 10, output_tokens: 5 } } });
+    expect(backup.received("/v1/chat/completions").at(-1)!.body.messages).toEqual([
+      { role: "system", content: "Short." },
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "Hello" },
+      { role: "user", content: "Cohere is down?" },
+    ]);
+  });
+});
