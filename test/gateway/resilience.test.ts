@@ -344,3 +344,36 @@ describe("fallback from the generate-content and chat styles to another provider
     ]);
   });
 });
+
+test.each([false, true])("Responses API (stream: %p) and Cohere v2 fall back to another provider through their SDKs", async (stream) => {
+  const primary = await startFakeUpstream();
+  const backup = await startFakeUpstream();
+  const gw = await startGateway({
+    providers: { openai: { base_url: primary.url, api_key: KEYS.openai }, cohere: { base_url: primary.url, api_key: KEYS.cohere }, anthropic: { base_url: backup.url, api_key: KEYS.anthropic } },
+    models: { fallbacks: { "gpt-4o": [{ provider: "anthropic", model: "claude-3-5-haiku-latest" }], "command-a": [{ provider: "anthropic", model: "claude-3-5-haiku-latest" }] } },
+  });
+  try {
+    const token = await gw.token("tenant-a");
+    const client = new OpenAI({ apiKey: token, baseURL: gw.url + "/v1", maxRetries: 0 });
+    primary.failNext({ kind: "status", status: 503 });
+    const req = { model: "gpt-4o", instructions: "Be brief.", input: "Responses while OpenAI is down?", max_output_tokens: 25 };
+    const out = stream ? await client.responses.stream(req).finalResponse() : await client.responses.create(req);
+    expect(out.output_text).toBe("answer #1: Responses while OpenAI is down?");
+    expect(out.status).toBe("completed");
+    expect(backup.requests[0]!.body).toMatchObject({ model: "claude-3-5-haiku-latest", system: "Be brief.", max_tokens: 25, messages: [{ role: "user", content: "Responses while OpenAI is down?" }] });
+
+    const { CohereClientV2 } = await import("cohere-ai");
+    const co = new CohereClientV2({ token, baseUrl: gw.url, maxRetries: 0 } as any);
+    primary.failNext({ kind: "status", status: 503 });
+    const v2 = { model: "command-a", messages: [{ role: "user" as const, content: "v2 while Cohere is down?" }] };
+    let text = "";
+    if (stream) {
+      for await (const ev of await co.chatStream(v2)) if (ev.type === "content-delta") text += ev.delta?.message?.content?.text ?? "";
+    } else text = ((await co.chat(v2)).message.content?.[0] as any).text;
+    expect(text).toBe("answer #2: v2 while Cohere is down?");
+  } finally {
+    await gw.stop();
+    await primary.stop();
+    await backup.stop();
+  }
+});
