@@ -66,6 +66,21 @@ describe("base URL convention", () => {
   });
 });
 
+test("SVC_EMBEDDING__BASE_URL without /v1 reaches the server's /v1/embeddings", async () => {
+  const fake = await startFakeUpstream();
+  const gw = await startGateway({ providers: { openai: { base_url: fake.url, api_key: "k" } }, embedding: { provider: "openai", base_url: fake.url, model: "emb-3", timeout_ms: 2000 } });
+  try {
+    const r = await gw.api("/v1/chat/completions", { method: "POST", token: await gw.token("tenant-a"), json: chat("Embed me through the origin URL.") });
+    expect(r.status).toBe(200);
+    const emb = fake.received("/v1/embeddings");
+    expect(emb.length).toBeGreaterThan(0);
+    expect(emb[0]!.body.model).toBe("emb-3");
+  } finally {
+    await gw.stop();
+    await fake.stop();
+  }
+});
+
 test("Retry-After: delta-seconds and HTTP dates", () => {
   expect(retryAfterMs("2")).toBe(2000);
   expect(retryAfterMs("0.5")).toBe(500);
