@@ -66,6 +66,8 @@ export interface App {
   mcp: mcp.McpServices;
   /** named readiness checks behind /ready (a registry: tests may replace a check) */
   readiness: Record<string, () => boolean>;
+  /** background provider probes reported by /ready (readiness.probe_providers) */
+  probes: ops.UpstreamProbes;
   domains: Domain[];
   /** native routes (proxies) for Bun.serve's routes table, behind the front door */
   bunRoutes: ReturnType<Kernel["bunRoutes"]>;
@@ -123,7 +125,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     warn: (m) => log.warn(m),
   });
   const gatewayD = gateway.create({
-    config: { providers: config.providers, upstream: config.upstream, models: config.models },
+    config: { providers: config.providers, upstream: config.upstream, models: config.models, prices: config.prices, usage: config.usage },
     cacheEnabled: config.cache.enabled,
     storage,
     kernel,
@@ -152,7 +154,9 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs(), ...identity.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });
-  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi });
+  const probes = new ops.UpstreamProbes(config.readiness, { providers: gateway.PROVIDER_NAMES, probe: (p, ms) => gatewayD.probe(p, ms) });
+  if (config.readiness.require_upstream && probes.enabled) readiness.upstreams = () => probes.ready();
+  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes });
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, opsD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
@@ -181,6 +185,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     identity: identityD.service,
     mcp: mcpD.service,
     readiness,
+    probes,
     domains,
     bunRoutes: kernel.bunRoutes(native),
     sockets: domains.flatMap((d) => d.sockets ?? []),

@@ -5,6 +5,8 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { CORE_SECTIONS, ConfigError, configLoader } from "./core/config";
 import { GATEWAY_SECTIONS } from "./gateway/config";
+import { PROVIDER_NAMES } from "./gateway/providers";
+import { OPS_SECTIONS } from "./ops/config";
 import { CACHE_SECTIONS, checkCacheConfig } from "./cache/config";
 import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
 import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
@@ -19,6 +21,7 @@ export const ConfigSchema = T.Object({
   ...RATE_LIMIT_SECTIONS,
   ...IDENTITY_SECTIONS,
   ...MCP_SECTIONS,
+  ...OPS_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -27,7 +30,13 @@ const fail = (message: string): never => {
   throw new ConfigError(message);
 };
 
-const loader = configLoader(ConfigSchema, [(c) => checkCacheConfig(c, fail), (c) => checkEmbeddingConfig(c, fail)]);
+/** readiness.probe_providers names providers of the gateway's registry */
+function checkProbes(c: Config) {
+  for (const p of c.readiness.probe_providers)
+    if (!(PROVIDER_NAMES as string[]).includes(p)) fail(`SVC_READINESS__PROBE_PROVIDERS: unknown provider "${p}" (expected ${PROVIDER_NAMES.join(", ")})`);
+}
+
+const loader = configLoader(ConfigSchema, [(c) => checkCacheConfig(c, fail), (c) => checkEmbeddingConfig(c, fail), checkProbes]);
 
 /** Defaults < YAML file named by SVC_CONFIG < SVC_* environment variables (< overrides, for tests). */
 export const loadConfig = (env: Record<string, string | undefined> = process.env, overrides?: Record<string, unknown>): Config => loader.load(env, overrides);

@@ -4,12 +4,17 @@
  * See CONTRACT.md (Commands).
  */
 import { parseArgs } from "node:util";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { loadConfig, ConfigError, unknownSettings } from "./config";
 import { TokenService, parsePermissions, resolveJwtSecret } from "./core/auth";
 import { createApp, closeApp } from "./app";
 import { startServer } from "./server";
 import { Logger } from "./core/log";
 import { installFatalHandlers } from "./core/fatal";
+import { effectiveBaseUrls, PROVIDER_NAMES } from "./gateway";
+import { embeddingsUrl } from "./embedding/remote";
+import type { Config } from "./config";
 import pkg from "../package.json";
 
 const USAGE = `svc ${pkg.version} — LLM API gateway with a semantic response cache
@@ -23,7 +28,73 @@ Usage:
                                                  key of that team, counted against its budget)
   svc keys list --tenant T                       list a tenant's API keys (never the keys themselves)
   svc keys revoke --tenant T --id ID             revoke an API key
+  svc --version                                  print the version
+  svc <command> --help                           help for one command
+
+The data directory is the directory of SVC_STORAGE__PATH (default ./data/svc.db, resolved against
+the working directory): the database, the generated JWT secret and the cache index files.
 `;
+
+const DATA_NOTE = `
+Data: SVC_STORAGE__PATH (default ./data/svc.db, resolved against the working directory) names the
+gateway's database; run the command with the same SVC_STORAGE__PATH (and SVC_AUTH__JWT_SECRET, if
+set) as the running gateway.
+`;
+
+const HELP: Record<string, string> = {
+  serve: `svc serve — start the gateway (the default command)
+
+Usage: svc [serve]
+
+Listens on SVC_SERVER__HOST:SVC_SERVER__PORT (0.0.0.0:8080). Settings: SVC_* environment
+variables, or a YAML file named by SVC_CONFIG (docs/config.example.yaml lists every setting).
+Logs the resolved data directory and each provider's effective base URL at start.
+SIGTERM/SIGINT: stop accepting, finish in-flight requests, close the database.
+${DATA_NOTE}`,
+  token: `svc token — print a signed access token (JWT, HS256)
+
+Usage: svc token --tenant T [--sub S] [--permissions P1,P2] [--ttl 24h]
+
+  --tenant T          the token's tenant_id (required)
+  --sub S             the token's subject (e.g. user:<id>)
+  --permissions P,..  ViewMetrics, ManageConfig, ManageKeys, ViewKeys, ViewLogs, WorkspaceAdmin
+  --ttl D             lifetime: seconds or 30m, 24h, 7d (default SVC_AUTH__TOKEN_TTL_SECS)
+
+Signed with SVC_AUTH__JWT_SECRET, else with the secret the gateway generated into its data
+directory; without either it refuses (a fresh secret would mint tokens the gateway rejects).
+${DATA_NOTE}`,
+  keys: `svc keys — manage API keys (stored hashed in the gateway's database)
+
+Usage:
+  svc keys create --tenant T --name N [--permissions P1,P2] [--team TEAM_ID]
+  svc keys list --tenant T
+  svc keys revoke --tenant T --id ID
+
+create prints the key once (stdout); --team makes a virtual key counted against that team's
+budget. list prints JSON records without the keys. revoke stops a key (other processes: within 5 s).
+list and revoke need the gateway's existing database; create creates one only where
+SVC_STORAGE__PATH names it explicitly.
+${DATA_NOTE}`,
+};
+
+/** The data directory as it resolves from here: what the CLI and the server log and check. */
+function dataPaths(config: Config, cwd = process.cwd()) {
+  const database = config.storage.path === ":memory:" ? ":memory:" : resolve(cwd, config.storage.path);
+  const directory = database === ":memory:" ? undefined : dirname(database);
+  return { database, directory, jwtSecretFile: directory ? join(directory, "jwt-secret") : undefined };
+}
+
+class StateMissing extends Error {}
+
+/** A command that works on the gateway's existing state refuses to create a fresh one elsewhere. */
+function requireDatabase(config: Config, explicit: boolean, what: string) {
+  const { database } = dataPaths(config);
+  if (database === ":memory:" || existsSync(database) || explicit) return;
+  throw new StateMissing(
+    `${what}: no svc database at ${database} (SVC_STORAGE__PATH=${config.storage.path}, resolved against ${process.cwd()}).\n` +
+      `Run it where the gateway runs (a gateway that never started has no database yet: start it once), or set SVC_STORAGE__PATH to the gateway's database (an absolute path); nothing was created.`,
+  );
+}
 
 function parseTtl(s: string): number {
   const m = /^(\d+)\s*([smhd]?)$/.exec(s.trim());
@@ -44,11 +115,16 @@ async function main(argv: string[]) {
       id: { type: "string" },
       team: { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean", short: "v" },
     },
   });
   const [cmd = "serve", sub] = positionals;
-  if (values.help || cmd === "help") return void process.stdout.write(USAGE);
+  if (values.version || cmd === "version") return void process.stdout.write(`svc ${pkg.version}\n`);
+  if (cmd === "help") return void process.stdout.write((sub && HELP[sub]) || USAGE);
+  if (values.help) return void process.stdout.write((positionals[0] && HELP[positionals[0]]) || USAGE);
   const config = loadConfig();
+  // the operator named the database (SVC_STORAGE__PATH or the YAML file) rather than relying on the working directory
+  const explicitPath = process.env.SVC_STORAGE__PATH !== undefined || config.storage.path !== "./data/svc.db";
   const log = new Logger("info", (l) => process.stderr.write(l + "\n"));
 
   if (cmd === "serve") {
@@ -57,6 +133,18 @@ async function main(argv: string[]) {
     const running = await startServer(config);
     fatal.setShutdown(() => running.stop());
     running.ctx.log.info("svc listening", { url: `http://${config.server.host}:${running.port}`, version: pkg.version });
+    const data = dataPaths(config);
+    running.ctx.log.info("data directory", {
+      directory: data.directory ?? null,
+      database: data.database,
+      jwt_secret: config.auth.jwt_secret ? "SVC_AUTH__JWT_SECRET" : data.jwtSecretFile,
+      cache_index: config.cache.index_dir ? resolve(config.cache.index_dir) : data.directory ? join(data.directory, "cache-index") : null,
+    });
+    running.ctx.log.info("upstreams", {
+      providers: effectiveBaseUrls(config.providers),
+      keys: Object.fromEntries(PROVIDER_NAMES.map((p) => [p, config.providers[p].api_key ? "configured" : "none (callers' own keys only)"])),
+      embedding: config.embedding.provider === "openai" && config.embedding.base_url ? embeddingsUrl(config.embedding.base_url) : "local model",
+    });
     const unknown = unknownSettings();
     if (unknown.length) running.ctx.log.warn("ignoring environment variables that name no setting", { variables: unknown });
     let signals = 0;
@@ -75,6 +163,14 @@ async function main(argv: string[]) {
     return v;
   };
   if (cmd === "token") {
+    if (!config.auth.jwt_secret) {
+      const { jwtSecretFile } = dataPaths(config);
+      if (jwtSecretFile && !existsSync(jwtSecretFile))
+        throw new StateMissing(
+          `token: SVC_AUTH__JWT_SECRET is not set and the gateway's generated secret is not at ${jwtSecretFile} (the data directory of SVC_STORAGE__PATH=${config.storage.path}, resolved against ${process.cwd()}).\n` +
+            `A new secret would mint tokens the running gateway refuses: set SVC_STORAGE__PATH to the gateway's database (an absolute path), or SVC_AUTH__JWT_SECRET to its secret; nothing was created.`,
+        );
+    }
     const tokens = new TokenService(resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m)), {
       ttlSecs: config.auth.token_ttl_secs,
       maxTtlSecs: config.auth.max_token_ttl_secs,
@@ -87,6 +183,8 @@ async function main(argv: string[]) {
     return;
   }
   if (cmd === "keys") {
+    if (sub !== "create" && sub !== "list" && sub !== "revoke") throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${HELP.keys}`);
+    requireDatabase(config, sub === "create" && explicitPath, `keys ${sub}`);
     const app = createApp(config, { logger: log });
     try {
       const keys = app.apiKeys;
@@ -113,5 +211,6 @@ async function main(argv: string[]) {
 main(process.argv.slice(2)).catch((e) => {
   const msg = e instanceof ConfigError ? `configuration error: ${e.message}` : (e as Error).message ?? String(e);
   process.stderr.write(msg + "\n");
-  process.exit(e instanceof ConfigError ? 78 : 1);
+  // 78 EX_CONFIG: a setting is wrong; 66 EX_NOINPUT: the state the command needs is not where the settings point
+  process.exit(e instanceof ConfigError ? 78 : e instanceof StateMissing ? 66 : 1);
 });

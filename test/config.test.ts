@@ -97,7 +97,7 @@ describe("config", () => {
     expect(c.server.host).toBe("127.0.0.1");
     expect(c.storage.path).toBe("/var/lib/svc/svc.db");
     expect(c.auth).toMatchObject({ jwt_secret: "0123456789abcdef0123", jwks_url: "https://idp.example.com/.well-known/jwks.json" });
-    expect(c.providers.anthropic).toEqual({ base_url: "https://api.anthropic.com", api_key: "sk-ant-1", timeout_ms: 120_000 });
+    expect(c.providers.anthropic).toEqual({ base_url: "https://api.anthropic.com", api_key: "sk-ant-1", timeout_ms: 120_000, max_retries: 2, retry_backoff_ms: 250, retry_max_wait_ms: 10_000 });
     expect(c.providers.gemini.timeout_ms).toBe(30_000);
     expect(c.providers.cohere.base_url).toBe("http://127.0.0.1:9999");
     expect(c.context_cache).toEqual({ enabled: false, stage1_threshold: 0.8, context_hit_threshold: 0.95, query_weight: 0.4, context_weight: 0.6, max_turns: 8 });

@@ -112,6 +112,18 @@ function coerceEnv(name: string, raw: string, schema: TSchema | undefined): unkn
     if (["false", "0", "no", "off"].includes(s)) return false;
     throw new ConfigError(`${name}: expected true or false, got "${raw}"`);
   }
+  if (kind === "array") {
+    // a YAML/JSON list, or a comma-separated one: SVC_X='["a","b"]', SVC_X='a,b'
+    const t = raw.trim();
+    if (t.startsWith("[") || t.startsWith("-")) {
+      try {
+        return parseYaml(raw);
+      } catch (e) {
+        throw new ConfigError(`${name}: expected a list (YAML/JSON or comma-separated), ${(e as Error).message}`);
+      }
+    }
+    return t === "" ? [] : t.split(",").map((v) => v.trim());
+  }
   if (kind === "object") {
     try {
       return parseYaml(raw); // YAML is a superset of JSON

@@ -83,6 +83,13 @@ export interface RequestState {
   route?: string;
   /** headers added to the answer (X-Request-ID, X-RateLimit-*) */
   headers: Record<string, string>;
+  /** what the route learned about the request (e.g. the gateway's model, provider, cache status, tokens): extra fields of its log line */
+  facts?: Record<string, unknown>;
+  /**
+   * a streamed answer whose facts are complete only once the stream is over: the request's log
+   * line waits for it (metrics do not: they measure the answer's headers)
+   */
+  settled?: Promise<unknown>;
 }
 
 /** The request log line and the per-route counters (labelled by route template, never the raw path). */
@@ -93,7 +100,7 @@ export class RequestObserver {
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
-  finish(request: Request, state: { id: string; route?: string; principal?: Principal }, status: number, startedAt: number) {
+  finish(request: Request, state: { id: string; route?: string; principal?: Principal; facts?: Record<string, unknown>; settled?: Promise<unknown> }, status: number, startedAt: number) {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
@@ -103,7 +110,8 @@ export class RequestObserver {
     this.metrics.httpDuration.observe(labels, ms / 1000);
     const tenant = state.principal?.tenantId;
     if (tenant) this.tenantsSeen.add(tenant);
-    if (this.requestLog)
+    if (!this.requestLog) return;
+    const line = (extra?: Record<string, unknown>) =>
       this.log.info("request", {
         request_id: state.id,
         tenant,
@@ -112,7 +120,15 @@ export class RequestObserver {
         path: pathOf(request.url),
         status,
         latency_ms: Math.round(ms * 1000) / 1000,
+        ...extra,
+        ...state.facts,
       });
+    if (!state.settled) return line();
+    // a stream: logged when it is over, with what it cost; latency_ms stays the time to its headers
+    void state.settled.then(
+      () => line({ stream_ms: Math.round((performance.now() - startedAt) * 1000) / 1000 }),
+      () => line(),
+    );
   }
 }
 

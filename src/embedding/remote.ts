@@ -1,11 +1,16 @@
 /**
- * OpenAI-compatible embeddings client: POST {baseUrl}/embeddings with
+ * OpenAI-compatible embeddings client: POST {origin}/v1/embeddings with
  * { model, input: string[] } and reads data[].embedding (ordered by `index`).
- * `baseUrl` is the API root including the version, e.g. "https://api.openai.com/v1"
- * (a trailing "/embeddings" is tolerated). Every failure (network, timeout,
+ * `baseUrl` follows the providers' convention (core/base-url.ts): the origin with or without the
+ * version segment, "https://api.openai.com" and "https://api.openai.com/v1" mean the same (a
+ * trailing "/embeddings" is tolerated). Every failure (network, timeout,
  * non-2xx, malformed body, dimension change) throws EmbeddingError.
  */
 import { EmbeddingError, l2normalize, type Embedder } from "./types";
+import { normaliseBaseUrl } from "../core/base-url";
+
+/** The embeddings endpoint a configured base URL means. */
+export const embeddingsUrl = (baseUrl: string) => normaliseBaseUrl(baseUrl.trim().replace(/\/+$/, "").replace(/\/embeddings$/, "")) + "/v1/embeddings";
 
 export interface RemoteEmbedderOptions {
   baseUrl: string;
@@ -38,8 +43,7 @@ export class RemoteEmbedder implements Embedder {
   constructor(private readonly opts: RemoteEmbedderOptions) {
     if (!opts.baseUrl) throw new EmbeddingError("remote embedder needs a baseUrl");
     if (!opts.model) throw new EmbeddingError("remote embedder needs a model");
-    const base = opts.baseUrl.replace(/\/+$/, "");
-    this.url = base.endsWith("/embeddings") ? base : `${base}/embeddings`;
+    this.url = embeddingsUrl(opts.baseUrl);
     this.id = `openai:${opts.model}`;
     this.dims = opts.dimensions ?? 0;
     this.timeoutMs = opts.timeoutMs ?? 10_000;

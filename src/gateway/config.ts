@@ -5,14 +5,38 @@ import { PROVIDERS, PROVIDER_NAMES, type ProviderName } from "./providers";
 
 const providerSection = (baseUrl: string) =>
   Section({
+    /** the provider's origin, with or without the version segment (`http://host:8000` = `http://host:8000/v1`) */
     base_url: T.String({ default: baseUrl, format: "uri", minLength: 1 }),
+    /** key svc sends upstream (callers never see it) */
     api_key: T.Optional(T.String()),
+    /** upstream timeout: to the response headers, and between two chunks of a stream (then 504 timeout_error) */
     timeout_ms: T.Integer({ default: 120_000, minimum: 1 }),
+    /** retries of one request on 429, 5xx and connection failures before a fallback deployment is tried (never once a stream has started) */
+    max_retries: T.Integer({ default: 2, minimum: 0, maximum: 10 }),
+    /** first retry delay; doubles per retry, with jitter (a Retry-After header wins) */
+    retry_backoff_ms: T.Integer({ default: 250, minimum: 0 }),
+    /** longest wait before a retry; a Retry-After beyond it is not waited for (the next deployment is tried, or the answer returned) */
+    retry_max_wait_ms: T.Integer({ default: 10_000, minimum: 0 }),
   });
 
 type ProviderSection = ReturnType<typeof providerSection>;
 
 const providerName = T.Union(PROVIDER_NAMES.map((n) => T.Literal(n)));
+
+/** One fallback deployment: unset fields are the provider's own settings and the requested model. */
+const Deployment = T.Object(
+  {
+    /** label in usage records, metrics and logs (default: provider/model, plus @host when base_url is set) */
+    name: T.Optional(T.String({ minLength: 1, maxLength: 64 })),
+    provider: providerName,
+    model: T.Optional(T.String({ minLength: 1 })),
+    base_url: T.Optional(T.String({ format: "uri" })),
+    api_key: T.Optional(T.String()),
+    timeout_ms: T.Optional(T.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type DeploymentConfig = Static<typeof Deployment>;
 
 export const GATEWAY_SECTIONS = {
   providers: Section(Object.fromEntries(PROVIDER_NAMES.map((n) => [n, providerSection(PROVIDERS[n].defaultBaseUrl)])) as Record<ProviderName, ProviderSection>) as TObject<
@@ -27,15 +51,35 @@ export const GATEWAY_SECTIONS = {
   models: Section({
     /** model name or glob -> provider (one of the styles) */
     routes: T.Record(T.String(), providerName, { default: {} }),
+    /**
+     * model name or glob -> ordered fallback deployments, tried when the primary (and its retries)
+     * fail with 429, 5xx, a connection failure or a timeout: another base URL/key of the same
+     * provider, or another provider and model
+     */
+    fallbacks: T.Record(T.String(), T.Array(Deployment, { minItems: 1 }), { default: {} }),
+  }),
+  usage: Section({
+    /** label the token and cost counters of /metrics with the tenant too (off: tenants can be many) */
+    metrics_tenant_label: T.Boolean({ default: false }),
+    /** distinct values of the model (and tenant) labels kept; later ones are counted as "other" */
+    metrics_max_label_values: T.Integer({ default: 100, minimum: 1, maximum: 10_000 }),
+  }),
+  prices: Section({
+    /** model-name prefix -> USD per 1M tokens {input, output}; overrides and extends the built-in table (src/gateway/prices.ts) */
+    overrides: T.Record(T.String(), T.Object({ input: T.Number({ minimum: 0 }), output: T.Number({ minimum: 0 }) }), { default: {} }),
   }),
 };
 
 export type ProvidersConfig = Static<(typeof GATEWAY_SECTIONS)["providers"]>;
 export type UpstreamConfig = Static<(typeof GATEWAY_SECTIONS)["upstream"]>;
 export type ModelsConfig = Static<(typeof GATEWAY_SECTIONS)["models"]>;
+export type PricesConfig = Static<(typeof GATEWAY_SECTIONS)["prices"]>;
+export type UsageConfig = Static<(typeof GATEWAY_SECTIONS)["usage"]>;
 
 export interface GatewayConfig {
   providers: ProvidersConfig;
   upstream: UpstreamConfig;
   models: ModelsConfig;
+  prices: PricesConfig;
+  usage: UsageConfig;
 }

@@ -19,8 +19,15 @@ import { proxyServer } from "./serve";
 import { proxyRoutes, PROXY_PREFIXES } from "./routes";
 import { queryRoutes } from "./query";
 import { GatewayService } from "./service";
+import { PriceTable } from "./prices";
+import { UsageQuery, usageRoutes } from "./usage-api";
+import { Elysia } from "elysia";
+import { probeProvider, type ProbeResult } from "./probe";
+import type { ProviderName } from "./providers";
 
 export { GATEWAY_SECTIONS, type GatewayConfig, type ProvidersConfig } from "./config";
+export { effectiveBaseUrls } from "./upstream";
+export type { RequestFacts } from "./pipeline";
 export { PROVIDERS, PROVIDER_NAMES, infoEndpoints, type ProviderName } from "./providers";
 export { proxyDocs, type ProxyDoc } from "./routes";
 export { GatewayService, type CompletionRequest, type CompletionResult } from "./service";
@@ -45,6 +52,21 @@ export interface Gateway {
   service: GatewayService;
   pipeline: Pipeline;
   usage: UsageRecorder;
+  usageQuery: UsageQuery;
+  /** one readiness probe of a provider (never throws) */
+  probe(provider: string, timeoutMs: number): Promise<ProbeResult>;
+}
+
+/** Keeps a label's distinct values bounded: the first `max` seen are kept, later ones count as "other". */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return "other";
+    this.seen.add(value);
+    return value;
+  }
 }
 
 export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
@@ -52,10 +74,20 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   const upstream = new Upstream(deps.config, {
     duration: deps.metrics.histogram("svc_upstream_duration_seconds", "Upstream provider latency (to headers)", ["provider", "status"]),
     errors: upstreamErrors,
+    retries: deps.metrics.counter("svc_upstream_retries_total", "Upstream requests retried, by provider and the failure (429, 5xx, unreachable, ...)", ["provider", "reason"]),
+    fallbacks: deps.metrics.counter("svc_upstream_fallbacks_total", "Requests that moved on to the next deployment, by the deployment that failed and the next one", ["from", "to"]),
   });
+  const prices = new PriceTable(deps.config.prices.overrides);
+  const tenantLabel = deps.config.usage.metrics_tenant_label;
+  const labels = tenantLabel ? ["provider", "model", "tenant"] : ["provider", "model"];
+  const tokens = deps.metrics.counter("svc_llm_tokens_total", "LLM tokens of proxied requests (cache hits included), by provider, model and direction", [...labels, "direction"]);
+  const cost = deps.metrics.counter("svc_llm_cost_usd_total", "List-price USD of what went upstream, by provider and model", labels);
+  const saved = deps.metrics.counter("svc_llm_cost_saved_usd_total", "List-price USD the cache saved, by provider and model", labels);
+  const models = new BoundedLabel(deps.config.usage.metrics_max_label_values);
+  const tenants = new BoundedLabel(deps.config.usage.metrics_max_label_values);
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
-  const usage = new UsageRecorder(deps.storage, (e) => deps.log.error("usage flush failed", { error: String(e) }));
+  const usage = new UsageRecorder(deps.storage, (e) => deps.log.error("usage flush failed", { error: String(e) }), prices);
   const pipeline = new Pipeline({
     upstream,
     cache: deps.cache,
@@ -65,17 +97,31 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     guard: deps.guard ?? NO_GUARD,
     log: deps.log,
     incompleteStream: (provider) => upstreamErrors.inc({ provider, kind: "incomplete_stream" }),
+    fallbacks: () => deps.config.models.fallbacks,
+    prices,
+    accounted: (x, f) => {
+      const l: Record<string, string> = { provider: f.provider, model: models.of(f.model) };
+      if (tenantLabel) l.tenant = tenants.of(x.tenantId);
+      if (f.inputTokens) tokens.inc({ ...l, direction: "input" }, f.inputTokens);
+      if (f.outputTokens) tokens.inc({ ...l, direction: "output" }, f.outputTokens);
+      if (f.costUsd) cost.inc(l, f.costUsd);
+      if (f.costSavedUsd) saved.inc(l, f.costSavedUsd);
+      x.facts?.(f);
+    },
   });
   const service = new GatewayService(pipeline, () => deps.config.models.routes);
+  const usageQuery = new UsageQuery(deps.storage, () => usage.flush());
   for (const prefix of PROXY_PREFIXES) deps.kernel.register({ prefix, envelope: DOC1, auth: "sdk", rateGroup: "proxy" });
   return {
     name: "gateway",
     migrations: GATEWAY_MIGRATIONS,
-    routes: queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled),
+    routes: new Elysia({ name: "svc-gateway" }).use(queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled)).use(usageRoutes(deps.kernel, usageQuery)),
     native: proxyRoutes(proxyServer({ pipeline, log: deps.log, isGatewayCredential: deps.isGatewayCredential })),
     service,
     pipeline,
     usage,
+    usageQuery,
+    probe: (provider, timeoutMs) => probeProvider(deps.config.providers, provider as ProviderName, timeoutMs),
     close: () => usage.close(),
   };
 }

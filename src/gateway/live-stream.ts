@@ -18,6 +18,8 @@ export interface LiveStreamHooks {
   completed(body: unknown, usage: Usage): Promise<void>;
   /** the stream ended before the style's completion marker */
   incomplete(): void;
+  /** the stream is over, whatever the way (completed and accounted, failed, or cancelled by the client); called once */
+  closed?(): void;
 }
 
 /** The leading bytes, held until the style's liveHead has decorated the first data event. */
@@ -84,6 +86,12 @@ export function liveStream(
     finished = true;
     up.release();
   };
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    hooks.closed?.();
+  };
   return new ReadableStream<Uint8Array>(
     {
       pull: async (controller) => {
@@ -103,6 +111,7 @@ export function liveStream(
               } else if (body !== undefined) {
                 await hooks.completed(body, endpoint.usageOf ? endpoint.usageOf(body) : { inputTokens: 0, outputTokens: 0 });
               }
+              close();
               controller.close();
               return;
             }
@@ -129,6 +138,7 @@ export function liveStream(
           }
         } catch (e) {
           finish();
+          close();
           const err = upstream.classify(endpoint.provider as ProviderName, e, up.deadline, timeoutMs);
           if (err instanceof ClientGone) return;
           flushHead(controller);
@@ -144,6 +154,7 @@ export function liveStream(
           reader.cancel().catch(() => {});
           finish();
         }
+        close();
       },
     },
     { highWaterMark: 0 },

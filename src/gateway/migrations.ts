@@ -36,4 +36,14 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
       CREATE INDEX usage_records_tenant_key_time ON usage_records(tenant_id, key_id, created_at);
     `,
   },
+  {
+    // which deployment answered (retries and fallbacks, models.fallbacks), the model it was asked
+    // for, and how many upstream attempts the request took
+    id: "0003_usage_deployment",
+    up: `
+      ALTER TABLE usage_records ADD COLUMN deployment TEXT;
+      ALTER TABLE usage_records ADD COLUMN upstream_model TEXT;
+      ALTER TABLE usage_records ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

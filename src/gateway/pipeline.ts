@@ -12,11 +12,14 @@ import type { Logger } from "../core/log";
 import { NO_USAGE } from "../core/usage";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./providers/types";
 import type { CacheKeyInput, LookupResult, ResponseCache, SpendGuard, SpendTicket, TokenMeter } from "./ports";
-import { costOf } from "./prices";
-import { Upstream, ProviderReply } from "./upstream";
+import type { PriceTable } from "./prices";
+import { Upstream, ProviderReply, type Served, type UpstreamRequest } from "./upstream";
 import { liveStream } from "./live-stream";
 import type { UsageRecorder } from "./usage";
-import type { ProvidersConfig } from "./config";
+import type { DeploymentConfig, ProvidersConfig } from "./config";
+import { normaliseBaseUrl } from "../core/base-url";
+import { PROVIDERS, type ProviderName } from "./providers";
+import { fallbacksFor } from "./routing";
 
 export interface ExecInput {
   tenantId: string;
@@ -35,12 +38,21 @@ export interface ExecInput {
   signal?: AbortSignal;
   requestId: string;
   startedAt: number;
+  /** told what the request did once it is accounted (the request log line's fields) */
+  facts?: (f: RequestFacts) => void;
 }
 
 export type ExecResult =
   | { kind: "json"; body: unknown; raw: unknown; meta: CacheMeta; usage: Usage }
   | { kind: "forward"; status: number; text: string; contentType: string; meta: CacheMeta }
-  | { kind: "stream"; stream: ReadableStream<Uint8Array | string>; contentType: string; meta: CacheMeta };
+  | {
+      kind: "stream";
+      stream: ReadableStream<Uint8Array | string>;
+      contentType: string;
+      meta: CacheMeta;
+      /** a live stream: settles once it is over and accounted (its usage known), whatever the way it ended */
+      done?: Promise<void>;
+    };
 
 export const BYPASS: CacheMeta = { status: "BYPASS", similarity: 0, lookupMs: 0 };
 
@@ -50,7 +62,11 @@ interface FlightResult {
   body?: unknown;
   usage?: Usage;
   reply?: ProviderReply;
+  served?: Served;
 }
+
+/** One request of an upstream plan; a deployment of another provider converts its answer back into the client's style. */
+type PlannedRequest = UpstreamRequest & { convert?: (body: unknown) => { body: unknown; usage: Usage } };
 
 export interface PipelineDeps {
   upstream: Upstream;
@@ -63,6 +79,25 @@ export interface PipelineDeps {
   log: Logger;
   /** upstream stream failures (metric) */
   incompleteStream(provider: string): void;
+  /** model name or glob -> fallback deployments (models.fallbacks) */
+  fallbacks: () => Record<string, DeploymentConfig[]>;
+  prices: PriceTable;
+  /** every finished request's accounting facts (metrics, request log) */
+  accounted?: (x: ExecInput, facts: RequestFacts) => void;
+}
+
+/** What one proxied request did, for the request log and the token/cost counters. */
+export interface RequestFacts {
+  provider: string;
+  model: string;
+  deployment?: string;
+  attempts: number;
+  cacheStatus: CacheMeta["status"];
+  cacheTier?: string;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  costSavedUsd: number;
 }
 
 export class Pipeline {
@@ -85,7 +120,7 @@ export class Pipeline {
         const meta: CacheMeta = { status: "HIT", tier: lookup.tier, similarity: lookup.similarity, contextSimilarity: lookup.contextSimilarity, lookupMs: lookup.lookupMs };
         const raw = lookup.payload.body;
         const usage = lookup.payload.usage;
-        this.record(x, meta, usage, call.stream);
+        this.record(x, meta, usage, call.stream, undefined);
         if (call.stream && endpoint.stream) {
           const frames = endpoint.stream.replay(raw, call, meta).join("");
           return { kind: "stream", stream: textStream(frames), contentType: endpoint.stream.contentType, meta };
@@ -100,17 +135,24 @@ export class Pipeline {
 
     const fetchAndStore = async (): Promise<FlightResult> => {
       let r;
+      const plan = this.plan(x);
       try {
         // a cacheable call completes for the cache even if its client leaves; a client gone while queued leaves the queue
-        r = await this.d.upstream.text(this.upstreamReq(x), store ? undefined : x.signal, x.signal);
+        r = await this.d.upstream.text(plan, store ? undefined : x.signal, x.signal);
       } catch (e) {
         if (e instanceof ProviderReply) return { ok: false, reply: e };
         throw e;
       }
-      const body = parseUpstreamJson(r.text, endpoint);
-      const usage = endpoint.usageOf!(body);
+      const convert = plan[r.served.index]!.convert;
+      let body: unknown;
+      let usage: Usage;
+      if (convert) ({ body, usage } = convert(parseUpstreamJson(r.text, endpoint)));
+      else {
+        body = parseUpstreamJson(r.text, endpoint);
+        usage = endpoint.usageOf!(body);
+      }
       if (store) await this.store(store.input, body, usage, store.lookup);
-      return { ok: true, body, usage };
+      return { ok: true, body, usage, served: r.served };
     };
     let res: FlightResult;
     try {
@@ -123,7 +165,7 @@ export class Pipeline {
       ticket.settle(0);
       throw res.reply!;
     }
-    ticket.settle(this.record(x, meta, res.usage!, false));
+    ticket.settle(this.record(x, meta, res.usage!, false, res.served));
     return { kind: "json", body: endpoint.decorate ? endpoint.decorate(res.body, call, meta) : res.body, raw: res.body, meta, usage: res.usage! };
   }
 
@@ -134,7 +176,8 @@ export class Pipeline {
     if (call.stream) return this.stream(x, undefined, BYPASS, ticket);
     let r;
     try {
-      r = await this.d.upstream.text(this.upstreamReq(x), x.signal);
+      // never-cached operations have no cross-provider translation: same-style deployments only
+      r = await this.d.upstream.text(this.plan(x).filter((p) => !p.convert), x.signal);
     } catch (e) {
       ticket.settle(0);
       throw e;
@@ -148,32 +191,54 @@ export class Pipeline {
       }
     }
     // forwarded calls that bill tokens (embeddings) are accounted with the provider's usage
-    ticket.settle(this.record(x, BYPASS, endpoint.usageOf && parsed !== undefined ? endpoint.usageOf(parsed) : NO_USAGE, false));
+    ticket.settle(this.record(x, BYPASS, endpoint.usageOf && parsed !== undefined ? endpoint.usageOf(parsed) : NO_USAGE, false, r.served));
     if (endpoint.reshape) return { kind: "forward", status: r.status, text: JSON.stringify(endpoint.reshape(parsed, call)), contentType: "application/json", meta: BYPASS };
     return { kind: "forward", status: r.status, text: r.text, contentType: r.contentType, meta: BYPASS };
   }
 
   private async stream(x: ExecInput, store: { input: CacheKeyInput; lookup: LookupResult } | undefined, meta: CacheMeta, ticket: SpendTicket): Promise<ExecResult> {
     let up;
+    const plan = this.plan(x).map((p) => (p.convert ? p : { ...p, stream: true }));
     try {
-      up = await this.d.upstream.open({ ...this.upstreamReq(x), stream: true }, x.signal);
+      up = await this.d.upstream.open(plan, x.signal);
     } catch (e) {
       ticket.settle(0);
       throw e;
     }
+    const served = up.served;
+    const convert = plan[served.index]!.convert;
+    if (convert) {
+      // another provider answered a non-streamed request: its answer, in the client's style, is replayed as the client's stream
+      let text: string;
+      try {
+        text = await up.response.text();
+      } catch (e) {
+        ticket.settle(0);
+        throw this.d.upstream.classify(served.provider, e, up.deadline, this.d.providers[served.provider].timeout_ms);
+      } finally {
+        up.release();
+      }
+      const { body, usage } = convert(parseUpstreamJson(text, x.endpoint));
+      if (store) await this.store(store.input, body, usage, store.lookup);
+      ticket.settle(this.record(x, meta, usage, true, served));
+      if (!x.endpoint.stream) return { kind: "json", body: x.endpoint.decorate ? x.endpoint.decorate(body, x.call, meta) : body, raw: body, meta, usage };
+      return { kind: "stream", stream: textStream(x.endpoint.stream.replay(body, x.call, meta).join("")), contentType: x.endpoint.stream.contentType, meta };
+    }
     const contentType = x.endpoint.stream?.contentType ?? up.response.headers.get("content-type") ?? "text/event-stream";
+    const { promise: done, resolve: closed } = Promise.withResolvers<void>();
     const stream = liveStream(up, x.endpoint, x.call, meta, this.d.upstream, this.d.providers[x.endpoint.provider as keyof ProvidersConfig].timeout_ms, {
       completed: async (body, usage) => {
         if (store) await this.store(store.input, body, usage, store.lookup);
-        ticket.settle(this.record(x, meta, usage, true));
+        ticket.settle(this.record(x, meta, usage, true, served));
       },
       // a cut or failed stream: its cost is unknown (no usage arrived); nothing is charged
       incomplete: () => {
         ticket.settle(0);
         this.d.incompleteStream(x.endpoint.provider);
       },
+      closed,
     });
-    return { kind: "stream", stream, contentType, meta };
+    return { kind: "stream", stream, contentType, meta, done };
   }
 
   /** A failed write is logged, never the client's problem: the answer is already theirs. */
@@ -185,9 +250,18 @@ export class Pipeline {
     }
   }
 
-  private upstreamReq(x: ExecInput) {
-    return {
-      provider: x.endpoint.provider as keyof ProvidersConfig,
+  /**
+   * The upstream plan of a request: the provider's configured deployment, then the model's
+   * fallback deployments (models.fallbacks) in order. A deployment of the same provider gets the
+   * same request (its model swapped in when it names one); one of another provider gets the
+   * conversation rebuilt in that provider's style (only for styles that can say it neutrally:
+   * `Endpoint.neutral`), its answer converted back.
+   */
+  private plan(x: ExecInput): PlannedRequest[] {
+    const provider = x.endpoint.provider as ProviderName;
+    const primary: PlannedRequest = {
+      provider,
+      model: x.call.model,
       wire: x.wire,
       method: x.call.upstream.method,
       path: x.call.upstream.path,
@@ -195,6 +269,45 @@ export class Pipeline {
       key: x.providerKey,
       clientHeaders: x.clientHeaders,
     };
+    const deployments = fallbacksFor(x.call.model, this.d.fallbacks());
+    if (!deployments.length) return [primary];
+    const plan = [primary];
+    deployments.forEach((d, i) => {
+      const settings = this.d.providers[d.provider];
+      const model = d.model ?? x.call.model;
+      const baseUrl = d.base_url ? normaliseBaseUrl(d.base_url) : normaliseBaseUrl(settings.base_url);
+      const host = d.base_url ? `@${new URL(baseUrl).host}` : "";
+      const target = { name: d.name ?? `${d.provider}/${model}${host}#${i + 1}`, baseUrl, apiKey: d.api_key ?? settings.api_key, timeoutMs: d.timeout_ms ?? settings.timeout_ms };
+      if (d.provider === provider) {
+        const swapped = withModel(x.call.upstream, x.call.model, model);
+        // the caller's own provider key goes only where the primary would have sent it
+        const key = d.base_url || d.api_key ? undefined : x.providerKey;
+        plan.push({ ...primary, ...swapped, model, target, key });
+        return;
+      }
+      const neutral = x.endpoint.neutral;
+      const input = neutral?.input(x.call.upstream.body);
+      if (!neutral || !input) return; // not expressible in another provider's terms: skipped
+      const def = PROVIDERS[d.provider];
+      const body = def.completion.build({ ...input, model });
+      const call = def.completion.endpoint.parse({ body, params: { model }, url: new URL("http://svc.internal/"), headers: new Headers() });
+      const targetEp = def.completion.endpoint;
+      plan.push({
+        provider: d.provider,
+        model,
+        wire: def.wire,
+        method: call.upstream.method,
+        path: call.upstream.path,
+        body: call.upstream.body,
+        clientHeaders: new Headers(def.completion.headers ?? {}),
+        target,
+        convert: (answer) => {
+          const usage = targetEp.usageOf!(answer);
+          return { body: neutral.output(targetEp.textOf!(answer), usage, x.call), usage };
+        },
+      });
+    });
+    return plan;
   }
 
   /** Admission by the spend guard (team budgets) before a request goes upstream. */
@@ -203,7 +316,7 @@ export class Pipeline {
   }
 
   /** Usage record and token charge; returns the list-price cost of what went upstream (0 on a hit). */
-  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean): number {
+  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean, served: Served | undefined): number {
     if (usage.inputTokens || usage.outputTokens) {
       try {
         this.d.meter.chargeTokens(x.tenantId, usage.inputTokens + usage.outputTokens);
@@ -225,8 +338,26 @@ export class Pipeline {
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
       latencyMs: performance.now() - x.startedAt,
+      deployment: served?.deployment,
+      upstreamModel: served?.model || undefined,
+      attempts: served?.attempts ?? 0,
     });
-    return meta.status === "HIT" ? 0 : costOf(x.call.model, usage.inputTokens, usage.outputTokens);
+    // a hit is priced as the model asked for; an upstream answer as the model that gave it
+    const cost = this.d.prices.costOf(served?.model || x.call.model, usage.inputTokens, usage.outputTokens);
+    const hit = meta.status === "HIT";
+    this.d.accounted?.(x, {
+      provider: x.endpoint.provider,
+      model: x.call.model,
+      deployment: served?.deployment,
+      attempts: served?.attempts ?? 0,
+      cacheStatus: meta.status,
+      cacheTier: meta.tier,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: hit ? 0 : cost,
+      costSavedUsd: hit ? cost : 0,
+    });
+    return hit ? 0 : cost;
   }
 }
 
@@ -247,4 +378,13 @@ function textStream(text: string): ReadableStream<string> {
       c.close();
     },
   });
+}
+
+/** The same request naming another model: the body's `model` and a `/models/{model}` path segment. */
+function withModel(up: ProxyCall["upstream"], from: string, to: string): { path: string; body: unknown } {
+  if (from === to) return { path: up.path, body: up.body };
+  const body = up.body && typeof up.body === "object" && !Array.isArray(up.body) && "model" in (up.body as object) ? { ...(up.body as object), model: to } : up.body;
+  const enc = (m: string) => encodeURIComponent(m);
+  const path = up.path.replace(`/models/${enc(from)}`, `/models/${enc(to)}`).replace(`/models/${from}`, `/models/${to}`);
+  return { path, body };
 }

@@ -11,7 +11,7 @@ import type { ProviderWire, ProxyRoute } from "./providers/types";
 import type { ServeEndpoint } from "./serve";
 
 /** Path prefixes of the proxies (their mount: doc1 envelope, SDK credential places, the proxy rate-limit group). */
-export const PROXY_PREFIXES = ["/v1", "/v1beta"] as const;
+export const PROXY_PREFIXES = ["/v1", "/v1beta", "/v2"] as const;
 
 type Claimed = ProxyRoute & { wire: ProviderWire };
 

@@ -24,3 +24,10 @@ export function providerFor(model: string, routes: Record<string, ProviderName> 
   for (const [glob, provider] of DEFAULT_ROUTES) if (globRe(glob).test(model)) return provider;
   return DEFAULT_PROVIDER;
 }
+
+/** The fallback deployments of a model (models.fallbacks): its exact name first, then the first matching glob. */
+export function fallbacksFor<D>(model: string, fallbacks: Record<string, D[]>): D[] {
+  if (fallbacks[model]) return fallbacks[model]!;
+  for (const [glob, list] of Object.entries(fallbacks)) if (/[*?]/.test(glob) && globRe(glob).test(model)) return list;
+  return [];
+}

@@ -10,7 +10,7 @@ import type { Logger } from "../core/log";
 import type { RequestState } from "../core/kernel";
 import { describeValueError, parseJsonBody } from "../core/validation";
 import type { Endpoint, ProviderWire } from "./providers/types";
-import type { Pipeline } from "./pipeline";
+import type { Pipeline, RequestFacts } from "./pipeline";
 import { ProviderReply, ClientGone } from "./upstream";
 
 export interface ServeDeps {
@@ -35,6 +35,9 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
       const call = endpoint.parse({ body, params, url, headers: request.headers });
+      const facts = (state.facts ??= {});
+      facts.model = call.model;
+      facts.provider = endpoint.provider;
       const result = await d.pipeline.execute({
         tenantId: principal.tenantId,
         sub: principal.sub,
@@ -50,8 +53,11 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         signal: request.signal,
         requestId: state.id,
         startedAt,
+        facts: (f) => Object.assign(facts, logFacts(f)),
       });
       status = result.meta.status;
+      facts.cache = status;
+      if (result.meta.tier) facts.cache_tier = result.meta.tier;
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
@@ -63,14 +69,34 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
+      if (result.done) state.settled = result.done;
       return new Response(result.stream as ReadableStream, { status: 200, headers });
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
-      if (e instanceof ProviderReply) return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+      if (e instanceof ProviderReply) {
+        // a 404 on a path the provider must have is most often a wrong base URL: say which URL answered
+        if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
+        return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+      }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
       return errorResponse(toApiError(err), DOC1, headers);
     }
+  };
+}
+
+/** The request log line's gateway fields (snake_case, like the line's own). */
+function logFacts(f: RequestFacts): Record<string, unknown> {
+  return {
+    model: f.model,
+    provider: f.provider,
+    cache: f.cacheStatus,
+    ...(f.cacheTier ? { cache_tier: f.cacheTier } : {}),
+    ...(f.deployment ? { deployment: f.deployment, attempts: f.attempts } : {}),
+    input_tokens: f.inputTokens,
+    output_tokens: f.outputTokens,
+    cost_usd: Math.round(f.costUsd * 1e6) / 1e6,
+    ...(f.costSavedUsd ? { cost_saved_usd: Math.round(f.costSavedUsd * 1e6) / 1e6 } : {}),
   };
 }
 

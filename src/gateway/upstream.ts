@@ -5,20 +5,76 @@
  * re-arm on every chunk, so a long stream is fine while a stalled one is cut.
  * Failures become: unreachable / 5xx -> 502 proxy_error, deadline -> 504 timeout_error,
  * provider 4xx -> ProviderReply (status + body passed through to the client).
+ *
+ * Retries and fallbacks (`open` with a plan of several requests): each deployment is tried up to
+ * 1 + providers.<p>.max_retries times on 429, 5xx and connection failures, waiting the provider's
+ * Retry-After (when it is within retry_max_wait_ms) or an exponential backoff with jitter; then
+ * the next deployment of the plan (models.fallbacks) is tried, also after a timeout. A request is
+ * only retried before its response headers arrived: once `open` returned, nothing is resent, so no
+ * stream byte reaches a client twice. Other 4xx are the caller's and are returned at once.
  */
 import { ApiError } from "../core/errors";
 import type { Counter, Histogram } from "../core/metrics";
 import type { ProviderWire } from "./providers/types";
 import type { ProviderName } from "./providers";
 import type { ProvidersConfig, UpstreamConfig } from "./config";
+import { normaliseBaseUrl } from "../core/base-url";
 
 export interface UpstreamMetrics {
   duration: Histogram;
   errors: Counter;
+  /** retries by provider and reason (429, 5xx, unreachable) */
+  retries?: Counter;
+  /** fallbacks by the deployment that failed and the one tried next */
+  fallbacks?: Counter;
 }
+
+/** Each provider's effective base URL (what svc prefixes the provider's real paths with). */
+export const effectiveBaseUrls = (providers: ProvidersConfig): Record<string, string> =>
+  Object.fromEntries(Object.entries(providers).map(([name, p]) => [name, normaliseBaseUrl(p.base_url)]));
+
+/** Where one attempt goes: a provider deployment (the provider's settings, or a fallback's). */
+export interface Target {
+  /** label in usage records, metrics and logs */
+  name: string;
+  baseUrl: string;
+  apiKey?: string;
+  timeoutMs: number;
+}
+
+/** Which deployment answered, after how many attempts in all. */
+export interface Served {
+  deployment: string;
+  provider: ProviderName;
+  /** the model the answering request named */
+  model: string;
+  /** index in the plan (0 = primary) */
+  index: number;
+  attempts: number;
+}
+
+/** A failure another attempt may fix. */
+class AttemptFailed extends Error {
+  constructor(readonly error: Error, readonly retry: boolean, readonly retryAfterMs?: number) {
+    super(error.message);
+  }
+}
+
+/** Retry-After as milliseconds (delta-seconds or an HTTP date); undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504, 529]);
 
 /** A provider's own 4xx answer, handed to the client unchanged. */
 export class ProviderReply extends Error {
+  /** the URL that answered (operators' hint on a 404: a wrong base URL) */
+  url?: string;
   constructor(readonly status: number, readonly body: string, readonly contentType: string) {
     super(`provider answered ${status}`);
   }
@@ -66,6 +122,10 @@ export class Deadline {
 
 export interface UpstreamRequest {
   provider: ProviderName;
+  /** the deployment (default: the provider's configured one) */
+  target?: Target;
+  /** the model named by this request (usage records) */
+  model?: string;
   wire: ProviderWire;
   method: "GET" | "POST";
   path: string;
@@ -82,6 +142,8 @@ export interface OpenUpstream {
   /** release the in-flight slot (idempotent) */
   release(): void;
   startedAt: number;
+  /** which deployment answered (set by `open`) */
+  served: Served;
 }
 
 export class Upstream {
@@ -90,7 +152,13 @@ export class Upstream {
   private readonly bases: Record<string, string>;
 
   constructor(private readonly config: { providers: ProvidersConfig; upstream: UpstreamConfig }, private readonly metrics: UpstreamMetrics) {
-    this.bases = Object.fromEntries(Object.entries(config.providers).map(([name, p]) => [name, p.base_url.replace(/\/+$/, "")]));
+    this.bases = effectiveBaseUrls(config.providers);
+  }
+
+  /** The provider's configured deployment. */
+  primary(provider: ProviderName): Target {
+    const p = this.config.providers[provider];
+    return { name: provider, baseUrl: this.bases[provider]!, apiKey: p.api_key, timeoutMs: p.timeout_ms };
   }
 
   get inFlight() {
@@ -155,15 +223,51 @@ export class Upstream {
    * takes a waiting request out of the queue — a cacheable call that has started completes and is
    * stored even if its client left, but a client gone while queued never reaches the upstream.
    */
-  async open(req: UpstreamRequest, clientSignal?: AbortSignal, queueSignal: AbortSignal | undefined = clientSignal): Promise<OpenUpstream> {
-    const settings = this.config.providers[req.provider];
+  async open(plan: UpstreamRequest | UpstreamRequest[], clientSignal?: AbortSignal, queueSignal: AbortSignal | undefined = clientSignal): Promise<OpenUpstream> {
+    const reqs = Array.isArray(plan) ? plan : [plan];
+    let attempts = 0;
+    let last: Error | undefined;
+    for (let i = 0; i < reqs.length; i++) {
+      const req = reqs[i]!;
+      const target = req.target ?? this.primary(req.provider);
+      const policy = this.config.providers[req.provider];
+      for (let retry = 0; ; retry++) {
+        attempts++;
+        try {
+          const up = await this.attempt(req, target, clientSignal, queueSignal);
+          up.served = { deployment: target.name, provider: req.provider, model: req.model ?? "", index: i, attempts };
+          return up;
+        } catch (e) {
+          if (!(e instanceof AttemptFailed)) throw e;
+          last = e.error;
+          if (!e.retry || retry >= policy.max_retries) break;
+          if (e.retryAfterMs !== undefined && e.retryAfterMs > policy.retry_max_wait_ms) break;
+          const backoff = policy.retry_backoff_ms * 2 ** retry;
+          const wait = Math.min(policy.retry_max_wait_ms, e.retryAfterMs ?? backoff / 2 + Math.random() * (backoff / 2));
+          this.metrics.retries?.inc({ provider: req.provider, reason: reasonOf(e.error) });
+          await sleep(wait, clientSignal);
+        }
+      }
+      // a 4xx other than 408/429 is the caller's; every other failure moves on to the next deployment
+      if (last instanceof ProviderReply && !RETRY_STATUS.has(last.status)) break;
+      if (i + 1 < reqs.length) {
+        const next = reqs[i + 1]!;
+        this.metrics.fallbacks?.inc({ from: target.name, to: (next.target ?? this.primary(next.provider)).name });
+      }
+    }
+    throw last ?? new ApiError("proxy_error", "no upstream deployment");
+  }
+
+  /** One attempt at one deployment; failures another attempt may fix are wrapped in AttemptFailed. */
+  private async attempt(req: UpstreamRequest, target: Target, clientSignal: AbortSignal | undefined, queueSignal: AbortSignal | undefined): Promise<OpenUpstream> {
+    const settings = { timeout_ms: target.timeoutMs };
     const headers: Record<string, string> = { accept: req.stream ? "text/event-stream" : "application/json" };
     if (req.body !== undefined) headers["content-type"] = "application/json";
     if (req.clientHeaders) for (const h of req.wire.forwardHeaders) {
       const v = req.clientHeaders.get(h);
       if (v) headers[h] = v;
     }
-    const key = req.key ?? settings.api_key;
+    const key = req.key ?? target.apiKey;
     if (key) Object.assign(headers, req.wire.authHeaders(key));
 
     const wait = this.acquire(req.provider, queueSignal);
@@ -181,7 +285,7 @@ export class Upstream {
     const startedAt = performance.now();
     let response: Response;
     try {
-      response = await fetch(this.bases[req.provider] + req.path, {
+      response = await fetch(target.baseUrl + req.path, {
         method: req.method,
         headers,
         body: req.body === undefined ? undefined : JSON.stringify(req.body),
@@ -191,7 +295,10 @@ export class Upstream {
       deadline.clear();
       release();
       clientSignal?.removeEventListener("abort", onClientAbort);
-      throw this.classify(req.provider, e, deadline, settings.timeout_ms);
+      const err = this.classify(req.provider, e, deadline, settings.timeout_ms);
+      if (err instanceof ClientGone) throw err;
+      // unreachable: retried; a timeout already waited timeout_ms: the next deployment, no retry
+      throw new AttemptFailed(err, !deadline.timedOut);
     }
     const seconds = (performance.now() - startedAt) / 1000;
     this.metrics.duration.observe({ provider: req.provider, status: String(response.status) }, seconds);
@@ -203,14 +310,19 @@ export class Upstream {
       deadline.clear();
       release();
       clientSignal?.removeEventListener("abort", onClientAbort);
+      const after = retryAfterMs(response.headers.get("retry-after"));
       if (response.status >= 500) {
         this.metrics.errors.inc({ provider: req.provider, kind: "5xx" });
-        throw new ApiError("proxy_error", `upstream ${req.provider} answered ${response.status}`);
+        throw new AttemptFailed(new ApiError("proxy_error", `upstream ${req.provider} (${target.name}) answered ${response.status}`), RETRY_STATUS.has(response.status), after);
       }
       this.metrics.errors.inc({ provider: req.provider, kind: "4xx" });
-      throw new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json");
+      const reply = new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json");
+      reply.url = target.baseUrl + req.path.replace(/\?.*$/, "");
+      if (RETRY_STATUS.has(response.status)) throw new AttemptFailed(reply, true, after);
+      throw reply;
     }
     return {
+      served: { deployment: target.name, provider: req.provider, model: req.model ?? "", index: 0, attempts: 1 },
       response,
       deadline,
       startedAt,
@@ -223,13 +335,18 @@ export class Upstream {
   }
 
   /** Whole request, body read as text within the deadline. */
-  async text(req: UpstreamRequest, clientSignal?: AbortSignal, queueSignal: AbortSignal | undefined = clientSignal): Promise<{ status: number; text: string; contentType: string; ms: number }> {
-    const up = await this.open(req, clientSignal, queueSignal);
+  async text(
+    plan: UpstreamRequest | UpstreamRequest[],
+    clientSignal?: AbortSignal,
+    queueSignal: AbortSignal | undefined = clientSignal,
+  ): Promise<{ status: number; text: string; contentType: string; ms: number; served: Served }> {
+    const up = await this.open(plan, clientSignal, queueSignal);
     try {
       const text = await up.response.text();
-      return { status: up.response.status, text, contentType: up.response.headers.get("content-type") ?? "application/json", ms: performance.now() - up.startedAt };
+      return { status: up.response.status, text, contentType: up.response.headers.get("content-type") ?? "application/json", ms: performance.now() - up.startedAt, served: up.served };
     } catch (e) {
-      throw this.classify(req.provider, e, up.deadline, this.config.providers[req.provider].timeout_ms);
+      const req = (Array.isArray(plan) ? plan : [plan])[up.served.index]!;
+      throw this.classify(req.provider, e, up.deadline, (req.target ?? this.primary(req.provider)).timeoutMs);
     } finally {
       up.release();
     }
@@ -246,4 +363,27 @@ export class Upstream {
     const code = (e as { code?: string })?.code;
     return new ApiError("proxy_error", `upstream ${provider} unreachable${code ? ` (${code})` : ""}`);
   }
+}
+
+function reasonOf(e: Error): string {
+  if (e instanceof ProviderReply) return String(e.status);
+  if (e instanceof ApiError && /answered (\d+)/.test(e.message)) return "5xx";
+  return "unreachable";
+}
+
+/** Wait `ms`, or until the client leaves (then ClientGone). */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new ClientGone("client disconnected while waiting to retry"));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new ClientGone("client disconnected while waiting to retry"));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }

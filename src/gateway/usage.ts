@@ -6,7 +6,7 @@
  */
 import type { Storage, TenantDb } from "../storage/scoped";
 import { uuid, now } from "../core/ids";
-import { costOf } from "./prices";
+import { PriceTable } from "./prices";
 
 export interface UsageRecord {
   tenantId: string;
@@ -23,6 +23,12 @@ export interface UsageRecord {
   inputTokens: number;
   outputTokens: number;
   latencyMs: number;
+  /** the deployment that answered (the provider's name, or a fallback's label); none on a hit */
+  deployment?: string;
+  /** the model the answering upstream request named (differs from `model` after a fallback to another model) */
+  upstreamModel?: string;
+  /** upstream attempts, retries and fallbacks included (0 on a hit) */
+  attempts?: number;
 }
 
 export interface UsageRow extends UsageRecord {
@@ -39,8 +45,8 @@ export class UsageStore {
   constructor(private readonly db: TenantDb) {}
   insert(r: UsageRow) {
     this.db.run(
-      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd)
-       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved)`,
+      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts)
+       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts)`,
       {
         id: r.id,
         at: r.createdAt,
@@ -58,6 +64,9 @@ export class UsageStore {
         latency: r.latencyMs,
         cost: r.costUsd,
         saved: r.costSavedUsd,
+        deployment: r.deployment ?? null,
+        upmodel: r.upstreamModel ?? null,
+        attempts: r.attempts ?? 0,
       },
     );
   }
@@ -82,6 +91,9 @@ export class UsageStore {
         latencyMs: r.latency_ms,
         costUsd: r.cost_usd,
         costSavedUsd: r.cost_saved_usd,
+        deployment: r.deployment ?? undefined,
+        upstreamModel: r.upstream_model ?? undefined,
+        attempts: r.attempts,
       }));
   }
 }
@@ -93,7 +105,11 @@ export class UsageRecorder {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
-  constructor(private readonly storage: Storage, private readonly onError: (e: unknown) => void = () => {}) {}
+  constructor(
+    private readonly storage: Storage,
+    private readonly onError: (e: unknown) => void = () => {},
+    private readonly prices: PriceTable = new PriceTable(),
+  ) {}
 
   store(tenantId: string) {
     return new UsageStore(this.storage.tenant(tenantId));
@@ -101,8 +117,9 @@ export class UsageRecorder {
 
   record(r: UsageRecord) {
     if (this.closed) return;
-    const cost = costOf(r.model, r.inputTokens, r.outputTokens);
+    // an upstream answer costs what the answering model costs; a hit saved what the asked-for model would have cost
     const hit = r.cacheStatus === "HIT";
+    const cost = this.prices.costOf(hit ? r.model : r.upstreamModel ?? r.model, r.inputTokens, r.outputTokens);
     this.buf.push({ ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0 });
     if (this.buf.length >= UsageRecorder.BATCH) this.flush();
     else if (!this.timer) {

@@ -8,6 +8,9 @@ import { opsRoutes, readiness, stats, SERVICE, type OpsDeps } from "./routes";
 import { docsRoutes } from "./docs";
 
 export { readiness, stats, SERVICE, type OpsDeps };
+export { OPS_SECTIONS, type ReadinessConfig } from "./config";
+export { UpstreamProbes } from "./probes";
+export type { UpstreamProbe } from "./ports";
 
 export function create(deps: OpsDeps & { openapi: () => unknown }): Domain<{ readiness: () => ReturnType<typeof readiness> }> {
   return {
@@ -15,5 +18,7 @@ export function create(deps: OpsDeps & { openapi: () => unknown }): Domain<{ rea
     migrations: [],
     routes: new Elysia({ name: "svc-ops" }).use(opsRoutes(deps)).use(docsRoutes(deps.kernel, deps.openapi, SERVICE)),
     service: { readiness: () => readiness(deps.readiness) },
+    start: () => deps.probes?.start(),
+    close: () => deps.probes?.stop(),
   };
 }

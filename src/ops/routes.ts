@@ -8,6 +8,7 @@ import { ApiError, DOC1 } from "../core/errors";
 import type { Kernel, RequestObserver } from "../core/kernel";
 import type { Metrics, MetricValues } from "../core/metrics";
 import pkg from "../../package.json";
+import type { UpstreamProbes } from "./probes";
 
 export const SERVICE = "svc";
 
@@ -21,6 +22,8 @@ export interface OpsDeps {
   /** provider style -> the request it starts with (the gateway's registry) */
   endpoints: Record<string, { method: string; path: string }>;
   startedAt: number;
+  /** background provider probes (readiness.probe_providers), reported by /ready */
+  probes?: UpstreamProbes;
 }
 
 export interface ReadinessReport {
@@ -84,9 +87,19 @@ export async function stats(d: Pick<OpsDeps, "metrics" | "observer" | "startedAt
 }
 
 const Health = t.Object({ status: t.Literal("ok") });
+const UpstreamState = t.Object({
+  status: t.Union([t.Literal("unknown"), t.Literal("up"), t.Literal("down"), t.Literal("error")]),
+  checkedAt: t.Union([t.String(), t.Null()]),
+  latencyMs: t.Union([t.Number(), t.Null()]),
+  httpStatus: t.Union([t.Integer(), t.Null()]),
+  consecutiveFailures: t.Integer(),
+  error: t.Union([t.String(), t.Null()]),
+});
 const Ready = t.Object({
   status: t.Literal("ready"),
   checks: t.Record(t.String(), t.Boolean()),
+  /** the last probe of each probed provider (readiness.probe_providers), when probes are on */
+  upstreams: t.Optional(t.Record(t.String(), UpstreamState)),
 });
 
 /** The operational endpoints are public (probes and scrapers carry no tokens; no tenant data). */
@@ -105,13 +118,21 @@ export const opsRoutes = (d: OpsDeps) => {
       "/ready",
       () => {
         const r = readiness(d.readiness);
+        const upstreams = d.probes?.enabled ? d.probes.report() : undefined;
         if (!r.ready) {
           const failed = Object.entries(r.checks).filter(([, ok]) => !ok).map(([k]) => k);
-          throw new ApiError("service_unavailable", `not ready: ${failed.join(", ")}`, { checks: r.checks });
+          throw new ApiError("service_unavailable", `not ready: ${failed.join(", ")}`, { checks: r.checks, ...(upstreams ? { upstreams } : {}) });
         }
-        return { status: "ready" as const, checks: r.checks };
+        return { status: "ready" as const, checks: r.checks, ...(upstreams ? { upstreams } : {}) };
       },
-      { response: Ready, detail: { summary: "Readiness: database open, migrations applied, embedding model loaded", tags: ["ops"], security: [] } },
+      {
+        response: Ready,
+        detail: {
+          summary: "Readiness: database open, migrations applied, embedding model loaded; with readiness.probe_providers, each provider's last background probe (deciding readiness only with readiness.require_upstream)",
+          tags: ["ops"],
+          security: [],
+        },
+      },
     )
     .get(
       "/metrics",

@@ -2,6 +2,7 @@
  * A fake upstream that speaks the four providers' real wire formats (JSON and streaming),
  * records every request it receives (method, path + query, headers, body), and fails on demand:
  *   fake.failNext({ kind: "status", status: 500 })      5xx
+ *   fake.failNext({ kind: "status", status: 429, retryAfter: "1" })   with a Retry-After header
  *   fake.failNext({ kind: "status", status: 400 })      4xx with the provider's own error body
  *   fake.failNext({ kind: "hang" })                     never answers (timeouts)
  *   fake.failNext({ kind: "hold", until })             answers normally once the promise `until` resolves
@@ -9,6 +10,8 @@
  *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
  *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
  *   fake.sparseModels(true)                             model list/get answers carry only an id/name (a minimal compatible server)
+ * Also the newer surfaces in their real shapes: POST /v1/responses (the Responses API, JSON and its
+ * named SSE events) and the chat style's v2 API, POST /v2/chat (JSON and SSE) and /v2/embed.
  * Model lookups know gpt-4o-mini, gpt-4o, gemini-2.0-flash, gemini-1.5-pro, text-embedding-004 and
  * answer anything else with the provider's own 404.
  * Each recorded request carries the client's source port (`remotePort`): one port for several
@@ -29,7 +32,7 @@ export interface Recorded {
   remotePort?: number;
 }
 
-export type Failure = { kind: "status"; status: number } | { kind: "hang" } | { kind: "hold"; until: Promise<unknown> } | { kind: "cut" } | { kind: "stall" };
+export type Failure = { kind: "status"; status: number; retryAfter?: string } | { kind: "hang" } | { kind: "hold"; until: Promise<unknown> } | { kind: "cut" } | { kind: "stall" };
 
 export interface FakeUpstream {
   url: string;
@@ -59,7 +62,13 @@ function lastUserText(kind: string, body: any): string {
     typeof c === "string" ? c : Array.isArray(c) ? c.map((p: any) => p.text ?? (p.inlineData ? `[${p.inlineData.mimeType}]` : "")).join(" ") : "";
   switch (kind) {
     case "openai":
-    case "anthropic": {
+    case "anthropic":
+    case "cohere-v2": {
+      if (typeof body.input === "string") return body.input;
+      if (Array.isArray(body.input)) {
+        const users = body.input.filter((m: any) => m.role === "user");
+        return textOf(users[users.length - 1]?.content);
+      }
       const users = (body.messages ?? []).filter((m: any) => m.role === "user");
       return textOf(users[users.length - 1]?.content);
     }
@@ -133,7 +142,9 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       req.headers.forEach((v, k) => (headers[k] = v));
       const path = url.pathname + url.search;
       if (record) requests.push({ method: req.method, path, headers, body, remotePort });
-      const kind = url.pathname.startsWith("/v1beta/")
+      const kind = url.pathname.startsWith("/v2/")
+        ? "cohere-v2"
+        : url.pathname.startsWith("/v1beta/")
         ? "gemini"
         : url.pathname.startsWith("/v1/messages")
           ? "anthropic"
@@ -147,8 +158,9 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         return failure.until.then(() => route(kind, url, req.method, body, held, false));
       }
       if (failure?.kind === "status") {
-        if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status });
-        return json(ERROR_BODIES[kind]!(failure.status), failure.status);
+        const extra: Record<string, string> = failure.retryAfter !== undefined ? { "retry-after": failure.retryAfter } : {};
+        if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status, headers: extra });
+        return new Response(JSON.stringify(ERROR_BODIES[kind === "cohere-v2" ? "cohere" : kind]!(failure.status)), { status: failure.status, headers: { "content-type": "application/json", ...extra } });
       }
       const cut = failure?.kind === "stall" ? "stall" : failure?.kind === "cut";
       const num = ++n;
@@ -254,6 +266,101 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         const array = frames.map((c, i) => (i === 0 ? "[" : "\n,\r\n") + JSON.stringify(c, null, 2));
         array.push("\n]");
         return streamOf(array, "application/json; charset=UTF-8", cut);
+      }
+    }
+    if (kind === "openai" && p === "/v1/responses") {
+      // the Responses API: a Response object; streamed as named events with sequence numbers
+      const id = `resp_${num}`;
+      const tool = wantsTool(body.tools);
+      const usage = { input_tokens: 11, input_tokens_details: { cached_tokens: 0 }, output_tokens: words(answer).length, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 11 + words(answer).length };
+      const item: any = tool
+        ? { type: "function_call", id: `fc_${num}`, call_id: `call_${num}`, name: body.tools[0].name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }), status: "completed" }
+        : { type: "message", id: `msg_${num}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: answer, annotations: [] }] };
+      const response = {
+        id,
+        object: "response",
+        created_at: 1700000000 + num,
+        status: "completed",
+        error: null,
+        incomplete_details: null,
+        instructions: body.instructions ?? null,
+        max_output_tokens: body.max_output_tokens ?? null,
+        model: body.model,
+        output: [item],
+        parallel_tool_calls: true,
+        previous_response_id: body.previous_response_id ?? null,
+        reasoning: { effort: null, summary: null },
+        store: true,
+        temperature: body.temperature ?? 1,
+        text: { format: { type: "text" } },
+        tool_choice: "auto",
+        tools: body.tools ?? [],
+        top_p: 1,
+        truncation: "disabled",
+        usage,
+        user: null,
+        metadata: {},
+      };
+      if (!body.stream) return json(response);
+      let seq = 0;
+      const ev = (type: string, data: Record<string, unknown>) => `event: ${type}
+data: ${JSON.stringify({ type, sequence_number: seq++, ...data })}
+
+`;
+      const pending = { ...response, status: "in_progress", output: [], usage: null };
+      const frames = [ev("response.created", { response: pending }), ev("response.in_progress", { response: pending })];
+      if (tool) {
+        frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, arguments: "", status: "in_progress" } }));
+        for (const part of [item.arguments.slice(0, 5), item.arguments.slice(5)]) frames.push(ev("response.function_call_arguments.delta", { item_id: item.id, output_index: 0, delta: part }));
+        frames.push(ev("response.function_call_arguments.done", { item_id: item.id, output_index: 0, arguments: item.arguments }));
+      } else {
+        const where = { item_id: item.id, output_index: 0, content_index: 0 };
+        frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, status: "in_progress", content: [] } }));
+        frames.push(ev("response.content_part.added", { ...where, part: { type: "output_text", text: "", annotations: [] } }));
+        for (const w of words(answer)) frames.push(ev("response.output_text.delta", { ...where, delta: w, logprobs: [] }));
+        frames.push(ev("response.output_text.done", { ...where, text: answer, logprobs: [] }));
+        frames.push(ev("response.content_part.done", { ...where, part: item.content[0] }));
+      }
+      frames.push(ev("response.output_item.done", { output_index: 0, item }));
+      frames.push(ev("response.completed", { response }));
+      return streamOf(frames, "text/event-stream", cut);
+    }
+    if (kind === "cohere-v2") {
+      if (p === "/v2/embed") {
+        const texts: string[] = body.texts ?? [];
+        return json({ id: `embed-${num}`, embeddings: { float: texts.map((_, i) => [0.1 * (i + 1), 0.2, 0.3]) }, texts, meta: { api_version: { version: "2" }, billed_units: { input_tokens: texts.length * 2 } }, response_type: "embeddings_by_type" });
+      }
+      if (p === "/v2/chat") {
+        const v2answer = `answer #${num}: ${(() => {
+          const users = (body.messages ?? []).filter((m: any) => m.role === "user");
+          const c = users[users.length - 1]?.content;
+          return typeof c === "string" ? c : Array.isArray(c) ? c.map((x: any) => x.text ?? "").join(" ") : "";
+        })()}`;
+        const tool = Array.isArray(body.tools) && body.tools.length > 0 && /weather/i.test(v2answer);
+        const usage = { billed_units: { input_tokens: 7, output_tokens: words(v2answer).length }, tokens: { input_tokens: 70, output_tokens: words(v2answer).length } };
+        const message: any = tool
+          ? { role: "assistant", tool_plan: "I will look up the weather.", tool_calls: [{ id: `call_${num}`, type: "function", function: { name: body.tools[0].function?.name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] }
+          : { role: "assistant", content: [{ type: "text", text: v2answer }] };
+        const response = { id: `v2-${num}`, finish_reason: tool ? "TOOL_CALL" : "COMPLETE", message, usage };
+        if (!body.stream) return json(response);
+        const ev = (type: string, data: Record<string, unknown>) => `event: ${type}
+data: ${JSON.stringify({ type, ...data })}
+
+`;
+        const frames = [ev("message-start", { id: response.id, delta: { message: { role: "assistant", content: [], tool_plan: "", tool_calls: [], citations: [] } } })];
+        if (tool) {
+          frames.push(ev("tool-plan-delta", { delta: { message: { tool_plan: message.tool_plan } } }));
+          const tc = message.tool_calls[0];
+          frames.push(ev("tool-call-start", { index: 0, delta: { message: { tool_calls: { id: tc.id, type: "function", function: { name: tc.function.name, arguments: "" } } } } }));
+          for (const part of [tc.function.arguments.slice(0, 4), tc.function.arguments.slice(4)]) frames.push(ev("tool-call-delta", { index: 0, delta: { message: { tool_calls: { function: { arguments: part } } } } }));
+          frames.push(ev("tool-call-end", { index: 0 }));
+        } else {
+          frames.push(ev("content-start", { index: 0, delta: { message: { content: { type: "text", text: "" } } } }));
+          for (const w of words(v2answer)) frames.push(ev("content-delta", { index: 0, delta: { message: { content: { text: w } } } }));
+          frames.push(ev("content-end", { index: 0 }));
+        }
+        frames.push(ev("message-end", { delta: { finish_reason: response.finish_reason, usage } }));
+        return streamOf(frames, "text/event-stream", cut);
       }
     }
     if (kind === "cohere") {

@@ -13,6 +13,8 @@ import type { AppOptions } from "../../src/app";
 import { merged } from "../../src/core/objects";
 import { Logger } from "../../src/core/log";
 
+const NO_RETRIES = Object.fromEntries(["openai", "anthropic", "gemini", "cohere"].map((p) => [p, { max_retries: 0 }]));
+
 export const TEST_JWT_SECRET = "test-secret-test-secret-test-secret";
 
 export interface TestGateway extends RunningServer {
@@ -26,8 +28,9 @@ export async function startGateway(overrides: Record<string, unknown> = {}, env:
   const dir = mkdtempSync(join(tmpdir(), "svc-test-"));
   const config = loadConfig(
     { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, ...env },
-    // rate limits are off unless a test turns them on (starter allows 10 requests/s per tenant)
-    merged({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false } }, overrides),
+    // rate limits are off unless a test turns them on (starter allows 10 requests/s per tenant);
+    // upstream retries are off unless a test turns them on (an injected failure is then seen by the client as is)
+    merged({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false }, providers: NO_RETRIES }, overrides),
   );
   const logs: string[] = [];
   const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)), ...options });

@@ -109,6 +109,15 @@ export interface Endpoint {
    */
   reshape?(body: any, call: ProxyCall): unknown;
   stream?: StreamCodec;
+  /**
+   * the request and answer in provider-neutral terms, for fallback deployments of another
+   * provider (models.fallbacks): `input` undefined = this request cannot be said neutrally
+   * (tools, images, ...); `output` builds this style's non-streamed answer from a text
+   */
+  neutral?: {
+    input(body: any): Omit<CompletionInput, "model"> | undefined;
+    output(text: string, usage: Usage, call: ProxyCall): unknown;
+  };
 }
 
 /** Provider-level wire details shared by a style's endpoints. */
@@ -154,6 +163,8 @@ export interface ProviderDefinition {
   modelGlobs: string[];
   /** the information document's `endpoints`: style name -> the request it starts with */
   info: Record<string, { method: string; path: string }>;
+  /** a cheap authenticated request that tells whether the provider answers (readiness probes): its model list */
+  probe: { path: string; headers?: Record<string, string> };
   /** how GatewayService.complete calls the style */
   completion: { endpoint: Endpoint; build(req: CompletionInput): unknown; headers?: Record<string, string> };
 }

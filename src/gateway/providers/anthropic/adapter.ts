@@ -93,6 +93,29 @@ const messages: Endpoint = compile({
   },
   usageOf: (body) => ({ inputTokens: body?.usage?.input_tokens ?? 0, outputTokens: body?.usage?.output_tokens ?? 0 }),
   textOf,
+  neutral: {
+    input: (body) => {
+      if (body.tools?.length) return undefined;
+      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
+      if (body.system !== undefined) messages.push({ role: "system", content: typeof body.system === "string" ? body.system : body.system.map((b: any) => b.text).join("\n") });
+      for (const m of body.messages) {
+        const text = textOnly(m.content);
+        if (text === undefined || (m.role !== "user" && m.role !== "assistant")) return undefined;
+        messages.push({ role: m.role, content: text });
+      }
+      return { messages, maxTokens: body.max_tokens, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}) };
+    },
+    output: (text, usage, call) => ({
+      id: `msg_${crypto.randomUUID().replace(/-/g, "")}`,
+      type: "message",
+      role: "assistant",
+      model: call.model,
+      content: [{ type: "text", text }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+    }),
+  },
   stream: {
     format: "sse",
     contentType: "text/event-stream",
@@ -101,6 +124,14 @@ const messages: Endpoint = compile({
     errorFrame: (message) => sseFrame({ type: "error", error: { type: "api_error", message } }, "error"),
   },
 });
+
+/** A content that is only text (a string or text blocks), or undefined. */
+function textOnly(content: unknown): string | undefined {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return undefined;
+  if (!content.every((b: any) => b?.type === "text" && typeof b.text === "string")) return undefined;
+  return content.map((b: any) => b.text).join("");
+}
 
 function textOf(body: any): string {
   return (body?.content ?? []).filter((b: any) => b.type === "text").map((b: any) => b.text).join("");

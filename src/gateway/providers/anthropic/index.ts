@@ -5,6 +5,7 @@ import { anthropic, anthropicRequest, MessagesBody } from "./adapter";
 export const anthropicProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.anthropic.com",
   wire: anthropic.wire,
+  probe: { path: "/v1/models", headers: { "anthropic-version": "2023-06-01" } },
   modelGlobs: ["claude-*"],
   info: { messages: { method: "POST", path: "/v1/messages" } },
   completion: { endpoint: anthropic.messages, build: anthropicRequest, headers: { "anthropic-version": "2023-06-01" } },

@@ -98,6 +98,20 @@ const chatBase = {
   usageOf: metaUsage,
   textOf: (body) => body?.text ?? "",
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
+  neutral: {
+    input: (body: any) => {
+      if (body.tools?.length || body.documents?.length || body.connectors?.length || body.tool_results?.length || body.conversation_id) return undefined;
+      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
+      if (body.preamble) messages.push({ role: "system", content: body.preamble });
+      for (const h of body.chat_history ?? []) messages.push({ role: h.role === "CHATBOT" ? "assistant" : "user", content: h.message });
+      messages.push({ role: "user", content: body.message });
+      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(body.max_tokens ? { maxTokens: body.max_tokens } : {}) };
+    },
+    output: (text: string, usage: { inputTokens: number; outputTokens: number }) => {
+      const id = crypto.randomUUID();
+      return { response_id: id, text, generation_id: id, finish_reason: "COMPLETE", meta: { billed_units: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens } } };
+    },
+  },
 } satisfies Omit<Endpoint, "stream">;
 
 /** /v1/chat answering streams as newline-delimited JSON (the official v1 SDK). */

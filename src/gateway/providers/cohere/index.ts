@@ -1,15 +1,18 @@
 /** The chat/generate/embed style (doc1 §4.5): /v1/chat, /v1/generate, /v1/embed. */
 import type { ProviderDefinition } from "../types";
 import { cohere, cohereRequest, wantsNdjson, ChatBody, GenerateBody, EmbedBody } from "./adapter";
+import { chatV2, embedV2, ChatV2Body, EmbedV2Body } from "./v2";
 
 export const cohereProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.cohere.com",
   wire: cohere.wire,
+  probe: { path: "/v1/models" },
   modelGlobs: ["command*"],
   info: {
     chat: { method: "POST", path: "/v1/chat" },
     generate: { method: "POST", path: "/v1/generate" },
     embed: { method: "POST", path: "/v1/embed" },
+    "chat-v2": { method: "POST", path: "/v2/chat" },
   },
   completion: { endpoint: cohere.chat, build: cohereRequest },
   routes: [
@@ -22,5 +25,12 @@ export const cohereProvider: ProviderDefinition = {
     },
     { method: "POST", path: "/v1/generate", endpoint: cohere.generate, docs: [{ path: "/v1/generate", summary: "Generate proxy (legacy)", body: GenerateBody }] },
     { method: "POST", path: "/v1/embed", endpoint: cohere.embed, docs: [{ path: "/v1/embed", summary: "Embed (max 96 texts; forwarded, never cached)", body: EmbedBody }] },
+    {
+      method: "POST",
+      path: "/v2/chat",
+      endpoint: chatV2,
+      docs: [{ path: "/v2/chat", summary: "Chat proxy, v2 API (CohereClientV2)", description: "`stream: true` returns the provider's v2 Server-Sent Events (message-start … message-end). Cached like /v1/chat; adds `svc`.", body: ChatV2Body, stream: "sse" }],
+    },
+    { method: "POST", path: "/v2/embed", endpoint: embedV2, docs: [{ path: "/v2/embed", summary: "Embed, v2 API (max 96 texts; forwarded, never cached)", body: EmbedV2Body }] },
   ],
 };

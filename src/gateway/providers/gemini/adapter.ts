@@ -167,6 +167,30 @@ const generateContent: Endpoint = compile({
   usageOf,
   textOf,
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
+  neutral: {
+    input: (body) => {
+      if (body.tools?.length) return undefined;
+      const textParts = (parts: unknown) => (Array.isArray(parts) && parts.every((p: any) => typeof p?.text === "string" && Object.keys(p).length === 1) ? parts.map((p: any) => p.text).join("") : undefined);
+      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
+      if (body.systemInstruction !== undefined) {
+        const sys = textParts(body.systemInstruction?.parts);
+        if (sys === undefined) return undefined;
+        messages.push({ role: "system", content: sys });
+      }
+      for (const c of body.contents) {
+        const text = textParts(c.parts);
+        if (text === undefined || (c.role !== undefined && c.role !== "user" && c.role !== "model")) return undefined;
+        messages.push({ role: c.role === "model" ? "assistant" : "user", content: text });
+      }
+      const g = body.generationConfig ?? {};
+      return { messages, ...(typeof g.temperature === "number" ? { temperature: g.temperature } : {}), ...(Number.isInteger(g.maxOutputTokens) ? { maxTokens: g.maxOutputTokens } : {}) };
+    },
+    output: (text, usage, call) => ({
+      candidates: [{ content: { role: "model", parts: [{ text }] }, finishReason: "STOP", index: 0 }],
+      usageMetadata: { promptTokenCount: usage.inputTokens, candidatesTokenCount: usage.outputTokens, totalTokenCount: usage.inputTokens + usage.outputTokens },
+      modelVersion: call.model,
+    }),
+  },
 });
 
 const streamGenerateContent: Endpoint = compile({

@@ -72,6 +72,7 @@ const modelRoutes = (prefix: "/v1beta" | "/v1"): ProxyRoute[] => [
 export const geminiProvider: ProviderDefinition = {
   defaultBaseUrl: "https://generativelanguage.googleapis.com",
   wire: gemini.wire,
+  probe: { path: "/v1beta/models" },
   modelGlobs: ["gemini-*"],
   info: { "generate-content": { method: "POST", path: "/v1beta/models/{model}/generateContent" } },
   completion: { endpoint: gemini.generateContent, build: geminiRequest },

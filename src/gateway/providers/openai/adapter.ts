@@ -98,6 +98,29 @@ const chatCompletions: Endpoint = compile({
   decorate(body, call, meta) {
     return { ...body, svc_metadata: metadata(call, meta) };
   },
+  neutral: {
+    input: (body) => {
+      if (body.tools?.length || (body.n ?? 1) !== 1) return undefined;
+      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
+      for (const m of body.messages) {
+        const text = plainText(m.content);
+        if (text === undefined || m.tool_calls?.length) return undefined;
+        const role = m.role === "system" || m.role === "developer" ? "system" : m.role === "assistant" ? "assistant" : m.role === "user" ? "user" : undefined;
+        if (!role) return undefined;
+        messages.push({ role, content: text });
+      }
+      const maxTokens = body.max_tokens ?? body.max_completion_tokens;
+      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(Number.isInteger(maxTokens) ? { maxTokens } : {}) };
+    },
+    output: (text, usage, call) => ({
+      id: `chatcmpl-${uuid()}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: call.model,
+      choices: [{ index: 0, message: { role: "assistant", content: text, refusal: null }, logprobs: null, finish_reason: "stop" }],
+      usage: { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens },
+    }),
+  },
   stream: {
     format: "sse",
     contentType: "text/event-stream",
@@ -119,6 +142,20 @@ const chatCompletions: Endpoint = compile({
     },
   },
 });
+
+/** A message content that is only text (a string or text parts), or undefined. */
+export function plainText(content: unknown): string | undefined {
+  if (typeof content === "string") return content;
+  if (content == null) return "";
+  if (!Array.isArray(content)) return undefined;
+  let out = "";
+  for (const p of content) {
+    if (typeof p === "string") out += p;
+    else if (p && typeof p === "object" && ["text", "input_text", "output_text"].includes((p as any).type) && typeof (p as any).text === "string") out += (p as any).text;
+    else return undefined;
+  }
+  return out;
+}
 
 function textOf(body: any): string {
   const m = body?.choices?.[0]?.message;

@@ -2,13 +2,16 @@
 import type { ProviderDefinition } from "../types";
 import { openai, openaiRequest, ChatCompletionBody, EmbeddingsBody } from "./adapter";
 
+import { responses, ResponsesBody } from "./responses";
+
 export { openai, ChatCompletionBody } from "./adapter";
 
 export const openaiProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.openai.com",
   wire: openai.wire,
+  probe: { path: "/v1/models" },
   modelGlobs: ["gpt-*", "o1*", "o3*", "o4*"],
-  info: { "chat-completions": { method: "POST", path: "/v1/chat/completions" } },
+  info: { "chat-completions": { method: "POST", path: "/v1/chat/completions" }, responses: { method: "POST", path: "/v1/responses" } },
   completion: { endpoint: openai.chatCompletions, build: openaiRequest },
   routes: [
     {
@@ -16,6 +19,12 @@ export const openaiProvider: ProviderDefinition = {
       path: "/v1/chat/completions",
       endpoint: openai.chatCompletions,
       docs: [{ path: "/v1/chat/completions", summary: "Chat-completions proxy", description: "Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ChatCompletionBody, stream: "sse" }],
+    },
+    {
+      method: "POST",
+      path: "/v1/responses",
+      endpoint: responses,
+      docs: [{ path: "/v1/responses", summary: "Responses API proxy", description: "Provider Responses API request; `stream: true` returns its named SSE events (response.created … response.completed). Cached like chat-completions; adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ResponsesBody, stream: "sse" }],
     },
     { method: "POST", path: "/v1/embeddings", endpoint: openai.embeddings, docs: [{ path: "/v1/embeddings", summary: "Embeddings (forwarded, never cached)", body: EmbeddingsBody }] },
     { method: "GET", path: "/v1/models", endpoint: openai.models, docs: [{ path: "/v1/models", summary: "List models (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)" }] },

@@ -1,0 +1,155 @@
+/**
+ * GET /api/v1/usage (ViewMetrics): the caller's tenant's usage and cost from `usage_records` —
+ * totals over [from, to) and breakdowns by model, provider, API key, day and deployment
+ * (`group_by`, comma-separated; default model,provider,key,day). Every number is a sum over the
+ * tenant's proxied requests (GatewayService.complete calls included): requests, cache hits /
+ * misses / bypassed, hit ratio = hits / (hits + misses), tokens, list-price cost of what went
+ * upstream and the list-price cost the cache saved. Buffered records are flushed before reading.
+ */
+import { t } from "elysia";
+import type { Kernel } from "../core/kernel";
+import { ApiError, DOC1 } from "../core/errors";
+import type { Storage } from "../storage/scoped";
+
+export const GROUPS = ["model", "provider", "key", "day", "deployment"] as const;
+export type UsageGroup = (typeof GROUPS)[number];
+
+const COLUMN: Record<UsageGroup, string> = {
+  model: "model",
+  provider: "provider",
+  key: "key_id",
+  day: "substr(created_at, 1, 10)",
+  deployment: "deployment",
+};
+
+const DAY_MS = 86_400_000;
+/** the default range: the 30 days before now */
+export const DEFAULT_RANGE_DAYS = 30;
+
+export interface UsageTotals {
+  requests: number;
+  cacheHits: number;
+  cacheMisses: number;
+  cacheBypassed: number;
+  hitRatio: number;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  costUsd: number;
+  costSavedUsd: number;
+}
+
+export interface UsageReport {
+  from: string;
+  to: string;
+  totals: UsageTotals;
+  breakdowns: Partial<Record<UsageGroup, Array<UsageTotals & { key: string | null }>>>;
+}
+
+const SUMS = `COUNT(*) AS requests,
+  COALESCE(SUM(cache_status = 'HIT'), 0) AS hits,
+  COALESCE(SUM(cache_status = 'MISS'), 0) AS misses,
+  COALESCE(SUM(cache_status = 'BYPASS'), 0) AS bypassed,
+  COALESCE(SUM(input_tokens), 0) AS input,
+  COALESCE(SUM(output_tokens), 0) AS output,
+  COALESCE(SUM(cost_usd), 0) AS cost,
+  COALESCE(SUM(cost_saved_usd), 0) AS saved`;
+
+interface SumRow {
+  requests: number;
+  hits: number;
+  misses: number;
+  bypassed: number;
+  input: number;
+  output: number;
+  cost: number;
+  saved: number;
+}
+
+/** USD kept to a millionth (sums of floats otherwise print 0.30000000000000004) */
+const usd = (v: number) => Math.round(v * 1e6) / 1e6;
+
+function totalsOf(r: SumRow): UsageTotals {
+  return {
+    requests: r.requests,
+    cacheHits: r.hits,
+    cacheMisses: r.misses,
+    cacheBypassed: r.bypassed,
+    hitRatio: r.hits + r.misses > 0 ? r.hits / (r.hits + r.misses) : 0,
+    inputTokens: r.input,
+    outputTokens: r.output,
+    totalTokens: r.input + r.output,
+    costUsd: usd(r.cost),
+    costSavedUsd: usd(r.saved),
+  };
+}
+
+/** A timestamp or a date (YYYY-MM-DD = its midnight UTC) as ISO 8601, or a 400 naming the parameter. */
+function instant(name: string, raw: string | undefined, fallback: number): string {
+  if (raw === undefined || raw === "") return new Date(fallback).toISOString();
+  const ok = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw);
+  const ms = ok ? Date.parse(raw.length === 10 ? `${raw}T00:00:00Z` : raw) : NaN;
+  if (Number.isNaN(ms)) throw new ApiError("validation_error", `query '${name}': expected an ISO 8601 date or timestamp, e.g. 2026-11-01 or 2026-11-01T12:00:00Z`);
+  return new Date(ms).toISOString();
+}
+
+export class UsageQuery {
+  constructor(private readonly storage: Storage, private readonly flush: () => void, private readonly now: () => number = Date.now) {}
+
+  report(tenantId: string, q: { from?: string; to?: string; group_by?: string }): UsageReport {
+    const nowMs = this.now();
+    const to = instant("to", q.to, nowMs);
+    const from = instant("from", q.from, Date.parse(to) - DEFAULT_RANGE_DAYS * DAY_MS);
+    if (from >= to) throw new ApiError("validation_error", `query 'from' (${from}) must be before 'to' (${to})`);
+    const groups = q.group_by === undefined || q.group_by === "" ? (["model", "provider", "key", "day"] as UsageGroup[]) : q.group_by.split(",").map((g) => g.trim());
+    for (const g of groups)
+      if (!(GROUPS as readonly string[]).includes(g)) throw new ApiError("validation_error", `query 'group_by': unknown group '${g}' (expected ${GROUPS.join(", ")})`);
+    this.flush();
+    const db = this.storage.tenant(tenantId);
+    const range = "tenant_id = $tenant AND created_at >= $from AND created_at < $to";
+    const totals = totalsOf(db.get<SumRow>(`SELECT ${SUMS} FROM usage_records WHERE ${range}`, { from, to })!);
+    const breakdowns: UsageReport["breakdowns"] = {};
+    for (const g of new Set(groups as UsageGroup[])) {
+      const col = COLUMN[g];
+      const rows = db.all<SumRow & { k: string | null }>(
+        `SELECT ${col} AS k, ${SUMS} FROM usage_records WHERE ${range} GROUP BY ${col} ORDER BY ${g === "day" ? "k ASC" : "cost DESC, requests DESC, k ASC"}`,
+        { from, to },
+      );
+      breakdowns[g] = rows.map((r) => ({ key: r.k, ...totalsOf(r) }));
+    }
+    return { from, to, totals, breakdowns };
+  }
+}
+
+const Totals = {
+  requests: t.Integer(),
+  cacheHits: t.Integer(),
+  cacheMisses: t.Integer(),
+  cacheBypassed: t.Integer(),
+  hitRatio: t.Number(),
+  inputTokens: t.Integer(),
+  outputTokens: t.Integer(),
+  totalTokens: t.Integer(),
+  costUsd: t.Number(),
+  costSavedUsd: t.Number(),
+};
+const Group = t.Array(t.Object({ key: t.Union([t.String(), t.Null()]), ...Totals }));
+
+export const UsageReportSchema = t.Object({
+  from: t.String(),
+  to: t.String(),
+  totals: t.Object(Totals),
+  breakdowns: t.Object({ model: t.Optional(Group), provider: t.Optional(Group), key: t.Optional(Group), day: t.Optional(Group), deployment: t.Optional(Group) }),
+});
+
+export const usageRoutes = (kernel: Kernel, usage: UsageQuery) =>
+  kernel.mount({ prefix: "/api/v1/usage", envelope: DOC1 }).get("", ({ principal, query }) => usage.report(principal.tenantId, query), {
+    perm: "ViewMetrics",
+    query: t.Object({
+      from: t.Optional(t.String({ description: "start (inclusive), ISO 8601 date or timestamp; default: 30 days before `to`" })),
+      to: t.Optional(t.String({ description: "end (exclusive), ISO 8601 date or timestamp; default: now" })),
+      group_by: t.Optional(t.String({ description: `comma-separated breakdowns: ${GROUPS.join(", ")} (default model,provider,key,day)` })),
+    }),
+    response: UsageReportSchema,
+    detail: { summary: "Usage and cost of the caller's tenant: totals and breakdowns by model, provider, API key, day, deployment", tags: ["usage"] },
+  });
