@@ -37,6 +37,7 @@ const EPOCHS = Number(arg("epochs") ?? 4);
 const L2 = Number(arg("l2") ?? 1e-3);
 const LR = Number(arg("lr") ?? 1e-3);
 const GATE = Number(arg("gate") ?? 0.2);
+const ENSEMBLE = Number(arg("ensemble") ?? 5);
 const log = (s: string) => process.stderr.write(s + "\n");
 
 function mulberry32(a: number) {
@@ -193,6 +194,20 @@ function auc(m: Mlp): number {
   for (const x of s) { if (x.y) { acc += neg; pos++; } else neg++; }
   return acc / Math.max(1, pos * neg);
 }
+/** Averaging K models' logits = one MLP with their hidden units side by side, output weights / K. */
+function mergeMlps(ms: Mlp[]): Mlp {
+  const H = ms.reduce((n, m) => n + m.H, 0);
+  const out: Mlp = { H, w1: new Float32Array(H * D), b1: new Float32Array(H), w2: new Float32Array(H), b2: 0 };
+  let o = 0;
+  for (const m of ms) {
+    out.w1.set(m.w1, o * D);
+    out.b1.set(m.b1, o);
+    for (let j = 0; j < m.H; j++) out.w2[o + j] = m.w2[j]! / ms.length;
+    out.b2 += m.b2 / ms.length;
+    o += m.H;
+  }
+  return out;
+}
 const prob = (m: Mlp, r: Row) => 1 / (1 + Math.exp(-forward(m, r.x)));
 
 // ------------------------------------------------------------------ measures
@@ -240,21 +255,13 @@ const candidates: Array<{ name: string; m: Mlp }> = [];
 }
 {
   const t1 = performance.now();
-  let best: { e: number; auc: number } = { e: 0, auc: 0 };
-  const vg = val.filter((r) => r.cos >= MIN_COS && !r.surface);
-  const mlp = trainMlp(gate, HIDDEN, EPOCHS, LR, L2, SEED, (m, e) => {
-    // validation AUC by epoch (informational: the epoch count is fixed so reruns are identical)
-    const s = vg.map((r) => ({ p: prob(m, r), y: r.label })).sort((a, b) => a.p - b.p);
-    let pos = 0, auc = 0;
-    for (const x of s) x.y ? pos++ : (auc += 0);
-    let seenNeg = 0, acc = 0;
-    for (const x of s) { if (x.y) acc += seenNeg; else seenNeg++; }
-    auc = acc / Math.max(1, pos * (s.length - pos));
-    if (auc > best.auc) best = { e, auc };
-    log(`  mlp epoch ${e}: val AUC ${auc.toFixed(4)} (${((performance.now() - t1) / 1000).toFixed(0)} s)`);
-  });
-  log(`mlp (${HIDDEN} hidden) trained; best val AUC at epoch ${best.e}`);
-  candidates.push({ name: `mlp${HIDDEN}`, m: mlp });
+  const members: Mlp[] = [];
+  for (let k = 0; k < ENSEMBLE; k++) {
+    members.push(trainMlp(gate, HIDDEN, EPOCHS, LR, L2, SEED + k, (m, e) => log(`  mlp ${k + 1}/${ENSEMBLE} epoch ${e}: val AUC ${auc(m).toFixed(4)} (${((performance.now() - t1) / 1000).toFixed(0)} s)`)));
+  }
+  const mlp = members.length === 1 ? members[0]! : mergeMlps(members);
+  log(`mlp (${HIDDEN} hidden${ENSEMBLE > 1 ? ` x ${ENSEMBLE} seeds, logits averaged` : ""}): val AUC ${auc(mlp).toFixed(4)}`);
+  candidates.push({ name: ENSEMBLE > 1 ? `mlp${HIDDEN}x${ENSEMBLE}` : `mlp${HIDDEN}`, m: mlp });
 }
 
 // ------------------------------------------------------------------ meaning-changing edits (for the vetoes)
@@ -335,7 +342,14 @@ for (const c of candidates) {
   const curve: Array<{ t: number; test: ReturnType<typeof measure> }> = [];
   for (const tt of [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98]) curve.push({ t: tt, test: measure(test, (r) => ok(vetoes)(r) && score(r) >= tt) });
   log(curve.map((x) => `  t ${x.t}: test ${fmt(x.test)}`).join("\n"));
-  report[c.name] = { vetoes, threshold: t, val: cur, test: te, curve };
+  // the hand verifier OR the model (the model adds hits the rules reject on their score alone)
+  const orCurve: Array<{ t: number; val: ReturnType<typeof measure>; test: ReturnType<typeof measure> }> = [];
+  for (const tt of [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]) {
+    const acc = (r: Row) => r.hand || (ok(vetoes)(r) && score(r) >= tt);
+    orCurve.push({ t: tt, val: measure(val, acc), test: measure(test, acc) });
+  }
+  log(orCurve.map((x) => `  hand OR p >= ${x.t}: val ${fmt(x.val)} | test ${fmt(x.test)}`).join("\n"));
+  report[c.name] = { vetoes, threshold: t, val: cur, test: te, curve, orCurve };
 }
 
 const chosen = results.reduce((a, b) => (b.val.r > a.val.r ? b : a));

@@ -6,7 +6,7 @@
  * a HIT when the response carries X-Cache-Status: HIT.
  *
  *   bun scripts/bench/cache-quality.ts [--thresholds 0.80,0.85,0.90] [--data DIR] [--concurrency 8] [--limit N]
- *       [--learned on|off] [--decision-thresholds 0.6,0.745,0.9] [--show-false-hits 1]
+ *       [--learned on|off] [--learned-mode with_rules|alone] [--decision-thresholds 0.6,0.745,0.9] [--show-false-hits 1]
  *
  * --thresholds: cache.similarity_threshold (default: the configured default); --learned off: the hand
  * verifier only (cache.learned_decision=false, the hit decision before issue 14); --decision-thresholds:
@@ -31,6 +31,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.repla
 const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
 const LEARNED = (args.get("learned") ?? "on") !== "off";
+const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
 const DECISION: Array<number | undefined> = args.has("decision-thresholds") ? args.get("decision-thresholds")!.split(",").map(Number) : [undefined];
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
 const LIMIT = Number(args.get("limit") ?? Infinity);
@@ -85,7 +86,7 @@ async function runOnce(threshold: number | undefined, decision: number | undefin
       server: { host: "127.0.0.1", port: 0, request_log: false },
       rate_limits: { enabled: false },
       providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
-      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(decision !== undefined ? { decision_threshold: decision } : {}) },
+      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
     },
   );
   const srv = await startServer(config, { logger: new Logger("error") });
@@ -157,7 +158,7 @@ for (const th of THRESHOLDS) for (const dt of DECISION) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED ? `on, decision_threshold ${dt ?? "model default"}` : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
+  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
   // Halves: verifier rules were chosen on the even ids; the odd ids are held out.

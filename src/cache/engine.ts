@@ -57,6 +57,8 @@ export interface EngineSettings {
   learnedDecision?: boolean;
   /** operating point of the learned stage for every tenant without its own (default: the model's) */
   decisionThreshold?: number;
+  /** "with_rules" (default): a hit when the hand verifier OR the model accepts; "alone": the model only (both behind the vetoes) */
+  learnedMode?: "with_rules" | "alone";
   /** also run the verifier on the last query of a context hit (default true) */
   verifyContextQuery: boolean;
   /**
@@ -161,7 +163,8 @@ export class SemanticCacheEngine {
     const learned = this.learned;
     // (verifyPair's 4th parameter is its options: never hand it the vectors)
     const hand: Verifier = (q, c, cos) => verifyPair(q, c, cos);
-    this.verify = o.verify ?? (learned ? (q, c, cos, v, t) => (v ? learned.decide(q, c, cos, v.query, v.candidate, t) : hand(q, c, cos)) : hand);
+    const withRules = o.settings.learnedMode !== "alone";
+    this.verify = o.verify ?? (learned ? (q, c, cos, v, t) => (v ? learned.decide(q, c, cos, v.query, v.candidate, t, withRules) : hand(q, c, cos)) : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;

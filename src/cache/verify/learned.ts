@@ -13,13 +13,14 @@
  * The decision (decideLearned): texts equal up to case/punctuation are accepted outright; the hard
  * rules listed in the weights' `vetoes` reject (kept only where they helped on held-out training
  * pairs, see the training report); otherwise accept when the probability reaches the threshold
- * (the weights' default operating point, or a tenant's own). A rejected pair that breaks a hard rule
+ * (the weights' default operating point, or a tenant's own) — or, with `withRules` (the engine's default,
+ * cache.learned_mode "with_rules"), when the hand verifier accepts it. A rejected pair that breaks a hard rule
  * carries that rule as its reason (the engine's multi-turn turn check reads it: "differ", not "reworded").
  */
 import { analyzePair, type AnalyzeOptions, type PairAnalysis } from "./analyze";
 import { pairFeatures, FEATURE_NAMES } from "./features";
 import { surfaceForm } from "./text";
-import { DEFAULT_VERIFY_OPTIONS } from "./index";
+import { DEFAULT_VERIFY_OPTIONS, decide as handDecide } from "./index";
 
 export const HARD_SIGNALS = ["numberMismatch", "entityMismatch", "negationMismatch", "askHard", "orderSwap"] as const;
 export type HardSignal = (typeof HARD_SIGNALS)[number];
@@ -165,7 +166,7 @@ export class LearnedModel {
    * The learned hit decision for `query` against a cached `candidate`. `threshold` overrides the
    * default operating point (a tenant's setting). `score` is the cosine (comparable across candidates).
    */
-  decide(query: string, candidate: string, cosine: number, qv: Float32Array, cv: Float32Array, threshold = this.threshold): LearnedResult {
+  decide(query: string, candidate: string, cosine: number, qv: Float32Array, cv: Float32Array, threshold = this.threshold, withRules = false): LearnedResult {
     if (surfaceForm(query) === surfaceForm(candidate)) return { accept: true, learned: 1, score: 1, reason: "surface-identical" };
     const an = analyzePair(query, candidate, LEARNED_ANALYZE_OPTIONS);
     const h = hardSignals(an);
@@ -173,6 +174,8 @@ export class LearnedModel {
     if (qv.length !== this.dims || cv.length !== this.dims) return { accept: false, score: cosine, reason: "learned-dims-mismatch" };
     const p = this.probability(qv, cv, an, cosine);
     if (p >= threshold) return { accept: true, learned: p, score: cosine, reason: "ok" };
+    // withRules: the hand verifier's accept also stands (the model adds hits on top of the rules)
+    if (withRules && handDecide(an, cosine).accept) return { accept: true, learned: p, score: cosine, reason: "rules" };
     // a rejection names the hard rule the pair breaks, if any: the multi-turn turn check treats a
     // turn rejected by a hard rule as a different turn, one rejected on its score alone as a rewording
     const broken = HARD_SIGNALS.find((s) => h[s]);

@@ -130,8 +130,8 @@ function textOf(body: any): string {
  * similarity of an l2_context hit and 1 otherwise (the exact tier matched the identical
  * conversation; a single-turn hit has no earlier turns on either side). On a miss, similarity is
  * the nearest cached question's (0 when none was compared; so operators see how close it was);
- * cache_tier and context_similarity are null. learned_score (beyond the five): the learned stage's
- * probability on a hit it decided, else null.
+ * cache_tier and context_similarity are null. Exactly the five fields: the learned stage's score is
+ * in POST /api/v1/query's answer (learnedScore).
  */
 function metadata(call: ProxyCall, meta: CacheMeta) {
   const hit = meta.status === "HIT";
@@ -140,7 +140,6 @@ function metadata(call: ProxyCall, meta: CacheMeta) {
     cache_tier: meta.tier ?? null,
     similarity: meta.similarity,
     context_similarity: hit ? (meta.contextSimilarity ?? 1) : null,
-    learned_score: hit ? (meta.learnedScore ?? null) : null,
     session_id: call.meta.sessionId as string,
   };
 }
