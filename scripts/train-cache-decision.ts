@@ -20,7 +20,7 @@ import { dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, loadOrEmbed } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
 import { HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, encodeF32, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
-import { surfaceForm } from "../src/cache/verify/text";
+import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
 
 const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
@@ -38,6 +38,8 @@ const L2 = Number(arg("l2") ?? 1e-3);
 const LR = Number(arg("lr") ?? 1e-3);
 const GATE = Number(arg("gate") ?? 0.2);
 const ENSEMBLE = Number(arg("ensemble") ?? 5);
+/** extra training negatives: train questions with one content word replaced by another question's (0 = none) */
+const AUGMENT = Number(arg("augment") ?? 0);
 const log = (s: string) => process.stderr.write(s + "\n");
 
 function mulberry32(a: number) {
@@ -100,13 +102,52 @@ const train = by("train"), val = by("val"), test = by("test");
 for (const [n, rs] of [["train", train], ["val", val], ["test", test]] as const)
   log(`${n}: ${rs.length} pairs (${rs.filter((r) => r.label).length} same), cos >= ${MIN_COS}: ${rs.filter((r) => r.cos >= MIN_COS).length} (${rs.filter((r) => r.cos >= MIN_COS && r.label).length} same)`);
 
+// ------------------------------------------------------------------ one-word substitutions
+// "Do introverts make good lawyers?" / "... nurses?": one content word replaced barely moves a USE
+// embedding. Made here from training (and, to measure, validation) questions; label 0 by construction.
+const edEmb = createEmbedder({ provider: "local", lruSize: 0 });
+async function substitutions(qs: string[], n: number, seed: number): Promise<Row[]> {
+  const rnd = mulberry32(seed);
+  const words = (t: string) => [...t.matchAll(/\b[a-z]{4,}\b/g)].map((m) => m[0]).filter((w) => !STOPWORDS.has(w));
+  const pool = [...new Set(qs.flatMap(words))].sort();
+  const made: Array<{ a: string; b: string }> = [];
+  for (let k = 0; made.length < n && k < n * 4; k++) {
+    const a = qs[Math.floor(rnd() * qs.length)]!;
+    const ws = words(a);
+    if (!ws.length) continue;
+    const w = ws[Math.floor(rnd() * ws.length)]!;
+    const r = pool[Math.floor(rnd() * pool.length)]!;
+    if (r.slice(0, 4) === w.slice(0, 4)) continue;
+    made.push({ a, b: a.replace(new RegExp(`\\b${w}\\b`), r) });
+  }
+  await edEmb.load();
+  const out: Row[] = [];
+  for (let i = 0; i < made.length; i += 64) {
+    const batch = made.slice(i, i + 64);
+    const vs = await edEmb.embed(batch.map((e) => e.b));
+    batch.forEach((e, j) => {
+      const u = vs[j]!, v = vec(index.get(e.a)!);
+      let cos = 0;
+      for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
+      const an = analyzePair(e.b, e.a, LEARNED_ANALYZE_OPTIONS);
+      out.push({ i: -1, label: 0, part: "train", cos, x: pairInput(u, v, an, cos), hard: hardSignals(an), surface: false, hand: verifyPair(e.b, e.a, cos).accept });
+    });
+  }
+  return out;
+}
+const questionsOf = (rs: Row[]) => [...new Set(rs.flatMap((r) => [pairs[r.i]!.q1, pairs[r.i]!.q2]))];
+const augRows = AUGMENT > 0 ? await substitutions(questionsOf(train), AUGMENT, SEED + 100) : [];
+const valSubs = await substitutions(questionsOf(val), 2000, SEED + 200);
+await edEmb.close();
+log(`one-word substitutions: ${augRows.length} for training, ${valSubs.length} of validation questions to measure`);
+
 // ------------------------------------------------------------------ standardisation (train rows)
 const D = rows[0]!.x.length;
 const mean = new Float32Array(D), std = new Float32Array(D);
 for (const r of train) for (let k = 0; k < D; k++) mean[k]! += r.x[k]! / train.length;
 for (const r of train) for (let k = 0; k < D; k++) std[k]! += (r.x[k]! - mean[k]!) ** 2 / train.length;
 for (let k = 0; k < D; k++) std[k] = Math.sqrt(std[k]!) || 1;
-for (const r of rows) for (let k = 0; k < D; k++) r.x[k] = (r.x[k]! - mean[k]!) / std[k]!; // standardised in place
+for (const r of [...rows, ...augRows, ...valSubs]) for (let k = 0; k < D; k++) r.x[k] = (r.x[k]! - mean[k]!) / std[k]!; // standardised in place
 
 // ------------------------------------------------------------------ models
 interface Mlp { H: number; w1: Float32Array; b1: Float32Array; w2: Float32Array; b2: number }
@@ -242,7 +283,7 @@ report.hand = { val: measure(val, (r) => r.hand), test: measure(test, (r) => r.h
 if (!TARGET_P_ARG) TARGET_P = measure(val, (r) => r.hand).pw;
 log(`target balanced precision on validation: ${TARGET_P.toFixed(3)}`);
 
-const gate = train.filter((r) => r.cos >= MIN_COS - GATE); // the region the model judges, with some margin below it
+const gate = [...train, ...augRows].filter((r) => r.cos >= MIN_COS - GATE); // the region the model judges, with some margin below it
 log(`\ntraining on ${gate.length} train pairs with cos >= ${(MIN_COS - GATE).toFixed(2)} (${gate.filter((r) => r.label).length} same), ${D} inputs`);
 
 const candidates: Array<{ name: string; m: Mlp }> = [];
@@ -336,6 +377,9 @@ for (const c of candidates) {
     if (m2.r > cur.r + 0.002 || fhOff - fhOn > cur.r - m2.r) { vetoes = vs; t = t2; cur = m2; }
   }
   const te = measure(test, (r) => ok(vetoes)(r) && score(r) >= t);
+  const subsServed = valSubs.filter((r) => r.cos >= MIN_COS && ok(vetoes)(r) && prob(c.m, r) >= t).length / Math.max(1, valSubs.length);
+  const subsServed9 = valSubs.filter((r) => r.cos >= MIN_COS && (r.hand || (ok(vetoes)(r) && prob(c.m, r) >= 0.9))).length / Math.max(1, valSubs.length);
+  log(`  one-word substitutions of validation questions served: ${subsServed.toFixed(3)} at ${t}; rules OR model >= 0.9: ${subsServed9.toFixed(3)} (rules alone ${(valSubs.filter((r) => r.cos >= MIN_COS && r.hand).length / Math.max(1, valSubs.length)).toFixed(3)})`);
   log(`${c.name} chosen: vetoes [${vetoes.join(", ")}], threshold ${t}\n  val  ${fmt(cur)}\n  test ${fmt(te)}`);
   results.push({ name: c.name, vetoes, t, val: cur, test: te });
   // the precision / recall trade-off of the operating point, on test (for the per-tenant setting)

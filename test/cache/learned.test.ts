@@ -120,6 +120,9 @@ describe("the shipped model", () => {
       a.engine.setTenantSettings("t", { decisionThreshold: model.threshold });
       const learnedHit = await a.engine.lookup(ask("t", PARAPHRASE[0]));
       expect(learnedHit.hit && learnedHit.learnedScore).toBeGreaterThanOrEqual(model.threshold);
+      // without the learned stage there is no operating point to report
+      expect(c.engine.effectiveDecision("t")).toEqual({ learned: false, threshold: null, source: null, modelThreshold: null });
+      expect(b.engine.effectiveDecision("t").learned).toBe(false);
       // with the learned stage off, the hand verifier rejects the same rewording
       await fill(c.engine, ask("t", PARAPHRASE[1]));
       const off = await c.engine.lookup(ask("t", PARAPHRASE[0]));
@@ -134,6 +137,27 @@ describe("the shipped model", () => {
       t3.cleanup();
     }
   });
+});
+
+test("a tenant's operating point is stored in SQLite: it survives a restart, and only that tenant has it", async () => {
+  const t = tempDir();
+  let h = openEngine(t.dir, real);
+  try {
+    expect(h.engine.setTenantSettings("t1", { decisionThreshold: 0.42 })).toEqual({ decisionThreshold: 0.42 });
+    await h.close();
+    h = openEngine(t.dir, real);
+    expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: 0.42 });
+    expect(h.engine.effectiveDecision("t1")).toMatchObject({ learned: true, threshold: 0.42, source: "tenant" });
+    expect(h.engine.tenantSettings("t2")).toEqual({ decisionThreshold: null });
+    expect(h.engine.effectiveDecision("t2")).toMatchObject({ threshold: DEFAULT_POINT, source: "config" });
+    h.engine.setTenantSettings("t1", { decisionThreshold: null });
+    await h.close();
+    h = openEngine(t.dir, real);
+    expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: null });
+  } finally {
+    await h.close();
+    t.cleanup();
+  }
 });
 
 describe("through the gateway", () => {

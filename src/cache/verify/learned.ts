@@ -115,9 +115,7 @@ export class LearnedModel {
   readonly vetoes: ReadonlySet<HardSignal>;
   private readonly inputs: number;
   private readonly hidden: number;
-  private readonly mean: Float32Array;
-  private readonly invStd: Float32Array;
-  private readonly w1: Float32Array; // hidden × inputs, row-major
+  private readonly w1: Float32Array; // hidden × inputs, row-major, with the standardisation folded in
   private readonly b1: Float32Array;
   private readonly w2: Float32Array;
   private readonly b2: number;
@@ -134,15 +132,24 @@ export class LearnedModel {
     this.threshold = w.threshold;
     this.minCosine = w.minCosine;
     this.vetoes = new Set(w.vetoes);
-    this.mean = f32(w.mean);
-    const std = f32(w.std);
-    this.invStd = std.map((s) => (s > 0 ? 1 / s : 0));
+    const mean = f32(w.mean);
+    const invStd = f32(w.std).map((s) => (s > 0 ? 1 / s : 0));
     this.w1 = f32(w.w1);
     this.b1 = f32(w.b1);
     this.w2 = f32(w.w2);
     this.b2 = w.b2;
-    if (this.inputs !== 2 * this.dims + SCALAR_NAMES.length || this.mean.length !== this.inputs || this.w1.length !== this.inputs * this.hidden || this.b1.length !== this.hidden || this.w2.length !== this.hidden)
+    if (this.inputs !== 2 * this.dims + SCALAR_NAMES.length || mean.length !== this.inputs || this.w1.length !== this.inputs * this.hidden || this.b1.length !== this.hidden || this.w2.length !== this.hidden)
       throw new Error("learned decision: weight shapes do not match");
+    // fold (x - mean) / std into the first layer once: w' = w / std, b' = b - Σ w · mean / std
+    for (let j = 0; j < this.hidden; j++) {
+      let shift = 0;
+      for (let i = 0; i < this.inputs; i++) {
+        const k = j * this.inputs + i;
+        this.w1[k] = this.w1[k]! * invStd[i]!;
+        shift += this.w1[k]! * mean[i]!;
+      }
+      this.b1[j] = this.b1[j]! - shift;
+    }
     this.x = new Float32Array(this.inputs);
     this.h = new Float32Array(this.hidden);
   }
@@ -151,7 +158,6 @@ export class LearnedModel {
   probability(u: Float32Array, v: Float32Array, an: PairAnalysis, cosine: number): number {
     const x = pairInput(u, v, an, cosine, this.x);
     const n = this.inputs;
-    for (let i = 0; i < n; i++) x[i] = (x[i]! - this.mean[i]!) * this.invStd[i]!;
     let z = this.b2;
     for (let j = 0; j < this.hidden; j++) {
       let s = this.b1[j]!;
