@@ -19,7 +19,7 @@ import { resolve } from "node:path";
 import { dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, loadOrEmbed } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
-import { HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, encodeF32, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
+import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, encodeF32, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
 import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
 
@@ -40,6 +40,9 @@ const GATE = Number(arg("gate") ?? 0.2);
 const ENSEMBLE = Number(arg("ensemble") ?? 5);
 /** extra training negatives: train questions with one content word replaced by another question's (0 = none) */
 const AUGMENT = Number(arg("augment") ?? 0);
+/** the learned projection: rank and epochs */
+const RANK = Number(arg("rank") ?? 64);
+const ADAPTER_EPOCHS = Number(arg("adapter-epochs") ?? 5);
 const log = (s: string) => process.stderr.write(s + "\n");
 
 function mulberry32(a: number) {
@@ -74,6 +77,77 @@ const partOf = (qi: number): Part => {
   return h < 0.8 ? "train" : h < 0.9 ? "val" : "test";
 };
 
+// ------------------------------------------------------------------ the projection (adapter)
+// P (RANK × dims) trained on the training pairs with a logistic loss on alpha·cos(Pu, Pv) + beta;
+// starts as the first RANK coordinates (plus a little noise). Its cosine is one more MLP input.
+function trainAdapter(): { adapter: Adapter; report: Record<string, number> } {
+  const rnd = mulberry32(SEED + 7);
+  const P = new Float32Array(RANK * dims);
+  for (let j = 0; j < RANK; j++) for (let k = 0; k < dims; k++) P[j * dims + k] = (j === k ? 1 : 0) + (rnd() * 2 - 1) * 0.02;
+  const ad = new Adapter(RANK, dims, P);
+  const tr = pairs.map((p) => ({ a: index.get(p.q2)!, b: index.get(p.q1)!, y: p.label })).filter((r) => partOf(r.a) === "train");
+  const va = pairs.map((p) => ({ a: index.get(p.q2)!, b: index.get(p.q1)!, y: p.label })).filter((r) => partOf(r.a) === "val");
+  let alpha = 10, beta = -8;
+  const x = new Float64Array(RANK), y = new Float64Array(RANK), gx = new Float64Array(RANK), gy = new Float64Array(RANK);
+  const G = new Float32Array(P.length);
+  const order = tr.map((_, i) => i);
+  const B = 64, step = 0.1;
+  const aucOf = (rs: typeof va, score: (r: (typeof va)[number]) => number) => {
+    const s2 = rs.map((r) => ({ p: score(r), y: r.y })).sort((m, n) => m.p - n.p);
+    let neg = 0, acc = 0, pos = 0;
+    for (const z of s2) { if (z.y) { acc += neg; pos++; } else neg++; }
+    return acc / Math.max(1, pos * neg);
+  };
+  const rawCos = (r: (typeof va)[number]) => { const u = vec(r.a), v = vec(r.b); let c = 0; for (let k = 0; k < dims; k++) c += u[k]! * v[k]!; return c; };
+  const t1 = performance.now();
+  for (let e = 0; e < ADAPTER_EPOCHS; e++) {
+    for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!]; }
+    for (let s0 = 0; s0 < order.length; s0 += B) {
+      G.fill(0);
+      let ga = 0, gb = 0;
+      const n = Math.min(B, order.length - s0);
+      for (let q = 0; q < n; q++) {
+        const r = tr[order[s0 + q]!]!;
+        const u = vec(r.a), v = vec(r.b);
+        let xy = 0, xx = 0, yy = 0;
+        for (let j = 0; j < RANK; j++) {
+          let a = 0, b = 0;
+          const o = j * dims;
+          for (let k = 0; k < dims; k++) { a += P[o + k]! * u[k]!; b += P[o + k]! * v[k]!; }
+          x[j] = a; y[j] = b; xy += a * b; xx += a * a; yy += b * b;
+        }
+        const nx = Math.sqrt(xx), ny = Math.sqrt(yy), c = xy / (nx * ny);
+        const g = (1 / (1 + Math.exp(-(alpha * c + beta))) - r.y) / n;
+        ga += g * c;
+        gb += g;
+        const gc = g * alpha;
+        for (let j = 0; j < RANK; j++) {
+          gx[j] = gc * (y[j]! / (nx * ny) - (c * x[j]!) / (nx * nx));
+          gy[j] = gc * (x[j]! / (nx * ny) - (c * y[j]!) / (ny * ny));
+        }
+        for (let j = 0; j < RANK; j++) {
+          const o = j * dims, a1 = gx[j]!, b1 = gy[j]!;
+          for (let k = 0; k < dims; k++) G[o + k]! += a1 * u[k]! + b1 * v[k]!;
+        }
+      }
+      for (let k = 0; k < P.length; k++) P[k]! -= step * G[k]!;
+      alpha -= step * ga;
+      beta -= step * gb;
+    }
+    log(`  adapter epoch ${e + 1}: val AUC of cos(Pu, Pv) ${aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b))).toFixed(4)} (${((performance.now() - t1) / 1000).toFixed(0)} s)`);
+  }
+  const hi = va.filter((r) => rawCos(r) >= MIN_COS);
+  const report = {
+    valAucRaw: aucOf(va, rawCos),
+    valAucAdapted: aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b))),
+    valAucRawHighCos: aucOf(hi, rawCos),
+    valAucAdaptedHighCos: aucOf(hi, (r) => ad.cosine(vec(r.a), vec(r.b))),
+  };
+  log(`adapter (rank ${RANK}): val AUC raw cosine ${report.valAucRaw.toFixed(4)} -> adapted ${report.valAucAdapted.toFixed(4)}; among cos >= ${MIN_COS}: ${report.valAucRawHighCos.toFixed(4)} -> ${report.valAucAdaptedHighCos.toFixed(4)}`);
+  return { adapter: ad, report };
+}
+const { adapter, report: adapterReport } = trainAdapter();
+
 interface Row { i: number; label: number; part: Part; cos: number; x: Float32Array; hard: Record<HardSignal, boolean>; surface: boolean; hand: boolean }
 const rows: Row[] = [];
 const t0 = performance.now();
@@ -90,7 +164,7 @@ for (let i = 0; i < pairs.length; i++) {
     label: p.label,
     part: partOf(a),
     cos,
-    x: pairInput(u, v, an, cos),
+    x: pairInput(u, v, an, cos, adapter.cosine(u, v)),
     hard: hardSignals(an),
     surface: surfaceForm(p.q1) === surfaceForm(p.q2),
     hand: verifyPair(p.q2, p.q1, cos).accept,
@@ -130,7 +204,7 @@ async function substitutions(qs: string[], n: number, seed: number): Promise<Row
       let cos = 0;
       for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
       const an = analyzePair(e.b, e.a, LEARNED_ANALYZE_OPTIONS);
-      out.push({ i: -1, label: 0, part: "train", cos, x: pairInput(u, v, an, cos), hard: hardSignals(an), surface: false, hand: verifyPair(e.b, e.a, cos).accept });
+      out.push({ i: -1, label: 0, part: "train", cos, x: pairInput(u, v, an, cos, adapter.cosine(u, v)), hard: hardSignals(an), surface: false, hand: verifyPair(e.b, e.a, cos).accept });
     });
   }
   return out;
@@ -343,7 +417,7 @@ const edits: Edit[] = [];
     let cos = 0;
     for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
     const an = analyzePair(e.b, e.a, LEARNED_ANALYZE_OPTIONS);
-    const x = pairInput(u, v, an, cos);
+    const x = pairInput(u, v, an, cos, adapter.cosine(u, v));
     for (let k = 0; k < D; k++) x[k] = (x[k]! - mean[k]!) / std[k]!;
     edits.push({ ...e, cos, x, hard: hardSignals(an) });
   }
@@ -415,12 +489,14 @@ const weights: LearnedWeightsFile = {
   b2: m.b2,
   threshold: chosen.t,
   vetoes: chosen.vetoes,
+  adapter: { rank: RANK, p: encodeF32(adapter.p) },
   minCosine: MIN_COS,
   report: {
     script: "scripts/train-cache-decision.ts",
     data: `cache-train/pairs.jsonl (${pairs.length} pairs), split by question: ${train.length} train / ${val.length} validation / ${test.length} test`,
     seed: SEED,
     chosen: chosen.name,
+    adapter: adapterReport,
     operatingPoint: `lowest threshold with validation precision (classes 50/50) >= ${TARGET_P}`,
     ...report,
   },

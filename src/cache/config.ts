@@ -9,10 +9,10 @@ export const CACHE_SECTIONS = {
     /** the learned stage decides hits (when the embedder is the local model it was trained on); false = the hand verifier */
     learned_decision: T.Boolean({ default: true }),
     /**
-     * operating point of the learned stage for tenants without their own (probability 0..1): with the rules, 0.9
+     * operating point of the learned stage for tenants without their own (probability 0..1): with the rules, 0.92
      * is the lowest measured point that keeps today's dev-set precision (BENCHMARKS.md "Learned hit decision")
      */
-    decision_threshold: T.Number({ default: 0.9, minimum: 0, maximum: 1 }),
+    decision_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
     /** with_rules: a hit when the hand verifier or the learned stage accepts (both behind the hard-rule vetoes); alone: the learned stage only */
     learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "with_rules" }),
     /** default time-to-live of a cache entry, seconds (0 = never expires) */

@@ -24,7 +24,44 @@ import { DEFAULT_VERIFY_OPTIONS, decide as handDecide } from "./index";
 
 export const HARD_SIGNALS = ["numberMismatch", "entityMismatch", "negationMismatch", "askHard", "orderSwap"] as const;
 export type HardSignal = (typeof HARD_SIGNALS)[number];
-export const SCALAR_NAMES = [...FEATURE_NAMES, ...HARD_SIGNALS] as const;
+/** pair features, hard-rule signals, and the cosine of the two embeddings after the learned projection */
+export const SCALAR_NAMES = [...FEATURE_NAMES, ...HARD_SIGNALS, "adaptedCos"] as const;
+
+/**
+ * A learned linear projection P (rank × dims) of the embeddings, trained so that cos(Pu, Pv)
+ * separates same-meaning pairs from different-meaning ones; its cosine is one input of the MLP.
+ */
+export class Adapter {
+  private readonly x: Float64Array;
+  private readonly y: Float64Array;
+  constructor(
+    readonly rank: number,
+    readonly dims: number,
+    readonly p: Float32Array,
+  ) {
+    if (p.length !== rank * dims) throw new Error("learned decision: adapter shape does not match");
+    this.x = new Float64Array(rank);
+    this.y = new Float64Array(rank);
+  }
+  cosine(u: Float32Array, v: Float32Array): number {
+    const { rank: r, dims: d, p, x, y } = this;
+    let xy = 0, xx = 0, yy = 0;
+    for (let j = 0; j < r; j++) {
+      let a = 0, b = 0;
+      const o = j * d;
+      for (let k = 0; k < d; k++) {
+        a += p[o + k]! * u[k]!;
+        b += p[o + k]! * v[k]!;
+      }
+      x[j] = a;
+      y[j] = b;
+      xy += a * b;
+      xx += a * a;
+      yy += b * b;
+    }
+    return xx > 0 && yy > 0 ? xy / Math.sqrt(xx * yy) : 0;
+  }
+}
 
 /** The analysis options the verifier uses by default (the learned stage sees the same tokens). */
 export const LEARNED_ANALYZE_OPTIONS: AnalyzeOptions = {
@@ -47,7 +84,7 @@ export function hardSignals(an: PairAnalysis): Record<HardSignal, boolean> {
 }
 
 /** The model input of a pair (not yet standardised). */
-export function pairInput(u: Float32Array, v: Float32Array, an: PairAnalysis, cosine: number, out?: Float32Array): Float32Array {
+export function pairInput(u: Float32Array, v: Float32Array, an: PairAnalysis, cosine: number, adaptedCos: number, out?: Float32Array): Float32Array {
   const d = u.length;
   const x = out ?? new Float32Array(2 * d + SCALAR_NAMES.length);
   for (let i = 0; i < d; i++) {
@@ -59,6 +96,7 @@ export function pairInput(u: Float32Array, v: Float32Array, an: PairAnalysis, co
   for (let i = 0; i < f.length; i++) x[k++] = f[i]!;
   const h = hardSignals(an);
   for (const s of HARD_SIGNALS) x[k++] = h[s] ? 1 : 0;
+  x[k++] = adaptedCos;
   return x;
 }
 
@@ -82,6 +120,8 @@ export interface LearnedWeightsFile {
   threshold: number;
   /** hard rules that reject before the model */
   vetoes: HardSignal[];
+  /** the learned projection (rank × dims, base64 f32) */
+  adapter: { rank: number; p: string };
   /** lowest cosine the model was trained to judge (candidates below it never reach it) */
   minCosine: number;
   /** what it was trained on and how it did on the held-out part (informational) */
@@ -120,7 +160,7 @@ export class LearnedModel {
   private readonly w2: Float32Array;
   private readonly b2: number;
   private readonly x: Float32Array;
-  private readonly h: Float32Array;
+  readonly adapter: Adapter;
 
   constructor(w: LearnedWeightsFile) {
     if (w.format !== 1) throw new Error(`learned decision: unknown weights format ${String(w.format)}`);
@@ -151,12 +191,12 @@ export class LearnedModel {
       this.b1[j] = this.b1[j]! - shift;
     }
     this.x = new Float32Array(this.inputs);
-    this.h = new Float32Array(this.hidden);
+    this.adapter = new Adapter(w.adapter.rank, w.dims, f32(w.adapter.p));
   }
 
   /** Probability that the pair means the same (vectors of this.dims; an analysis of the two texts). */
   probability(u: Float32Array, v: Float32Array, an: PairAnalysis, cosine: number): number {
-    const x = pairInput(u, v, an, cosine, this.x);
+    const x = pairInput(u, v, an, cosine, this.adapter.cosine(u, v), this.x);
     const n = this.inputs;
     let z = this.b2;
     for (let j = 0; j < this.hidden; j++) {
