@@ -112,6 +112,10 @@ describe("dist/svc copied alone", () => {
       const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
       expect(out).toMatchObject({ usearch: 1, dims: 512, nearest: 1, worker: worker === "1" });
       expect(out.similarity).toBeGreaterThan(0.7); // a paraphrase, embedded by the real model
+      // the learned hit decision's weights are in the binary too (a JSON import) and score the pair
+      expect(out.learnedModel).toBe("local:use-lite-512");
+      expect(out.learned).toBeGreaterThan(0);
+      expect(out.learned).toBeLessThan(1);
     }
   }, 60_000);
 });

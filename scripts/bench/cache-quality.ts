@@ -6,6 +6,11 @@
  * a HIT when the response carries X-Cache-Status: HIT.
  *
  *   bun scripts/bench/cache-quality.ts [--thresholds 0.80,0.85,0.90] [--data DIR] [--concurrency 8] [--limit N]
+ *       [--learned on|off] [--learned-mode with_rules|alone] [--decision-thresholds 0.6,0.745,0.9] [--show-false-hits 1]
+ *
+ * --thresholds: cache.similarity_threshold (default: the configured default); --learned off: the hand
+ * verifier only (cache.learned_decision=false, the hit decision before issue 14); --decision-thresholds:
+ * the learned stage's operating point (cache.decision_threshold; default: the model's).
  *
  * Reports precision (of HITs, how many were true paraphrases), recall, false-hit rate on
  * non-paraphrases (per category), and for multi-turn cases the hit rate on "hit" cases and the
@@ -24,7 +29,10 @@ import { dataDir } from "./data";
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
 const DATA = dataDir("cache-eval-dev", args.get("data"));
-const THRESHOLDS = (args.get("thresholds") ?? "0.85").split(",").map(Number);
+const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
+const LEARNED = (args.get("learned") ?? "on") !== "off";
+const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
+const DECISION: Array<number | undefined> = args.has("decision-thresholds") ? args.get("decision-thresholds")!.split(",").map(Number) : [undefined];
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
 const LIMIT = Number(args.get("limit") ?? Infinity);
 
@@ -68,7 +76,7 @@ const pct = (xs: number[], p: number) => {
 };
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "n/a");
 
-async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
+async function runOnce(threshold: number | undefined, decision: number | undefined, pairs: Pair[], cases: MtCase[]) {
   phase = `threshold ${threshold}: starting the gateway`;
   const fake = await startFakeUpstream();
   const dir = mkdtempSync(join(tmpdir(), "svc-quality-"));
@@ -78,7 +86,7 @@ async function runOnce(threshold: number, pairs: Pair[], cases: MtCase[]) {
       server: { host: "127.0.0.1", port: 0, request_log: false },
       rate_limits: { enabled: false },
       providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
-      cache: { similarity_threshold: threshold },
+      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
     },
   );
   const srv = await startServer(config, { logger: new Logger("error") });
@@ -139,9 +147,9 @@ const pairs = (await readJsonl<Pair>(join(DATA, "pairs.jsonl"))).slice(0, LIMIT)
 const cases = (await readJsonl<MtCase>(join(DATA, "multiturn.jsonl"))).slice(0, LIMIT);
 console.log(`# cache quality: ${pairs.length} pairs, ${cases.length} multi-turn cases, concurrency ${CONCURRENCY}, ${new Date().toISOString()}\n`);
 
-for (const th of THRESHOLDS) {
+for (const th of THRESHOLDS) for (const dt of DECISION) {
   const t0 = performance.now();
-  const { pairOut, mtOut } = await runOnce(th, pairs, cases);
+  const { pairOut, mtOut } = await runOnce(th, dt, pairs, cases);
   const hits = pairOut.filter((p) => p.hit);
   const tp = hits.filter((p) => p.label === 1).length;
   const pos = pairOut.filter((p) => p.label === 1).length;
@@ -150,7 +158,7 @@ for (const th of THRESHOLDS) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## single-turn threshold ${th} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
+  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
   // Halves: verifier rules were chosen on the even ids; the odd ids are held out.

@@ -4,8 +4,17 @@ import { Section } from "../core/config";
 export const CACHE_SECTIONS = {
   cache: Section({
     enabled: T.Boolean({ default: true }),
-    /** single-turn semantic tier: minimum cosine before verification */
-    similarity_threshold: T.Number({ default: 0.85, minimum: 0, maximum: 1 }),
+    /** single-turn semantic tier: minimum cosine before verification (the learned stage judges candidates from 0.8 up) */
+    similarity_threshold: T.Number({ default: 0.8, minimum: 0, maximum: 1 }),
+    /** the learned stage decides hits (when the embedder is the local model it was trained on); false = the hand verifier */
+    learned_decision: T.Boolean({ default: true }),
+    /**
+     * operating point of the learned stage for tenants without their own (probability 0..1): with the rules, 0.92
+     * is the lowest measured point that keeps today's dev-set precision (BENCHMARKS.md "Learned hit decision")
+     */
+    decision_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
+    /** with_rules: a hit when the hand verifier or the learned stage accepts (both behind the hard-rule vetoes); alone: the learned stage only */
+    learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "with_rules" }),
     /** default time-to-live of a cache entry, seconds (0 = never expires) */
     ttl_secs: T.Integer({ default: 86_400, minimum: 0 }),
     /** per-tenant entry bound; coldest entries are evicted beyond it */

@@ -25,12 +25,15 @@ import { ApiError } from "../core/errors";
 import { dot } from "../core/vectors";
 import type { Embedder } from "./ports";
 import { LOW_SCORE, verifyPair } from "./verify";
+import type { LearnedModel } from "./verify/learned";
+import { defaultLearnedModel } from "./verify/learned-default";
 import { deriveKeys, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
 import type { Quantization } from "../core/vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
 import { TenantRegistry, type TenantState } from "./tenants";
+import type { TenantCacheSettings } from "./store";
 import type { CacheMetrics } from "./metrics";
 
 export interface EngineSettings {
@@ -47,6 +50,15 @@ export interface EngineSettings {
     contextWeight: number;
     maxTurns: number;
   };
+  /**
+   * The learned stage (src/cache/verify/learned.ts) decides instead of the hand verifier's score
+   * check, when the embedder is the one it was trained on (default true).
+   */
+  learnedDecision?: boolean;
+  /** operating point of the learned stage for every tenant without its own (default: the model's) */
+  decisionThreshold?: number;
+  /** "with_rules" (default): a hit when the hand verifier OR the model accepts; "alone": the model only (both behind the vetoes) */
+  learnedMode?: "with_rules" | "alone";
   /** also run the verifier on the last query of a context hit (default true) */
   verifyContextQuery: boolean;
   /**
@@ -80,7 +92,18 @@ export interface EngineSettings {
   maxLoadedTenants?: number;
 }
 
-export type Verifier = (query: string, candidate: string, cosine: number) => { accept: boolean; score: number; reason: string };
+/**
+ * The hit decision for one (query, cached question) pair. `vectors` are the two embeddings and
+ * `threshold` the tenant's operating point (used by the learned stage; a hand verifier may ignore them).
+ * `learned` is the learned stage's probability, when it ran.
+ */
+export type Verifier = (
+  query: string,
+  candidate: string,
+  cosine: number,
+  vectors?: { query: Float32Array; candidate: Float32Array },
+  threshold?: number,
+) => { accept: boolean; score: number; reason: string; learned?: number };
 
 export interface EngineOptions {
   storage: Storage;
@@ -90,6 +113,8 @@ export interface EngineOptions {
   indexDir: string | null;
   now?: () => number;
   verify?: Verifier;
+  /** the learned stage; default: the shipped model (used only when its embedder id matches); null = hand verifier only */
+  learned?: LearnedModel | null;
   log?: Logger;
   metrics?: CacheMetrics;
   /** background timers (touch flush, TTL sweep); default true */
@@ -109,6 +134,8 @@ interface LookupState {
   contextUsers?: Array<{ text: string; vec: Float32Array }>;
   /** fail-open embedding failure: serve uncached, write nothing */
   noStore?: boolean;
+  /** similarity of the nearest candidate looked at (reported on a miss) */
+  nearest?: number;
 }
 
 /** Default EngineSettings.contextReworded. */
@@ -125,11 +152,19 @@ export class SemanticCacheEngine {
   private readonly timers: Array<ReturnType<typeof setInterval>> = [];
   private readonly now: () => number;
   private readonly verify: Verifier;
+  /** the learned stage in use (null: the embedder is not the one it was trained on, or it is switched off) */
+  readonly learned: LearnedModel | null;
   private closed = false;
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
-    this.verify = o.verify ?? verifyPair;
+    const model = o.learned === undefined ? defaultLearnedModel() : o.learned;
+    this.learned = !o.verify && o.settings.learnedDecision !== false && model && model.embedderId === o.embedder.id && model.dims === o.embedder.dimensions ? model : null;
+    const learned = this.learned;
+    // (verifyPair's 4th parameter is its options: never hand it the vectors)
+    const hand: Verifier = (q, c, cos) => verifyPair(q, c, cos);
+    const withRules = o.settings.learnedMode !== "alone";
+    this.verify = o.verify ?? (learned ? (q, c, cos, v, t) => (v ? learned.decide(q, c, cos, v.query, v.candidate, t, withRules) : hand(q, c, cos)) : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;
@@ -197,7 +232,7 @@ export class SemanticCacheEngine {
     const state: LookupState = { keys };
     const miss = (): LookupResult => {
       ts.stats.misses++;
-      return { hit: false, lookupMs: performance.now() - t0, state };
+      return { hit: false, lookupMs: performance.now() - t0, state, ...(state.nearest !== undefined ? { nearestSimilarity: state.nearest } : {}) };
     };
     if (!keys.partition || !keys.query) return miss();
     if (keys.mode === "context" && !s.context.enabled) return miss();
@@ -215,9 +250,14 @@ export class SemanticCacheEngine {
     const index = this.tenants.index(input.tenantId, ts, keys.partition);
     const qv = state.queryVec!;
     const minSim = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
-    const neighbours = index.search(qv, s.candidates).filter((n) => n.similarity >= minSim - INDEX_SLACK);
+    const found = index.search(qv, s.candidates);
+    const neighbours = found.filter((n) => n.similarity >= minSim - INDEX_SLACK);
+    const threshold = this.decisionThreshold(ts);
+    // the nearest candidate's similarity, reported on a miss: the exact f32 cosine of the candidates
+    // compared, else the index's similarity of the nearest neighbour (below the candidate floor)
+    let nearest: number | undefined;
 
-    let best: { vecKey: number; sim: number; ctxSim?: number; score: number } | undefined;
+    let best: { vecKey: number; sim: number; ctxSim?: number; score: number; learned?: number } | undefined;
     for (const n of neighbours) {
       const c = ts.repo.candidate(n.key);
       if (!c) {
@@ -230,37 +270,45 @@ export class SemanticCacheEngine {
         continue;
       }
       const sim = dot(qv, c.queryVec);
+      nearest = Math.max(nearest ?? -1, sim);
       if (sim < minSim) continue;
       if (keys.mode === "single") {
         if (best && sim <= best.score) continue;
-        if (!this.verify(keys.query, c.queryText, sim).accept) continue;
-        best = { vecKey: c.vecKey, sim, score: sim };
+        const v = this.verify(keys.query, c.queryText, sim, { query: qv, candidate: c.queryVec }, threshold);
+        if (!v.accept) continue;
+        best = { vecKey: c.vecKey, sim, score: sim, learned: v.learned };
       } else {
         if (!c.contextVec || !state.contextVec) continue;
         const ctxSim = dot(state.contextVec, c.contextVec);
         const score = s.context.queryWeight * sim + s.context.contextWeight * ctxSim;
         if (score < s.context.contextHitThreshold) continue;
         if (best && score <= best.score) continue;
-        if (s.verifyContextQuery && !this.verify(keys.query, c.queryText, sim).accept) continue;
+        let learned: number | undefined;
+        if (s.verifyContextQuery) {
+          const v = this.verify(keys.query, c.queryText, sim, { query: qv, candidate: c.queryVec }, threshold);
+          if (!v.accept) continue;
+          learned = v.learned;
+        }
         if (s.verifyContextTurns) {
-          const turns = this.sameUserTurns(state.contextUsers ?? [], c.contextUsers);
+          const turns = this.sameUserTurns(state.contextUsers ?? [], c.contextUsers, threshold);
           if (turns === "differ") continue;
           if (turns === "reworded" && score < (s.contextReworded ?? CONTEXT_REWORDED_THRESHOLD)) continue;
         }
-        best = { vecKey: c.vecKey, sim, ctxSim, score };
+        best = { vecKey: c.vecKey, sim, ctxSim, score, learned };
       }
     }
+    state.nearest = nearest ?? (found.length ? Math.max(-1, Math.min(1, found[0]!.similarity)) : undefined);
     if (best) {
       const row = ts.repo.payload(best.vecKey);
       if (row) {
         const tier: CacheTier = keys.mode === "single" ? "semantic" : "l2_context";
-        return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0);
+        return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0, best.learned);
       }
     }
     return miss();
   }
 
-  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number): LookupResult {
+  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number, learned?: number): LookupResult {
     ts.stats.hits[tier]++;
     this.tenants.touch(ts, row.vecKey);
     const lookupMs = performance.now() - t0;
@@ -270,6 +318,7 @@ export class SemanticCacheEngine {
       entryId: row.id,
       similarity: sim,
       ...(ctxSim !== undefined ? { contextSimilarity: ctxSim } : {}),
+      ...(learned !== undefined ? { learnedScore: learned } : {}),
       payload: { body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } },
       lookupMs,
     };
@@ -282,13 +331,14 @@ export class SemanticCacheEngine {
   private sameUserTurns(
     mine: Array<{ text: string; vec: Float32Array }>,
     theirs: Array<{ text: string; vec: Float32Array }> | null,
+    threshold: number | undefined,
   ): "same" | "reworded" | "differ" {
     if (!theirs || theirs.length !== mine.length) return "differ";
     let out: "same" | "reworded" = "same";
     for (let i = 0; i < mine.length; i++) {
       const a = mine[i]!;
       const b = theirs[i]!;
-      const r = this.verify(a.text, b.text, dot(a.vec, b.vec));
+      const r = this.verify(a.text, b.text, dot(a.vec, b.vec), { query: a.vec, candidate: b.vec }, threshold);
       if (r.accept) continue;
       if (r.reason !== LOW_SCORE) return "differ";
       out = "reworded";
@@ -339,6 +389,34 @@ export class SemanticCacheEngine {
       state.contextVec = fuseContext(vecs.slice(0, -1) as Float32Array[], emb.dimensions);
       state.contextUsers = window.flatMap((t, i) => (t.role === "user" ? [{ text: t.text, vec: vecs[i]! }] : []));
     }
+  }
+
+  /** The learned stage's operating point for this tenant (its own setting, else the configured, else the model's). */
+  private decisionThreshold(ts: TenantState): number | undefined {
+    if (!this.learned) return undefined;
+    return ts.settings().decisionThreshold ?? this.o.settings.decisionThreshold ?? this.learned.threshold;
+  }
+
+  /** A tenant's own hit-decision settings (null = the default). */
+  tenantSettings(tenantId: string): TenantCacheSettings {
+    return this.tenants.get(tenantId).settings();
+  }
+
+  /** Set (or with null clear) a tenant's own operating point of the learned stage (0..1: higher = fewer, surer hits). */
+  setTenantSettings(tenantId: string, next: TenantCacheSettings): TenantCacheSettings {
+    const ts = this.tenants.get(tenantId);
+    ts.repo.putSettings(next, this.now());
+    ts.dropSettings();
+    return ts.settings();
+  }
+
+  /** The operating point the tenant's lookups use, and where it comes from. */
+  effectiveDecision(tenantId: string): { learned: boolean; threshold: number | null; source: "tenant" | "config" | "model" | null; modelThreshold: number | null } {
+    if (!this.learned) return { learned: false, threshold: null, source: null, modelThreshold: null };
+    const own = this.tenantSettings(tenantId).decisionThreshold;
+    const cfg = this.o.settings.decisionThreshold;
+    const source = own !== null ? "tenant" : cfg !== undefined ? "config" : "model";
+    return { learned: true, threshold: own ?? cfg ?? this.learned.threshold, source, modelThreshold: this.learned.threshold };
   }
 
   // ---------------------------------------------------------------- store

@@ -17,6 +17,8 @@ import { cacheRoutes } from "./routes";
 import type { CacheConfig, ContextCacheConfig } from "./config";
 
 export { SemanticCacheEngine, type EngineSettings } from "./engine";
+export { LearnedModel } from "./verify/learned";
+export { defaultLearnedModel } from "./verify/learned-default";
 export { CACHE_SECTIONS, checkCacheConfig, type CacheConfig, type ContextCacheConfig } from "./config";
 export { CACHE_MIGRATIONS } from "./migrations";
 
@@ -44,6 +46,9 @@ export function engineSettings(c: CacheSettingsInput): EngineSettings {
       contextWeight: cc.context_weight,
       maxTurns: cc.max_turns,
     },
+    learnedDecision: k.learned_decision,
+    learnedMode: k.learned_mode,
+    decisionThreshold: k.decision_threshold,
     verifyContextQuery: true,
     verifyContextTurns: true,
     quantization: k.index_quantization,
@@ -80,7 +85,7 @@ export interface EngineConfig extends CacheSettingsInput {
 /** The engine alone from a loaded configuration (tests and benchmarks that drive it without HTTP). */
 export function createCacheEngine(
   config: EngineConfig,
-  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "timers" | "sweepIntervalMs">>,
+  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "learned" | "timers" | "sweepIntervalMs">>,
 ): SemanticCacheEngine {
   const { metrics, ...rest } = deps;
   return new SemanticCacheEngine({

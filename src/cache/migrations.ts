@@ -48,4 +48,15 @@ export const CACHE_MIGRATIONS: Migration[] = [
       db.run("ALTER TABLE cache_entries ADD COLUMN context_user_vecs BLOB");
     },
   },
+  {
+    // a tenant's own operating point of the learned hit decision (issue 14)
+    id: "0003_settings",
+    up: (db) => {
+      db.run(`CREATE TABLE cache_settings (
+        tenant_id TEXT PRIMARY KEY,
+        decision_threshold REAL,
+        updated_at INTEGER NOT NULL
+      )`);
+    },
+  },
 ];

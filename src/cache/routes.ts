@@ -4,6 +4,8 @@
  *   GET    /api/v1/cache/entries         list entries, newest first, limit/offset (ViewMetrics)
  *   DELETE /api/v1/cache/entries/:id     delete one entry (ManageConfig)
  *   DELETE /api/v1/cache                 purge the tenant's cache (ManageConfig)
+ *   GET    /api/v1/cache/settings        the tenant's operating point of the learned hit decision (ViewMetrics)
+ *   PUT    /api/v1/cache/settings        set it (decisionThreshold 0..1, or null for the default) (ManageConfig)
  * (POST /api/v1/query, a lookup of a chat-completions request, is the gateway's: src/gateway/query.ts)
  */
 import { t } from "elysia";
@@ -26,6 +28,23 @@ const EntrySchema = t.Object({
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+const SettingsSchema = t.Object({
+  /** the tenant's own operating point (null: the default) */
+  decisionThreshold: t.Union([t.Number(), t.Null()]),
+  /** whether the learned stage decides this gateway's hits (false: the embedder is not the one it was trained on, or it is off) */
+  learned: t.Boolean(),
+  /** the operating point lookups use and where it comes from */
+  effectiveThreshold: t.Union([t.Number(), t.Null()]),
+  source: t.Union([t.Literal("tenant"), t.Literal("config"), t.Literal("model"), t.Null()]),
+  /** the model's own default operating point */
+  modelThreshold: t.Union([t.Number(), t.Null()]),
+});
+
+function settingsOf(engine: SemanticCacheEngine, tenantId: string) {
+  const e = engine.effectiveDecision(tenantId);
+  return { decisionThreshold: engine.tenantSettings(tenantId).decisionThreshold, learned: e.learned, effectiveThreshold: e.threshold, source: e.source, modelThreshold: e.modelThreshold };
+}
 
 export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled: boolean) => {
   const on = () => {
@@ -70,6 +89,36 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         params: t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) }),
         response: t.Object({ id: t.String(), deleted: t.Boolean() }),
         detail: { summary: "Delete one cache entry", tags: ["cache"] },
+      },
+    )
+    .get("/settings", ({ principal }) => settingsOf(on(), principal.tenantId), {
+      perm: "ViewMetrics",
+      response: SettingsSchema,
+      detail: { summary: "The caller's operating point of the learned hit decision", tags: ["cache"] },
+    })
+    .put(
+      "/settings",
+      ({ principal, body }) => {
+        const engine = on();
+        engine.setTenantSettings(principal.tenantId, { decisionThreshold: body.decisionThreshold });
+        return settingsOf(engine, principal.tenantId);
+      },
+      {
+        perm: "ManageConfig",
+        body: t.Object(
+          {
+            decisionThreshold: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], {
+              description: "probability a pair needs to hit: higher = fewer, surer hits (precision), lower = more hits (recall); null = the default",
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        response: SettingsSchema,
+        detail: {
+          summary: "Set the caller's operating point of the learned hit decision",
+          description: "The precision / recall trade-off of each value, measured on the dev set, is in BENCHMARKS.md (\"Learned hit decision\").",
+          tags: ["cache"],
+        },
       },
     )
     .delete("", async ({ principal }) => ({ deleted: await on().purge(principal.tenantId) }), {

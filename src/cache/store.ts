@@ -83,10 +83,36 @@ function concat(vs: Float32Array[]): Float32Array {
   return out;
 }
 
+/** A tenant's own hit-decision settings (cache_settings; null = the default). */
+export interface TenantCacheSettings {
+  /** operating point of the learned stage: the probability a pair needs to hit (0..1) */
+  decisionThreshold: number | null;
+}
+
 const REMOVED = "RETURNING vec_key AS vecKey, partition, exact_key AS exactKey";
 
 export class CacheStore {
   constructor(private readonly t: TenantDb) {}
+
+  settings(): TenantCacheSettings {
+    const r = this.t.get<{ decisionThreshold: number | null }>(
+      "SELECT decision_threshold AS decisionThreshold FROM cache_settings WHERE tenant_id = $tenant",
+      {},
+    );
+    return { decisionThreshold: r?.decisionThreshold ?? null };
+  }
+
+  putSettings(s: TenantCacheSettings, now: number) {
+    if (s.decisionThreshold === null) {
+      this.t.run("DELETE FROM cache_settings WHERE tenant_id = $tenant", {});
+      return;
+    }
+    this.t.run(
+      `INSERT INTO cache_settings (tenant_id, decision_threshold, updated_at) VALUES ($tenant, $t, $now)
+       ON CONFLICT (tenant_id) DO UPDATE SET decision_threshold = excluded.decision_threshold, updated_at = excluded.updated_at`,
+      { t: s.decisionThreshold, now },
+    );
+  }
 
   findExact(exactKey: string, now: number): ExactRow | undefined {
     return this.t.get<ExactRow>(

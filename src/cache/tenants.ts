@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { rmSync } from "node:fs";
 import type { Logger } from "../core/log";
-import type { CacheStore } from "./store";
+import type { CacheStore, TenantCacheSettings } from "./store";
 import { VectorIndex, DEFAULT_INDEX_PARAMS, type Quantization } from "../core/vector-index";
 import { sha256 } from "./partition";
 
@@ -20,11 +20,22 @@ export class TenantState {
   readonly stats = { lookups: 0, hits: { exact: 0, semantic: 0, l2_context: 0 }, misses: 0, stores: 0, evictions: 0 };
   /** pending hit bookkeeping: vecKey -> hits since the last flush */
   readonly touches = new Map<number, number>();
+  private own: TenantCacheSettings | undefined;
   constructor(
     readonly repo: CacheStore,
     readonly dirKey: string,
   ) {
     this.count = repo.count();
+  }
+
+  /** The tenant's own hit-decision settings, read from SQLite once while the tenant is loaded. */
+  settings(): TenantCacheSettings {
+    this.own ??= this.repo.settings();
+    return this.own;
+  }
+
+  dropSettings() {
+    this.own = undefined;
   }
 }
 

@@ -51,12 +51,16 @@ export type LookupResult =
       similarity: number;
       /** stage-2 context similarity, when the context tier decided */
       contextSimilarity?: number;
+      /** the learned stage's probability of same meaning, when it decided the hit */
+      learnedScore?: number;
       payload: CachedPayload;
       lookupMs: number;
     }
   | {
       hit: false;
       lookupMs: number;
+      /** similarity of the nearest cached question looked at (absent when nothing was compared) */
+      nearestSimilarity?: number;
       /** opaque state from the lookup (e.g. embeddings) that store() reuses */
       state?: unknown;
     };

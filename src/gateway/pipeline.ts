@@ -117,7 +117,7 @@ export class Pipeline {
     else {
       lookup = await this.d.cache.lookup(input);
       if (lookup.hit) {
-        const meta: CacheMeta = { status: "HIT", tier: lookup.tier, similarity: lookup.similarity, contextSimilarity: lookup.contextSimilarity, lookupMs: lookup.lookupMs };
+        const meta: CacheMeta = { status: "HIT", tier: lookup.tier, similarity: lookup.similarity, contextSimilarity: lookup.contextSimilarity, learnedScore: lookup.learnedScore, lookupMs: lookup.lookupMs };
         const raw = lookup.payload.body;
         const usage = lookup.payload.usage;
         this.record(x, meta, usage, call.stream, undefined);
@@ -128,7 +128,8 @@ export class Pipeline {
         return { kind: "json", body: endpoint.decorate ? endpoint.decorate(raw, call, meta) : raw, raw, meta, usage };
       }
     }
-    const meta: CacheMeta = x.skipCache ? BYPASS : { status: "MISS", similarity: 0, lookupMs: lookup?.lookupMs ?? 0 };
+    // a miss reports how close the nearest cached question was (0 when nothing was compared)
+    const meta: CacheMeta = x.skipCache ? BYPASS : { status: "MISS", similarity: lookup && !lookup.hit ? (lookup.nearestSimilarity ?? 0) : 0, lookupMs: lookup?.lookupMs ?? 0 };
     const store = lookup ? { input, lookup } : undefined;
     const ticket = await this.admit(x);
     if (call.stream) return this.stream(x, store, meta, ticket);

@@ -15,6 +15,7 @@ const QueryResponse = t.Object({
   tier: t.Union([t.Literal("exact"), t.Literal("semantic"), t.Literal("l2_context"), t.Null()]),
   similarity: t.Number(),
   contextSimilarity: t.Union([t.Number(), t.Null()]),
+  learnedScore: t.Union([t.Number(), t.Null()]),
   entryId: t.Union([t.String(), t.Null()]),
   lookupMs: t.Number(),
   response: t.Any(),
@@ -32,8 +33,9 @@ export const queryRoutes = (kernel: Kernel, cache: ResponseCache, enabled: () =>
         workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
         codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
       });
-      if (!r.hit) return { hit: false, tier: null, similarity: 0, contextSimilarity: null, entryId: null, lookupMs: r.lookupMs, response: null };
-      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? 1, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
+      // a miss reports the nearest cached question's similarity (0 when none was compared)
+      if (!r.hit) return { hit: false, tier: null, similarity: r.nearestSimilarity ?? 0, contextSimilarity: null, learnedScore: null, entryId: null, lookupMs: r.lookupMs, response: null };
+      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? 1, learnedScore: r.learnedScore ?? null, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
     },
     {
       body: ChatCompletionBody,

@@ -73,6 +73,7 @@ const TABLE: Record<string, number[]> = {
   "Q.99": at(0.99, 0, 2),
   "Q.9": at(0.9, 0, 2),
   "Q.84": at(0.84, 0, 2),
+  "Q.79": at(0.79, 0, 2),
   A: at(1, 1, 3),
   "A.95": at(0.95, 1, 3),
   "A.9": at(0.9, 1, 3),
@@ -255,15 +256,19 @@ describe("SVC_CACHE__SIMILARITY_THRESHOLD (single-turn semantic tier)", () => {
       await h.done();
     }
   }
-  test("default 0.85: cosine 0.9 hits, 0.84 misses", async () => {
-    const hit = await single({}, "Q.9");
+  test("default 0.8 (the learned stage judges candidates from 0.8 up): cosine 0.84 hits, 0.79 misses", async () => {
+    const hit = await single({}, "Q.84");
     expect(hit.hit && hit.tier).toBe("semantic");
-    expect(hit.hit && hit.similarity).toBeCloseTo(0.9, 5);
-    expect((await single({}, "Q.84")).hit).toBe(false);
+    expect(hit.hit && hit.similarity).toBeCloseTo(0.84, 5);
+    const miss = await single({}, "Q.79");
+    expect(miss.hit).toBe(false);
+    // the miss reports how close the nearest cached question was
+    expect(!miss.hit && miss.nearestSimilarity).toBeCloseTo(0.79, 3);
   });
-  test("raised to 0.95: cosine 0.9 misses, 0.99 hits; lowered to 0.8: cosine 0.84 hits", async () => {
+  test("raised to 0.95: cosine 0.9 misses, 0.99 hits; raised to 0.85: cosine 0.84 misses", async () => {
     expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.95" }, "Q.9")).hit).toBe(false);
     expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.95" }, "Q.99")).hit).toBe(true);
-    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.8" }, "Q.84")).hit).toBe(true);
+    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.85" }, "Q.84")).hit).toBe(false);
+    expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.85" }, "Q.9")).hit).toBe(true);
   });
 });

@@ -32,6 +32,8 @@ export interface CacheMeta {
   tier?: CacheTier;
   similarity: number;
   contextSimilarity?: number;
+  /** the learned stage's probability of same meaning, on a hit it decided */
+  learnedScore?: number;
   lookupMs: number;
 }
 
@@ -39,7 +41,8 @@ export interface CacheMeta {
 export function svcObject(meta: CacheMeta) {
   return {
     cache_hit: meta.status === "HIT",
-    similarity: meta.similarity,
+    // doc1 §4.5 spells a miss's similarity as 0.0 in this object; the nearest similarity is in svc_metadata and /api/v1/query
+    similarity: meta.status === "HIT" ? meta.similarity : 0,
     source: meta.status === "HIT" ? meta.tier ?? "exact" : "provider",
     latency_ms: Math.round(meta.lookupMs),
   };

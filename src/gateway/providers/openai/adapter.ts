@@ -165,8 +165,10 @@ function textOf(body: any): string {
 /**
  * doc1 §4.2's five fields. On a hit all are numbers/strings: context_similarity is the stage-2
  * similarity of an l2_context hit and 1 otherwise (the exact tier matched the identical
- * conversation; a single-turn hit has no earlier turns on either side). On a miss or bypass no
- * candidate was compared: cache_tier and context_similarity are null.
+ * conversation; a single-turn hit has no earlier turns on either side). On a miss, similarity is
+ * the nearest cached question's (0 when none was compared; so operators see how close it was);
+ * cache_tier and context_similarity are null. Exactly the five fields: the learned stage's score is
+ * in POST /api/v1/query's answer (learnedScore).
  */
 function metadata(call: ProxyCall, meta: CacheMeta) {
   const hit = meta.status === "HIT";

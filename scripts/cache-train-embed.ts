@@ -1,0 +1,77 @@
+/**
+ * Embeds every distinct question of cache-train/pairs.jsonl with the gateway's own local embedder
+ * (USE-lite) and keeps the vectors in a gitignored file under data/, so that retraining
+ * (scripts/train-cache-decision.ts) does not embed ~124k texts again. The file is keyed by the
+ * embedder id and the question list's hash; a stale file is rebuilt.
+ *
+ *   nice ./node_modules/.bin/bun run scripts/cache-train-embed.ts [--data DIR] [--out data/cache-train-emb.bin]
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { createEmbedder } from "../src/embedding/index";
+import { dataDir } from "./bench/data";
+
+export interface TrainPair { id: string; q1: string; q2: string; label: number }
+export interface EmbeddedSet { pairs: TrainPair[]; texts: string[]; index: Map<string, number>; dims: number; vecs: Float32Array; embedderId: string }
+
+export const DEFAULT_EMB_FILE = resolve(import.meta.dir, "../data/cache-train-emb.bin");
+
+export async function readPairs(dir: string): Promise<TrainPair[]> {
+  return (await Bun.file(`${dir}/pairs.jsonl`).text()).trim().split("\n").map((l) => JSON.parse(l) as TrainPair);
+}
+
+/** Distinct texts in first-seen order (deterministic). */
+export function distinctTexts(pairs: TrainPair[]): string[] {
+  const seen = new Set<string>();
+  for (const p of pairs) for (const t of [p.q1, p.q2]) seen.add(t);
+  return [...seen];
+}
+
+export async function loadOrEmbed(dir: string, file = DEFAULT_EMB_FILE, log = (s: string) => process.stderr.write(s + "\n")): Promise<EmbeddedSet> {
+  const pairs = await readPairs(dir);
+  const texts = distinctTexts(pairs);
+  const index = new Map(texts.map((t, i) => [t, i]));
+  const hash = createHash("sha256").update(texts.join("\n")).digest("hex").slice(0, 16);
+  const emb = createEmbedder({ provider: "local", lruSize: 0 });
+  const id = emb.id;
+  const dims = emb.dimensions;
+  const header = `${id}|${hash}|${texts.length}|${dims}`;
+  if (existsSync(file)) {
+    const buf = new Uint8Array(await Bun.file(file).arrayBuffer());
+    const hl = new DataView(buf.buffer).getUint32(0, true);
+    const h = new TextDecoder().decode(buf.subarray(4, 4 + hl));
+    if (h === header) {
+      await emb.close();
+      const off = 4 + hl;
+      const vecs = new Float32Array(buf.buffer.slice(off, off + texts.length * dims * 4));
+      return { pairs, texts, index, dims, vecs, embedderId: id };
+    }
+    log(`embedding cache ${file} is stale (${h} != ${header}); re-embedding`);
+  }
+  await emb.load();
+  const vecs = new Float32Array(texts.length * dims);
+  const B = 64;
+  const t0 = performance.now();
+  for (let i = 0; i < texts.length; i += B) {
+    const got = await emb.embed(texts.slice(i, i + B));
+    got.forEach((v, k) => vecs.set(v, (i + k) * dims));
+    if ((i / B) % 100 === 0) log(`embedded ${i + got.length}/${texts.length} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  }
+  await emb.close();
+  mkdirSync(dirname(file), { recursive: true });
+  const hb = new TextEncoder().encode(header);
+  const out = new Uint8Array(4 + hb.length + vecs.byteLength);
+  new DataView(out.buffer).setUint32(0, hb.length, true);
+  out.set(hb, 4);
+  out.set(new Uint8Array(vecs.buffer), 4 + hb.length);
+  await Bun.write(file, out);
+  log(`wrote ${file} (${texts.length} vectors, ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  return { pairs, texts, index, dims, vecs, embedderId: id };
+}
+
+if (import.meta.main) {
+  const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
+  const s = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("out") ?? DEFAULT_EMB_FILE);
+  console.log(`${s.texts.length} texts x ${s.dims} (${s.embedderId})`);
+}
