@@ -39,14 +39,18 @@ export const ChatCompletionBody = t.Object(
   { additionalProperties: true },
 );
 
-/** Text of an OpenAI message content (string or parts). Images count by their hash. */
-function contentText(content: unknown): string {
+/**
+ * Text of an OpenAI message content (string or parts) — chat-completions parts and the Responses
+ * API's (`input_text`, `output_text`, `input_image`). Images count by their hash.
+ */
+export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return content == null ? "" : compact(content);
   return content
     .map((p: any) => {
-      if (p?.type === "text") return p.text ?? "";
+      if (p?.type === "text" || p?.type === "input_text" || p?.type === "output_text") return p.text ?? "";
       if (p?.type === "image_url") return `[image:${sha(String(p.image_url?.url ?? ""))}]`;
+      if (p?.type === "input_image") return `[image:${sha(String(p.image_url ?? p.file_id ?? ""))}]`;
       if (p?.type === "input_audio") return `[audio:${sha(String(p.input_audio?.data ?? ""))}]`;
       return compact(p);
     })

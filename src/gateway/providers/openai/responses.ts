@@ -18,7 +18,7 @@ import { t } from "elysia";
 import { uuid } from "../../../core/ids";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
 import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn } from "../types";
-import { plainText } from "./adapter";
+import { contentText, plainText } from "./adapter";
 
 export const ResponsesBody = t.Object(
   {
@@ -33,17 +33,6 @@ export const ResponsesBody = t.Object(
   },
   { additionalProperties: true },
 );
-
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return content == null ? "" : compact(content);
-  return content
-    .map((p: any) => {
-      if (p?.type === "input_text" || p?.type === "output_text" || p?.type === "text") return p.text ?? "";
-      return compact(p);
-    })
-    .join("\n");
-}
 
 /** The `input` as turns (system/developer messages go to the scope). */
 function turnsOf(input: unknown): { system: string[]; turns: Turn[] } {
