@@ -10,6 +10,7 @@ import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
 import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
 import { IDENTITY_SECTIONS } from "./identity/config";
 import { MCP_SECTIONS } from "./mcp/config";
+import { MEMORY_SECTIONS } from "./memory/config";
 
 export const ConfigSchema = T.Object({
   ...CORE_SECTIONS,
@@ -19,6 +20,7 @@ export const ConfigSchema = T.Object({
   ...RATE_LIMIT_SECTIONS,
   ...IDENTITY_SECTIONS,
   ...MCP_SECTIONS,
+  ...MEMORY_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;
