@@ -248,7 +248,7 @@ export class MemoryStore {
   activeBranches(projectId: string): string[] {
     return this.db
       .all<{ branch_name: string }>(
-        `SELECT branch_name FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p AND status = 'active' ORDER BY created_at, branch_name`,
+        `SELECT branch_name FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p AND status = 'active' ORDER BY created_at, rowid`,
         { p: projectId },
       )
       .map((r) => r.branch_name);
@@ -321,7 +321,7 @@ export class MemoryStore {
 
   branches(projectId: string): Branch[] {
     return this.db
-      .all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.branch_name`, { p: projectId })
+      .all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid`, { p: projectId })
       .map(branchOf);
   }
 
@@ -464,7 +464,7 @@ export class MemoryStore {
               (SELECT COUNT(*) FROM memory_milestones m WHERE m.tenant_id = $tenant AND m.project_id = $p AND m.branch_name = b.branch_name) AS milestones,
               (SELECT COUNT(*) FROM memory_logs l WHERE l.tenant_id = $tenant AND l.project_id = $p AND l.branch_name = b.branch_name) AS logEntries,
               (SELECT MAX(created_at) FROM memory_milestones m WHERE m.tenant_id = $tenant AND m.project_id = $p AND m.branch_name = b.branch_name) AS lastMilestoneAt
-       FROM memory_branches b WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.branch_name`,
+       FROM memory_branches b WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid`,
       { p: projectId },
     );
   }
