@@ -189,7 +189,7 @@ export class MemoryService {
       this.getProject(tenantId, projectId);
       const b = s.branch(projectId, branchName);
       if (!b) throw notFound(`branch '${branchName}'`);
-      if (b.status === "abandoned") throw conflict(`branch '${branchName}' is abandoned: no new log entries may be added`);
+      if (b.status !== "active") throw conflict(`branch '${branchName}' is ${b.status}: no new log entries may be added`);
       const e = {
         entryId: uuid(),
         projectId,

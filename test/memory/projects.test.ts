@@ -232,6 +232,9 @@ describe("store", () => {
     await e.call("POST", "/projects/states/merge", { sourceBranch: "done", mergeSummary: "s", agentId: "a" });
     expectError(await e.call("POST", "/projects/states/store", milestone(3, { branchName: "done" })), 409, "conflict", /merged/);
     expect((await e.call("GET", "/projects/states")).body.milestoneCount).toBe(1); // only the merge milestone
+    // nor new log entries
+    expectError(await e.call("POST", "/projects/states/log", { branchName: "dead", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /abandoned/);
+    expectError(await e.call("POST", "/projects/states/log", { branchName: "done", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /merged/);
   });
 });
 
@@ -292,6 +295,8 @@ describe("branches", () => {
     expect((await e.call("GET", `/projects/ab/recall?view=milestone&milestoneId=${m.body.milestoneId}`)).body.milestones[0].milestoneId).toBe(m.body.milestoneId);
     expectError(await e.call("POST", "/projects/ab/branches/f/abandon", { reason: "again" }), 409, "conflict");
     expectError(await e.call("POST", "/projects/ab/branches/ghost/abandon", { reason: "x" }), 404, "not_found");
+    expectError(await e.call("POST", "/projects/ab/branches/main/abandon", { reason: "x" }), 400, "invalid_request_error", /main/);
+    expectError(await e.call("POST", "/projects/ab/branches/f/abandon", { reason: "r".repeat(2_001) }), 400, "validation_error", /reason/);
   });
 
   test("merge: merge milestone on the target with the summary, source merged, milestonesMerged = source's milestones", async () => {
