@@ -32,10 +32,10 @@ export function startFakeServices(): FakeServices {
   const requests: Recorded[] = [];
   const failures: Array<{ prefix: string; status: number; match?: (r: Recorded) => boolean }> = [];
   const fs: Partial<FakeServices> = { github: [], jira: [], confluence: [], slack: [], created: [], posted: [] };
-  const server = Bun.serve({
+  const server: ReturnType<typeof Bun.serve> = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
-    async fetch(req) {
+    async fetch(req): Promise<Response> {
       const u = new URL(req.url);
       const text = await req.text();
       let body: any = undefined;
@@ -52,7 +52,7 @@ export function startFakeServices(): FakeServices {
         if (f.status === 200) return Response.json({ ok: false, error: "ratelimited" });
         return Response.json({ message: "Server Error", errorMessages: ["boom"] }, { status: f.status });
       }
-      const origin = `http://127.0.0.1:${server.port}`;
+      const origin: string = `http://127.0.0.1:${server.port}`;
 
       // ---- GitHub: GET /repos/{owner}/{repo}/issues?state=all&sort=updated&direction=asc&since&per_page&page
       const gh = u.pathname.match(/^\/repos\/([^/]+)\/([^/]+)\/issues$/);
