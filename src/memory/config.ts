@@ -26,6 +26,8 @@ export const MEMORY_SECTIONS = {
     sync_timeout_ms: T.Integer({ default: 30_000, minimum: 1 }),
     /** promotions per project per minute (doc1 §8) */
     promotions_per_minute: T.Integer({ default: 10, minimum: 1 }),
+    /** lexical search ignores query words found in more of the searched items than this (near-zero BM25 weight; keeps the cost bounded) */
+    lexical_max_df: T.Integer({ default: 2_000, minimum: 1 }),
     /** vector indexes (one per tenant, project and kind) kept loaded; the least recently used is rebuilt from SQLite on next use */
     max_indexes: T.Integer({ default: 1_000, minimum: 1 }),
   }),

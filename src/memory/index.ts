@@ -15,7 +15,7 @@ import type { OutboundPolicy } from "../core/outbound";
 import type { Completer, Embedder } from "./ports";
 import type { MemoryConfig } from "./config";
 import { MEMORY_MIGRATIONS } from "./migrations";
-import { MemoryStore } from "./store";
+import { MemoryStore, TermStats } from "./store";
 import { MemoryVectors } from "./vectors";
 import { Retriever } from "./search";
 import { MemoryService } from "./service";
@@ -47,7 +47,8 @@ export interface MemoryDeps {
 
 /** The services alone, over a storage (tests call them without HTTP). */
 export function memoryServices(d: MemoryDeps): MemoryServices {
-  const stores = (t: string) => new MemoryStore(d.storage.tenant(t));
+  const stats = new TermStats(d.config.lexical_max_df);
+  const stores = (t: string) => new MemoryStore(d.storage.tenant(t), stats);
   const clock = d.clock ?? Date.now;
   const vectors = new MemoryVectors(d.config.max_indexes);
   const retriever = new Retriever(d.embedder, vectors);

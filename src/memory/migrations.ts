@@ -2,7 +2,8 @@
  * The Memory API's tables. Every row carries tenant_id; project ids are per tenant. Searchable
  * items (milestones, knowledge, synced documents) keep their f32 embedding (`vec`, the source of
  * truth the in-memory USearch indexes are rebuilt from) and a row in an FTS5 table whose rowid is
- * the item's integer key (BM25 lexical matching).
+ * the item's integer key (BM25 lexical matching); its `scope` column holds a tenant token and a
+ * project token (store.ts scopeOf) so FTS5 narrows a match to the searched projects itself.
  */
 import type { Migration } from "../storage/migrations";
 
@@ -62,7 +63,7 @@ export const MEMORY_MIGRATIONS: Migration[] = [
       CREATE UNIQUE INDEX memory_milestones_seq ON memory_milestones(tenant_id, project_id, sequence_number);
       CREATE INDEX memory_milestones_branch ON memory_milestones(tenant_id, project_id, branch_name, sequence_number);
       CREATE INDEX memory_milestones_agent ON memory_milestones(tenant_id, agent_id, created_at);
-      CREATE VIRTUAL TABLE memory_milestones_fts USING fts5(body, tokenize = "unicode61 tokenchars '_'");
+      CREATE VIRTUAL TABLE memory_milestones_fts USING fts5(body, scope, tokenize = "unicode61 tokenchars '_'");
 
       CREATE TABLE memory_logs (
         key INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -128,7 +129,7 @@ export const MEMORY_MIGRATIONS: Migration[] = [
       );
       CREATE UNIQUE INDEX memory_knowledge_hash ON memory_knowledge(tenant_id, project_id, content_hash);
       CREATE INDEX memory_knowledge_created ON memory_knowledge(tenant_id, project_id, created_at);
-      CREATE VIRTUAL TABLE memory_knowledge_fts USING fts5(body, tokenize = "unicode61 tokenchars '_'");
+      CREATE VIRTUAL TABLE memory_knowledge_fts USING fts5(body, scope, tokenize = "unicode61 tokenchars '_'");
 
       CREATE TABLE memory_contributors (
         tenant_id TEXT NOT NULL,
@@ -177,7 +178,7 @@ export const MEMORY_MIGRATIONS: Migration[] = [
       );
       CREATE UNIQUE INDEX memory_documents_ext ON memory_documents(tenant_id, source_id, external_id);
       CREATE INDEX memory_documents_project ON memory_documents(tenant_id, project_id);
-      CREATE VIRTUAL TABLE memory_documents_fts USING fts5(body, tokenize = "unicode61 tokenchars '_'");
+      CREATE VIRTUAL TABLE memory_documents_fts USING fts5(body, scope, tokenize = "unicode61 tokenchars '_'");
     `,
   },
 ];

@@ -29,9 +29,12 @@ export interface RetrieveFilter {
   since?: string;
 }
 
-/** An FTS5 query matching any word of the text (each word quoted: no operator injection). */
+/** The distinct words of a query as FTS5 tokenises them (letters, digits, `_`; lower case), at most 32. */
+export const ftsWords = (text: string): string[] => [...new Set((text.match(/[\p{L}\p{N}_]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 32);
+
+/** An FTS5 expression matching any of the words (each quoted: no operator injection). */
 export function ftsQuery(text: string): string | undefined {
-  const words = [...new Set((text.match(/[\p{L}\p{N}_]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 32);
+  const words = ftsWords(text);
   return words.length ? words.map((w) => `"${w}"`).join(" OR ") : undefined;
 }
 
@@ -60,8 +63,7 @@ export class Retriever {
       semantic = semantic.filter((s) => ok.has(s.key));
     }
     // lexical
-    const match = ftsQuery(query);
-    const lexical = match ? store.lexical(kind, match, projectIds, depth, filter) : [];
+    const lexical = store.lexical(kind, ftsWords(query), projectIds, depth, filter);
     const hits = new Map<number, Hit>();
     const hit = (key: number) => {
       let h = hits.get(key);

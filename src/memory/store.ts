@@ -2,6 +2,7 @@
  * Every SQL statement of the Memory API, over the tenant-bound handle (each binds $tenant; FTS
  * tables are reached through their item table's tenant column). The services never see SQL.
  */
+import { createHash } from "node:crypto";
 import type { TenantDb } from "../storage/scoped";
 import { hashHex } from "./hash";
 import {
@@ -219,8 +220,43 @@ export const milestoneText = (m: { branchPurpose: string; cumulativeProgress: st
 
 const TABLE: Record<ItemKind, string> = { milestone: "memory_milestones", knowledge: "memory_knowledge", document: "memory_documents" };
 
+/**
+ * Document frequencies of query words within a scope, cached briefly (shared by the stores of one
+ * app). Lexical matching drops words present in more than `maxDf` items of the searched scope:
+ * their BM25 weight is near zero, and matching them would make the query cost grow with the corpus.
+ */
+export class TermStats {
+  private readonly cache = new Map<string, { n: number; at: number }>();
+  constructor(
+    readonly maxDf = 2_000,
+    private readonly ttlMs = 30_000,
+    private readonly maxEntries = 50_000,
+  ) {}
+  get(key: string, now: number): number | undefined {
+    const e = this.cache.get(key);
+    return e && now - e.at < this.ttlMs ? e.n : undefined;
+  }
+  set(key: string, n: number, now: number) {
+    if (this.cache.size >= this.maxEntries) this.cache.clear();
+    this.cache.set(key, { n, at: now });
+  }
+}
+
+const token = (prefix: string, s: string) => prefix + createHash("sha256").update(s).digest("hex").slice(0, 16);
+
 export class MemoryStore {
-  constructor(readonly db: TenantDb) {}
+  constructor(
+    readonly db: TenantDb,
+    private readonly stats: TermStats = new TermStats(),
+  ) {}
+
+  /** FTS scope tokens: one for the tenant, one for the tenant's project (narrowing only; SQL still filters). */
+  tenantToken(): string {
+    return token("t_", this.tenantId);
+  }
+  projectToken(projectId: string): string {
+    return token("p_", `${this.tenantId}\u0000${projectId}`);
+  }
 
   get tenantId() {
     return this.db.tenantId;
@@ -387,7 +423,7 @@ export class MemoryStore {
         at: m.createdAt,
       },
     )!.key;
-    this.indexText("milestone", key, milestoneText(m));
+    this.indexText("milestone", key, milestoneText(m), m.projectId);
     return key;
   }
 
@@ -588,7 +624,7 @@ export class MemoryStore {
         at: k.created_at,
       },
     )!.key;
-    this.indexText("knowledge", key, k.summary);
+    this.indexText("knowledge", key, k.summary, k.project_id);
     return key;
   }
 
@@ -629,7 +665,7 @@ export class MemoryStore {
         at,
       },
     )!.key;
-    this.indexText("document", key, `${d.title}\n${d.body}`);
+    this.indexText("document", key, `${d.title}\n${d.body}`, projectId);
     return { key, replaced: old?.key ?? null };
   }
 
@@ -659,9 +695,13 @@ export class MemoryStore {
 
   // ---------------------------------------------------------------- search support
 
-  private indexText(kind: ItemKind, key: number, text: string) {
+  private indexText(kind: ItemKind, key: number, text: string, projectId: string) {
     const t = TABLE[kind];
-    this.db.run(`INSERT INTO ${t}_fts (rowid, body) SELECT key, $body FROM ${t} WHERE tenant_id = $tenant AND key = $key`, { key, body: text });
+    this.db.run(`INSERT INTO ${t}_fts (rowid, body, scope) SELECT key, $body, $scope FROM ${t} WHERE tenant_id = $tenant AND key = $key`, {
+      key,
+      body: text,
+      scope: `${this.tenantToken()} ${this.projectToken(projectId)}`,
+    });
   }
 
   /** Vectors of a project's items of one kind (to build its index). */
@@ -677,14 +717,40 @@ export class MemoryStore {
   }
 
   /**
-   * BM25 matches of an FTS5 query among the given projects' items of one kind, best first, with
-   * optional filters (agent ids, created since).
+   * BM25 matches of any of `words` among the given projects' items of one kind, best first, with
+   * optional filters (agent ids, created since). The FTS5 expression itself is narrowed to the
+   * projects' scope tokens (or the tenant's, for many projects); words in more than
+   * `TermStats.maxDf` items of that scope are dropped (rarest first, at most 2 × maxDf postings in
+   * all), so the cost stays bounded as the corpus grows.
    */
-  lexical(kind: ItemKind, match: string, projectIds: string[], k: number, filter: { agentIds?: string[]; since?: string } = {}): Array<{ key: number; bm25: number }> {
+  lexical(kind: ItemKind, words: string[], projectIds: string[], k: number, filter: { agentIds?: string[]; since?: string } = {}): Array<{ key: number; bm25: number }> {
+    if (!words.length || !projectIds.length) return [];
     const t = TABLE[kind];
+    const scope = projectIds.length <= 16 ? `scope : (${projectIds.map((p) => `"${this.projectToken(p)}"`).join(" OR ")})` : `scope : "${this.tenantToken()}"`;
+    const now = Date.now();
+    const counted = words.map((w) => {
+      const key = `${t}\u0000${scope}\u0000${w}`;
+      let n = this.stats.get(key, now);
+      if (n === undefined) {
+        n = this.db.get<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid WHERE ${t}_fts MATCH $match AND i.tenant_id = $tenant LIMIT $cap)`,
+          { match: `${scope} AND body : "${w}"`, cap: this.stats.maxDf + 1 },
+        )!.n;
+        this.stats.set(key, n, now);
+      }
+      return { w, n };
+    });
+    const kept: string[] = [];
+    let postings = 0;
+    for (const c of counted.filter((c) => c.n > 0 && c.n <= this.stats.maxDf).sort((a, b) => a.n - b.n)) {
+      if (postings + c.n > 2 * this.stats.maxDf && kept.length) break;
+      kept.push(c.w);
+      postings += c.n;
+    }
+    if (!kept.length) return [];
     const time = kind === "document" ? "updated_at" : "created_at";
     const where = [`i.tenant_id = $tenant`, `i.project_id IN (SELECT value FROM json_each($projects))`];
-    const params: Record<string, string | number> = { match, projects: JSON.stringify(projectIds), k };
+    const params: Record<string, string | number> = { match: `${scope} AND body : (${kept.map((w) => `"${w}"`).join(" OR ")})`, projects: JSON.stringify(projectIds), k };
     if (filter.agentIds && kind === "milestone") {
       where.push(`i.agent_id IN (SELECT value FROM json_each($agents))`);
       params.agents = JSON.stringify(filter.agentIds);
@@ -694,8 +760,8 @@ export class MemoryStore {
       params.since = filter.since;
     }
     return this.db.all<{ key: number; bm25: number }>(
-      `SELECT f.rowid AS key, bm25(${t}_fts) AS bm25 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid
-       WHERE ${t}_fts MATCH $match AND ${where.join(" AND ")} ORDER BY bm25(${t}_fts) LIMIT $k`,
+      `SELECT f.rowid AS key, bm25(${t}_fts, 1.0, 0.0) AS bm25 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid
+       WHERE ${t}_fts MATCH $match AND ${where.join(" AND ")} ORDER BY bm25(${t}_fts, 1.0, 0.0) LIMIT $k`,
       params,
     );
   }

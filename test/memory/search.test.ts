@@ -120,3 +120,24 @@ describe("cross-project search", () => {
     expect(r.body.milestones[0].thisContribution).toContain("quokka");
   });
 });
+
+describe("lexical cost bound", () => {
+  test("words found in more than lexical_max_df items of the scope are not matched lexically; rare ones are", async () => {
+    const small = await memoryEnv({ memory: { lexical_max_df: 2 } });
+    try {
+      await small.call("POST", "/projects", { projectId: "df", name: "df", roadmap: "" });
+      for (let i = 0; i < 4; i++)
+        await small.call("POST", "/projects/df/store", { branchPurpose: "p", cumulativeProgress: `deploy step ${i}`, thisContribution: `deploy pipeline change ${i}`, agentId: "a" });
+      await small.call("POST", "/projects/df/store", { branchPurpose: "p", cumulativeProgress: "deploy", thisContribution: "deploy failed with ERR_RARE_TOKEN", agentId: "a" });
+      const r = await small.call("POST", "/projects/df/search", { query: "deploy ERR_RARE_TOKEN" });
+      const lexical = r.body.milestones.filter((m: any) => m.lexicalRank !== null);
+      expect(lexical.map((m: any) => m.thisContribution)).toEqual(["deploy failed with ERR_RARE_TOKEN"]); // "deploy" (5 items > 2) dropped
+      expect(r.body.milestones[0].thisContribution).toBe("deploy failed with ERR_RARE_TOKEN");
+      expect(r.body.milestones.length).toBe(5); // the others still come from the vectors
+      const common = await small.call("POST", "/projects/df/search", { query: "deploy" });
+      expect(common.body.milestones.every((m: any) => m.lexicalRank === null)).toBe(true);
+    } finally {
+      await small.stop();
+    }
+  });
+});
