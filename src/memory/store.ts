@@ -719,14 +719,15 @@ export class MemoryStore {
   /**
    * BM25 matches of any of `words` among the given projects' items of one kind, best first, with
    * optional filters (agent ids, created since). The FTS5 expression itself is narrowed to the
-   * projects' scope tokens (or the tenant's, for many projects); words in more than
+   * project's scope token (the tenant's, for several projects; SQL keeps only the listed ones); words in more than
    * `TermStats.maxDf` items of that scope are dropped (rarest first, at most 2 × maxDf postings in
    * all), so the cost stays bounded as the corpus grows.
    */
   lexical(kind: ItemKind, words: string[], projectIds: string[], k: number, filter: { agentIds?: string[]; since?: string } = {}): Array<{ key: number; bm25: number }> {
     if (!words.length || !projectIds.length) return [];
     const t = TABLE[kind];
-    const scope = projectIds.length <= 16 ? `scope : (${projectIds.map((p) => `"${this.projectToken(p)}"`).join(" OR ")})` : `scope : "${this.tenantToken()}"`;
+    // one project: its token; several: the tenant's (an OR of project tokens makes FTS5 merge their doclists for every word)
+    const scope = projectIds.length === 1 ? `scope : "${this.projectToken(projectIds[0]!)}"` : `scope : "${this.tenantToken()}"`;
     const now = Date.now();
     const counted = words.map((w) => {
       const key = `${t}\u0000${scope}\u0000${w}`;
