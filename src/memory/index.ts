@@ -47,7 +47,7 @@ export interface MemoryDeps {
 
 /** The services alone, over a storage (tests call them without HTTP). */
 export function memoryServices(d: MemoryDeps): MemoryServices {
-  const stats = new TermStats(d.config.lexical_max_df);
+  const stats = new TermStats(d.storage.global("FTS document frequency of a query word within a tenant's scope token (a count only)"), d.config.lexical_max_df);
   const stores = (t: string) => new MemoryStore(d.storage.tenant(t), stats);
   const clock = d.clock ?? Date.now;
   const vectors = new MemoryVectors(d.config.max_indexes);

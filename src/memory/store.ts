@@ -3,7 +3,7 @@
  * tables are reached through their item table's tenant column). The services never see SQL.
  */
 import { createHash } from "node:crypto";
-import type { TenantDb } from "../storage/scoped";
+import type { SqlHandle, TenantDb } from "../storage/scoped";
 import { hashHex } from "./hash";
 import {
   blobF32,
@@ -228,17 +228,25 @@ const TABLE: Record<ItemKind, string> = { milestone: "memory_milestones", knowle
 export class TermStats {
   private readonly cache = new Map<string, { n: number; at: number }>();
   constructor(
+    /** counts FTS matches across tenants (the expression is narrowed by a tenant-derived scope token; only a number comes back) */
+    private readonly counter: SqlHandle | undefined,
     readonly maxDf = 2_000,
     private readonly ttlMs = 30_000,
     private readonly maxEntries = 50_000,
   ) {}
-  get(key: string, now: number): number | undefined {
+
+  /** Matches of `match` in `table`, counted up to maxDf + 1 (cached for ttlMs). */
+  count(table: string, match: string, fallback: () => number): number {
+    const now = Date.now();
+    const key = `${table}\u0000${match}`;
     const e = this.cache.get(key);
-    return e && now - e.at < this.ttlMs ? e.n : undefined;
-  }
-  set(key: string, n: number, now: number) {
+    if (e && now - e.at < this.ttlMs) return e.n;
+    const n = this.counter
+      ? this.counter.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${table} WHERE ${table} MATCH $match LIMIT $cap)`, { match, cap: this.maxDf + 1 })!.n
+      : fallback();
     if (this.cache.size >= this.maxEntries) this.cache.clear();
     this.cache.set(key, { n, at: now });
+    return n;
   }
 }
 
@@ -247,7 +255,7 @@ const token = (prefix: string, s: string) => prefix + createHash("sha256").updat
 export class MemoryStore {
   constructor(
     readonly db: TenantDb,
-    private readonly stats: TermStats = new TermStats(),
+    private readonly stats: TermStats = new TermStats(undefined),
   ) {}
 
   /** FTS scope tokens: one for the tenant, one for the tenant's project (narrowing only; SQL still filters). */
@@ -728,17 +736,14 @@ export class MemoryStore {
     const t = TABLE[kind];
     // one project: its token; several: the tenant's (an OR of project tokens makes FTS5 merge their doclists for every word)
     const scope = projectIds.length === 1 ? `scope : "${this.projectToken(projectIds[0]!)}"` : `scope : "${this.tenantToken()}"`;
-    const now = Date.now();
     const counted = words.map((w) => {
-      const key = `${t}\u0000${scope}\u0000${w}`;
-      let n = this.stats.get(key, now);
-      if (n === undefined) {
-        n = this.db.get<{ n: number }>(
+      const match = `${scope} AND body : "${w}"`;
+      const n = this.stats.count(`${t}_fts`, match, () =>
+        this.db.get<{ n: number }>(
           `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid WHERE ${t}_fts MATCH $match AND i.tenant_id = $tenant LIMIT $cap)`,
-          { match: `${scope} AND body : "${w}"`, cap: this.stats.maxDf + 1 },
-        )!.n;
-        this.stats.set(key, n, now);
-      }
+          { match, cap: this.stats.maxDf + 1 },
+        )!.n,
+      );
       return { w, n };
     });
     const kept: string[] = [];
