@@ -142,6 +142,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     completer: opts.completer ?? gatewayD.service,
     outbound,
     config: config.memory,
+    indexDir: memory.indexDirOf(config.storage.path),
     env: process.env,
     clock: wallClock,
   });

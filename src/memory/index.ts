@@ -8,6 +8,7 @@
  * outbound URL policy. Tables: memory_* (migrations.ts).
  */
 import { Elysia } from "elysia";
+import { dirname, join } from "node:path";
 import type { Storage } from "../storage/scoped";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
@@ -41,6 +42,8 @@ export interface MemoryDeps {
   outbound: OutboundPolicy;
   config: MemoryConfig;
   env: Record<string, string | undefined>;
+  /** directory of saved vector indexes (`<database dir>/memory-index`); null/absent = never saved */
+  indexDir?: string | null;
   /** wall clock in ms (promotion window, time ranges); default Date.now */
   clock?: () => number;
 }
@@ -50,13 +53,16 @@ export function memoryServices(d: MemoryDeps): MemoryServices {
   const stats = new TermStats(d.storage.global("FTS document frequency of a query word within a tenant's scope token (a count only)"), d.config.lexical_max_df);
   const stores = (t: string) => new MemoryStore(d.storage.tenant(t), stats);
   const clock = d.clock ?? Date.now;
-  const vectors = new MemoryVectors(d.config.max_indexes);
+  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null);
   const retriever = new Retriever(d.embedder, vectors);
   const memory = new MemoryService(stores, d.embedder, vectors, retriever, d.config, clock);
   const sources = new SourceService({ stores, embedder: d.embedder, vectors, outbound: d.outbound, env: d.env, config: d.config, clock });
   const intelligence = new IntelligenceService(stores, memory, sources, retriever, d.completer, d.outbound, d.config, clock);
   return { memory, sources, intelligence, vectors };
 }
+
+/** Saved index files: `<database dir>/memory-index`; none for an in-memory database. */
+export const indexDirOf = (databasePath: string): string | null => (databasePath === ":memory:" ? null : join(dirname(databasePath), "memory-index"));
 
 export function create(deps: MemoryDeps & { kernel: Kernel }): Domain<MemoryServices> {
   const s = memoryServices(deps);
@@ -65,6 +71,9 @@ export function create(deps: MemoryDeps & { kernel: Kernel }): Domain<MemoryServ
     migrations: MEMORY_MIGRATIONS,
     routes: new Elysia({ name: "svc-memory" }).use(projectRoutes(deps.kernel, s.memory)).use(orgRoutes(deps.kernel, s.sources, s.intelligence, s.memory)),
     service: s,
-    close: () => s.vectors.clear(),
+    close: () => {
+      s.vectors.saveAll();
+      s.vectors.clear();
+    },
   };
 }

@@ -719,9 +719,12 @@ export class MemoryStore {
       .map((r) => ({ vecKey: r.key, vec: blobF32(r.vec) }));
   }
 
-  vectorOf(kind: ItemKind, key: number): Float32Array | undefined {
-    const r = this.db.get<{ vec: Uint8Array }>(`SELECT vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND key = $k`, { k: key });
-    return r && blobF32(r.vec);
+  /** What a saved index must match to be loaded: count, max and sum of the keys of the rows it holds. */
+  fingerprint(kind: ItemKind, projectId: string, embedderId: string): { count: number; maxKey: number; sumKey: number } {
+    return this.db.get<{ count: number; maxKey: number; sumKey: number }>(
+      `SELECT COUNT(*) AS count, COALESCE(MAX(key), 0) AS maxKey, COALESCE(SUM(key), 0) AS sumKey FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`,
+      { p: projectId, e: embedderId },
+    )!;
   }
 
   /**

@@ -141,3 +141,42 @@ describe("lexical cost bound", () => {
     }
   });
 });
+
+describe("saved indexes", () => {
+  test("indexes are saved on shutdown and loaded (not rebuilt) on the next start; a stale file is ignored", async () => {
+    const { mkdtempSync, rmSync, existsSync, readdirSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "svc-memory-idx-"));
+    const env = { SVC_STORAGE__PATH: join(dir, "svc.db") };
+    try {
+      const one = await memoryEnv({}, env);
+      await one.call("POST", "/projects", { projectId: "keep", name: "k", roadmap: "" });
+      for (const t of ["alpha release checklist", "beta rollout plan", "gamma rays in the lab"]) await one.call("POST", "/projects/keep/store", { branchPurpose: "p", cumulativeProgress: t, thisContribution: t, agentId: "a" });
+      expect((await one.call("POST", "/projects/keep/search", { query: "beta rollout" })).body.milestones[0].thisContribution).toBe("beta rollout plan");
+      expect(one.gw.ctx.memory.vectors.builtFromRows).toBe(1);
+      await one.stop();
+      expect(readdirSync(join(dir, "memory-index")).filter((f) => f.endsWith(".usearch")).length).toBe(1);
+
+      const two = await memoryEnv({}, env);
+      const r = await two.call("POST", "/projects/keep/search", { query: "beta rollout" });
+      expect(r.body.milestones[0].thisContribution).toBe("beta rollout plan");
+      expect(two.gw.ctx.memory.vectors.loadedFromDisk).toBe(1);
+      expect(two.gw.ctx.memory.vectors.builtFromRows).toBe(0);
+      // a row written while no index is loaded makes the saved file stale: rebuilt from SQLite, the new row found
+      two.gw.ctx.memory.vectors.clear();
+      await two.call("POST", "/projects/keep/store", { branchPurpose: "p", cumulativeProgress: "delta", thisContribution: "delta migration notes", agentId: "a" });
+      const s = await two.call("POST", "/projects/keep/search", { query: "delta migration notes" });
+      expect(s.body.milestones[0].thisContribution).toBe("delta migration notes");
+      expect(two.gw.ctx.memory.vectors.builtFromRows).toBe(1);
+      expect(s.body.milestones[0].similarity).not.toBeNull();
+      // deleting the project removes its files
+      await two.call("DELETE", "/projects/keep");
+      expect(readdirSync(join(dir, "memory-index")).filter((f) => f.endsWith(".usearch")).length).toBe(0);
+      await two.stop();
+      expect(existsSync(join(dir, "svc.db"))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
