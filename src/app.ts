@@ -23,6 +23,7 @@ import * as prompts from "./prompts";
 import * as ops from "./ops";
 import * as identity from "./identity";
 import * as mcp from "./mcp";
+import * as memory from "./memory";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
@@ -64,6 +65,7 @@ export interface App {
   prompts: prompts.PromptServices;
   identity: identity.IdentityServices;
   mcp: mcp.McpServices;
+  memory: memory.MemoryServices;
   /** named readiness checks behind /ready (a registry: tests may replace a check) */
   readiness: Record<string, () => boolean>;
   /** background provider probes reported by /ready (readiness.probe_providers) */
@@ -140,6 +142,17 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
   const mcpD = mcp.create({ storage, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
+  const memoryD = memory.create({
+    storage,
+    kernel,
+    embedder: embeddingD.service,
+    completer: opts.completer ?? gatewayD.service,
+    outbound,
+    config: config.memory,
+    indexDir: memory.indexDirOf(config.storage.path),
+    env: process.env,
+    clock: wallClock,
+  });
   const readiness: Record<string, () => boolean> = {
     database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
     migrations: () => db.pendingMigrations().length === 0,
@@ -158,7 +171,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   if (config.readiness.require_upstream && probes.enabled) readiness.upstreams = () => probes.ready();
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes });
 
-  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, opsD];
+  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
 
   for (const d of domains) if (d.routes) http = http.use(d.routes);
@@ -184,6 +197,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     prompts: promptsD.service,
     identity: identityD.service,
     mcp: mcpD.service,
+    memory: memoryD.service,
     readiness,
     probes,
     domains,

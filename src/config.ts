@@ -12,6 +12,7 @@ import { EMBEDDING_SECTIONS, checkEmbeddingConfig } from "./embedding/config";
 import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
 import { IDENTITY_SECTIONS } from "./identity/config";
 import { MCP_SECTIONS } from "./mcp/config";
+import { MEMORY_SECTIONS } from "./memory/config";
 
 export const ConfigSchema = T.Object({
   ...CORE_SECTIONS,
@@ -22,6 +23,7 @@ export const ConfigSchema = T.Object({
   ...IDENTITY_SECTIONS,
   ...MCP_SECTIONS,
   ...OPS_SECTIONS,
+  ...MEMORY_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -1,0 +1,79 @@
+/**
+ * Memory API domain (doc1 §4.12, /api/v1/memory): git-like engineering memory for coding agents —
+ * projects with a roadmap, milestones on branches (content-hash deduplicated, gap-free sequence
+ * numbers), reasoning logs, branch abandon/merge, recall views, hybrid semantic + lexical search,
+ * session metrics, promotion of cached answers to knowledge, contributors, external sources synced
+ * from GitHub/Jira/Confluence/Slack, and intelligence answers written through the gateway.
+ * Embeddings and completions come through ports (ports.ts); connectors call out through the
+ * outbound URL policy. Tables: memory_* (migrations.ts).
+ */
+import { Elysia } from "elysia";
+import { dirname, join } from "node:path";
+import type { Storage } from "../storage/scoped";
+import type { Kernel } from "../core/kernel";
+import type { Domain } from "../core/domain";
+import type { OutboundPolicy } from "../core/outbound";
+import type { Completer, Embedder } from "./ports";
+import type { MemoryConfig } from "./config";
+import { MEMORY_MIGRATIONS } from "./migrations";
+import { MemoryStore, TermStats } from "./store";
+import { MemoryVectors } from "./vectors";
+import { Retriever } from "./search";
+import { MemoryService } from "./service";
+import { SourceService } from "./sources/service";
+import { IntelligenceService } from "./intelligence";
+import { projectRoutes } from "./routes/projects";
+import { orgRoutes } from "./routes/org";
+
+export type { Completer, Embedder } from "./ports";
+export { MEMORY_SECTIONS, type MemoryConfig } from "./config";
+
+export interface MemoryServices {
+  memory: MemoryService;
+  sources: SourceService;
+  intelligence: IntelligenceService;
+  vectors: MemoryVectors;
+}
+
+export interface MemoryDeps {
+  storage: Storage;
+  embedder: Embedder;
+  completer: Completer;
+  outbound: OutboundPolicy;
+  config: MemoryConfig;
+  env: Record<string, string | undefined>;
+  /** directory of saved vector indexes (`<database dir>/memory-index`); null/absent = never saved */
+  indexDir?: string | null;
+  /** wall clock in ms (promotion window, time ranges); default Date.now */
+  clock?: () => number;
+}
+
+/** The services alone, over a storage (tests call them without HTTP). */
+export function memoryServices(d: MemoryDeps): MemoryServices {
+  const stats = new TermStats(d.storage.global("FTS document frequency of a query word within a tenant's scope token (a count only)"), d.config.lexical_max_df);
+  const stores = (t: string) => new MemoryStore(d.storage.tenant(t), stats);
+  const clock = d.clock ?? Date.now;
+  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null);
+  const retriever = new Retriever(d.embedder, vectors);
+  const memory = new MemoryService(stores, d.embedder, vectors, retriever, d.config, clock);
+  const sources = new SourceService({ stores, embedder: d.embedder, vectors, outbound: d.outbound, env: d.env, config: d.config, clock });
+  const intelligence = new IntelligenceService(stores, memory, sources, retriever, d.completer, d.outbound, d.config, clock);
+  return { memory, sources, intelligence, vectors };
+}
+
+/** Saved index files: `<database dir>/memory-index`; none for an in-memory database. */
+export const indexDirOf = (databasePath: string): string | null => (databasePath === ":memory:" ? null : join(dirname(databasePath), "memory-index"));
+
+export function create(deps: MemoryDeps & { kernel: Kernel }): Domain<MemoryServices> {
+  const s = memoryServices(deps);
+  return {
+    name: "memory",
+    migrations: MEMORY_MIGRATIONS,
+    routes: new Elysia({ name: "svc-memory" }).use(projectRoutes(deps.kernel, s.memory)).use(orgRoutes(deps.kernel, s.sources, s.intelligence, s.memory)),
+    service: s,
+    close: () => {
+      s.vectors.saveAll();
+      s.vectors.clear();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * In-memory USearch indexes (core/vector-index.ts) of the Memory API's searchable items, one per
+ * (tenant, project, kind) so a project's search never sees another's items and a deleted project
+ * drops its whole index. Built lazily from the f32 vectors SQLite holds (the source of truth),
+ * kept current as items are stored and removed; at most `maxIndexes` stay loaded (least recently
+ * used dropped). With an index directory, an index is saved when it is dropped from memory and on
+ * shutdown, and loaded instead of rebuilt when its fingerprint (count, max and sum of the item
+ * keys) still matches SQLite — a restart then costs a file read, not an HNSW build (≈ 2 s per
+ * 10,000 milestones on 2 cores). A stale or damaged file is ignored: SQLite stays the source of truth.
+ */
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { DEFAULT_INDEX_PARAMS, VectorIndex, type Neighbour } from "../core/vector-index";
+import type { ItemKind, MemoryStore } from "./store";
+
+interface Loaded {
+  idx: VectorIndex;
+  store: MemoryStore;
+  projectId: string;
+  kind: ItemKind;
+  embedderId: string;
+}
+
+export class MemoryVectors {
+  private readonly indexes = new Map<string, Loaded>();
+  /** indexes read from a saved file (diagnostics and tests) */
+  loadedFromDisk = 0;
+  builtFromRows = 0;
+
+  constructor(
+    private readonly maxIndexes = 1_000,
+    /** where indexes are saved; null = never (in-memory databases, tests) */
+    private readonly dir: string | null = null,
+  ) {}
+
+  private file(tenantId: string, projectId: string, kind: ItemKind): string {
+    const h = createHash("sha256").update(`${tenantId}\u0000${projectId}`).digest("hex").slice(0, 32);
+    return join(this.dir!, `${h}-${kind}.usearch`);
+  }
+
+  private save(l: Loaded) {
+    if (!this.dir || !l.idx.dirty) return;
+    try {
+      l.idx.save(this.file(l.store.tenantId, l.projectId, l.kind), l.store.fingerprint(l.kind, l.projectId, l.embedderId));
+    } catch {
+      // best effort: the next start rebuilds from SQLite
+    }
+  }
+
+  private key(tenantId: string, projectId: string, kind: ItemKind) {
+    return `${tenantId}\u0000${projectId}\u0000${kind}`;
+  }
+
+  private indexOf(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): VectorIndex {
+    const k = this.key(store.tenantId, projectId, kind);
+    let l = this.indexes.get(k);
+    if (l && l.idx.params.dimensions !== dimensions) l = undefined;
+    if (l) {
+      this.indexes.delete(k); // refresh LRU position
+      this.indexes.set(k, l);
+      return l.idx;
+    }
+    const idx = new VectorIndex({ ...DEFAULT_INDEX_PARAMS, dimensions, quantization: "f32" });
+    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), store.fingerprint(kind, projectId, embedderId))) this.loadedFromDisk++;
+    else {
+      idx.addMany(store.vectors(kind, projectId, embedderId));
+      this.builtFromRows++;
+    }
+    this.indexes.set(k, { idx, store, projectId, kind, embedderId });
+    while (this.indexes.size > this.maxIndexes) {
+      const oldest = this.indexes.keys().next().value!;
+      this.save(this.indexes.get(oldest)!);
+      this.indexes.delete(oldest);
+    }
+    return idx;
+  }
+
+  add(tenantId: string, projectId: string, kind: ItemKind, key: number, vec: Float32Array) {
+    const idx = this.indexes.get(this.key(tenantId, projectId, kind))?.idx;
+    if (idx && idx.params.dimensions === vec.length) idx.add(key, vec);
+    // an index not loaded yet reads the vector from SQLite when it is built
+  }
+
+  remove(tenantId: string, projectId: string, kind: ItemKind, key: number) {
+    this.indexes.get(this.key(tenantId, projectId, kind))?.idx.remove(key);
+  }
+
+  search(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, query: Float32Array, k: number): Neighbour[] {
+    return this.indexOf(store, projectId, kind, embedderId, query.length).search(query, k);
+  }
+
+  dropProject(tenantId: string, projectId: string) {
+    for (const kind of ["milestone", "knowledge", "document"] as ItemKind[]) {
+      this.indexes.delete(this.key(tenantId, projectId, kind));
+      if (this.dir) VectorIndex.removeFiles(this.file(tenantId, projectId, kind));
+    }
+  }
+
+  /** Save every changed index (shutdown). */
+  saveAll() {
+    for (const l of this.indexes.values()) this.save(l);
+  }
+
+  /** Loaded indexes (diagnostics and tests). */
+  get loaded(): number {
+    return this.indexes.size;
+  }
+
+  clear() {
+    this.indexes.clear();
+  }
+}
