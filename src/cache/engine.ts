@@ -183,13 +183,16 @@ export class SemanticCacheEngine {
     const hand: Verifier = (q, c, cos) => verifyPair(q, c, cos);
     const withRules = o.settings.learnedMode !== "alone";
     const raw = onRaw && emb instanceof AdaptedEmbedder ? emb.adapter : null;
+    // the query's raw vector is recovered once per lookup, not once per candidate
+    let lastQ: Float32Array | undefined, lastRaw: Float32Array | undefined;
+    const rawOf = (q: Float32Array) => (q === lastQ ? lastRaw! : ((lastQ = q), (lastRaw = raw!.invert(q))));
     this.verify =
       o.verify ??
       (learned
         ? (q, c, cos, v, t) => {
             if (!v) return hand(q, c, cos);
             if (!raw) return learned.decide(q, c, cos, v.query, v.candidate, t, withRules);
-            const rq = raw.invert(v.query), rc = raw.invert(v.candidate);
+            const rq = rawOf(v.query), rc = raw.invert(v.candidate);
             return learned.decide(q, c, cos, rq, rc, t, withRules, dot(rq, rc));
           }
         : hand);
