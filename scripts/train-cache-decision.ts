@@ -3,7 +3,7 @@
  * question pairs of ../shared/data/cache-train (never on cache-eval-dev), and writes
  * src/cache/verify/learned-weights.json. Deterministic: seeded split, initialisation and shuffling.
  *
- *   nice ./node_modules/.bin/bun run scripts/train-cache-decision.ts [--data DIR] [--emb FILE] [--dry]
+ *   nice ./node_modules/.bin/bun run scripts/train-cache-decision.ts [--data DIR] [--emb FILE] [--dry] [--out FILE] [--adapted]
  *
  * 1. Embeds every distinct question with the gateway's own local embedder once (scripts/cache-train-embed.ts;
  *    the vectors are kept in data/cache-train-emb.bin, gitignored; ~4 min on 2 cores, later runs read the file).
@@ -64,10 +64,11 @@ function fnv(s: string) {
 // ------------------------------------------------------------------ data and split
 const set = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("emb") ?? DEFAULT_EMB_FILE, log);
 const { pairs, texts, index, dims, vecs } = set;
-// The cache compares adapted embeddings (src/cache/adapter.ts) when its adapter was trained on this embedder:
-// the model is then trained on the same adapted vectors (--no-adapter: on the raw ones).
+// The model judges the raw embeddings (the cache recovers them from the adapted vectors it stores, see
+// src/cache/adapter.ts). --adapted: train it on the adapted vectors instead (measured: validation AUC 0.740
+// vs 0.781, dropped — docs/notes/embedding-quality.md §11).
 const ADAPTER_FILE = resolve(import.meta.dir, "../src/cache/adapter-weights.json");
-const embAdapter = !process.argv.includes("--no-adapter") && (await Bun.file(ADAPTER_FILE).exists()) ? EmbeddingAdapter.fromFile(await Bun.file(ADAPTER_FILE).json()) : null;
+const embAdapter = process.argv.includes("--adapted") ? EmbeddingAdapter.fromFile(await Bun.file(ADAPTER_FILE).json()) : null;
 if (embAdapter && embAdapter.baseEmbedderId !== set.embedderId) throw new Error(`the adapter was trained on ${embAdapter.baseEmbedderId}, not ${set.embedderId}`);
 const adapt = (v: Float32Array) => (embAdapter ? embAdapter.apply(v) : v);
 if (embAdapter) for (let i = 0; i < texts.length; i++) vecs.set(embAdapter.apply(vecs.subarray(i * dims, (i + 1) * dims)), i * dims);
