@@ -14,6 +14,10 @@
  *      turns must pass its hard rules pairwise (reworded turns need stage 2 >= contextReworded).
  * store(): after a complete upstream answer; reuses the lookup's embeddings.
  *
+ * Every embedding above is the embedder's vector through the learned adapter (adapter.ts, its own
+ * embedder id) when it applies: thresholds, §4.7's stages and the hand rules compare adapted cosines;
+ * the learned pair model gets the raw vectors back through the adapter's exact inverse.
+ *
  * Entries live in SQLite (store.ts); the per-tenant state — indexes per partition, loaded from a
  * saved file or rebuilt from SQLite, the loaded-tenants bound, hit bookkeeping — is tenants.ts.
  */
