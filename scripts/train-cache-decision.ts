@@ -3,7 +3,7 @@
  * question pairs of ../shared/data/cache-train (never on cache-eval-dev), and writes
  * src/cache/verify/learned-weights.json. Deterministic: seeded split, initialisation and shuffling.
  *
- *   nice ./node_modules/.bin/bun run scripts/train-cache-decision.ts [--data DIR] [--emb FILE] [--dry]
+ *   nice ./node_modules/.bin/bun run scripts/train-cache-decision.ts [--data DIR] [--emb FILE] [--dry] [--out FILE] [--adapted]
  *
  * 1. Embeds every distinct question with the gateway's own local embedder once (scripts/cache-train-embed.ts;
  *    the vectors are kept in data/cache-train-emb.bin, gitignored; ~4 min on 2 cores, later runs read the file).
@@ -22,10 +22,11 @@ import { analyzePair, verifyPair } from "../src/cache/verify/index";
 import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, encodeF32, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
 import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
+import { EmbeddingAdapter } from "../src/cache/adapter";
 
 const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
 const DRY = process.argv.includes("--dry");
-const OUT = resolve(import.meta.dir, "../src/cache/verify/learned-weights.json");
+const OUT = arg("out") ?? resolve(import.meta.dir, "../src/cache/verify/learned-weights.json");
 const SEED = 14;
 /** Candidates below this cosine never reach the decision (the cache's similarity_threshold default is >= it). */
 const MIN_COS = Number(arg("min-cos") ?? 0.8);
@@ -63,6 +64,16 @@ function fnv(s: string) {
 // ------------------------------------------------------------------ data and split
 const set = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("emb") ?? DEFAULT_EMB_FILE, log);
 const { pairs, texts, index, dims, vecs } = set;
+// The model judges the raw embeddings (the cache recovers them from the adapted vectors it stores, see
+// src/cache/adapter.ts). --adapted: train it on the adapted vectors instead (measured: validation AUC 0.740
+// vs 0.781, dropped — docs/notes/embedding-quality.md §11).
+const ADAPTER_FILE = resolve(import.meta.dir, "../src/cache/adapter-weights.json");
+const embAdapter = process.argv.includes("--adapted") ? EmbeddingAdapter.fromFile(await Bun.file(ADAPTER_FILE).json()) : null;
+if (embAdapter && embAdapter.baseEmbedderId !== set.embedderId) throw new Error(`the adapter was trained on ${embAdapter.baseEmbedderId}, not ${set.embedderId}`);
+const adapt = (v: Float32Array) => (embAdapter ? embAdapter.apply(v) : v);
+if (embAdapter) for (let i = 0; i < texts.length; i++) vecs.set(embAdapter.apply(vecs.subarray(i * dims, (i + 1) * dims)), i * dims);
+const embedderId = embAdapter ? embAdapter.id : set.embedderId;
+log(`vectors: ${embedderId}`);
 const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
 
 const parent = texts.map((_, i) => i);
@@ -198,7 +209,7 @@ async function substitutions(qs: string[], n: number, seed: number): Promise<Row
   const out: Row[] = [];
   for (let i = 0; i < made.length; i += 64) {
     const batch = made.slice(i, i + 64);
-    const vs = await edEmb.embed(batch.map((e) => e.b));
+    const vs = (await edEmb.embed(batch.map((e) => e.b))).map(adapt);
     batch.forEach((e, j) => {
       const u = vs[j]!, v = vec(index.get(e.a)!);
       let cos = 0;
@@ -410,7 +421,7 @@ const edits: Edit[] = [];
   await emb.load();
   const bs = new Map<string, Float32Array>();
   const need = [...new Set(raw.map((e) => e.b))];
-  for (let i = 0; i < need.length; i += 64) (await emb.embed(need.slice(i, i + 64))).forEach((v, j) => bs.set(need[i + j]!, v));
+  for (let i = 0; i < need.length; i += 64) (await emb.embed(need.slice(i, i + 64))).forEach((v, j) => bs.set(need[i + j]!, adapt(v)));
   await emb.close();
   for (const e of raw) {
     const u = bs.get(e.b)!, v = vec(index.get(e.a)!);
@@ -476,7 +487,7 @@ log(`\nchosen: ${chosen.name} (highest validation recall at balanced precision >
 
 const weights: LearnedWeightsFile = {
   format: 1,
-  embedderId: set.embedderId,
+  embedderId,
   dims,
   inputs: D,
   hidden: m.H,

@@ -116,6 +116,10 @@ describe("dist/svc copied alone", () => {
       expect(out.learnedModel).toBe("local:use-lite-512");
       expect(out.learned).toBeGreaterThan(0);
       expect(out.learned).toBeLessThan(1);
+      // and the embedding adapter's (a JSON import): it changes the pair's cosine
+      expect(out.adapter).toMatch(/^local:use-lite-512\+adapter-[0-9a-f]{12}$/);
+      expect(out.adaptedSimilarity).toBeGreaterThan(0.5);
+      expect(Math.abs(out.adaptedSimilarity - out.similarity)).toBeGreaterThan(1e-4);
     }
   }, 60_000);
 });

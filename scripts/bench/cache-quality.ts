@@ -6,7 +6,7 @@
  * a HIT when the response carries X-Cache-Status: HIT.
  *
  *   bun scripts/bench/cache-quality.ts [--thresholds 0.80,0.85,0.90] [--data DIR] [--concurrency 8] [--limit N]
- *       [--learned on|off] [--learned-mode with_rules|alone] [--decision-thresholds 0.6,0.745,0.9] [--show-false-hits 1]
+ *       [--learned on|off] [--adapt on|off] [--learned-mode with_rules|alone] [--decision-thresholds 0.6,0.745,0.9] [--show-false-hits 1]
  *
  * --thresholds: cache.similarity_threshold (default: the configured default); --learned off: the hand
  * verifier only (cache.learned_decision=false, the hit decision before issue 14); --decision-thresholds:
@@ -31,6 +31,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.repla
 const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
 const LEARNED = (args.get("learned") ?? "on") !== "off";
+const ADAPT = args.has("adapt") ? args.get("adapt") !== "off" : undefined;
 const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
 const DECISION: Array<number | undefined> = args.has("decision-thresholds") ? args.get("decision-thresholds")!.split(",").map(Number) : [undefined];
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
@@ -86,7 +87,7 @@ async function runOnce(threshold: number | undefined, decision: number | undefin
       server: { host: "127.0.0.1", port: 0, request_log: false },
       rate_limits: { enabled: false },
       providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
-      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
+      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(ADAPT !== undefined ? { adapt_embeddings: ADAPT } : {}), ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
     },
   );
   const srv = await startServer(config, { logger: new Logger("error") });

@@ -15,6 +15,8 @@ export const CACHE_SECTIONS = {
     decision_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
     /** with_rules: a hit when the hand verifier or the learned stage accepts (both behind the hard-rule vetoes); alone: the learned stage only */
     learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "with_rules" }),
+    /** compare adapted embeddings (a learned correction of the local embedder's vectors, src/cache/adapter.ts) in the index, similarity_threshold, the §4.7 stages and the decision */
+    adapt_embeddings: T.Boolean({ default: true }),
     /** default time-to-live of a cache entry, seconds (0 = never expires) */
     ttl_secs: T.Integer({ default: 86_400, minimum: 0 }),
     /** per-tenant entry bound; coldest entries are evicted beyond it */

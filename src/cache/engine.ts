@@ -14,6 +14,10 @@
  *      turns must pass its hard rules pairwise (reworded turns need stage 2 >= contextReworded).
  * store(): after a complete upstream answer; reuses the lookup's embeddings.
  *
+ * Every embedding above is the embedder's vector through the learned adapter (adapter.ts, its own
+ * embedder id) when it applies: thresholds, §4.7's stages and the hand rules compare adapted cosines;
+ * the learned pair model gets the raw vectors back through the adapter's exact inverse.
+ *
  * Entries live in SQLite (store.ts); the per-tenant state — indexes per partition, loaded from a
  * saved file or rebuilt from SQLite, the loaded-tenants bound, hit bookkeeping — is tenants.ts.
  */
@@ -27,6 +31,8 @@ import type { Embedder } from "./ports";
 import { LOW_SCORE, verifyPair } from "./verify";
 import type { LearnedModel } from "./verify/learned";
 import { defaultLearnedModel } from "./verify/learned-default";
+import { AdaptedEmbedder, type EmbeddingAdapter } from "./adapter";
+import { defaultAdapter } from "./adapter-default";
 import { deriveKeys, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
 import type { Quantization } from "../core/vector-index";
@@ -59,6 +65,11 @@ export interface EngineSettings {
   decisionThreshold?: number;
   /** "with_rules" (default): a hit when the hand verifier OR the model accepts; "alone": the model only (both behind the vetoes) */
   learnedMode?: "with_rules" | "alone";
+  /**
+   * Compare adapted embeddings (src/cache/adapter.ts) in the index, the similarity threshold, doc1 §4.7's
+   * stages and the decision, when the adapter was trained on this embedder (default true).
+   */
+  adaptEmbeddings?: boolean;
   /** also run the verifier on the last query of a context hit (default true) */
   verifyContextQuery: boolean;
   /**
@@ -115,6 +126,8 @@ export interface EngineOptions {
   verify?: Verifier;
   /** the learned stage; default: the shipped model (used only when its embedder id matches); null = hand verifier only */
   learned?: LearnedModel | null;
+  /** the embedding adapter; default: the shipped one (used only when trained on this embedder); null = raw embeddings */
+  adapter?: EmbeddingAdapter | null;
   log?: Logger;
   metrics?: CacheMetrics;
   /** background timers (touch flush, TTL sweep); default true */
@@ -154,24 +167,46 @@ export class SemanticCacheEngine {
   private readonly verify: Verifier;
   /** the learned stage in use (null: the embedder is not the one it was trained on, or it is switched off) */
   readonly learned: LearnedModel | null;
+  /** the embedder the cache compares: the configured one, through the adapter when it applies */
+  private readonly emb: Embedder;
   private closed = false;
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
+    const adapter = o.settings.adaptEmbeddings === false ? null : o.adapter === undefined ? defaultAdapter() : o.adapter;
+    this.emb = adapter && adapter.baseEmbedderId === o.embedder.id && adapter.dims === o.embedder.dimensions ? new AdaptedEmbedder(o.embedder, adapter) : o.embedder;
+    const emb = this.emb;
     const model = o.learned === undefined ? defaultLearnedModel() : o.learned;
-    this.learned = !o.verify && o.settings.learnedDecision !== false && model && model.embedderId === o.embedder.id && model.dims === o.embedder.dimensions ? model : null;
+    // the learned model judges the vectors it was trained on: the adapted ones, or the raw ones (recovered
+    // exactly from the adapted vectors the cache stores: the adapter is invertible)
+    const onAdapted = !!model && model.embedderId === emb.id;
+    const onRaw = !!model && emb !== o.embedder && model.embedderId === o.embedder.id;
+    this.learned = !o.verify && o.settings.learnedDecision !== false && model && (onAdapted || onRaw) && model.dims === emb.dimensions ? model : null;
     const learned = this.learned;
     // (verifyPair's 4th parameter is its options: never hand it the vectors)
     const hand: Verifier = (q, c, cos) => verifyPair(q, c, cos);
     const withRules = o.settings.learnedMode !== "alone";
-    this.verify = o.verify ?? (learned ? (q, c, cos, v, t) => (v ? learned.decide(q, c, cos, v.query, v.candidate, t, withRules) : hand(q, c, cos)) : hand);
+    const raw = onRaw && emb instanceof AdaptedEmbedder ? emb.adapter : null;
+    // the query's raw vector is recovered once per lookup, not once per candidate
+    let lastQ: Float32Array | undefined, lastRaw: Float32Array | undefined;
+    const rawOf = (q: Float32Array) => (q === lastQ ? lastRaw! : ((lastQ = q), (lastRaw = raw!.invert(q))));
+    this.verify =
+      o.verify ??
+      (learned
+        ? (q, c, cos, v, t) => {
+            if (!v) return hand(q, c, cos);
+            if (!raw) return learned.decide(q, c, cos, v.query, v.candidate, t, withRules);
+            const rq = rawOf(v.query), rc = raw.invert(v.candidate);
+            return learned.decide(q, c, cos, rq, rc, t, withRules, dot(rq, rc));
+          }
+        : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;
     this.tenants = new TenantRegistry({
       store: (tenantId) => new CacheStore(o.storage.tenant(tenantId)),
       now: this.now,
-      dimensions: () => o.embedder.dimensions,
+      dimensions: () => emb.dimensions,
       index: { quantization: s.quantization, efSearch: s.efSearch, connectivity: s.connectivity, efConstruction: s.efConstruction },
       indexDir: o.indexDir,
       bounds: () => ({ idleSecs: s.tenantIdleSecs, maxLoaded: s.maxLoadedTenants }),
@@ -198,8 +233,9 @@ export class SemanticCacheEngine {
   get settings(): EngineSettings {
     return this.o.settings;
   }
+  /** the embedder whose vectors the cache stores and compares (adapted when the adapter applies) */
   get embedder(): Embedder {
-    return this.o.embedder;
+    return this.emb;
   }
 
   // ---------------------------------------------------------------- lookup
@@ -220,7 +256,7 @@ export class SemanticCacheEngine {
   private async decide(input: CacheKeyInput): Promise<LookupResult> {
     const t0 = performance.now();
     const s = this.o.settings;
-    const keys = deriveKeys(input, this.o.embedder.id);
+    const keys = deriveKeys(input, this.emb.id);
     if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { keys, noStore: true } satisfies LookupState };
     const now = this.now();
     const ts = this.tenants.get(input.tenantId);
@@ -366,7 +402,7 @@ export class SemanticCacheEngine {
 
   /** Fill state.queryVec (and state.contextVec in context mode). */
   private async embedFor(input: CacheKeyInput, keys: DerivedKeys, state: LookupState) {
-    const emb = this.o.embedder;
+    const emb = this.emb;
     if (keys.mode === "single") {
       const [v] = await emb.embed([keys.query!]);
       state.queryVec = v!;
@@ -426,7 +462,7 @@ export class SemanticCacheEngine {
     if (!s.enabled || this.closed) return;
     const st = stateOf(miss);
     if (st?.noStore) return;
-    const keys = st?.keys ?? deriveKeys(input, this.o.embedder.id);
+    const keys = st?.keys ?? deriveKeys(input, this.emb.id);
     const state: LookupState = st ?? { keys };
     let semantic = !!keys.partition && !!keys.query && (keys.mode === "single" || s.context.enabled);
     if (semantic && !state.queryVec) {
@@ -484,7 +520,7 @@ export class SemanticCacheEngine {
   }
 
   singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T> {
-    const keys = stateOf(miss)?.keys ?? deriveKeys(input, this.o.embedder.id);
+    const keys = stateOf(miss)?.keys ?? deriveKeys(input, this.emb.id);
     return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
   }
 

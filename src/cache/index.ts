@@ -48,6 +48,7 @@ export function engineSettings(c: CacheSettingsInput): EngineSettings {
     },
     learnedDecision: k.learned_decision,
     learnedMode: k.learned_mode,
+    adaptEmbeddings: k.adapt_embeddings,
     decisionThreshold: k.decision_threshold,
     verifyContextQuery: true,
     verifyContextTurns: true,

@@ -9,6 +9,7 @@ import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import OpenAI from "openai";
 import { createEmbedder, dot, type Embedder } from "../../src/embedding";
 import { defaultLearnedModel, LearnedModel } from "../../src/cache";
+import { defaultAdapter } from "../../src/cache/adapter-default";
 import { verifyPair } from "../../src/cache/verify";
 import { tempDir, openEngine, ask, fill, HashEmbedder } from "./helpers";
 import { startGateway, type TestGateway } from "../helpers/gateway";
@@ -27,12 +28,13 @@ const model = defaultLearnedModel();
 /** the gateway's default operating point (cache.decision_threshold; the model adds hits to the rules') */
 const DEFAULT_POINT = 0.92;
 
-/** The model's decision alone (no rules), at its own operating point unless told. */
+/** The model's decision alone (no rules), at its own operating point unless told; acos: the cosine the cache compares (adapted embeddings). */
 async function judge(query: string, cached: string, threshold?: number, withRules = false) {
   const [q, c] = await real.embed([query, cached]);
   const cos = dot(q!, c!);
-  return { cos, ...model.decide(query, cached, cos, q!, c!, threshold, withRules) };
+  return { cos, acos: adaptedCos(q!, c!), ...model.decide(query, cached, cos, q!, c!, threshold, withRules) };
 }
+const adaptedCos = (a: Float32Array, b: Float32Array) => dot(defaultAdapter().apply(a), defaultAdapter().apply(b));
 
 // a rewording the hand verifier rejects on its score (its content words do not line up)
 const PARAPHRASE = ["How do I become a better writer?", "How can I improve my writing?"] as const;
@@ -202,25 +204,25 @@ describe("through the gateway", () => {
     const expected = await judge(...RULES_PARAPHRASE);
     const hit = await query(plain, RULES_PARAPHRASE[0]);
     expect(hit).toMatchObject({ hit: true, tier: "semantic", contextSimilarity: 1 });
-    expect(hit.similarity).toBeCloseTo(expected.cos, 4);
+    expect(hit.similarity).toBeCloseTo(expected.acos, 4);
     expect(hit.learnedScore).toBeCloseTo(expected.learned!, 4);
 
     const viaSdk = await client(plain).chat.completions.create(chat(RULES_PARAPHRASE[0]) as any).withResponse();
     expect(viaSdk.response.headers.get("x-cache-status")).toBe("HIT");
     const meta = (viaSdk.data as any).svc_metadata;
     expect(meta.cache_tier).toBe("semantic");
-    expect(meta.similarity).toBeCloseTo(expected.cos, 4);
+    expect(meta.similarity).toBeCloseTo(expected.acos, 4);
     expect(Object.keys(meta).sort()).toEqual(["cache_hit", "cache_tier", "context_similarity", "session_id", "similarity"]);
 
     // a near-miss: no hit, and the nearest cached question's similarity instead of 0
     const [a, b] = await real.embed(["How do I reverse a string in Java?", RULES_PARAPHRASE[1]]);
     const miss = await query(plain, "How do I reverse a string in Java?");
     expect(miss).toMatchObject({ hit: false, tier: null, learnedScore: null, entryId: null });
-    expect(miss.similarity).toBeCloseTo(dot(a!, b!), 2);
+    expect(miss.similarity).toBeCloseTo(adaptedCos(a!, b!), 2);
     expect(miss.similarity).toBeGreaterThan(0.3);
     const sdkMiss = await client(plain).chat.completions.create(chat("How do I reverse a string in Java?") as any);
     expect((sdkMiss as any).svc_metadata.cache_hit).toBe(false);
-    expect((sdkMiss as any).svc_metadata.similarity).toBeCloseTo(dot(a!, b!), 2);
+    expect((sdkMiss as any).svc_metadata.similarity).toBeCloseTo(adaptedCos(a!, b!), 2);
     expect((sdkMiss as any).svc_metadata.cache_tier).toBeNull();
   });
 
@@ -242,7 +244,7 @@ describe("through the gateway", () => {
     await client(admin).chat.completions.create(chat(PARAPHRASE[1]) as any);
     const before = await query(admin, PARAPHRASE[0]);
     expect(before.hit).toBe(false);
-    expect(before.similarity).toBeCloseTo(p.cos, 4);
+    expect(before.similarity).toBeCloseTo(p.acos, 4);
     const low = Math.floor((p.learned! - 0.02) * 1000) / 1000;
     const put = await settings(admin, { decisionThreshold: low });
     expect(put.status).toBe(200);
@@ -255,7 +257,7 @@ describe("through the gateway", () => {
     expect((await settings(admin, { decisionThreshold: Math.ceil((p.learned! + 0.01) * 1000) / 1000 })).status).toBe(200);
     const raised = await query(admin, PARAPHRASE[0]);
     expect(raised.hit).toBe(false);
-    expect(raised.similarity).toBeCloseTo(p.cos, 4);
+    expect(raised.similarity).toBeCloseTo(p.acos, 4);
 
     // tenant isolation: the other tenant keeps the default
     expect((await settings(adminB)).body).toMatchObject({ decisionThreshold: null, effectiveThreshold: DEFAULT_POINT, source: "config" });

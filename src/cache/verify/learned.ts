@@ -211,14 +211,16 @@ export class LearnedModel {
   /**
    * The learned hit decision for `query` against a cached `candidate`. `threshold` overrides the
    * default operating point (a tenant's setting). `score` is the cosine (comparable across candidates).
+   * `cosine` is what the hand rules judge; qv, cv and `modelCosine` are the model's inputs — the cache's
+   * adapted cosine and the raw vectors and their cosine when the model was trained on raw vectors.
    */
-  decide(query: string, candidate: string, cosine: number, qv: Float32Array, cv: Float32Array, threshold = this.threshold, withRules = false): LearnedResult {
+  decide(query: string, candidate: string, cosine: number, qv: Float32Array, cv: Float32Array, threshold = this.threshold, withRules = false, modelCosine = cosine): LearnedResult {
     if (surfaceForm(query) === surfaceForm(candidate)) return { accept: true, learned: 1, score: 1, reason: "surface-identical" };
     const an = analyzePair(query, candidate, LEARNED_ANALYZE_OPTIONS);
     const h = hardSignals(an);
     for (const s of this.vetoes) if (h[s]) return { accept: false, score: cosine, reason: vetoReason(s, an) };
     if (qv.length !== this.dims || cv.length !== this.dims) return { accept: false, score: cosine, reason: "learned-dims-mismatch" };
-    const p = this.probability(qv, cv, an, cosine);
+    const p = this.probability(qv, cv, an, modelCosine);
     if (p >= threshold) return { accept: true, learned: p, score: cosine, reason: "ok" };
     // withRules: the hand verifier's accept also stands (the model adds hits on top of the rules)
     if (withRules && handDecide(an, cosine).accept) return { accept: true, learned: p, score: cosine, reason: "rules" };
