@@ -160,6 +160,9 @@ describe("activities and statistics", () => {
     expect((await q(`endDate=${encodeURIComponent(t0)}`)).total).toBe(2);
     expect((await q(`startDate=${encodeURIComponent(t1)}`)).total).toBe(5);
     expect((await q(`startDate=${t1.slice(0, 10)}`)).total).toBe(7 - (t0.slice(0, 10) < t1.slice(0, 10) ? 2 : 0));
+    // both ends inclusive: a bare date as endDate is the whole of that day (not its first instant)
+    expect((await q(`endDate=${t1.slice(0, 10)}`)).total).toBe(7);
+    expect((await q(`startDate=${t1.slice(0, 10)}&endDate=${t1.slice(0, 10)}`)).total).toBe(7 - (t0.slice(0, 10) < t1.slice(0, 10) ? 2 : 0));
     expect((await q("pageSize=2&page=4")).activities.length).toBe(1);
     expectError(await env.call("GET", `/api/v1/scim/activities?startDate=${encodeURIComponent(t1)}&endDate=${encodeURIComponent(t0)}`, t), 400, "validation_error", "startDate");
     expectError(await env.call("GET", "/api/v1/scim/activities?startDate=yesterday", t), 400, "validation_error", "startDate");
