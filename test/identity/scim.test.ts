@@ -25,6 +25,7 @@ describe("SCIM tokens", () => {
         status: "active",
         scopes: ["users:read", "users:write"],
         createdAt: new Date(clock.ms).toISOString(),
+        expiry: null,
         expiresAt: null,
         lastUsedAt: null,
         revokedAt: null,
@@ -89,6 +90,7 @@ describe("SCIM tokens", () => {
     const b0 = (await env.call("GET", `${TK}/${b.id}`, t)).body;
     expect(b0).toMatchObject({ status: "active" });
     expect(Date.parse(b0.expiresAt) - Date.parse(b0.createdAt)).toBe(30 * 86_400_000);
+    expect(b0.expiry).toBe(b0.expiresAt); // doc3 §2.2 names the field `expiry`
     expect((await scimClient(env.gw.url, b.plain)("GET", "/Users")).status).toBe(200);
     clock.advance(30 * 86_400_000 + 1);
     expect((await env.call("GET", `${TK}/${b.id}`, t)).body.status).toBe("expired");
