@@ -141,6 +141,15 @@ describe("connections", () => {
     const up2 = (await call("PUT", `${C}/${c.id}`, A, { name: "Renamed", jitProvisioning: true, oidcConfig: { scopes: ["email"] } })).body;
     expect(up2).toMatchObject({ name: "Renamed", jitProvisioning: true, oidcConfig: { issuerUrl: idp.issuer, clientId: idp.clientId, scopes: ["openid", "email"] } });
     expect(svc.clientSecretOf(svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
+    // a nested samlConfig.attributeMapping with only `email` changes only that claim; null removes one
+    const sm = await create(samlBody());
+    const m1 = await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { email: "mail" } } });
+    expect(m1.status).toBe(200);
+    expect(m1.body.samlConfig).toEqual({ ...sm.samlConfig, attributeMapping: { email: "mail", name: "displayName" } });
+    const m2 = await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { name: null } } });
+    expect(m2.body.samlConfig.attributeMapping).toEqual({ email: "mail" });
+    expect((await call("GET", `${C}/${sm.id}`, A)).body.samlConfig.attributeMapping).toEqual({ email: "mail" });
+    expectError(await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { email: "" } } }), 400, "validation_error", "email");
     // PUT validation and conflicts
     await create(oidcBody({ name: "Taken" }));
     expectError(await call("PUT", `${C}/${c.id}`, A, { name: "TAKEN" }), 409, "conflict");
