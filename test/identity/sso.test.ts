@@ -353,6 +353,13 @@ describe("domains and activation", () => {
     for (const bad of ["localhost", "no spaces.com", "-x.com", "a..b.com", "1.2.3.4", `${"a".repeat(64)}.com`, "https://x.com", "x.com/path", "me@x.com", "x.com:8080", ""])
       expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: bad }), 400, "validation_error", "domain");
     expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: uniqueDomain(), verificationMethod: "email" }), 400, "validation_error");
+    // the TXT record name _svc-verify.<domain> must fit in 253 characters: a 241-char domain is the longest one dns-txt can verify
+    const long = (n: number) => `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(n - 192)}`.slice(0, n);
+    const at = await call("POST", `${C}/${c.id}/domains`, A, { domain: long(241) });
+    expect(at.status).toBe(201);
+    expect(at.body.dnsRecord.name.length).toBe(253);
+    expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: long(242) }), 400, "validation_error", "https-file");
+    expect((await call("POST", `${C}/${c.id}/domains`, A, { domain: long(242), verificationMethod: "https-file" })).status).toBe(201);
     // an IDN is stored as punycode
     expect((await call("POST", `${C}/${c.id}/domains`, A, { domain: `bücher-${uuid().slice(0, 6)}.example` })).body.domain.domain).toMatch(/^xn--/);
   });

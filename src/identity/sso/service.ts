@@ -401,6 +401,10 @@ export class SsoService {
     const s = this.store(tenantId);
     return s.db.tx(() => {
       this.row(s, connectionId);
+      const method = input.verificationMethod ?? "dns-txt";
+      // the TXT record's name must itself be a valid DNS name (253 chars), or the domain can never verify
+      if (method === "dns-txt" && `${VERIFY_LABEL}.${domain}`.length > 253)
+        throw badRequest(`domain: at most ${253 - VERIFY_LABEL.length - 1} characters for dns-txt verification (the record ${VERIFY_LABEL}.<domain> must fit in 253); use https-file`);
       if (s.domainByName(connectionId, domain)) throw conflict(`the domain ${domain} is already added to this connection`);
       const owner = this.directory().verifiedOwner(domain);
       if (owner) throw conflict(`the domain ${domain} is already verified for ${owner.tenantId === tenantId ? "another SSO connection of this workspace" : "another workspace"}`);
@@ -408,7 +412,7 @@ export class SsoService {
         id: uuid(),
         connection_id: connectionId,
         domain,
-        verification_method: input.verificationMethod ?? "dns-txt",
+        verification_method: method,
         verification_token: `${VERIFY_PREFIX}=${randomBytes(24).toString("base64url")}`,
         status: "pending",
         is_primary: s.domains(connectionId).length === 0 ? 1 : 0,
