@@ -25,6 +25,7 @@ describe("SCIM tokens", () => {
         status: "active",
         scopes: ["users:read", "users:write"],
         createdAt: new Date(clock.ms).toISOString(),
+        expiry: null,
         expiresAt: null,
         lastUsedAt: null,
         revokedAt: null,
@@ -89,6 +90,7 @@ describe("SCIM tokens", () => {
     const b0 = (await env.call("GET", `${TK}/${b.id}`, t)).body;
     expect(b0).toMatchObject({ status: "active" });
     expect(Date.parse(b0.expiresAt) - Date.parse(b0.createdAt)).toBe(30 * 86_400_000);
+    expect(b0.expiry).toBe(b0.expiresAt); // doc3 §2.2 names the field `expiry`
     expect((await scimClient(env.gw.url, b.plain)("GET", "/Users")).status).toBe(200);
     clock.advance(30 * 86_400_000 + 1);
     expect((await env.call("GET", `${TK}/${b.id}`, t)).body.status).toBe("expired");
@@ -160,6 +162,9 @@ describe("activities and statistics", () => {
     expect((await q(`endDate=${encodeURIComponent(t0)}`)).total).toBe(2);
     expect((await q(`startDate=${encodeURIComponent(t1)}`)).total).toBe(5);
     expect((await q(`startDate=${t1.slice(0, 10)}`)).total).toBe(7 - (t0.slice(0, 10) < t1.slice(0, 10) ? 2 : 0));
+    // both ends inclusive: a bare date as endDate is the whole of that day (not its first instant)
+    expect((await q(`endDate=${t1.slice(0, 10)}`)).total).toBe(7);
+    expect((await q(`startDate=${t1.slice(0, 10)}&endDate=${t1.slice(0, 10)}`)).total).toBe(7 - (t0.slice(0, 10) < t1.slice(0, 10) ? 2 : 0));
     expect((await q("pageSize=2&page=4")).activities.length).toBe(1);
     expectError(await env.call("GET", `/api/v1/scim/activities?startDate=${encodeURIComponent(t1)}&endDate=${encodeURIComponent(t0)}`, t), 400, "validation_error", "startDate");
     expectError(await env.call("GET", "/api/v1/scim/activities?startDate=yesterday", t), 400, "validation_error", "startDate");

@@ -141,6 +141,15 @@ describe("connections", () => {
     const up2 = (await call("PUT", `${C}/${c.id}`, A, { name: "Renamed", jitProvisioning: true, oidcConfig: { scopes: ["email"] } })).body;
     expect(up2).toMatchObject({ name: "Renamed", jitProvisioning: true, oidcConfig: { issuerUrl: idp.issuer, clientId: idp.clientId, scopes: ["openid", "email"] } });
     expect(svc.clientSecretOf(svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
+    // a nested samlConfig.attributeMapping with only `email` changes only that claim; null removes one
+    const sm = await create(samlBody());
+    const m1 = await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { email: "mail" } } });
+    expect(m1.status).toBe(200);
+    expect(m1.body.samlConfig).toEqual({ ...sm.samlConfig, attributeMapping: { email: "mail", name: "displayName" } });
+    const m2 = await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { name: null } } });
+    expect(m2.body.samlConfig.attributeMapping).toEqual({ email: "mail" });
+    expect((await call("GET", `${C}/${sm.id}`, A)).body.samlConfig.attributeMapping).toEqual({ email: "mail" });
+    expectError(await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { email: "" } } }), 400, "validation_error", "email");
     // PUT validation and conflicts
     await create(oidcBody({ name: "Taken" }));
     expectError(await call("PUT", `${C}/${c.id}`, A, { name: "TAKEN" }), 409, "conflict");
@@ -344,6 +353,13 @@ describe("domains and activation", () => {
     for (const bad of ["localhost", "no spaces.com", "-x.com", "a..b.com", "1.2.3.4", `${"a".repeat(64)}.com`, "https://x.com", "x.com/path", "me@x.com", "x.com:8080", ""])
       expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: bad }), 400, "validation_error", "domain");
     expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: uniqueDomain(), verificationMethod: "email" }), 400, "validation_error");
+    // the TXT record name _svc-verify.<domain> must fit in 253 characters: a 241-char domain is the longest one dns-txt can verify
+    const long = (n: number) => `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(n - 192)}`.slice(0, n);
+    const at = await call("POST", `${C}/${c.id}/domains`, A, { domain: long(241) });
+    expect(at.status).toBe(201);
+    expect(at.body.dnsRecord.name.length).toBe(253);
+    expectError(await call("POST", `${C}/${c.id}/domains`, A, { domain: long(242) }), 400, "validation_error", "https-file");
+    expect((await call("POST", `${C}/${c.id}/domains`, A, { domain: long(242), verificationMethod: "https-file" })).status).toBe(201);
     // an IDN is stored as punycode
     expect((await call("POST", `${C}/${c.id}/domains`, A, { domain: `bücher-${uuid().slice(0, 6)}.example` })).body.domain.domain).toMatch(/^xn--/);
   });

@@ -33,10 +33,15 @@ const ActivityQuery = t.Object({
   endDate: t.Optional(DateParam),
 });
 
-function dateOf(field: string, v: string | undefined): string | undefined {
+/**
+ * An ISO 8601 date or date-time as an instant. Both ends are inclusive, so a bare date as `endDate`
+ * means the end of that day (UTC): `startDate=2026-05-01&endDate=2026-05-01` is the whole day.
+ */
+function dateOf(field: string, v: string | undefined, end = false): string | undefined {
   if (v === undefined) return undefined;
   if (!/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) || Number.isNaN(Date.parse(v))) throw badRequest(`${field}: expected an ISO 8601 date or date-time`);
-  return new Date(Date.parse(v)).toISOString();
+  const ms = Date.parse(v);
+  return new Date(end && /^\d{4}-\d{2}-\d{2}$/.test(v) ? ms + 86_400_000 - 1 : ms).toISOString();
 }
 
 export const scimAdminRoutes = (kernel: Kernel, tokens: ScimTokenService, activities: ActivityService) =>
@@ -68,7 +73,7 @@ export const scimAdminRoutes = (kernel: Kernel, tokens: ScimTokenService, activi
     .get("/activities", ({ principal, query }) => {
       const page = pageOf(query);
       const startDate = dateOf("startDate", query.startDate);
-      const endDate = dateOf("endDate", query.endDate);
+      const endDate = dateOf("endDate", query.endDate, true);
       if (startDate && endDate && startDate > endDate) throw badRequest("startDate: must not be after endDate");
       const { items, total } = activities.list(principal.tenantId, { ...query, startDate, endDate, offset: page.offset, limit: page.limit });
       return pageEnvelope("activities", items, total, page);

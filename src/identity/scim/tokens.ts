@@ -29,6 +29,9 @@ export interface ScimToken {
   status: TokenStatus;
   scopes: ScimScope[];
   createdAt: string;
+  /** doc3 §2.2's name of the expiry time (null = never expires) */
+  expiry: string | null;
+  /** the same instant under the name the rest of the identity API uses (role assignments, invitations) */
   expiresAt: string | null;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -194,6 +197,7 @@ export class ScimTokenService {
       status,
       scopes: JSON.parse(r.scopes),
       createdAt: r.created_at,
+      expiry: r.expires_at,
       expiresAt: r.expires_at,
       lastUsedAt: r.last_used_at,
       revokedAt: r.revoked_at,

@@ -23,7 +23,8 @@ const Saml = t.Object(
     ssoUrl: t.Optional(Url),
     certificate: t.Optional(t.String({ minLength: 1, maxLength: SSO_LIMITS.certificate })),
     signRequests: t.Optional(t.Boolean()),
-    attributeMapping: t.Optional(t.Object({ email: t.Optional(Claim), name: t.Optional(Claim) }, { additionalProperties: false })),
+    // merged key by key on PUT; null removes a mapping (the built-in claim names apply again)
+    attributeMapping: t.Optional(t.Object({ email: t.Optional(t.Nullable(Claim)), name: t.Optional(t.Nullable(Claim)) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );

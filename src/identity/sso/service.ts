@@ -55,7 +55,7 @@ export interface SamlInput {
   ssoUrl?: string;
   certificate?: string;
   signRequests?: boolean;
-  attributeMapping?: { email?: string; name?: string };
+  attributeMapping?: { email?: string | null; name?: string | null };
 }
 export interface ConnectionInput {
   name: string;
@@ -111,6 +111,20 @@ function cleanOidc(o: OidcInput & OidcConfig): OidcConfig {
   if (!scopes.includes("openid")) scopes.unshift("openid");
   if (scopes.some((s) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))) throw badRequest("oidcConfig.scopes: scope names are printable ASCII without spaces, quotes or backslashes");
   return { issuerUrl: o.issuerUrl, clientId: o.clientId, discoveryUrl: o.discoveryUrl ?? null, scopes };
+}
+
+/**
+ * `attributeMapping` on PUT: only the keys provided change (doc3 §4.1 "only provided fields change"
+ * — fixing the e-mail claim must not drop the name claim); null removes a key.
+ */
+function mergeMapping(cur: SamlConfig["attributeMapping"] | undefined, input: SamlInput["attributeMapping"]): SamlConfig["attributeMapping"] {
+  const out: SamlConfig["attributeMapping"] = { ...cur };
+  for (const k of ["email", "name"] as const) {
+    const v = input?.[k];
+    if (v === null) delete out[k];
+    else if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 function cleanSaml(s: SamlConfig): SamlConfig {
@@ -387,6 +401,10 @@ export class SsoService {
     const s = this.store(tenantId);
     return s.db.tx(() => {
       this.row(s, connectionId);
+      const method = input.verificationMethod ?? "dns-txt";
+      // the TXT record's name must itself be a valid DNS name (253 chars), or the domain can never verify
+      if (method === "dns-txt" && `${VERIFY_LABEL}.${domain}`.length > 253)
+        throw badRequest(`domain: at most ${253 - VERIFY_LABEL.length - 1} characters for dns-txt verification (the record ${VERIFY_LABEL}.<domain> must fit in 253); use https-file`);
       if (s.domainByName(connectionId, domain)) throw conflict(`the domain ${domain} is already added to this connection`);
       const owner = this.directory().verifiedOwner(domain);
       if (owner) throw conflict(`the domain ${domain} is already verified for ${owner.tenantId === tenantId ? "another SSO connection of this workspace" : "another workspace"}`);
@@ -394,7 +412,7 @@ export class SsoService {
         id: uuid(),
         connection_id: connectionId,
         domain,
-        verification_method: input.verificationMethod ?? "dns-txt",
+        verification_method: method,
         verification_token: `${VERIFY_PREFIX}=${randomBytes(24).toString("base64url")}`,
         status: "pending",
         is_primary: s.domains(connectionId).length === 0 ? 1 : 0,
@@ -532,7 +550,7 @@ export class SsoService {
         ssoUrl: i.ssoUrl ?? cur?.ssoUrl,
         certificate: i.certificate ?? cur?.certificate,
         signRequests: i.signRequests ?? cur?.signRequests ?? false,
-        attributeMapping: i.attributeMapping ?? cur?.attributeMapping ?? {},
+        attributeMapping: mergeMapping(cur?.attributeMapping, i.attributeMapping),
       };
       for (const k of ["entityId", "ssoUrl", "certificate"] as const) if (!merged[k]) throw badRequest(`samlConfig.${k}: required`);
       row.saml_config = JSON.stringify(cleanSaml(merged as SamlConfig));
