@@ -88,10 +88,11 @@ export const DOC2: Envelope = {
   body: (err) => ({ type: DOC2_TYPE[err.type] ?? err.type, message: err.message, ...err.extra }),
 };
 
+/** doc3 §7 gives a 400 one type: `validation_error`, whatever made the request invalid (malformed JSON too). */
 export const DOC3: Envelope = {
   name: "doc3",
   contentType: "application/json",
-  body: (err) => ({ error: { type: err.type, message: err.message, ...err.extra } }),
+  body: (err) => ({ error: { type: err.status === 400 ? "validation_error" : err.type, message: err.message, ...err.extra } }),
 };
 
 export function errorResponse(err: ApiError, envelope: Envelope, headers?: Record<string, string>): Response {

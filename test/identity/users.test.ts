@@ -97,6 +97,15 @@ describe("users", () => {
     expect((await call("GET", `${U}/${a.id}`, A)).body.status).toBe("ACTIVE");
   });
 
+  test("malformed JSON and a body that is not an object are 400 validation_error, doc3 §7's one 400 type", async () => {
+    for (const body of ['{"email":', "[1]", '"x"']) {
+      const r = await env.gw.api(U, { method: "POST", token: env.A, headers: { "content-type": "application/json" }, body });
+      expect(r.status).toBe(400);
+      const j: any = await r.json();
+      expect(j).toEqual({ error: { type: "validation_error", message: expect.any(String) } });
+    }
+  });
+
   test("401 without a token, 403 without WorkspaceAdmin, both before validation", async () => {
     const { call, none } = env;
     expectError(await call("GET", U, undefined), 401, "authentication_error");
