@@ -222,9 +222,10 @@ export class MemoryService {
     return s.branch(projectId, body.branchName)!;
   }
 
-  listBranches(tenantId: string, projectId: string): Branch[] {
+  /** doc1 §2.1: memory lists take `limit`/`offset`; oldest first (main first). */
+  listBranches(tenantId: string, projectId: string, limit = 50, offset = 0): { items: Branch[]; total: number } {
     this.getProject(tenantId, projectId);
-    return this.stores(tenantId).branches(projectId);
+    return this.stores(tenantId).branchPage(projectId, limit, offset);
   }
 
   getBranch(tenantId: string, projectId: string, name: string): Branch {

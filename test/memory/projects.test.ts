@@ -283,6 +283,23 @@ describe("branches", () => {
     expect((await e.call("GET", "/projects/br")).body.activeBranches).toEqual(["main", "feature-x", "ok"]);
   });
 
+  test("branch list takes limit/offset like every memory list (doc1 §2.1): page, total, limits 1-200", async () => {
+    await mkProject("brpage");
+    for (const n of ["b1", "b2", "b3"]) await e.call("POST", "/projects/brpage/branches", { branchName: n, purpose: "p", agentId: "a" });
+    const all = await e.call("GET", "/projects/brpage/branches");
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ total: 4, limit: 50, offset: 0 });
+    expect(all.body.branches.map((b: any) => b.branchName)).toEqual(["main", "b1", "b2", "b3"]);
+    const page = await e.call("GET", "/projects/brpage/branches?limit=2&offset=1");
+    expect(page.body).toMatchObject({ total: 4, limit: 2, offset: 1 });
+    expect(page.body.branches.map((b: any) => b.branchName)).toEqual(["b1", "b2"]);
+    expect((await e.call("GET", "/projects/brpage/branches?limit=200")).body.branches.length).toBe(4);
+    expectError(await e.call("GET", "/projects/brpage/branches?limit=0"), 400, "validation_error", /limit/);
+    expectError(await e.call("GET", "/projects/brpage/branches?limit=201"), 400, "validation_error", /limit/);
+    expectError(await e.call("GET", "/projects/brpage/branches?offset=-1"), 400, "validation_error", /offset/);
+    expectError(await e.call("GET", "/projects/brpage/branches", undefined, e.B), 404, "not_found");
+  });
+
   test("abandon: reason required, milestones kept, leaves activeBranches; twice → 409", async () => {
     await mkProject("ab");
     await e.call("POST", "/projects/ab/branches", { branchName: "f", purpose: "p", agentId: "a" });
