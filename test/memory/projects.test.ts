@@ -54,6 +54,22 @@ describe("projects", () => {
     expectError(await e.call("PUT", "/projects/nope/roadmap", { roadmap: "a" }), 404, "not_found");
   });
 
+  test("ids that become a URL path segment: '.' and '..' refused (a URL client resolves them away), '...' and 'a.b' fine", async () => {
+    for (const id of [".", ".."]) {
+      expectError(await e.call("POST", "/projects", { projectId: id, name: "n", roadmap: "" }), 400, "validation_error", /projectId/);
+      expectError(await e.call("POST", "/contributors", { contributorId: id, displayName: "d" }), 400, "validation_error", /contributorId/);
+      expectError(await e.call("POST", "/sources", { sourceId: id, projectId: "dots", sourceType: "github", config: { owner: "o", repo: "r" } }), 400, "validation_error", /sourceId/);
+    }
+    await mkProject("dots");
+    for (const name of [".", ".."]) expectError(await e.call("POST", "/projects/dots/branches", { branchName: name, purpose: "p", agentId: "a" }), 400, "validation_error", /branchName/);
+    for (const name of ["...", "v1.2", "my branch"]) {
+      expect((await e.call("POST", "/projects/dots/branches", { branchName: name, purpose: "p", agentId: "a" })).status).toBe(201);
+      expect((await e.call("GET", `/projects/dots/branches/${encodeURIComponent(name)}`)).body.branchName).toBe(name);
+    }
+    expect((await e.call("POST", "/projects", { projectId: "...", name: "n", roadmap: "" })).status).toBe(201);
+    expect((await e.call("GET", "/projects/...")).body.projectId).toBe("...");
+  });
+
   test("a projectId is unique per tenant (409) but two tenants can both own 'app'", async () => {
     await mkProject("app");
     expectError(await e.call("POST", "/projects", { projectId: "app", name: "again", roadmap: "" }), 409, "conflict");
