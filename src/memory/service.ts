@@ -145,6 +145,8 @@ export class MemoryService {
     const hash = contentHash(body.branchPurpose, body.cumulativeProgress, body.thisContribution);
     const check = () => {
       if (!s.projectExists(projectId)) throw notFound(`project '${projectId}'`);
+      // an unknown branch is a 404 even when the content exists elsewhere: a misspelt branch name must not pass as a stored milestone
+      if (!s.branch(projectId, branchName)) throw notFound(`branch '${branchName}'`);
       const dup = s.milestoneByHash(projectId, hash);
       if (dup) return dup;
       this.writableBranch(s, projectId, branchName);

@@ -248,6 +248,12 @@ describe("store", () => {
     await e.call("POST", "/projects/states/merge", { sourceBranch: "done", mergeSummary: "s", agentId: "a" });
     expectError(await e.call("POST", "/projects/states/store", milestone(3, { branchName: "done" })), 409, "conflict", /merged/);
     expect((await e.call("GET", "/projects/states")).body.milestoneCount).toBe(1); // only the merge milestone
+    // content that already exists in the project, sent to an unknown branch: still 404 (not a 200 "deduplicated" onto another branch)
+    const kept = await e.call("POST", "/projects/states/store", milestone("kept"));
+    expect(kept.status).toBe(201);
+    expectError(await e.call("POST", "/projects/states/store", milestone("kept", { branchName: "ghost" })), 404, "not_found", /ghost/);
+    expect((await e.call("POST", "/projects/states/store", milestone("kept"))).body).toMatchObject({ milestoneId: kept.body.milestoneId, deduplicated: true });
+    expect((await e.call("GET", "/projects/states")).body.milestoneCount).toBe(2);
     // nor new log entries
     expectError(await e.call("POST", "/projects/states/log", { branchName: "dead", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /abandoned/);
     expectError(await e.call("POST", "/projects/states/log", { branchName: "done", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /merged/);
