@@ -152,16 +152,23 @@ export class IntelligenceService {
       return v;
     };
     const opt = (k: string, max = 50_000) => (params[k] === undefined ? undefined : req(k, max));
+    // every param is checked before the source, its credential or the target is touched: bad params are a 400 whatever state the source is in
+    const jira = action === "create_jira_ticket";
+    const summary = jira ? req("summary", 255) : "";
+    const description = jira ? (opt("description") ?? "") : "";
+    const issueType = jira ? (opt("issueType", 64) ?? "Task") : "";
+    const givenKey = jira ? opt("projectKey", 64) : undefined;
+    const text = jira ? "" : req("text", 40_000);
+    const givenChannel = jira ? undefined : opt("channel", 128);
     const src = this.targetSource(tenantId, type, opt("sourceId", 128));
+    const projectKey = givenKey ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
+    if (jira && !projectKey) throw badRequest("body field 'params.projectKey': required (the source's config has none)");
+    const channel = givenChannel ?? (typeof src.config.channel === "string" ? src.config.channel : undefined);
+    if (!jira && !channel) throw badRequest("body field 'params.channel': required (the source's config has none)");
     const base = baseUrlOf(type, src.config);
     try {
       const token = this.sources.tokenOf(src);
-      if (action === "create_jira_ticket") {
-        const projectKey = opt("projectKey", 64) ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
-        if (!projectKey) throw badRequest("body field 'params.projectKey': required (the source's config has none)");
-        const summary = req("summary", 255);
-        const description = opt("description") ?? "";
-        const issueType = opt("issueType", 64) ?? "Task";
+      if (jira) {
         const email = typeof src.config.email === "string" ? src.config.email : undefined;
         const auth = email && token ? `Basic ${Buffer.from(`${email}:${token}`).toString("base64")}` : token ? `Bearer ${token}` : undefined;
         const res = await this.send(`${base}/rest/api/3/issue`, {
@@ -173,9 +180,6 @@ export class IntelligenceService {
         const j = res.json as { id?: string; key?: string; self?: string };
         return { executed: true, action, result: { sourceId: src.sourceId, id: j.id, key: j.key, self: j.self, url: j.key ? `${base}/browse/${j.key}` : undefined } };
       }
-      const channel = opt("channel", 128) ?? (typeof src.config.channel === "string" ? src.config.channel : undefined);
-      if (!channel) throw badRequest("body field 'params.channel': required (the source's config has none)");
-      const text = req("text", 40_000);
       const res = await this.send(`${base}/api/chat.postMessage`, {
         method: "POST",
         headers: { accept: "application/json", "content-type": "application/json; charset=utf-8", ...(token ? { authorization: `Bearer ${token}` } : {}) },

@@ -320,6 +320,16 @@ describe("intelligence actions", () => {
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "jira", text: "x" } }), 400, "validation_error", /sourceId/);
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "ghost", text: "x" } }), 404, "not_found");
     expectError(await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { summary: "x" } }, e.B), 400, "invalid_request_error", /no enabled jira source/);
+    // bad params are a 400 before the source's credential or the target is touched (not a 200 executed:false about the credential)
+    const unset = await e.call("POST", "/sources", { sourceId: "sl-unset", projectId: "src", sourceType: "slack", config: { channel: "C1", baseUrl: f.url, tokenEnv: "MEMORY_SECRET_NEVER_SET" } });
+    expect(unset.status).toBe(201);
+    const posts = f.posted.length;
+    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset" } }), 400, "validation_error", /params\.text/);
+    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset", text: "x".repeat(40_001) } }), 400, "validation_error", /params\.text/);
+    expectError(await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { description: "no summary" } }, e.B), 400, "validation_error", /params\.summary/);
+    const ok = await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset", text: "hi" } });
+    expect(ok.body).toMatchObject({ executed: false, action: "post_slack", result: { sourceId: "sl-unset", error: expect.stringMatching(/MEMORY_SECRET_NEVER_SET/) } });
+    expect(f.posted.length).toBe(posts);
   });
 
   test("Link header parsing", () => {
