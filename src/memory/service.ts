@@ -484,6 +484,12 @@ export class MemoryService {
     this.getProject(tenantId, projectId);
     if (b.summaryEmbedding && b.summaryEmbedding.length !== this.embedder.dimensions)
       throw badRequest(`body field 'summaryEmbedding': expected ${this.embedder.dimensions} dimensions (the gateway's embedder ${this.embedder.id}), got ${b.summaryEmbedding.length}`);
+    if (b.summaryEmbedding) {
+      // a vector that float32 cannot hold (±Infinity after conversion) or with no direction (all zeros) has no cosine: it would index NaN
+      const f32 = Float32Array.from(b.summaryEmbedding);
+      if (!f32.every(Number.isFinite)) throw badRequest("body field 'summaryEmbedding': every number must be finite within float32 range (|x| < 3.4e38)");
+      if (!f32.some((x) => x !== 0)) throw badRequest("body field 'summaryEmbedding': must not be the zero vector");
+    }
     const hash = contentHash(b.summary);
     const dup = s.knowledgeByHash(projectId, hash);
     if (dup) return { promoted: true, knowledgeId: dup.knowledge_id, reuseScore: dup.reuse_score, deduplicated: true };
