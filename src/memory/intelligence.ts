@@ -18,7 +18,7 @@ import type { Hit, Retriever } from "./search";
 import type { MemoryService } from "./service";
 import type { MemoryStore } from "./store";
 import type { SourceService } from "./sources/service";
-import { adfOf, baseUrlOf } from "./sources/connectors";
+import { adfOf, baseUrlOf, isUnconfigured } from "./sources/connectors";
 import type { ExternalSource, SourceType, TimeRange } from "./types";
 
 const RANGE_DAYS: Record<TimeRange, number | null> = { "1d": 1, "7d": 7, "14d": 14, "30d": 30, "90d": 90, all: null };
@@ -199,9 +199,10 @@ export class IntelligenceService {
     if (sourceId !== undefined) {
       const src = this.sources.get(tenantId, sourceId);
       if (src.sourceType !== type) throw badRequest(`body field 'params.sourceId': source '${sourceId}' is ${src.sourceType}, not ${type}`);
+      if (isUnconfigured(src.config)) throw invalidRequest(`source '${sourceId}' is not configured (PUT /api/v1/memory/sources/${sourceId} with its config)`);
       return src;
     }
-    const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled);
+    const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled && !isUnconfigured(x.config));
     if (!found) throw invalidRequest(`no enabled ${type} source is configured (POST /api/v1/memory/sources with sourceType '${type}')`);
     return found;
   }
