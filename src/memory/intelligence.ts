@@ -18,7 +18,7 @@ import type { Hit, Retriever } from "./search";
 import type { MemoryService } from "./service";
 import type { MemoryStore } from "./store";
 import type { SourceService } from "./sources/service";
-import { adfOf, baseUrlOf } from "./sources/connectors";
+import { adfOf, baseUrlOf, isUnconfigured } from "./sources/connectors";
 import type { ExternalSource, SourceType, TimeRange } from "./types";
 
 const RANGE_DAYS: Record<TimeRange, number | null> = { "1d": 1, "7d": 7, "14d": 14, "30d": 30, "90d": 90, all: null };
@@ -152,16 +152,23 @@ export class IntelligenceService {
       return v;
     };
     const opt = (k: string, max = 50_000) => (params[k] === undefined ? undefined : req(k, max));
+    // every param is checked before the source, its credential or the target is touched: bad params are a 400 whatever state the source is in
+    const jira = action === "create_jira_ticket";
+    const summary = jira ? req("summary", 255) : "";
+    const description = jira ? (opt("description") ?? "") : "";
+    const issueType = jira ? (opt("issueType", 64) ?? "Task") : "";
+    const givenKey = jira ? opt("projectKey", 64) : undefined;
+    const text = jira ? "" : req("text", 40_000);
+    const givenChannel = jira ? undefined : opt("channel", 128);
     const src = this.targetSource(tenantId, type, opt("sourceId", 128));
+    const projectKey = givenKey ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
+    if (jira && !projectKey) throw badRequest("body field 'params.projectKey': required (the source's config has none)");
+    const channel = givenChannel ?? (typeof src.config.channel === "string" ? src.config.channel : undefined);
+    if (!jira && !channel) throw badRequest("body field 'params.channel': required (the source's config has none)");
     const base = baseUrlOf(type, src.config);
     try {
       const token = this.sources.tokenOf(src);
-      if (action === "create_jira_ticket") {
-        const projectKey = opt("projectKey", 64) ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
-        if (!projectKey) throw badRequest("body field 'params.projectKey': required (the source's config has none)");
-        const summary = req("summary", 255);
-        const description = opt("description") ?? "";
-        const issueType = opt("issueType", 64) ?? "Task";
+      if (jira) {
         const email = typeof src.config.email === "string" ? src.config.email : undefined;
         const auth = email && token ? `Basic ${Buffer.from(`${email}:${token}`).toString("base64")}` : token ? `Bearer ${token}` : undefined;
         const res = await this.send(`${base}/rest/api/3/issue`, {
@@ -173,9 +180,6 @@ export class IntelligenceService {
         const j = res.json as { id?: string; key?: string; self?: string };
         return { executed: true, action, result: { sourceId: src.sourceId, id: j.id, key: j.key, self: j.self, url: j.key ? `${base}/browse/${j.key}` : undefined } };
       }
-      const channel = opt("channel", 128) ?? (typeof src.config.channel === "string" ? src.config.channel : undefined);
-      if (!channel) throw badRequest("body field 'params.channel': required (the source's config has none)");
-      const text = req("text", 40_000);
       const res = await this.send(`${base}/api/chat.postMessage`, {
         method: "POST",
         headers: { accept: "application/json", "content-type": "application/json; charset=utf-8", ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -195,9 +199,10 @@ export class IntelligenceService {
     if (sourceId !== undefined) {
       const src = this.sources.get(tenantId, sourceId);
       if (src.sourceType !== type) throw badRequest(`body field 'params.sourceId': source '${sourceId}' is ${src.sourceType}, not ${type}`);
+      if (isUnconfigured(src.config)) throw invalidRequest(`source '${sourceId}' is not configured (PUT /api/v1/memory/sources/${sourceId} with its config)`);
       return src;
     }
-    const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled);
+    const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled && !isUnconfigured(x.config));
     if (!found) throw invalidRequest(`no enabled ${type} source is configured (POST /api/v1/memory/sources with sourceType '${type}')`);
     return found;
   }

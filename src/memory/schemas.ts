@@ -37,6 +37,12 @@ export const LIMITS = {
 /** An enum as a union of literals (no implicit default, unlike an optional UnionEnum). */
 const OneOf = <V extends string>(values: readonly V[]) => t.Union(values.map((v) => t.Literal(v)));
 const Str = (max: number, min = 1) => t.String({ minLength: min, maxLength: max });
+/**
+ * An identifier the client later puts in a URL path segment: "." and ".." are refused, because every
+ * URL client (fetch, curl, browsers) resolves them as dot segments — `/projects/..` reaches `/` — so
+ * a record named so could never be read, changed or deleted again.
+ */
+const PathId = (max: number, extra = "") => t.String({ minLength: 1, maxLength: max, pattern: `^(?!\\.{1,2}$)${extra}` });
 const Count = () => t.Integer({ minimum: 0, maximum: 2_147_483_647 });
 
 export const ProjectParams = t.Object({ id: Str(LIMITS.projectId) });
@@ -48,7 +54,7 @@ export const ListQuery = t.Object(limitOffsetQuery(50, 200));
 export const SourceListQuery = t.Object({ ...limitOffsetQuery(50, 200), projectId: t.Optional(Str(LIMITS.projectId)) });
 export const ActivityQuery = t.Object(limitOffsetQuery(50, 200));
 
-export const ProjectCreate = t.Object({ projectId: Str(LIMITS.projectId), name: Str(LIMITS.name), roadmap: Str(LIMITS.roadmap, 0) });
+export const ProjectCreate = t.Object({ projectId: PathId(LIMITS.projectId), name: Str(LIMITS.name), roadmap: Str(LIMITS.roadmap, 0) });
 export const RoadmapUpdate = t.Object({ roadmap: Str(LIMITS.roadmap) });
 
 export const Store = t.Object({
@@ -77,7 +83,7 @@ export const Log = t.Object({
 });
 
 export const BranchCreate = t.Object({
-  branchName: t.String({ minLength: 1, maxLength: LIMITS.branchName, pattern: "^[^/\\s][^/]*$" }),
+  branchName: PathId(LIMITS.branchName, "[^/\\s][^/]*$"),
   parentBranch: t.Optional(Str(LIMITS.branchName)),
   purpose: Str(LIMITS.branchPurpose),
   agentId: Str(LIMITS.agentId),
@@ -129,7 +135,7 @@ export const Promote = t.Object({
 export const SegmentPut = t.Object({ data: t.Record(t.String(), t.Unknown()) });
 
 export const Contributor = t.Object({
-  contributorId: Str(LIMITS.contributorId),
+  contributorId: PathId(LIMITS.contributorId),
   displayName: Str(LIMITS.displayName),
   agentIds: t.Optional(t.Array(Str(LIMITS.agentId), { maxItems: LIMITS.agentIds })),
   role: t.Optional(Str(LIMITS.role)),
@@ -137,7 +143,7 @@ export const Contributor = t.Object({
 
 const Config = t.Record(t.String(), t.Unknown());
 export const SourceCreate = t.Object({
-  sourceId: Str(LIMITS.sourceId),
+  sourceId: PathId(LIMITS.sourceId),
   projectId: Str(LIMITS.projectId),
   sourceType: OneOf(SOURCE_TYPES),
   config: t.Optional(Config),

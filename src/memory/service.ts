@@ -145,6 +145,8 @@ export class MemoryService {
     const hash = contentHash(body.branchPurpose, body.cumulativeProgress, body.thisContribution);
     const check = () => {
       if (!s.projectExists(projectId)) throw notFound(`project '${projectId}'`);
+      // an unknown branch is a 404 even when the content exists elsewhere: a misspelt branch name must not pass as a stored milestone
+      if (!s.branch(projectId, branchName)) throw notFound(`branch '${branchName}'`);
       const dup = s.milestoneByHash(projectId, hash);
       if (dup) return dup;
       this.writableBranch(s, projectId, branchName);
@@ -222,9 +224,10 @@ export class MemoryService {
     return s.branch(projectId, body.branchName)!;
   }
 
-  listBranches(tenantId: string, projectId: string): Branch[] {
+  /** doc1 §2.1: memory lists take `limit`/`offset`; oldest first (main first). */
+  listBranches(tenantId: string, projectId: string, limit = 50, offset = 0): { items: Branch[]; total: number } {
     this.getProject(tenantId, projectId);
-    return this.stores(tenantId).branches(projectId);
+    return this.stores(tenantId).branchPage(projectId, limit, offset);
   }
 
   getBranch(tenantId: string, projectId: string, name: string): Branch {
@@ -481,6 +484,12 @@ export class MemoryService {
     this.getProject(tenantId, projectId);
     if (b.summaryEmbedding && b.summaryEmbedding.length !== this.embedder.dimensions)
       throw badRequest(`body field 'summaryEmbedding': expected ${this.embedder.dimensions} dimensions (the gateway's embedder ${this.embedder.id}), got ${b.summaryEmbedding.length}`);
+    if (b.summaryEmbedding) {
+      // a vector that float32 cannot hold (±Infinity after conversion) or with no direction (all zeros) has no cosine: it would index NaN
+      const f32 = Float32Array.from(b.summaryEmbedding);
+      if (!f32.every(Number.isFinite)) throw badRequest("body field 'summaryEmbedding': every number must be finite within float32 range (|x| < 3.4e38)");
+      if (!f32.some((x) => x !== 0)) throw badRequest("body field 'summaryEmbedding': must not be the zero vector");
+    }
     const hash = contentHash(b.summary);
     const dup = s.knowledgeByHash(projectId, hash);
     if (dup) return { promoted: true, knowledgeId: dup.knowledge_id, reuseScore: dup.reuse_score, deduplicated: true };

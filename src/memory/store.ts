@@ -369,6 +369,14 @@ export class MemoryStore {
       .map(branchOf);
   }
 
+  branchPage(projectId: string, limit: number, offset: number): { items: Branch[]; total: number } {
+    const items = this.db
+      .all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid LIMIT $limit OFFSET $offset`, { p: projectId, limit, offset })
+      .map(branchOf);
+    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId })!.n;
+    return { items, total };
+  }
+
   insertBranch(b: { projectId: string; branchName: string; parentBranch: string; purpose: string; agentId: string; at: string }) {
     this.db.run(
       `INSERT INTO memory_branches (tenant_id, project_id, branch_name, parent_branch, purpose, status, agent_id, created_at, updated_at)

@@ -164,6 +164,12 @@ describe("promote", () => {
     expect(ok.status).toBe(201);
     const vec = new Float32Array(new Uint8Array(e.gw.ctx.db.get<any>(`SELECT vec FROM memory_knowledge WHERE knowledge_id = '${ok.body.knowledgeId}'`).vec).buffer);
     expect(vec[0]).toBeCloseTo(1, 6); // normalised
+    // no direction or beyond float32: 400, nothing stored (it would index a NaN vector)
+    const before = e.gw.ctx.db.get<any>(`SELECT COUNT(*) AS n FROM memory_knowledge`).n;
+    expectError(await e.call("POST", "/projects/pr/promote", promo("zero vector", { summaryEmbedding: new Array(dims).fill(0) })), 400, "validation_error", /summaryEmbedding.*zero/);
+    expectError(await e.call("POST", "/projects/pr/promote", promo("huge vector", { summaryEmbedding: Array.from({ length: dims }, (_, i) => (i === 0 ? 1e308 : 0.1)) })), 400, "validation_error", /summaryEmbedding.*finite/);
+    expect(e.gw.ctx.db.get<any>(`SELECT COUNT(*) AS n FROM memory_knowledge`).n).toBe(before);
+    expect((await e.call("POST", "/projects/pr/promote", promo("small but real", { summaryEmbedding: Array.from({ length: dims }, () => 1e-3) }))).status).toBe(201);
   });
 
   test("at most 10 promotions per project per minute → 429 rate_limit_error with retry_after_secs; duplicates not counted; the window slides", async () => {

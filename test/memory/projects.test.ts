@@ -54,6 +54,22 @@ describe("projects", () => {
     expectError(await e.call("PUT", "/projects/nope/roadmap", { roadmap: "a" }), 404, "not_found");
   });
 
+  test("ids that become a URL path segment: '.' and '..' refused (a URL client resolves them away), '...' and 'a.b' fine", async () => {
+    for (const id of [".", ".."]) {
+      expectError(await e.call("POST", "/projects", { projectId: id, name: "n", roadmap: "" }), 400, "validation_error", /projectId/);
+      expectError(await e.call("POST", "/contributors", { contributorId: id, displayName: "d" }), 400, "validation_error", /contributorId/);
+      expectError(await e.call("POST", "/sources", { sourceId: id, projectId: "dots", sourceType: "github", config: { owner: "o", repo: "r" } }), 400, "validation_error", /sourceId/);
+    }
+    await mkProject("dots");
+    for (const name of [".", ".."]) expectError(await e.call("POST", "/projects/dots/branches", { branchName: name, purpose: "p", agentId: "a" }), 400, "validation_error", /branchName/);
+    for (const name of ["...", "v1.2", "my branch"]) {
+      expect((await e.call("POST", "/projects/dots/branches", { branchName: name, purpose: "p", agentId: "a" })).status).toBe(201);
+      expect((await e.call("GET", `/projects/dots/branches/${encodeURIComponent(name)}`)).body.branchName).toBe(name);
+    }
+    expect((await e.call("POST", "/projects", { projectId: "...", name: "n", roadmap: "" })).status).toBe(201);
+    expect((await e.call("GET", "/projects/...")).body.projectId).toBe("...");
+  });
+
   test("a projectId is unique per tenant (409) but two tenants can both own 'app'", async () => {
     await mkProject("app");
     expectError(await e.call("POST", "/projects", { projectId: "app", name: "again", roadmap: "" }), 409, "conflict");
@@ -232,6 +248,12 @@ describe("store", () => {
     await e.call("POST", "/projects/states/merge", { sourceBranch: "done", mergeSummary: "s", agentId: "a" });
     expectError(await e.call("POST", "/projects/states/store", milestone(3, { branchName: "done" })), 409, "conflict", /merged/);
     expect((await e.call("GET", "/projects/states")).body.milestoneCount).toBe(1); // only the merge milestone
+    // content that already exists in the project, sent to an unknown branch: still 404 (not a 200 "deduplicated" onto another branch)
+    const kept = await e.call("POST", "/projects/states/store", milestone("kept"));
+    expect(kept.status).toBe(201);
+    expectError(await e.call("POST", "/projects/states/store", milestone("kept", { branchName: "ghost" })), 404, "not_found", /ghost/);
+    expect((await e.call("POST", "/projects/states/store", milestone("kept"))).body).toMatchObject({ milestoneId: kept.body.milestoneId, deduplicated: true });
+    expect((await e.call("GET", "/projects/states")).body.milestoneCount).toBe(2);
     // nor new log entries
     expectError(await e.call("POST", "/projects/states/log", { branchName: "dead", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /abandoned/);
     expectError(await e.call("POST", "/projects/states/log", { branchName: "done", agentId: "a", phase: "thought", content: "x" }), 409, "conflict", /merged/);
@@ -281,6 +303,23 @@ describe("branches", () => {
     expect(list.body.branches.map((b: any) => b.branchName)).toEqual(["main", "feature-x", "sub", "ok"]);
     expectError(await e.call("GET", "/projects/br/branches/ghost"), 404, "not_found");
     expect((await e.call("GET", "/projects/br")).body.activeBranches).toEqual(["main", "feature-x", "ok"]);
+  });
+
+  test("branch list takes limit/offset like every memory list (doc1 §2.1): page, total, limits 1-200", async () => {
+    await mkProject("brpage");
+    for (const n of ["b1", "b2", "b3"]) await e.call("POST", "/projects/brpage/branches", { branchName: n, purpose: "p", agentId: "a" });
+    const all = await e.call("GET", "/projects/brpage/branches");
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ total: 4, limit: 50, offset: 0 });
+    expect(all.body.branches.map((b: any) => b.branchName)).toEqual(["main", "b1", "b2", "b3"]);
+    const page = await e.call("GET", "/projects/brpage/branches?limit=2&offset=1");
+    expect(page.body).toMatchObject({ total: 4, limit: 2, offset: 1 });
+    expect(page.body.branches.map((b: any) => b.branchName)).toEqual(["b1", "b2"]);
+    expect((await e.call("GET", "/projects/brpage/branches?limit=200")).body.branches.length).toBe(4);
+    expectError(await e.call("GET", "/projects/brpage/branches?limit=0"), 400, "validation_error", /limit/);
+    expectError(await e.call("GET", "/projects/brpage/branches?limit=201"), 400, "validation_error", /limit/);
+    expectError(await e.call("GET", "/projects/brpage/branches?offset=-1"), 400, "validation_error", /offset/);
+    expectError(await e.call("GET", "/projects/brpage/branches", undefined, e.B), 404, "not_found");
   });
 
   test("abandon: reason required, milestones kept, leaves activeBranches; twice → 409", async () => {

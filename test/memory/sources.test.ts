@@ -67,7 +67,25 @@ describe("source CRUD", () => {
     expectError(await e.call("POST", "/sources", { sourceId: "v1", projectId: "src", sourceType: "confluence", config: { spaceKey: "ENG" } }), 400, "validation_error", /baseUrl/);
     expectError(await e.call("POST", "/sources", { sourceId: "v1", projectId: "src", sourceType: "jira", config: { baseUrl: "file:///etc/passwd", jql: "x" } }), 400, "validation_error", /baseUrl/);
     expectError(await e.call("POST", "/sources", { sourceId: "v1", projectId: "ghost", sourceType: "slack", config: { channel: "C1" } }), 404, "not_found");
-    expectError(await e.call("POST", "/sources", { sourceId: "v1", projectId: "src", sourceType: "slack" }), 400, "validation_error", /channel/);
+    // config is optional (doc1 §4.12) but a given config must be complete for its type
+    expectError(await e.call("POST", "/sources", { sourceId: "v1", projectId: "src", sourceType: "slack", config: { baseUrl: f.url } }), 400, "validation_error", /channel/);
+  });
+
+  test("config omitted (optional in doc1): created unconfigured (config {}), sync 409 until a PUT gives a complete config; actions skip it", async () => {
+    for (const type of ["github", "jira", "confluence", "slack"]) {
+      const c = await e.call("POST", "/sources", { sourceId: `bare-${type}`, projectId: "src", sourceType: type });
+      expect(c.status).toBe(201);
+      expect(c.body).toMatchObject({ sourceId: `bare-${type}`, sourceType: type, config: {}, syncCursor: "", lastSyncedAt: null, enabled: true });
+      expectError(await e.call("POST", `/sources/bare-${type}/sync`), 409, "conflict", /not configured/);
+      expect((await e.call("PUT", `/sources/bare-${type}`, { enabled: false })).body).toMatchObject({ enabled: false, config: {} });
+    }
+    expectError(await e.call("PUT", "/sources/bare-github", { config: { owner: "o" } }), 400, "validation_error", /config\.repo/);
+    expect((await e.call("PUT", "/sources/bare-github", { config: { owner: "o", repo: "r", baseUrl: f.url }, enabled: true })).body.config).toEqual({ owner: "o", repo: "r", baseUrl: f.url });
+    expect((await e.call("GET", "/sources/bare-github/status")).body).toMatchObject({ enabled: true, syncCursor: "" });
+    // an unconfigured source is never an action's target
+    await e.call("PUT", "/sources/bare-slack", { enabled: true });
+    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "bare-slack", text: "hi" } }), 400, "invalid_request_error", /not configured/);
+    for (const type of ["github", "jira", "confluence", "slack"]) expect((await e.call("DELETE", `/sources/bare-${type}`)).status).toBe(200);
   });
 
   test("without allow_private, a loopback or private baseUrl is refused (the MCP domain's outbound policy)", async () => {
@@ -320,6 +338,16 @@ describe("intelligence actions", () => {
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "jira", text: "x" } }), 400, "validation_error", /sourceId/);
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "ghost", text: "x" } }), 404, "not_found");
     expectError(await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { summary: "x" } }, e.B), 400, "invalid_request_error", /no enabled jira source/);
+    // bad params are a 400 before the source's credential or the target is touched (not a 200 executed:false about the credential)
+    const unset = await e.call("POST", "/sources", { sourceId: "sl-unset", projectId: "src", sourceType: "slack", config: { channel: "C1", baseUrl: f.url, tokenEnv: "MEMORY_SECRET_NEVER_SET" } });
+    expect(unset.status).toBe(201);
+    const posts = f.posted.length;
+    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset" } }), 400, "validation_error", /params\.text/);
+    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset", text: "x".repeat(40_001) } }), 400, "validation_error", /params\.text/);
+    expectError(await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { description: "no summary" } }, e.B), 400, "validation_error", /params\.summary/);
+    const ok = await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl-unset", text: "hi" } });
+    expect(ok.body).toMatchObject({ executed: false, action: "post_slack", result: { sourceId: "sl-unset", error: expect.stringMatching(/MEMORY_SECRET_NEVER_SET/) } });
+    expect(f.posted.length).toBe(posts);
   });
 
   test("Link header parsing", () => {

@@ -67,10 +67,16 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
       body: S.BranchCreate,
       ...doc("Create a branch"),
     })
-    .get("/projects/:id/branches", ({ principal, params }) => jsonResponse({ branches: memory.listBranches(principal.tenantId, params.id) }), {
-      params: S.ProjectParams,
-      ...doc("List branches"),
-    })
+    .get(
+      "/projects/:id/branches",
+      ({ principal, params, query }) => {
+        const limit = query.limit ?? 50;
+        const offset = query.offset ?? 0;
+        const { items, total } = memory.listBranches(principal.tenantId, params.id, limit, offset);
+        return jsonResponse({ branches: items, total, limit, offset });
+      },
+      { params: S.ProjectParams, query: S.ListQuery, ...doc("List branches") },
+    )
     .get("/projects/:id/branches/:name", ({ principal, params }) => jsonResponse(memory.getBranch(principal.tenantId, params.id, params.name)), {
       params: S.BranchParams,
       ...doc("Get a branch"),

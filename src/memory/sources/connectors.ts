@@ -280,8 +280,12 @@ const slack: Connector = {
 
 export const CONNECTORS: Record<SourceType, Connector> = { github, jira, confluence, slack };
 
-/** Check a source's config for its type (400 naming the field); returns it unchanged. */
+/** A source created without `config` (doc1: optional) is not configured yet: it is stored, but cannot sync until a PUT gives its config. */
+export const isUnconfigured = (config: Record<string, unknown>) => Object.keys(config).length === 0;
+
+/** Check a source's config for its type (400 naming the field); returns it unchanged. An empty config (not configured yet) passes. */
 export function checkConfig(type: SourceType, config: Record<string, unknown>, secretPrefix: string): Record<string, unknown> {
+  if (isUnconfigured(config)) return config;
   const c = CONNECTORS[type];
   for (const k of Object.keys(config)) {
     if (LITERAL_SECRET_KEYS.includes(k)) throw badRequest(`body field 'config.${k}': credentials are never stored; name an environment variable in 'config.tokenEnv'`);

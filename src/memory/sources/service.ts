@@ -13,7 +13,7 @@ import type { Embedder } from "../ports";
 import type { MemoryStore } from "../store";
 import type { MemoryVectors } from "../vectors";
 import type { ExternalSource, SourceType } from "../types";
-import { CONNECTORS, baseUrlOf, checkConfig } from "./connectors";
+import { CONNECTORS, baseUrlOf, checkConfig, isUnconfigured } from "./connectors";
 
 export interface SourceDeps {
   stores: ForTenant<MemoryStore>;
@@ -48,6 +48,7 @@ export class SourceService {
   }
 
   private async checkUrl(type: SourceType, config: Record<string, unknown>) {
+    if (isUnconfigured(config)) return;
     const base = baseUrlOf(type, config);
     if (!base) throw new ApiError("validation_error", "body field 'config.baseUrl': required");
     try {
@@ -150,6 +151,7 @@ export class SourceService {
     const s = this.d.stores(tenantId);
     const src = this.get(tenantId, id);
     if (!src.enabled) throw conflict(`source '${id}' is disabled`);
+    if (isUnconfigured(src.config)) throw conflict(`source '${id}' is not configured: PUT /api/v1/memory/sources/${id} with its config (keys for '${src.sourceType}': ${CONNECTORS[src.sourceType].keys.join(", ")})`);
     const lock = this.key(tenantId, id);
     if (this.running.has(lock)) throw conflict(`source '${id}' is already syncing`);
     this.running.add(lock);
