@@ -138,7 +138,8 @@ export const Contributor = t.Object({
   contributorId: PathId(LIMITS.contributorId),
   displayName: Str(LIMITS.displayName),
   agentIds: t.Optional(t.Array(Str(LIMITS.agentId), { maxItems: LIMITS.agentIds })),
-  role: t.Optional(Str(LIMITS.role)),
+  /** null clears it on an update; left out = unchanged */
+  role: t.Optional(t.Union([Str(LIMITS.role), t.Null()])),
 });
 
 const Config = t.Record(t.String(), t.Unknown());

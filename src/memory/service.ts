@@ -527,9 +527,17 @@ export class MemoryService {
 
   // ---------------------------------------------------------------- contributors
 
-  upsertContributor(tenantId: string, b: { contributorId: string; displayName: string; agentIds?: string[]; role?: string }): { contributor: Contributor; created: boolean } {
+  /**
+   * Create, or update an existing contributorId (spec: "creating with an existing contributorId
+   * updates it"): fields the body leaves out keep their values, so re-registering a name does not
+   * empty the contributor's agentIds (and with them its activity); `role: null` clears the role.
+   */
+  upsertContributor(tenantId: string, b: { contributorId: string; displayName: string; agentIds?: string[]; role?: string | null }): { contributor: Contributor; created: boolean } {
     const s = this.stores(tenantId);
-    const created = s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(b.agentIds ?? [])], role: b.role ?? null, at: this.at() });
+    const old = s.contributor(b.contributorId);
+    const agentIds = b.agentIds ?? old?.agentIds ?? [];
+    const role = b.role !== undefined ? b.role : (old?.role ?? null);
+    const created = s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
     return { contributor: s.contributor(b.contributorId)!, created };
   }
 

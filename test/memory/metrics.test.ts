@@ -199,7 +199,12 @@ describe("contributors", () => {
     expect(c.body).toEqual({ contributorId: "alice", tenantId: "tenant-a", displayName: "Alice", agentIds: ["agent-a1", "agent-a2"], role: "lead", createdAt: expect.stringMatching(ISO), updatedAt: c.body.createdAt });
     const u = await e.call("POST", "/contributors", { contributorId: "alice", displayName: "Alice L.", agentIds: ["agent-a1"] });
     expect(u.status).toBe(200);
-    expect(u.body).toMatchObject({ displayName: "Alice L.", agentIds: ["agent-a1"], role: null, createdAt: c.body.createdAt });
+    // an update keeps what the body leaves out (role here) and changes what it sends
+    expect(u.body).toMatchObject({ displayName: "Alice L.", agentIds: ["agent-a1"], role: "lead", createdAt: c.body.createdAt });
+    const renamed = await e.call("POST", "/contributors", { contributorId: "alice", displayName: "Alice Lovelace" });
+    expect(renamed.body).toMatchObject({ displayName: "Alice Lovelace", agentIds: ["agent-a1"], role: "lead" });
+    const cleared = await e.call("POST", "/contributors", { contributorId: "alice", displayName: "Alice Lovelace", agentIds: [], role: null });
+    expect(cleared.body).toMatchObject({ agentIds: [], role: null });
     const min = await e.call("POST", "/contributors", { contributorId: "c".repeat(128), displayName: "d".repeat(256) });
     expect(min.status).toBe(201);
     expect(min.body).toMatchObject({ agentIds: [], role: null });
@@ -209,7 +214,7 @@ describe("contributors", () => {
     const list = await e.call("GET", "/contributors");
     expect(list.body.contributors.map((x: any) => x.contributorId)).toEqual(["alice", "c".repeat(128)]);
     expect((await e.call("GET", "/contributors", undefined, e.B)).body.contributors).toEqual([]);
-    expect((await e.call("GET", "/contributors/alice")).body.displayName).toBe("Alice L.");
+    expect((await e.call("GET", "/contributors/alice")).body.displayName).toBe("Alice Lovelace");
     expectError(await e.call("GET", "/contributors/alice", undefined, e.B), 404, "not_found");
     expectError(await e.call("DELETE", "/contributors/alice", undefined, e.B), 404, "not_found");
     expect((await e.call("DELETE", "/contributors/" + "c".repeat(128))).body).toEqual({ deleted: true, id: "c".repeat(128) });
