@@ -16,6 +16,16 @@ const S = "/api/v1/mcp/servers";
 const fx = useMcpFixture();
 beforeAll(() => ({ h, fake } = fx));
 
+describe("doc2 §7 envelope", () => {
+  test("a malformed JSON body is 400 validation_error (doc2 §7 names no other 400 type), on kernel and native routes", async () => {
+    for (const path of [S, "/api/v1/mcp/entities", "/api/v1/tool-cache/search", "/api/v1/tool-cache/stats"]) {
+      const r = await h.gw.api(path, { method: "POST", token: h.A, headers: { "content-type": "application/json" }, body: "{not json" });
+      expect(r.status).toBe(400);
+      expect(await r.json()).toEqual({ type: "validation_error", message: expect.any(String) });
+    }
+  });
+});
+
 describe("register, get, list, delete", () => {
   test("register answers 200 {server, message} with PENDING and the defaults; secrets are never returned", async () => {
     process.env.MCP_SECRET_GH = "sk-live-secret";
