@@ -79,8 +79,8 @@ export const DOC1: Envelope = {
   body: (err) => ({ error: { message: err.message, type: err.type, ...err.extra } }),
 };
 
-/** doc2 names the 403 type differently. */
-const DOC2_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error" };
+/** doc2 names the 403 type differently, and §7 knows two 500 types: discovery_error and internal_error. */
+const DOC2_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error", database_error: "internal_error", configuration_error: "internal_error" };
 
 /** doc2 §7 gives a 400 one type too: `validation_error` ("invalid body or parameters"), malformed JSON included. */
 export const DOC2: Envelope = {

@@ -340,3 +340,14 @@ describe("tools", () => {
     expect((await h.call("GET", S, reader)).status).toBe(200);
   });
 });
+
+describe("doc2 §7 types", () => {
+  test("the doc2 envelope uses only §7's types: 403 permission_error, 500 discovery_error or internal_error", async () => {
+    const { ApiError, DOC2 } = await import("../../src/core/errors");
+    expect(DOC2.body(new ApiError("authorization_error", "x"))).toEqual({ type: "permission_error", message: "x" });
+    expect(DOC2.body(new ApiError("database_error", "database error"))).toEqual({ type: "internal_error", message: "database error" });
+    expect(DOC2.body(new ApiError("configuration_error", "MCP_SECRET_X is not set"))).toEqual({ type: "internal_error", message: "MCP_SECRET_X is not set" });
+    expect(DOC2.body(new ApiError("discovery_error", "d"))).toEqual({ type: "discovery_error", message: "d" });
+    expect(DOC2.body(new ApiError("invalid_request_error", "malformed"))).toEqual({ type: "validation_error", message: "malformed" });
+  });
+});
