@@ -79,13 +79,14 @@ export const DOC1: Envelope = {
   body: (err) => ({ error: { message: err.message, type: err.type, ...err.extra } }),
 };
 
-/** doc2 names the 403 type differently. */
-const DOC2_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error" };
+/** doc2 names the 403 type differently, and §7 knows two 500 types: discovery_error and internal_error. */
+const DOC2_TYPE: Partial<Record<ErrorType, string>> = { authorization_error: "permission_error", database_error: "internal_error", configuration_error: "internal_error" };
 
+/** doc2 §7 gives a 400 one type too: `validation_error` ("invalid body or parameters"), malformed JSON included. */
 export const DOC2: Envelope = {
   name: "doc2",
   contentType: "application/json",
-  body: (err) => ({ type: DOC2_TYPE[err.type] ?? err.type, message: err.message, ...err.extra }),
+  body: (err) => ({ type: err.status === 400 ? "validation_error" : (DOC2_TYPE[err.type] ?? err.type), message: err.message, ...err.extra }),
 };
 
 /** doc3 §7 gives a 400 one type: `validation_error`, whatever made the request invalid (malformed JSON too). */

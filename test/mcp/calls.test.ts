@@ -129,10 +129,10 @@ describe("write invalidates read", () => {
     issue = (await h.call("POST", E, h.A, { name: "issue", parentId: repo.id })).body;
     comment = (await h.call("POST", E, h.A, { name: "comment", parentId: issue.id })).body;
     const map = (toolId: string, entityId: string, paramName: string, operation: string) => h.call("POST", "/api/v1/mcp/tool-entities", h.A, { toolId, entityId, paramName, operation });
-    expect((await map(tools.get_issue.id, issue.id, "issue_id", "READ")).status).toBe(201);
-    expect((await map(tools.list_issues.id, issue.id, "issue_id", "READ")).status).toBe(201); // called without issue_id: depends on every issue
-    expect((await map(tools.get_comment.id, comment.id, "comment_id", "READ")).status).toBe(201);
-    expect((await map(tools.update_issue.id, issue.id, "issue_id", "WRITE")).status).toBe(201);
+    expect((await map(tools.get_issue.id, issue.id, "issue_id", "READ")).status).toBe(200);
+    expect((await map(tools.list_issues.id, issue.id, "issue_id", "READ")).status).toBe(200); // called without issue_id: depends on every issue
+    expect((await map(tools.get_comment.id, comment.id, "comment_id", "READ")).status).toBe(200);
+    expect((await map(tools.update_issue.id, issue.id, "issue_id", "WRITE")).status).toBe(200);
     await h.call("PATCH", `/api/v1/mcp/tools/${tools.list_issues.id}/config`, h.A, { crossAgentEnabled: false });
   });
 

@@ -18,9 +18,9 @@ const fx = useMcpFixture({ overrides: { heartbeat_timeout_secs: 90, max_connecti
 beforeAll(() => ({ h, fake, server: serverA, tools } = fx));
 
 describe("connections", () => {
-  test("create (ManageConfig, 201, CONNECTING), get, list with filters, state moves, heartbeat", async () => {
+  test("create (ManageConfig, 200, CONNECTING), get, list with filters, state moves, heartbeat", async () => {
     const c = await h.call("POST", C, h.A, { serverId: serverA.id, clientId: "claude-desktop" });
-    expect(c.status).toBe(201);
+    expect(c.status).toBe(200);
     expect(c.body).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       serverId: serverA.id,
@@ -64,7 +64,7 @@ describe("connections", () => {
     expect((await h.call("POST", `${C}/${c.id}/heartbeat`, reader)).status).toBe(200);
     expectError(await h.call("POST", C, h.A, { serverId: "nope", clientId: "x" }), 400, "validation_error", "serverId");
     expectError(await h.call("POST", C, h.A, { serverId: serverA.id, clientId: "" }), 400, "validation_error", "clientId");
-    expect((await h.call("POST", C, h.A, { serverId: serverA.id, clientId: "c".repeat(256) })).status).toBe(201);
+    expect((await h.call("POST", C, h.A, { serverId: serverA.id, clientId: "c".repeat(256) })).status).toBe(200);
     expectError(await h.call("POST", C, h.A, { serverId: serverA.id, clientId: "c".repeat(257) }), 400, "validation_error", "clientId");
     expectError(await h.call("POST", C, h.A, { serverId: crypto.randomUUID(), clientId: "x" }), 404, "not_found", "server");
     expectError(await h.call("PATCH", `${C}/${c.id}/state`, h.A, { state: "GONE" }), 400, "validation_error", "state");

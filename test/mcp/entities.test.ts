@@ -14,9 +14,9 @@ const fx = useMcpFixture({ serverName: "issues" });
 beforeAll(() => ({ h, fake, tools } = fx));
 
 describe("entities", () => {
-  test("create (201, every field), get, list with parentId and partial name filters, update, parent removal", async () => {
+  test("create (200, every field), get, list with parentId and partial name filters, update, parent removal", async () => {
     const repo = await h.call("POST", E, h.A, { name: "repository", description: "a git repository" });
-    expect(repo.status).toBe(201);
+    expect(repo.status).toBe(200);
     expect(repo.body).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: "repository", description: "a git repository", parentId: null, createdAt: expect.any(String), updatedAt: expect.any(String) });
     const issue = (await h.call("POST", E, h.A, { name: "issue", parentId: repo.body.id })).body;
     const pr = (await h.call("POST", E, h.A, { name: "pull_request", parentId: repo.body.id })).body;
@@ -33,7 +33,7 @@ describe("entities", () => {
   });
 
   test("validation: name 1..128, description 2000, parentId uuid; duplicates 409; cycles 400; 404s", async () => {
-    expect((await h.call("POST", E, h.A, { name: "n".repeat(128), description: "d".repeat(2000) })).status).toBe(201);
+    expect((await h.call("POST", E, h.A, { name: "n".repeat(128), description: "d".repeat(2000) })).status).toBe(200);
     expectError(await h.call("POST", E, h.A, { name: "n".repeat(129) }), 400, "validation_error", "name");
     expectError(await h.call("POST", E, h.A, { name: "x", description: "d".repeat(2001) }), 400, "validation_error", "description");
     expectError(await h.call("POST", E, h.A, { name: "" }), 400, "validation_error", "name");
@@ -73,10 +73,10 @@ describe("entities", () => {
 });
 
 describe("tool-entity mappings", () => {
-  test("create 201 / replace 200, list per tool, delete; validation and 404s", async () => {
+  test("create and replace both 200, list per tool, delete; validation and 404s", async () => {
     const ent = (await h.call("POST", E, h.A, { name: "label" })).body;
     const m = await h.call("POST", M, h.A, { toolId: tools.set_label.id, entityId: ent.id, paramName: "label", operation: "WRITE" });
-    expect(m.status).toBe(201);
+    expect(m.status).toBe(200);
     expect(m.body).toEqual({ toolId: tools.set_label.id, entityId: ent.id, paramName: "label", operation: "WRITE", createdAt: expect.any(String) });
     const again = await h.call("POST", M, h.A, { toolId: tools.set_label.id, entityId: ent.id, paramName: "issue_id", operation: "READ" });
     expect(again.status).toBe(200);
@@ -98,9 +98,9 @@ describe("tool-entity mappings", () => {
 });
 
 describe("rules", () => {
-  test("create (201, enabled default true), list with filters, patch, delete; validation and 404s", async () => {
+  test("create (200, enabled default true), list with filters, patch, delete; validation and 404s", async () => {
     const r = await h.call("POST", R, h.A, { writeToolId: tools.update_issue.id, invalidateToolId: tools.get_issue.id });
-    expect(r.status).toBe(201);
+    expect(r.status).toBe(200);
     expect(r.body).toEqual({ id: expect.any(String), writeToolId: tools.update_issue.id, invalidateToolId: tools.get_issue.id, enabled: true, createdAt: expect.any(String) });
     const off = (await h.call("POST", R, h.A, { writeToolId: tools.update_issue.id, invalidateToolId: tools.search_docs.id, enabled: false })).body;
     expect(off.enabled).toBe(false);

@@ -16,8 +16,18 @@ const S = "/api/v1/mcp/servers";
 const fx = useMcpFixture();
 beforeAll(() => ({ h, fake } = fx));
 
+describe("doc2 §7 envelope", () => {
+  test("a malformed JSON body is 400 validation_error (doc2 §7 names no other 400 type), on kernel and native routes", async () => {
+    for (const path of [S, "/api/v1/mcp/entities", "/api/v1/tool-cache/search", "/api/v1/tool-cache/stats"]) {
+      const r = await h.gw.api(path, { method: "POST", token: h.A, headers: { "content-type": "application/json" }, body: "{not json" });
+      expect(r.status).toBe(400);
+      expect(await r.json()).toEqual({ type: "validation_error", message: expect.any(String) });
+    }
+  });
+});
+
 describe("register, get, list, delete", () => {
-  test("register answers 201 {server, message} with PENDING and the defaults; secrets are never returned", async () => {
+  test("register answers 200 {server, message} with PENDING and the defaults; secrets are never returned", async () => {
     process.env.MCP_SECRET_GH = "sk-live-secret";
     const r = await h.call("POST", S, h.A, {
       name: "github",
@@ -26,7 +36,7 @@ describe("register, get, list, delete", () => {
       authType: "API_KEY",
       authConfig: { type: "API_KEY", header: "x-api-key", valueEnv: "MCP_SECRET_GH" },
     });
-    expect(r.status).toBe(201);
+    expect(r.status).toBe(200);
     expect(r.body.message).toContain("PENDING");
     expect(r.body.server).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
@@ -53,7 +63,7 @@ describe("register, get, list, delete", () => {
 
   test("list: filters by status and partial name, pages with the doc2 envelope", async () => {
     const t = await h.gw.token("tenant-list", [], "x");
-    for (const n of ["alpha-one", "alpha_two", "beta"]) expect((await h.call("POST", S, t, { name: n, url: fake.url })).status).toBe(201);
+    for (const n of ["alpha-one", "alpha_two", "beta"]) expect((await h.call("POST", S, t, { name: n, url: fake.url })).status).toBe(200);
     const all = await h.call("GET", S, t);
     expect(all.body).toMatchObject({ total: 3, page: 1, pageSize: 20, totalPages: 1 });
     expect(all.body.servers.map((s: any) => s.name)).toEqual(["alpha-one", "alpha_two", "beta"]);
@@ -69,18 +79,18 @@ describe("register, get, list, delete", () => {
   test("limits: name 128, description 2000, url 2048 (at the limit accepted, one over refused); enums", async () => {
     const t = await h.gw.token("tenant-limits", [], "x");
     const long = (n: number) => "x".repeat(n);
-    expect((await h.call("POST", S, t, { name: long(128), description: long(2000), url: fake.url })).status).toBe(201);
+    expect((await h.call("POST", S, t, { name: long(128), description: long(2000), url: fake.url })).status).toBe(200);
     expectError(await h.call("POST", S, t, { name: long(129), url: fake.url }), 400, "validation_error", "name");
     expectError(await h.call("POST", S, t, { name: "d", description: long(2001), url: fake.url }), 400, "validation_error", "description");
     const url2048 = `http://127.0.0.1/${"p".repeat(2048 - "http://127.0.0.1/".length)}`;
-    expect((await h.call("POST", S, t, { name: "u2048", url: url2048 })).status).toBe(201);
+    expect((await h.call("POST", S, t, { name: "u2048", url: url2048 })).status).toBe(200);
     expectError(await h.call("POST", S, t, { name: "u2049", url: url2048 + "p" }), 400, "validation_error", "url");
     expectError(await h.call("POST", S, t, { name: "", url: fake.url }), 400, "validation_error", "name");
     expectError(await h.call("POST", S, t, { url: fake.url }), 400, "validation_error", "name");
     expectError(await h.call("POST", S, t, { name: "nourl" }), 400, "validation_error", "url");
     expectError(await h.call("POST", S, t, { name: "tr", url: fake.url, transport: "WS" }), 400, "validation_error", "transport");
     expectError(await h.call("POST", S, t, { name: "at", url: fake.url, authType: "BASIC" }), 400, "validation_error", "authType");
-    for (const transport of ["HTTP", "SSE"]) expect((await h.call("POST", S, t, { name: `t-${transport}`, url: fake.url, transport })).status).toBe(201);
+    for (const transport of ["HTTP", "SSE"]) expect((await h.call("POST", S, t, { name: `t-${transport}`, url: fake.url, transport })).status).toBe(200);
   });
 
   test("authConfig must match authType; secrets only by environment-variable name under the gateway's prefix", async () => {
@@ -94,17 +104,17 @@ describe("register, get, list, delete", () => {
     expectError(await post("API_KEY", { type: "API_KEY", header: "x-key", valueEnv: "MCP_SECRET_X", value: "sk-literal" }), 400, "validation_error", "authConfig.value");
     expectError(await post("API_KEY", { type: "API_KEY", header: "bad header", valueEnv: "MCP_SECRET_X" }), 400, "validation_error", "header");
     expectError(await post("NONE", { type: "NONE", header: "x" }), 400, "validation_error", "does not apply");
-    expect((await post("NONE", { type: "NONE" })).status).toBe(201);
+    expect((await post("NONE", { type: "NONE" })).status).toBe(200);
     expectError(await post("OAUTH", { type: "OAUTH", tokenUrl: "http://127.0.0.1/token", clientId: "c" }), 400, "validation_error", "clientSecretEnv");
     expectError(await post("OAUTH", { type: "OAUTH", tokenUrl: "ftp://x/token", clientId: "c", clientSecretEnv: "MCP_SECRET_C" }), 400, "validation_error", "scheme");
     expectError(await post("OAUTH", { type: "OAUTH", tokenUrl: "http://x/t", clientId: "c", clientSecretEnv: "MCP_SECRET_C", scopes: "a b" }), 400, "validation_error", "scopes");
-    expect((await post("OAUTH", { type: "OAUTH", tokenUrl: "http://127.0.0.1/token", clientId: "c", clientSecretEnv: "MCP_SECRET_C", scopes: ["read"] })).status).toBe(201);
+    expect((await post("OAUTH", { type: "OAUTH", tokenUrl: "http://127.0.0.1/token", clientId: "c", clientSecretEnv: "MCP_SECRET_C", scopes: ["read"] })).status).toBe(200);
     expectError(await post("MTLS", { type: "MTLS", certPath: "c.pem", keyPath: "k.pem" }), 400, "validation_error", "MTLS servers are not enabled");
   });
 
   test("STDIO: only an allow-listed command, named stdio://<name>; any other command is 400", async () => {
     const t = await h.gw.token("tenant-stdio", [], "x");
-    expect((await h.call("POST", S, t, { name: "ok", url: "stdio://everything", transport: "STDIO" })).status).toBe(201);
+    expect((await h.call("POST", S, t, { name: "ok", url: "stdio://everything", transport: "STDIO" })).status).toBe(200);
     expectError(await h.call("POST", S, t, { name: "cmd", url: "stdio://rm", transport: "STDIO" }), 400, "validation_error", "allow-list");
     expectError(await h.call("POST", S, t, { name: "raw", url: "/bin/sh -c id", transport: "STDIO" }), 400, "validation_error", "stdio://");
     expectError(await h.call("POST", S, t, { name: "mix", url: "stdio://everything" }), 400, "validation_error", "transport STDIO");
@@ -115,8 +125,8 @@ describe("register, get, list, delete", () => {
     const t = await h.gw.token("tenant-del", [], "x");
     const { server, tools } = await registerAndDiscover({ ...h, A: t }, fake.url);
     const ent = await h.call("POST", "/api/v1/mcp/entities", t, { name: "issue" });
-    expect((await h.call("POST", "/api/v1/mcp/tool-entities", t, { toolId: tools.get_issue.id, entityId: ent.body.id, paramName: "issue_id", operation: "READ" })).status).toBe(201);
-    expect((await h.call("POST", "/api/v1/mcp/rules", t, { writeToolId: tools.update_issue.id, invalidateToolId: tools.get_issue.id })).status).toBe(201);
+    expect((await h.call("POST", "/api/v1/mcp/tool-entities", t, { toolId: tools.get_issue.id, entityId: ent.body.id, paramName: "issue_id", operation: "READ" })).status).toBe(200);
+    expect((await h.call("POST", "/api/v1/mcp/rules", t, { writeToolId: tools.update_issue.id, invalidateToolId: tools.get_issue.id })).status).toBe(200);
     const r = await h.call("DELETE", `${S}/${server.id}`, t);
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ deleted: true, message: expect.stringContaining("deleted") });
@@ -158,7 +168,7 @@ describe("outbound URL policy at registration (test mode off)", () => {
     // a public literal and a name that does not resolve yet are accepted (checked again at every connection)
     for (const url of ["https://93.184.216.34/mcp", "https://mcp.does-not-resolve.invalid/mcp"]) {
       const r = await closed.api(S, { method: "POST", token: t, json: { name: url, url } });
-      expect(r.status).toBe(201);
+      expect(r.status).toBe(200);
     }
     await closed.stop();
   });
@@ -317,7 +327,7 @@ describe("tools", () => {
     ] as const)
       expectError(await h.call(m, p, h.B, body), 404, "not_found");
     // a same-named server in another tenant is fine
-    expect((await h.call("POST", S, h.B, { name: "issues", url: fake.url })).status).toBe(201);
+    expect((await h.call("POST", S, h.B, { name: "issues", url: fake.url })).status).toBe(200);
   });
 
   test("401 without a token (before validation), 403 permission_error without ManageConfig on disable/enable", async () => {
@@ -328,5 +338,16 @@ describe("tools", () => {
     expectError(await h.call("POST", `${S}/${serverId}/disable`, reader), 403, "permission_error", "ManageConfig");
     expectError(await h.call("POST", `${S}/${serverId}/enable`, reader), 403, "permission_error");
     expect((await h.call("GET", S, reader)).status).toBe(200);
+  });
+});
+
+describe("doc2 §7 types", () => {
+  test("the doc2 envelope uses only §7's types: 403 permission_error, 500 discovery_error or internal_error", async () => {
+    const { ApiError, DOC2 } = await import("../../src/core/errors");
+    expect(DOC2.body(new ApiError("authorization_error", "x"))).toEqual({ type: "permission_error", message: "x" });
+    expect(DOC2.body(new ApiError("database_error", "database error"))).toEqual({ type: "internal_error", message: "database error" });
+    expect(DOC2.body(new ApiError("configuration_error", "MCP_SECRET_X is not set"))).toEqual({ type: "internal_error", message: "MCP_SECRET_X is not set" });
+    expect(DOC2.body(new ApiError("discovery_error", "d"))).toEqual({ type: "discovery_error", message: "d" });
+    expect(DOC2.body(new ApiError("invalid_request_error", "malformed"))).toEqual({ type: "validation_error", message: "malformed" });
   });
 });

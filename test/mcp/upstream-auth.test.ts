@@ -126,7 +126,7 @@ describe("MTLS (certificates in test/fixtures/tls, one test CA)", () => {
     try {
       const url = `https://localhost:${front.port}/mcp`;
       const reg = await g.call("POST", "/api/v1/mcp/servers", g.A, { name: "mtls", url, authType: "MTLS", authConfig: { type: "MTLS", certPath: "client.pem", keyPath: "client.key", caPath: "ca.pem" } });
-      expect(reg.status).toBe(201);
+      expect(reg.status).toBe(200);
       const d = await g.call("POST", `/api/v1/mcp/servers/${reg.body.server.id}/discover`, g.A);
       expect(d.status).toBe(200);
       expect(d.body.toolsDiscovered).toBe(9);

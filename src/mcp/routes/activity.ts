@@ -27,11 +27,7 @@ export const activityRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.connections.list(principal.tenantId, { serverId: query.serverId, clientId: query.clientId, state: query.state }, page);
       return pageEnvelope("connections", items, total, page);
     }, { query: S.ConnectionListQuery, detail: { summary: "List connections", ...tag("mcp") } })
-    .post("/connections", ({ principal, body, set }) => {
-      const input = S.bodyOf(S.ConnectionCreate, body);
-      set.status = 201;
-      return s.connections.create(principal.tenantId, input);
-    }, { perm: "ManageConfig", detail: { summary: "Track a client connection (starts CONNECTING)", ...tag("mcp") } })
+    .post("/connections", ({ principal, body }) => s.connections.create(principal.tenantId, S.bodyOf(S.ConnectionCreate, body)), { perm: "ManageConfig", detail: { summary: "Track a client connection (starts CONNECTING)", ...tag("mcp") } })
     .get("/connections/:id", ({ principal, params }) => s.connections.get(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get a connection", ...tag("mcp") } })
     .patch("/connections/:id/state", ({ principal, params, body }) => s.connections.setState(principal.tenantId, params.id, S.bodyOf(S.ConnectionStateBody, body).state), {
       perm: "ManageConfig",

@@ -22,9 +22,9 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
       return pageEnvelope("servers", items, total, page);
     }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", ...tag("mcp") } })
-    .post("/servers", async ({ principal, body, set }) => {
+    .post("/servers", async ({ principal, body }) => {
+      // doc2 §4: "success status 200" — creates included (doc2 names no 201)
       const server = await s.registry.register(principal.tenantId, body);
-      set.status = 201;
       return { server, message: `server ${server.name} registered; it stays PENDING until a health check succeeds` };
     }, { body: S.ServerCreate, detail: { summary: "Register an MCP server", ...tag("mcp") } })
     .get("/servers/:id", ({ principal, params }) => publicServer(s.registry.server(principal.tenantId, params.id)), {
@@ -87,10 +87,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
       return pageEnvelope("entities", items, total, page);
     }, { query: S.EntityListQuery, detail: { summary: "List entities", ...tag("mcp") } })
-    .post("/entities", ({ principal, body, set }) => {
-      set.status = 201;
-      return s.entities.create(principal.tenantId, body);
-    }, { body: S.EntityCreate, detail: { summary: "Create an entity", ...tag("mcp") } })
+    .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, detail: { summary: "Create an entity", ...tag("mcp") } })
     .get("/entities/:id", ({ principal, params }) => s.entities.entity(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get an entity", ...tag("mcp") } })
     .patch("/entities/:id", ({ principal, params, body }) => s.entities.update(principal.tenantId, params.id, body), {
       params: S.IdParams,
@@ -104,11 +101,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
         invalidated: r.invalidated,
       };
     }, { params: S.IdParams, detail: { summary: "Delete an entity (cascade invalidation)", ...tag("mcp") } })
-    .post("/tool-entities", ({ principal, body, set }) => {
-      const { mapping, created } = s.entities.map(principal.tenantId, body);
-      set.status = created ? 201 : 200;
-      return mapping;
-    }, { body: S.MappingCreate, detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
+    .post("/tool-entities", ({ principal, body }) => s.entities.map(principal.tenantId, body).mapping, { body: S.MappingCreate, detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
     .delete("/tool-entities/:tool_id/:entity_id", ({ principal, params }) => {
       s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
       return deleted("tool-entity mapping deleted");
@@ -119,10 +112,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
       return pageEnvelope("rules", items, total, page);
     }, { query: S.RuleListQuery, detail: { summary: "List invalidation rules", ...tag("mcp") } })
-    .post("/rules", ({ principal, body, set }) => {
-      set.status = 201;
-      return s.entities.createRule(principal.tenantId, body);
-    }, { body: S.RuleCreate, detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
+    .post("/rules", ({ principal, body }) => s.entities.createRule(principal.tenantId, body), { body: S.RuleCreate, detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
     .post("/rules/generate", ({ principal }) => s.entities.generate(principal.tenantId), { detail: { summary: "Generate rules from entity mappings", ...tag("mcp") } })
     .patch("/rules/:id", ({ principal, params, body }) => s.entities.setRuleEnabled(principal.tenantId, params.id, body.enabled), {
       params: S.IdParams,
