@@ -167,9 +167,10 @@ export class RoleService {
     return { ...this.view({ row: out.row, role, expired: false }), created: out.created };
   }
 
-  /** every assignment of a live user, expired ones included (marked) */
+  /** every assignment of a user, expired ones included (marked); a soft-deleted user's too, since
+   *  doc3 §3 keeps them ("role assignments not removed") — they grant nothing while the user is deleted */
   assignments(tenantId: string, userId: string): Assignment[] {
-    this.users.require(tenantId, userId);
+    this.users.view(tenantId, userId);
     return this.held(tenantId, userId).map((h) => this.view(h));
   }
 
