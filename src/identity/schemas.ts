@@ -56,7 +56,8 @@ const Permissions = t.Array(OneOf(PERMISSION_NAMES), { maxItems: PERMISSION_NAME
 export const RoleCreate = t.Object({
   name: t.String({ minLength: 1, maxLength: ROLE_LIMITS.name }),
   description: t.Optional(t.String({ maxLength: ROLE_LIMITS.description })),
-  permissions: Permissions,
+  /** doc3 §4.5 does not mark it required: a role may start empty and get its permissions by PATCH */
+  permissions: t.Optional(Permissions),
 });
 export const RoleUpdate = t.Object({
   name: t.Optional(t.String({ minLength: 1, maxLength: ROLE_LIMITS.name })),

@@ -74,6 +74,11 @@ describe("roles", () => {
     expectError(await call("GET", `${R}?permission=Fly`, A), 400, "validation_error");
     expectError(await call("POST", R, A, { name: "x", permissions: ["Fly"] }), 400, "validation_error", "permissions");
     expectError(await call("POST", R, A, { permissions: [] }), 400, "validation_error", "name");
+    // permissions is not required (doc3 §4.5 marks nothing required on role create): an empty role, filled by PATCH
+    const bare = await call("POST", R, A, { name: "starts-empty" });
+    expect(bare.status).toBe(201);
+    expect(bare.body).toMatchObject({ name: "starts-empty", description: "", permissions: [], is_system: false });
+    expect((await call("PATCH", `${R}/${bare.body.id}`, A, { permissions: ["ViewLogs"] })).body.permissions).toEqual(["ViewLogs"]);
     expect((await call("POST", R, A, { name: "n".repeat(128), permissions: [] })).status).toBe(201);
     expectError(await call("POST", R, A, { name: "n".repeat(129), permissions: [] }), 400, "validation_error", "name");
     expectError(await call("POST", R, A, { name: "d", description: "d".repeat(1001), permissions: [] }), 400, "validation_error", "description");

@@ -22,7 +22,7 @@ const SCOPE_RE = new RegExp(`^(${WORKSPACE_SCOPE}|(${RESOURCE_TYPES.join("|")}):
 export interface RoleInput {
   name: string;
   description?: string;
-  permissions: string[];
+  permissions?: string[];
 }
 
 export interface AssignInput {
@@ -84,10 +84,11 @@ export class RoleService {
   }
 
   create(tenantId: string, input: RoleInput): Role {
-    checkPermissions(input.permissions);
+    const permissions = input.permissions ?? [];
+    checkPermissions(permissions);
     const s = this.store(tenantId);
     const at = iso(this.clock());
-    const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(input.permissions)], is_system: false, created_at: at, updated_at: at };
+    const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(permissions)], is_system: false, created_at: at, updated_at: at };
     return s.db.tx(() => {
       if (this.findByName(tenantId, role.name)) throw dupName(role.name);
       uniqueOr409(() => s.insert(role), () => dupName(role.name));
