@@ -90,6 +90,8 @@ export const TeamCreate = t.Object({
 });
 export const TeamUpdate = t.Partial(TeamCreate);
 export const TeamListQuery = t.Object({ ...pageQuery(), includeDeleted: t.Optional(QueryBool) });
+/** doc3 §2.3 "soft-deleted teams are excluded unless requested": a single get can request one too */
+export const TeamGetQuery = t.Object({ includeDeleted: t.Optional(QueryBool) });
 export const MembersBody = t.Object({ userIds: t.Array(Uuid, { minItems: 1, maxItems: 1000 }) });
 
 // ---- invitations (camelCase bodies; `page_size` as doc3 §4.6 lists it, `pageSize` too)

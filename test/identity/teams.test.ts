@@ -48,6 +48,14 @@ describe("teams", () => {
     // the deleted team's children move up to its parent
     expect((await call("GET", `${T}/${c.id}`, t)).body.parentTeamId).toBe(a.id);
     expectError(await call("GET", `${T}/${b.id}`, t), 404, "not_found");
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=false`, t), 404, "not_found");
+    // "excluded unless requested" (doc3 §2.3): a single get can request the soft-deleted team
+    const gone = await call("GET", `${T}/${b.id}?includeDeleted=true`, t);
+    expect(gone.status).toBe(200);
+    expect(Date.parse(gone.body.deletedAt)).not.toBeNaN();
+    expect(gone.body).toMatchObject({ id: b.id, name: "b" });
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=true`, env.A), 404, "not_found");
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=perhaps`, t), 400, "validation_error");
     expect((await call("GET", T, t)).body.teams.map((x: any) => x.name)).toEqual(["a", "c"]);
     const withDeleted = (await call("GET", `${T}?includeDeleted=true&pageSize=2&page=1`, t)).body;
     expect(withDeleted).toMatchObject({ total: 3, pageSize: 2, totalPages: 2 });

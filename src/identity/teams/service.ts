@@ -97,6 +97,13 @@ export class TeamService {
     return t;
   }
 
+  /** an admin's read: live teams, or soft-deleted ones too when requested (doc3 §2.3) */
+  view(tenantId: string, id: string, includeDeleted = false): Team {
+    const t = includeDeleted ? this.store(tenantId).getAny(id) : this.get(tenantId, id);
+    if (!t) throw notFound("team");
+    return t;
+  }
+
   findByName(tenantId: string, name: string): Team | undefined {
     return this.store(tenantId).byName(name);
   }
