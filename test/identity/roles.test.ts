@@ -163,6 +163,15 @@ describe("assignments", () => {
     expectError(await call("POST", `${U}/${u.id}/roles`, km, { roleId: viewer.id }), 403, "authorization_error", "ViewMetrics");
     const keysOnly = (await call("POST", R, km, { name: "keys only", permissions: ["ViewKeys", "ManageKeys"] })).body;
     expect((await call("POST", `${U}/${u.id}/roles`, km, { roleId: keysOnly.id })).status).toBe(201);
+    // nor by editing a role someone already holds: adding a permission the caller lacks is 403 and changes nothing
+    const userToken = await env.gw.token("tenant-a", [], `user:${u.id}`);
+    expectError(await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewKeys", "ManageKeys", "WorkspaceAdmin"] }), 403, "authorization_error", "WorkspaceAdmin");
+    expect((await call("GET", `${R}/${keysOnly.id}`, km)).body.permissions).toEqual(["ViewKeys", "ManageKeys"]);
+    expectError(await call("GET", U, userToken), 403, "authorization_error", "WorkspaceAdmin");
+    // removing one, or keeping one already there, is fine; an admin may add anything
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewKeys"] })).body.permissions).toEqual(["ViewKeys"]);
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, env.A, { permissions: ["ViewKeys", "ViewLogs"] })).body.permissions).toEqual(["ViewKeys", "ViewLogs"]);
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewLogs"], description: "logs" })).body).toMatchObject({ permissions: ["ViewLogs"], description: "logs" });
   });
 });
 

@@ -96,7 +96,10 @@ export class RoleService {
     });
   }
 
-  update(tenantId: string, id: string, patch: Partial<RoleInput>): Role {
+  /** `held`: the caller's permissions — a permission added to a role reaches everyone who holds the role at
+   *  once, without the assignment check, so adding one the caller does not hold is 403 (else a ManageKeys
+   *  holder with any custom role could PATCH WorkspaceAdmin into it) */
+  update(tenantId: string, id: string, patch: Partial<RoleInput>, held?: ReadonlySet<string>): Role {
     if (patch.permissions) checkPermissions(patch.permissions);
     const builtin = builtinById(id);
     if (builtin) throw systemRole(builtin);
@@ -104,6 +107,9 @@ export class RoleService {
     const role = s.db.tx(() => {
       const r = s.get(id);
       if (!r) throw notFound("role");
+      if (held && patch.permissions)
+        for (const p of patch.permissions)
+          if (!r.permissions.includes(p) && !implies(held, p)) throw forbidden(`cannot add ${p} to role ${r.name}: the caller does not hold it`);
       const next: Role = {
         ...r,
         name: patch.name ?? r.name,
