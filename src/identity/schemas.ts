@@ -80,7 +80,9 @@ export const RevokeQuery = t.Object({ scope: t.Optional(t.String({ minLength: 1,
 // ---- teams (camelCase)
 
 const BudgetCents = t.Nullable(t.Integer({ minimum: 0, maximum: TEAM_LIMITS.maxBudgetCents }));
-const TeamName = t.String({ minLength: 1, maxLength: TEAM_LIMITS.name });
+// doc3 §8 "team name 128 chars": the service counts characters (code points); a schema maxLength would count
+// UTF-16 units and refuse 128 emoji
+const TeamName = t.String({ minLength: 1, description: `at most ${TEAM_LIMITS.name} characters` });
 export const TeamCreate = t.Object({
   name: TeamName,
   description: t.Optional(t.String({ maxLength: TEAM_LIMITS.description })),

@@ -85,6 +85,13 @@ describe("teams", () => {
     expectError(await call("POST", T, A, { name: "" }), 400, "validation_error", "name");
     expect((await call("POST", T, A, { name: "n".repeat(128) })).status).toBe(201);
     expectError(await call("POST", T, A, { name: "n".repeat(129) }), 400, "validation_error", "name");
+    // 128 characters, not UTF-16 units (doc3 §8): 128 emoji are accepted, 129 are not, on create and update
+    const emoji = await call("POST", T, A, { name: "😀".repeat(128) });
+    expect(emoji.status).toBe(201);
+    expect(emoji.body.name).toBe("😀".repeat(128));
+    expectError(await call("POST", T, A, { name: "😀".repeat(129) }), 400, "validation_error", "128");
+    expectError(await call("PUT", `${T}/${emoji.body.id}`, A, { name: "é".repeat(129) }), 400, "validation_error", "128");
+    expect((await call("PUT", `${T}/${emoji.body.id}`, A, { name: "é".repeat(128) })).status).toBe(200);
     expectError(await call("POST", T, A, { name: "neg", maxBudgetCents: -1 }), 400, "validation_error", "maxBudgetCents");
     expectError(await call("POST", T, A, { name: "frac", maxBudgetCents: 1.5 }), 400, "validation_error", "maxBudgetCents");
     expect((await call("POST", T, A, { name: "zero", maxBudgetCents: 0 })).body.maxBudgetCents).toBe(0);

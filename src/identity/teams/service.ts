@@ -39,8 +39,11 @@ export interface TeamSpend {
   periodEnd: string;
 }
 
+/** characters as a reader counts them (code points): `"😀".length` is 2, so 128 emoji are 128 characters, not 256 */
+export const charCount = (s: string) => [...s].length;
+
 function checkFields(t: TeamPatch) {
-  if (t.name !== undefined && (t.name.length < 1 || t.name.length > TEAM_LIMITS.name)) throw badRequest(`name: 1 to ${TEAM_LIMITS.name} characters`);
+  if (t.name !== undefined && (t.name.length < 1 || charCount(t.name) > TEAM_LIMITS.name)) throw badRequest(`name: 1 to ${TEAM_LIMITS.name} characters`);
   if (t.description !== undefined && t.description.length > TEAM_LIMITS.description) throw badRequest(`description: at most ${TEAM_LIMITS.description} characters`);
   if (t.external_id != null && t.external_id.length > TEAM_LIMITS.externalId) throw badRequest(`external_id: at most ${TEAM_LIMITS.externalId} characters`);
   if (t.maxBudgetCents != null && (!Number.isInteger(t.maxBudgetCents) || t.maxBudgetCents < 0 || t.maxBudgetCents > TEAM_LIMITS.maxBudgetCents))
