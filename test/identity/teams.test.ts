@@ -85,6 +85,10 @@ describe("teams", () => {
     expectError(await call("POST", T, A, { name: "" }), 400, "validation_error", "name");
     expect((await call("POST", T, A, { name: "n".repeat(128) })).status).toBe(201);
     expectError(await call("POST", T, A, { name: "n".repeat(129) }), 400, "validation_error", "name");
+    // a nullable field's error names what it takes (TypeBox alone says "Expected union value")
+    expectError(await call("POST", T, A, { name: "neg", maxBudgetCents: -1 }), 400, "validation_error", "maxBudgetCents': Expected an integer from 0 to 10000000000000 or null");
+    expectError(await call("POST", T, A, { name: "frac", maxBudgetCents: 1.5 }), 400, "validation_error", "or null");
+    expectError(await call("POST", T, A, { name: "badparent", parentTeamId: "abc" }), 400, "validation_error", "parentTeamId': Expected a string in uuid format or null");
     // 128 characters, not UTF-16 units (doc3 §8): 128 emoji are accepted, 129 are not, on create and update
     const emoji = await call("POST", T, A, { name: "😀".repeat(128) });
     expect(emoji.status).toBe(201);
