@@ -99,7 +99,13 @@ function unionExpectation(schema: TSchema | undefined): string | undefined {
   const kinds = new Set(nonNull.map((b) => (b?.type === "string" && b.format ? b.format : b?.type)));
   if (kinds.size !== 1) return undefined;
   const kind = [...kinds][0];
-  if (orNull && nonNull.length === 1 && nonNull[0]?.type === "string" && nonNull[0].format) return `Expected a string in ${nonNull[0].format} format or null`;
+  if (orNull && nonNull.length === 1 && nonNull[0]?.type === "string") {
+    const str = nonNull[0];
+    if (str.format) return `Expected a string in ${str.format} format or null`;
+    const len = str.minLength !== undefined && str.maxLength !== undefined ? ` of ${str.minLength} to ${str.maxLength} characters`
+      : str.maxLength !== undefined ? ` of at most ${str.maxLength} characters` : str.minLength !== undefined ? ` of at least ${str.minLength} characters` : "";
+    return str.pattern ? undefined : `Expected a string${len} or null`;
+  }
   if (kind !== "integer" && kind !== "number" && kind !== "boolean") return undefined;
   const s = schema as { minimum?: number; maximum?: number };
   const min = s.minimum ?? nonNull.find((b) => b.minimum !== undefined)?.minimum;
