@@ -90,15 +90,28 @@ function unionExpectation(schema: TSchema | undefined): string | undefined {
   const branches: any[] | undefined = (schema as { anyOf?: any[] } | undefined)?.anyOf;
   if (!Array.isArray(branches) || branches.length === 0) return undefined;
   if (branches.every((b) => b && "const" in b)) return `Expected one of ${branches.map((b) => JSON.stringify(b.const)).join(", ")}`;
-  const kinds = new Set(branches.map((b) => (b?.type === "string" && b.format ? b.format : b?.type)));
+  // a nullable field (`T | null`): name T's expectation and add "or null"
+  // (one level of nesting flattened: Elysia's t.Integer is itself a union of an integer and an integer-formatted string)
+  const flat = branches.flatMap((b) => (b && !b.type && Array.isArray(b.anyOf) ? b.anyOf : [b]));
+  const nonNull = flat.filter((b) => b?.type !== "null");
+  const orNull = nonNull.length < flat.length ? " or null" : "";
+  if (nonNull.length === 0) return undefined;
+  const kinds = new Set(nonNull.map((b) => (b?.type === "string" && b.format ? b.format : b?.type)));
   if (kinds.size !== 1) return undefined;
   const kind = [...kinds][0];
+  if (orNull && nonNull.length === 1 && nonNull[0]?.type === "string") {
+    const str = nonNull[0];
+    if (str.format) return `Expected a string in ${str.format} format or null`;
+    const len = str.minLength !== undefined && str.maxLength !== undefined ? ` of ${str.minLength} to ${str.maxLength} characters`
+      : str.maxLength !== undefined ? ` of at most ${str.maxLength} characters` : str.minLength !== undefined ? ` of at least ${str.minLength} characters` : "";
+    return str.pattern ? undefined : `Expected a string${len} or null`;
+  }
   if (kind !== "integer" && kind !== "number" && kind !== "boolean") return undefined;
   const s = schema as { minimum?: number; maximum?: number };
-  const min = s.minimum ?? branches.find((b) => b.minimum !== undefined)?.minimum;
-  const max = s.maximum ?? branches.find((b) => b.maximum !== undefined)?.maximum;
+  const min = s.minimum ?? nonNull.find((b) => b.minimum !== undefined)?.minimum;
+  const max = s.maximum ?? nonNull.find((b) => b.maximum !== undefined)?.maximum;
   const bounds = min !== undefined && max !== undefined ? ` from ${min} to ${max}` : min !== undefined ? ` >= ${min}` : max !== undefined ? ` <= ${max}` : "";
-  return `Expected ${kind === "integer" ? "an integer" : `a ${kind}`}${bounds}`;
+  return `Expected ${kind === "integer" ? "an integer" : `a ${kind}`}${bounds}${orNull}`;
 }
 
 /** `/a/0/b` -> `a.0.b` */

@@ -56,7 +56,8 @@ const Permissions = t.Array(OneOf(PERMISSION_NAMES), { maxItems: PERMISSION_NAME
 export const RoleCreate = t.Object({
   name: t.String({ minLength: 1, maxLength: ROLE_LIMITS.name }),
   description: t.Optional(t.String({ maxLength: ROLE_LIMITS.description })),
-  permissions: Permissions,
+  /** doc3 §4.5 does not mark it required: a role may start empty and get its permissions by PATCH */
+  permissions: t.Optional(Permissions),
 });
 export const RoleUpdate = t.Object({
   name: t.Optional(t.String({ minLength: 1, maxLength: ROLE_LIMITS.name })),
@@ -79,7 +80,9 @@ export const RevokeQuery = t.Object({ scope: t.Optional(t.String({ minLength: 1,
 // ---- teams (camelCase)
 
 const BudgetCents = t.Nullable(t.Integer({ minimum: 0, maximum: TEAM_LIMITS.maxBudgetCents }));
-const TeamName = t.String({ minLength: 1, maxLength: TEAM_LIMITS.name });
+// doc3 §8 "team name 128 chars": the service counts characters (code points); a schema maxLength would count
+// UTF-16 units and refuse 128 emoji
+const TeamName = t.String({ minLength: 1, description: `at most ${TEAM_LIMITS.name} characters` });
 export const TeamCreate = t.Object({
   name: TeamName,
   description: t.Optional(t.String({ maxLength: TEAM_LIMITS.description })),
@@ -89,6 +92,8 @@ export const TeamCreate = t.Object({
 });
 export const TeamUpdate = t.Partial(TeamCreate);
 export const TeamListQuery = t.Object({ ...pageQuery(), includeDeleted: t.Optional(QueryBool) });
+/** doc3 §2.3 "soft-deleted teams are excluded unless requested": a single get can request one too */
+export const TeamGetQuery = t.Object({ includeDeleted: t.Optional(QueryBool) });
 export const MembersBody = t.Object({ userIds: t.Array(Uuid, { minItems: 1, maxItems: 1000 }) });
 
 // ---- invitations (camelCase bodies; `page_size` as doc3 §4.6 lists it, `pageSize` too)

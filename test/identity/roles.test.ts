@@ -74,6 +74,11 @@ describe("roles", () => {
     expectError(await call("GET", `${R}?permission=Fly`, A), 400, "validation_error");
     expectError(await call("POST", R, A, { name: "x", permissions: ["Fly"] }), 400, "validation_error", "permissions");
     expectError(await call("POST", R, A, { permissions: [] }), 400, "validation_error", "name");
+    // permissions is not required (doc3 §4.5 marks nothing required on role create): an empty role, filled by PATCH
+    const bare = await call("POST", R, A, { name: "starts-empty" });
+    expect(bare.status).toBe(201);
+    expect(bare.body).toMatchObject({ name: "starts-empty", description: "", permissions: [], is_system: false });
+    expect((await call("PATCH", `${R}/${bare.body.id}`, A, { permissions: ["ViewLogs"] })).body.permissions).toEqual(["ViewLogs"]);
     expect((await call("POST", R, A, { name: "n".repeat(128), permissions: [] })).status).toBe(201);
     expectError(await call("POST", R, A, { name: "n".repeat(129), permissions: [] }), 400, "validation_error", "name");
     expectError(await call("POST", R, A, { name: "d", description: "d".repeat(1001), permissions: [] }), 400, "validation_error", "description");
@@ -158,6 +163,15 @@ describe("assignments", () => {
     expectError(await call("POST", `${U}/${u.id}/roles`, km, { roleId: viewer.id }), 403, "authorization_error", "ViewMetrics");
     const keysOnly = (await call("POST", R, km, { name: "keys only", permissions: ["ViewKeys", "ManageKeys"] })).body;
     expect((await call("POST", `${U}/${u.id}/roles`, km, { roleId: keysOnly.id })).status).toBe(201);
+    // nor by editing a role someone already holds: adding a permission the caller lacks is 403 and changes nothing
+    const userToken = await env.gw.token("tenant-a", [], `user:${u.id}`);
+    expectError(await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewKeys", "ManageKeys", "WorkspaceAdmin"] }), 403, "authorization_error", "WorkspaceAdmin");
+    expect((await call("GET", `${R}/${keysOnly.id}`, km)).body.permissions).toEqual(["ViewKeys", "ManageKeys"]);
+    expectError(await call("GET", U, userToken), 403, "authorization_error", "WorkspaceAdmin");
+    // removing one, or keeping one already there, is fine; an admin may add anything
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewKeys"] })).body.permissions).toEqual(["ViewKeys"]);
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, env.A, { permissions: ["ViewKeys", "ViewLogs"] })).body.permissions).toEqual(["ViewKeys", "ViewLogs"]);
+    expect((await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewLogs"], description: "logs" })).body).toMatchObject({ permissions: ["ViewLogs"], description: "logs" });
   });
 });
 

@@ -156,7 +156,8 @@ describe("an Entra ID provisioning session", () => {
     expect(del.status).toBe(204);
     expect(del.body).toBeUndefined();
     expectScimError(await scim("GET", `/Users/${id}`), 404);
-    expectError(await env.call("GET", `/api/v1/users/${id}`, env.A), 404, "not_found");
+    // soft-deleted: the admin API still shows the record, with deleted_at (doc3 §3), but lists exclude it
+    expect((await env.call("GET", `/api/v1/users/${id}`, env.A)).body.deleted_at).toEqual(expect.any(String));
     expectError(await env.call("GET", KEYS, token), 401, "authentication_error", "deleted");
     expectScimError(await scim("DELETE", `/Users/${id}`), 404);
     expect((await scim("DELETE", `/Groups/${gid}`)).status).toBe(204);

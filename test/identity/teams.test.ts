@@ -48,6 +48,14 @@ describe("teams", () => {
     // the deleted team's children move up to its parent
     expect((await call("GET", `${T}/${c.id}`, t)).body.parentTeamId).toBe(a.id);
     expectError(await call("GET", `${T}/${b.id}`, t), 404, "not_found");
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=false`, t), 404, "not_found");
+    // "excluded unless requested" (doc3 §2.3): a single get can request the soft-deleted team
+    const gone = await call("GET", `${T}/${b.id}?includeDeleted=true`, t);
+    expect(gone.status).toBe(200);
+    expect(Date.parse(gone.body.deletedAt)).not.toBeNaN();
+    expect(gone.body).toMatchObject({ id: b.id, name: "b" });
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=true`, env.A), 404, "not_found");
+    expectError(await call("GET", `${T}/${b.id}?includeDeleted=perhaps`, t), 400, "validation_error");
     expect((await call("GET", T, t)).body.teams.map((x: any) => x.name)).toEqual(["a", "c"]);
     const withDeleted = (await call("GET", `${T}?includeDeleted=true&pageSize=2&page=1`, t)).body;
     expect(withDeleted).toMatchObject({ total: 3, pageSize: 2, totalPages: 2 });
@@ -77,6 +85,17 @@ describe("teams", () => {
     expectError(await call("POST", T, A, { name: "" }), 400, "validation_error", "name");
     expect((await call("POST", T, A, { name: "n".repeat(128) })).status).toBe(201);
     expectError(await call("POST", T, A, { name: "n".repeat(129) }), 400, "validation_error", "name");
+    // a nullable field's error names what it takes (TypeBox alone says "Expected union value")
+    expectError(await call("POST", T, A, { name: "neg", maxBudgetCents: -1 }), 400, "validation_error", "maxBudgetCents': Expected an integer from 0 to 10000000000000 or null");
+    expectError(await call("POST", T, A, { name: "frac", maxBudgetCents: 1.5 }), 400, "validation_error", "or null");
+    expectError(await call("POST", T, A, { name: "badparent", parentTeamId: "abc" }), 400, "validation_error", "parentTeamId': Expected a string in uuid format or null");
+    // 128 characters, not UTF-16 units (doc3 §8): 128 emoji are accepted, 129 are not, on create and update
+    const emoji = await call("POST", T, A, { name: "😀".repeat(128) });
+    expect(emoji.status).toBe(201);
+    expect(emoji.body.name).toBe("😀".repeat(128));
+    expectError(await call("POST", T, A, { name: "😀".repeat(129) }), 400, "validation_error", "128");
+    expectError(await call("PUT", `${T}/${emoji.body.id}`, A, { name: "é".repeat(129) }), 400, "validation_error", "128");
+    expect((await call("PUT", `${T}/${emoji.body.id}`, A, { name: "é".repeat(128) })).status).toBe(200);
     expectError(await call("POST", T, A, { name: "neg", maxBudgetCents: -1 }), 400, "validation_error", "maxBudgetCents");
     expectError(await call("POST", T, A, { name: "frac", maxBudgetCents: 1.5 }), 400, "validation_error", "maxBudgetCents");
     expect((await call("POST", T, A, { name: "zero", maxBudgetCents: 0 })).body.maxBudgetCents).toBe(0);

@@ -29,9 +29,19 @@ describe("users", () => {
     const up = await call("PUT", `${U}/${id}`, A, { status: "SUSPENDED", name: null });
     expect(up.status).toBe(200);
     expect(up.body).toMatchObject({ id, status: "SUSPENDED", name: null, email: "Ada@Example.com", external_id: "ext-1" });
+    const viewer = "00000000-0000-4000-8000-000000000003";
+    expect((await call("POST", `${U}/${id}/roles`, A, { roleId: viewer })).status).toBe(201);
     const del = await call("DELETE", `${U}/${id}`, A);
     expect(del).toMatchObject({ status: 200, body: { deleted: true, id } });
-    expectError(await call("GET", `${U}/${id}`, A), 404, "not_found");
+    // doc3 §3: the record is kept with deleted_at (only lists exclude it) — a single get still shows it
+    const gone = await call("GET", `${U}/${id}`, A);
+    expect(gone.status).toBe(200);
+    expect(Date.parse(gone.body.deleted_at)).not.toBeNaN();
+    expect(gone.body).toMatchObject({ id, email: "Ada@Example.com", status: "SUSPENDED" });
+    expect((await call("GET", U, A)).body.users.some((u: any) => u.id === id)).toBe(false);
+    expectError(await call("GET", `${U}/${id}`, env.B), 404, "not_found");
+    // "role assignments not removed": still listed for the deleted user
+    expect((await call("GET", `${U}/${id}/roles`, A)).body.assignments.map((a: any) => a.roleId)).toEqual([viewer]);
     expectError(await call("PUT", `${U}/${id}`, A, { name: "x" }), 404, "not_found");
     expectError(await call("DELETE", `${U}/${id}`, A), 404, "not_found");
     // the address is free again once the user is deleted
@@ -71,6 +81,8 @@ describe("users", () => {
 
   test("validation: email required and valid, limits, enums", async () => {
     const { call, A } = env;
+    // a nullable field's 400 names its limit (TypeBox alone says "Expected union value")
+    expectError(await call("POST", U, env.A, { email: "long-name@example.com", name: "n".repeat(257) }), 400, "validation_error", "name': Expected a string of at most 256 characters or null");
     expectError(await call("POST", U, A, {}), 400, "validation_error", "email");
     expectError(await call("POST", U, A, { email: "not-an-email" }), 400, "validation_error", "email");
     expectError(await call("POST", U, A, { email: "a b@example.com" }), 400, "validation_error", "email");

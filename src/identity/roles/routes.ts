@@ -24,7 +24,7 @@ export const roleRoutes = (kernel: Kernel, roles: RoleService) =>
       perm: "ManageKeys",
       detail: { summary: "Get a role", ...tag("roles") },
     })
-    .patch("/:id", ({ principal, params, body }) => roles.update(principal.tenantId, params.id, body), {
+    .patch("/:id", ({ principal, params, body }) => roles.update(principal.tenantId, params.id, body, principal.permissions), {
       params: S.IdParams,
       body: S.RoleUpdate,
       perm: "ManageKeys",

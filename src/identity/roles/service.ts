@@ -22,7 +22,7 @@ const SCOPE_RE = new RegExp(`^(${WORKSPACE_SCOPE}|(${RESOURCE_TYPES.join("|")}):
 export interface RoleInput {
   name: string;
   description?: string;
-  permissions: string[];
+  permissions?: string[];
 }
 
 export interface AssignInput {
@@ -84,10 +84,11 @@ export class RoleService {
   }
 
   create(tenantId: string, input: RoleInput): Role {
-    checkPermissions(input.permissions);
+    const permissions = input.permissions ?? [];
+    checkPermissions(permissions);
     const s = this.store(tenantId);
     const at = iso(this.clock());
-    const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(input.permissions)], is_system: false, created_at: at, updated_at: at };
+    const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(permissions)], is_system: false, created_at: at, updated_at: at };
     return s.db.tx(() => {
       if (this.findByName(tenantId, role.name)) throw dupName(role.name);
       uniqueOr409(() => s.insert(role), () => dupName(role.name));
@@ -95,7 +96,10 @@ export class RoleService {
     });
   }
 
-  update(tenantId: string, id: string, patch: Partial<RoleInput>): Role {
+  /** `held`: the caller's permissions — a permission added to a role reaches everyone who holds the role at
+   *  once, without the assignment check, so adding one the caller does not hold is 403 (else a ManageKeys
+   *  holder with any custom role could PATCH WorkspaceAdmin into it) */
+  update(tenantId: string, id: string, patch: Partial<RoleInput>, held?: ReadonlySet<string>): Role {
     if (patch.permissions) checkPermissions(patch.permissions);
     const builtin = builtinById(id);
     if (builtin) throw systemRole(builtin);
@@ -103,6 +107,9 @@ export class RoleService {
     const role = s.db.tx(() => {
       const r = s.get(id);
       if (!r) throw notFound("role");
+      if (held && patch.permissions)
+        for (const p of patch.permissions)
+          if (!r.permissions.includes(p) && !implies(held, p)) throw forbidden(`cannot add ${p} to role ${r.name}: the caller does not hold it`);
       const next: Role = {
         ...r,
         name: patch.name ?? r.name,
@@ -167,9 +174,10 @@ export class RoleService {
     return { ...this.view({ row: out.row, role, expired: false }), created: out.created };
   }
 
-  /** every assignment of a live user, expired ones included (marked) */
+  /** every assignment of a user, expired ones included (marked); a soft-deleted user's too, since
+   *  doc3 §3 keeps them ("role assignments not removed") — they grant nothing while the user is deleted */
   assignments(tenantId: string, userId: string): Assignment[] {
-    this.users.require(tenantId, userId);
+    this.users.view(tenantId, userId);
     return this.held(tenantId, userId).map((h) => this.view(h));
   }
 

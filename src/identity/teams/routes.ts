@@ -28,10 +28,11 @@ export const teamRoutes = (kernel: Kernel, teams: TeamService, keys: VirtualKeyS
       const { items, total } = teams.list(principal.tenantId, { offset: page.offset, limit: page.limit, includeDeleted: query.includeDeleted });
       return pageEnvelope("teams", items.map(teamView), total, page);
     }, { query: S.TeamListQuery, perm: "WorkspaceAdmin", detail: { summary: "List teams (soft-deleted ones with includeDeleted=true)", ...tag("teams") } })
-    .get("/:id", ({ principal, params }) => teamView(teams.require(principal.tenantId, params.id)), {
+    .get("/:id", ({ principal, params, query }) => teamView(teams.view(principal.tenantId, params.id, query.includeDeleted === true)), {
       params: S.IdParams,
+      query: S.TeamGetQuery,
       perm: "WorkspaceAdmin",
-      detail: { summary: "Get a team", ...tag("teams") },
+      detail: { summary: "Get a team (a soft-deleted one with includeDeleted=true)", ...tag("teams") },
     })
     .put("/:id", ({ principal, params, body }) => teamView(teams.update(principal.tenantId, params.id, body)), {
       params: S.IdParams,

@@ -39,8 +39,11 @@ export interface TeamSpend {
   periodEnd: string;
 }
 
+/** characters as a reader counts them (code points): `"😀".length` is 2, so 128 emoji are 128 characters, not 256 */
+export const charCount = (s: string) => [...s].length;
+
 function checkFields(t: TeamPatch) {
-  if (t.name !== undefined && (t.name.length < 1 || t.name.length > TEAM_LIMITS.name)) throw badRequest(`name: 1 to ${TEAM_LIMITS.name} characters`);
+  if (t.name !== undefined && (t.name.length < 1 || charCount(t.name) > TEAM_LIMITS.name)) throw badRequest(`name: 1 to ${TEAM_LIMITS.name} characters`);
   if (t.description !== undefined && t.description.length > TEAM_LIMITS.description) throw badRequest(`description: at most ${TEAM_LIMITS.description} characters`);
   if (t.external_id != null && t.external_id.length > TEAM_LIMITS.externalId) throw badRequest(`external_id: at most ${TEAM_LIMITS.externalId} characters`);
   if (t.maxBudgetCents != null && (!Number.isInteger(t.maxBudgetCents) || t.maxBudgetCents < 0 || t.maxBudgetCents > TEAM_LIMITS.maxBudgetCents))
@@ -93,6 +96,13 @@ export class TeamService {
 
   require(tenantId: string, id: string): Team {
     const t = this.get(tenantId, id);
+    if (!t) throw notFound("team");
+    return t;
+  }
+
+  /** an admin's read: live teams, or soft-deleted ones too when requested (doc3 §2.3) */
+  view(tenantId: string, id: string, includeDeleted = false): Team {
+    const t = includeDeleted ? this.store(tenantId).getAny(id) : this.get(tenantId, id);
     if (!t) throw notFound("team");
     return t;
   }

@@ -20,10 +20,10 @@ export const userRoutes = (kernel: Kernel, users: UserService, roles: RoleServic
       const { items, total } = users.list(principal.tenantId, { offset: page.offset, limit: page.limit, status: query.status, search: query.search });
       return snakePageEnvelope("users", items, total, page);
     }, { query: S.UserListQuery, perm: "WorkspaceAdmin", detail: { summary: "List users (soft-deleted ones excluded)", ...tag("users") } })
-    .get("/:id", ({ principal, params }) => users.require(principal.tenantId, params.id), {
+    .get("/:id", ({ principal, params }) => users.view(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "WorkspaceAdmin",
-      detail: { summary: "Get a user", ...tag("users") },
+      detail: { summary: "Get a user (a soft-deleted one too, with deleted_at set)", ...tag("users") },
     })
     .put("/:id", ({ principal, params, body }) => users.update(principal.tenantId, params.id, body), {
       params: S.IdParams,

@@ -86,6 +86,14 @@ export class UserService {
     return u;
   }
 
+  /** the record as an admin reads it: a soft-deleted user is still found, with `deleted_at` set
+   *  (doc3 §3: "record kept with deleted_at, excluded from lists"); 404 only when it never existed here */
+  view(tenantId: string, id: string): User {
+    const u = this.store(tenantId).getAny(id);
+    if (!u) throw notFound("user");
+    return u;
+  }
+
   findByEmail(tenantId: string, email: string): User | undefined {
     return this.store(tenantId).byEmail(email);
   }

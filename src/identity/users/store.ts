@@ -79,6 +79,12 @@ export class UserStore {
     return r ? userOf(r) : undefined;
   }
 
+  /** any row of this workspace, soft-deleted ones included (they are kept with deleted_at, doc3 §3) */
+  getAny(id: string): User | undefined {
+    const r = this.db.get<Row>(`SELECT * FROM users WHERE tenant_id = $tenant AND id = $id`, { id });
+    return r ? userOf(r) : undefined;
+  }
+
   /** status check of the per-request check: any row, deleted or not */
   statusOf(id: string): { status: UserStatus; deleted: boolean } | undefined {
     const r = this.db.get<{ status: UserStatus; deleted_at: string | null }>(`SELECT status, deleted_at FROM users WHERE tenant_id = $tenant AND id = $id`, { id });
