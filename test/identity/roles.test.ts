@@ -173,6 +173,30 @@ describe("assignments", () => {
     expect((await call("PATCH", `${R}/${keysOnly.id}`, env.A, { permissions: ["ViewKeys", "ViewLogs"] })).body.permissions).toEqual(["ViewKeys", "ViewLogs"]);
     expect((await call("PATCH", `${R}/${keysOnly.id}`, km, { permissions: ["ViewLogs"], description: "logs" })).body).toMatchObject({ permissions: ["ViewLogs"], description: "logs" });
   });
+
+  test("nobody takes away what they could not grant: ManageKeys cannot revoke an admin role or delete a role granting more than it holds (403)", async () => {
+    const { call } = env;
+    const km = await env.gw.token("tenant-a", ["ManageKeys"], "key-manager");
+    const boss = await user("boss@example.com");
+    const admin = (await call("GET", `${R}?name=admin`, env.A)).body.roles[0];
+    expect((await call("POST", `${U}/${boss.id}/roles`, env.A, { roleId: admin.id })).status).toBe(201);
+    expectError(await call("DELETE", `${U}/${boss.id}/roles/${admin.id}`, km), 403, "authorization_error", "WorkspaceAdmin");
+    expect((await call("GET", `${U}/${boss.id}/roles`, env.A)).body.assignments.map((a: any) => a.roleId)).toEqual([admin.id]);
+    const powerful = (await call("POST", R, env.A, { name: "powerful", permissions: ["ManageKeys", "ManageConfig"] })).body;
+    expect((await call("POST", `${U}/${boss.id}/roles`, env.A, { roleId: powerful.id })).status).toBe(201);
+    expectError(await call("DELETE", `${R}/${powerful.id}`, km), 403, "authorization_error", "ManageConfig");
+    expect((await call("GET", `${R}/${powerful.id}`, km)).status).toBe(200);
+    // what the caller could grant it may take away; an admin may take away anything
+    const small = (await call("POST", R, km, { name: "small", permissions: ["ViewKeys"] })).body;
+    expect((await call("POST", `${U}/${boss.id}/roles`, km, { roleId: small.id })).status).toBe(201);
+    expect((await call("DELETE", `${U}/${boss.id}/roles/${small.id}`, km)).status).toBe(200);
+    expect((await call("DELETE", `${R}/${small.id}`, km)).status).toBe(200);
+    expect((await call("DELETE", `${R}/${powerful.id}`, env.A)).status).toBe(200);
+    expect((await call("DELETE", `${U}/${boss.id}/roles/${admin.id}`, env.A)).status).toBe(200);
+    // an unassigned role takes nothing from anyone: deleting it needs only ManageKeys
+    const unassigned = (await call("POST", R, env.A, { name: "unassigned", permissions: ["ManageConfig"] })).body;
+    expect((await call("DELETE", `${R}/${unassigned.id}`, km)).status).toBe(200);
+  });
 });
 
 describe("user tokens (sub user:<id>)", () => {

@@ -31,6 +31,6 @@ export const roleRoutes = (kernel: Kernel, roles: RoleService) =>
       detail: { summary: "Update a custom role partially (built-in roles: 409)", ...tag("roles") },
     })
     .delete("/:id", ({ principal, params }) => {
-      roles.remove(principal.tenantId, params.id);
+      roles.remove(principal.tenantId, params.id, principal.permissions);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "ManageKeys", detail: { summary: "Delete a custom role and its assignments (built-in roles: 409)", ...tag("roles") } });

@@ -125,13 +125,17 @@ export class RoleService {
     return role;
   }
 
-  /** a custom role and every assignment of it */
-  remove(tenantId: string, id: string): void {
+  /** a custom role and every assignment of it; `held`: when someone holds the role, the caller must hold every
+   *  permission it grants (taking a grant away is as strong as giving it); an unassigned role takes nothing away */
+  remove(tenantId: string, id: string, held?: ReadonlySet<string>): void {
     const builtin = builtinById(id);
     if (builtin) throw systemRole(builtin);
     const s = this.store(tenantId);
     s.db.tx(() => {
-      if (!s.get(id)) throw notFound("role");
+      const r = s.get(id);
+      if (!r) throw notFound("role");
+      if (held && s.isAssigned(id))
+        for (const p of r.permissions) if (!implies(held, p)) throw forbidden(`cannot delete role ${r.name}: it is assigned and grants ${p}, which the caller does not hold`);
       s.delete(id);
     });
     this.changed(tenantId);
@@ -181,9 +185,13 @@ export class RoleService {
     return this.held(tenantId, userId).map((h) => this.view(h));
   }
 
-  /** Revoke a user's assignments of a role (every scope, or one). */
-  revoke(tenantId: string, userId: string, roleId: string, scope?: string): number {
+  /** Revoke a user's assignments of a role (every scope, or one); `held` as for assign: nobody revokes what they could not grant. */
+  revoke(tenantId: string, userId: string, roleId: string, scope?: string, held?: ReadonlySet<string>): number {
     this.users.require(tenantId, userId);
+    if (held) {
+      const role = builtinById(roleId) ?? this.store(tenantId).get(roleId);
+      if (role) for (const p of role.permissions) if (!implies(held, p)) throw forbidden(`cannot revoke role ${role.name}: it grants ${p}, which the caller does not hold`);
+    }
     const n = this.store(tenantId).revoke(userId, roleId, scope ?? null);
     if (n === 0) throw notFound("role assignment");
     this.changed(tenantId, userId);

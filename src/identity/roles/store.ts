@@ -56,6 +56,10 @@ export class RoleStore {
     this.db.run(`DELETE FROM role_assignments WHERE tenant_id = $tenant AND role_id = $id`, { id });
     this.db.run(`DELETE FROM roles WHERE tenant_id = $tenant AND id = $id`, { id });
   }
+  /** whether anyone holds the role (any scope, expired or not) */
+  isAssigned(roleId: string): boolean {
+    return !!this.db.get<{ one: number }>(`SELECT 1 AS one FROM role_assignments WHERE tenant_id = $tenant AND role_id = $r LIMIT 1`, { r: roleId });
+  }
   get(id: string): Role | undefined {
     const r = this.db.get<RoleRow>(`SELECT * FROM roles WHERE tenant_id = $tenant AND id = $id`, { id });
     return r ? roleOf(r) : undefined;

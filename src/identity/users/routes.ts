@@ -50,7 +50,7 @@ export const userRoutes = (kernel: Kernel, users: UserService, roles: RoleServic
       return { assignments: items, total: items.length };
     }, { params: S.IdParams, perm: "ManageKeys", detail: { summary: "A user's role assignments, expired ones marked", ...tag("roles") } })
     .delete("/:id/roles/:role_id", ({ principal, params, query }) => {
-      const revoked = roles.revoke(principal.tenantId, params.id, params.role_id, query.scope);
+      const revoked = roles.revoke(principal.tenantId, params.id, params.role_id, query.scope, principal.permissions);
       return { deleted: true as const, id: params.role_id, revoked };
     }, {
       params: S.UserRoleParams,
