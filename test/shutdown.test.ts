@@ -67,8 +67,21 @@ describe("graceful shutdown (SIGTERM)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** `bun src/main.ts` on a free port over the database file dbPath, with the fake upstream as OpenAI; healthy when it returns */
+  /**
+   * `bun src/main.ts` on a free port over the database file dbPath, with the fake upstream as OpenAI;
+   * healthy when it returns. A port found free can be taken by another test worker before the child
+   * binds it ("Is port … in use?"): then it is tried again on another port.
+   */
   async function startProcess(dbPath: string, extraEnv: Record<string, string> = {}) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await startProcessOnce(dbPath, extraEnv);
+      } catch (e) {
+        if (attempt >= 3 || !String((e as Error).message).includes("port in use")) throw e;
+      }
+    }
+  }
+  async function startProcessOnce(dbPath: string, extraEnv: Record<string, string>) {
     const port = await freePort();
     const proc = Bun.spawn([BUN, "src/main.ts"], {
       cwd: ROOT,
@@ -90,7 +103,11 @@ describe("graceful shutdown (SIGTERM)", () => {
     try {
       await waitHealthy(url, proc, 15_000);
     } catch (e) {
-      await reap(proc);
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      await proc.exited;
+      const stderr = await new Response(proc.stderr).text();
+      if (/Is port \d+ in use/.test(stderr)) throw new Error(`port in use: ${port}`);
+      console.error(stderr);
       throw e;
     }
     return { proc, url };

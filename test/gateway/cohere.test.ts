@@ -37,8 +37,12 @@ describe("chat-style proxy", () => {
       presencePenalty: 0.2,
     };
     const first = await co.chat(req as any);
-    expect(first.text).toBe("answer #1: Who wrote the novel Moby Dick?");
-    const up = env.fake.requests[0]!;
+    // the request number is not asserted: with test files in parallel workers, a request of another
+    // file's gateway can reach this fake upstream when its port is reused (seen once in CI runs)
+    expect(first.text).toMatch(/^answer #\d+: Who wrote the novel Moby Dick\?$/);
+    const mine = env.fake.requests.filter((r) => r.path === "/v1/chat" && r.body?.message === req.message);
+    expect(mine).toHaveLength(1);
+    const up = mine[0]!;
     expect(up.path).toBe("/v1/chat");
     expect(up.headers.authorization).toBe(`Bearer ${KEYS.cohere}`);
     expect(up.body).toEqual({
@@ -62,7 +66,7 @@ describe("chat-style proxy", () => {
     expect(again.text).toBe(first.text);
     expect(again.generationId).toBe(first.generationId);
     expect((again as any).svc).toMatchObject({ cache_hit: true, similarity: 1, source: "exact" });
-    expect(env.fake.requests).toHaveLength(1);
+    expect(env.fake.requests.filter((r) => r.path === "/v1/chat" && r.body?.message === req.message)).toHaveLength(1);
   });
 
   test("raw envelope: svc on a miss, headers, meta", async () => {
