@@ -106,8 +106,14 @@ describe("dist/svc copied alone", () => {
 
   test("usearch's native addon, the embedding model (weights, TF.js wasm) and its worker are embedded", async () => {
     for (const worker of ["1", "0"]) {
-      const r = await run(isolated("./probe"), { PROBE_WORKER: worker });
-      expect(r.stderr.slice(0, 500)).toBe(r.code === 0 ? r.stderr.slice(0, 500) : "<probe failed>");
+      let r = await run(isolated("./probe"), { PROBE_WORKER: worker });
+      if (r.code !== 0) {
+        // one CI run saw the probe die at start-up once (under the parallel suite's load; not reproduced in
+        // 46 runs alone or under load): say why, and run it once more — a missing embedded file fails both
+        console.warn(`build probe (worker=${worker}) exited ${r.code}; its stderr ends:\n${r.stderr.slice(-1500)}`);
+        r = await run(isolated("./probe"), { PROBE_WORKER: worker });
+      }
+      expect(r.stderr.slice(-1500)).toBe(r.code === 0 ? r.stderr.slice(-1500) : "<probe failed>");
       expect(r.code).toBe(0);
       const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
       expect(out).toMatchObject({ usearch: 1, dims: 512, nearest: 1, worker: worker === "1" });
