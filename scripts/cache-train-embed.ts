@@ -28,6 +28,44 @@ export function distinctTexts(pairs: TrainPair[]): string[] {
   return [...seen];
 }
 
+/** Seeded PRNG (mulberry32): the training scripts' initialisation and shuffling. */
+export function mulberry32(a: number): () => number {
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** FNV-1a of a string as a number in [0, 1). */
+function fnv(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0) / 4294967296;
+}
+
+export type Part = "train" | "val" | "test";
+
+/**
+ * The held-out split by question, one for every training script: questions joined by any pair form
+ * one component (so no question, nor its paraphrase, is in two parts); a component goes 80/10/10 to
+ * train/val/test by the hash of its first-seen text.
+ */
+export function questionSplit({ pairs, texts, index }: Pick<EmbeddedSet, "pairs" | "texts" | "index">): (qi: number) => Part {
+  const parent = texts.map((_, i) => i);
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  for (const p of pairs) {
+    const a = find(index.get(p.q1)!), b = find(index.get(p.q2)!);
+    if (a !== b) parent[Math.max(a, b)] = Math.min(a, b); // root = smallest index = first-seen text
+  }
+  return (qi) => {
+    const h = fnv(texts[find(qi)]!);
+    return h < 0.8 ? "train" : h < 0.9 ? "val" : "test";
+  };
+}
+
 export async function loadOrEmbed(dir: string, file = DEFAULT_EMB_FILE, log = (s: string) => process.stderr.write(s + "\n")): Promise<EmbeddedSet> {
   const pairs = await readPairs(dir);
   const texts = distinctTexts(pairs);

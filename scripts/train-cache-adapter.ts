@@ -18,10 +18,10 @@
  */
 import { resolve } from "node:path";
 import { dataDir } from "./bench/data";
-import { DEFAULT_EMB_FILE, loadOrEmbed } from "./cache-train-embed";
+import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { verifyPair } from "../src/cache/verify/index";
 import { EmbeddingAdapter, type AdapterWeightsFile } from "../src/cache/adapter";
-import { encodeF32 } from "../src/cache/verify/learned";
+import { encodeF32 } from "../src/core/vectors";
 import { defaultLearnedModel } from "../src/cache/verify/learned-default";
 
 /** the gateway's decision defaults: similarity_threshold, decision_threshold (rules OR model) */
@@ -42,36 +42,11 @@ const INBATCH = Number(arg("inbatch") ?? 1);
 const B = Number(arg("batch") ?? 64);
 const log = (s: string) => process.stderr.write(s + "\n");
 
-function mulberry32(a: number) {
-  return () => {
-    a |= 0;
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-function fnv(s: string) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return (h >>> 0) / 4294967296;
-}
 
 const set = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("emb") ?? DEFAULT_EMB_FILE, log);
 const { pairs, texts, index, dims, vecs } = set;
 const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
-// the split of scripts/train-cache-decision.ts (same components, same hash)
-const parent = texts.map((_, i) => i);
-const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
-for (const p of pairs) {
-  const a = find(index.get(p.q1)!), b = find(index.get(p.q2)!);
-  if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
-}
-type Part = "train" | "val" | "test";
-const partOf = (qi: number): Part => {
-  const h = fnv(texts[find(qi)]!);
-  return h < 0.8 ? "train" : h < 0.9 ? "val" : "test";
-};
+const partOf = questionSplit(set);
 interface R { a: number; b: number; y: number; q1: string; q2: string }
 const all: Array<R & { part: Part }> = pairs.map((p) => ({ a: index.get(p.q2)!, b: index.get(p.q1)!, y: p.label, q1: p.q1, q2: p.q2, part: partOf(index.get(p.q2)!) }));
 const tr = all.filter((r) => r.part === "train"), va = all.filter((r) => r.part === "val"), te = all.filter((r) => r.part === "test");

@@ -17,9 +17,10 @@
  */
 import { resolve } from "node:path";
 import { dataDir } from "./bench/data";
-import { DEFAULT_EMB_FILE, loadOrEmbed } from "./cache-train-embed";
+import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
-import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, encodeF32, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
+import { encodeF32 } from "../src/core/vectors";
+import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
 import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
 import { EmbeddingAdapter } from "../src/cache/adapter";
@@ -46,20 +47,6 @@ const RANK = Number(arg("rank") ?? 64);
 const ADAPTER_EPOCHS = Number(arg("adapter-epochs") ?? 5);
 const log = (s: string) => process.stderr.write(s + "\n");
 
-function mulberry32(a: number) {
-  return () => {
-    a |= 0;
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-function fnv(s: string) {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return (h >>> 0) / 4294967296;
-}
 
 // ------------------------------------------------------------------ data and split
 const set = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("emb") ?? DEFAULT_EMB_FILE, log);
@@ -76,17 +63,7 @@ const embedderId = embAdapter ? embAdapter.id : set.embedderId;
 log(`vectors: ${embedderId}`);
 const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
 
-const parent = texts.map((_, i) => i);
-const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
-for (const p of pairs) {
-  const a = find(index.get(p.q1)!), b = find(index.get(p.q2)!);
-  if (a !== b) parent[Math.max(a, b)] = Math.min(a, b); // root = smallest index = first-seen text
-}
-type Part = "train" | "val" | "test";
-const partOf = (qi: number): Part => {
-  const h = fnv(texts[find(qi)]!);
-  return h < 0.8 ? "train" : h < 0.9 ? "val" : "test";
-};
+const partOf = questionSplit(set);
 
 // ------------------------------------------------------------------ the projection (adapter)
 // P (RANK × dims) trained on the training pairs with a logistic loss on alpha·cos(Pu, Pv) + beta;

@@ -7,6 +7,7 @@
  * stored under the raw id are simply not found) when the adapter was trained on that embedder.
  */
 import { createHash } from "node:crypto";
+import { decodeF32 } from "../core/vectors";
 import type { Embedder } from "./ports";
 
 /** adapter-weights.json as written by the training script */
@@ -20,13 +21,6 @@ export interface AdapterWeightsFile {
   u: string;
   v: string;
   report?: unknown;
-}
-
-function f32(b64: string): Float32Array {
-  const bytes = Buffer.from(b64, "base64");
-  const out = new Float32Array(bytes.length / 4);
-  new Uint8Array(out.buffer).set(bytes);
-  return out;
 }
 
 export class EmbeddingAdapter {
@@ -56,7 +50,7 @@ export class EmbeddingAdapter {
 
   static fromFile(w: AdapterWeightsFile): EmbeddingAdapter {
     if (w.format !== 1) throw new Error(`embedding adapter: unknown weights format ${String(w.format)}`);
-    return new EmbeddingAdapter(w.rank, w.dims, f32(w.u), f32(w.v), w.baseEmbedderId);
+    return new EmbeddingAdapter(w.rank, w.dims, decodeF32(w.u), decodeF32(w.v), w.baseEmbedderId);
   }
 
   /** normalise(u + U·(Vᵀ·u)) as a new vector */

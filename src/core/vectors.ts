@@ -18,3 +18,16 @@ export function dot(a: Float32Array, b: Float32Array): number {
   for (let i = 0; i < n; i++) s += a[i]! * b[i]!;
   return s;
 }
+
+/** float32 values as base64 of their little-endian bytes (how committed weight files store them) */
+export function encodeF32(a: Float32Array): string {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
+}
+
+/** the inverse of encodeF32 (copied into an aligned buffer) */
+export function decodeF32(b64: string): Float32Array {
+  const bytes = Buffer.from(b64, "base64");
+  const out = new Float32Array(bytes.length / 4);
+  new Uint8Array(out.buffer).set(bytes);
+  return out;
+}

@@ -17,6 +17,7 @@
  * cache.learned_mode "with_rules"), when the hand verifier accepts it. A rejected pair that breaks a hard rule
  * carries that rule as its reason (the engine's multi-turn turn check reads it: "differ", not "reworded").
  */
+import { decodeF32 } from "../../core/vectors";
 import { analyzePair, type AnalyzeOptions, type PairAnalysis } from "./analyze";
 import { pairFeatures, FEATURE_NAMES } from "./features";
 import { surfaceForm } from "./text";
@@ -128,17 +129,6 @@ export interface LearnedWeightsFile {
   report?: unknown;
 }
 
-function f32(b64: string): Float32Array {
-  const bytes = Buffer.from(b64, "base64");
-  const out = new Float32Array(bytes.length / 4);
-  new Uint8Array(out.buffer).set(bytes);
-  return out;
-}
-
-export function encodeF32(a: Float32Array): string {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
-}
-
 export interface LearnedResult {
   accept: boolean;
   /** the model's probability of same meaning (1 for surface-identical texts; absent when a veto decided first) */
@@ -172,11 +162,11 @@ export class LearnedModel {
     this.threshold = w.threshold;
     this.minCosine = w.minCosine;
     this.vetoes = new Set(w.vetoes);
-    const mean = f32(w.mean);
-    const invStd = f32(w.std).map((s) => (s > 0 ? 1 / s : 0));
-    this.w1 = f32(w.w1);
-    this.b1 = f32(w.b1);
-    this.w2 = f32(w.w2);
+    const mean = decodeF32(w.mean);
+    const invStd = decodeF32(w.std).map((s) => (s > 0 ? 1 / s : 0));
+    this.w1 = decodeF32(w.w1);
+    this.b1 = decodeF32(w.b1);
+    this.w2 = decodeF32(w.w2);
     this.b2 = w.b2;
     if (this.inputs !== 2 * this.dims + SCALAR_NAMES.length || mean.length !== this.inputs || this.w1.length !== this.inputs * this.hidden || this.b1.length !== this.hidden || this.w2.length !== this.hidden)
       throw new Error("learned decision: weight shapes do not match");
@@ -191,7 +181,7 @@ export class LearnedModel {
       this.b1[j] = this.b1[j]! - shift;
     }
     this.x = new Float32Array(this.inputs);
-    this.adapter = new Adapter(w.adapter.rank, w.dims, f32(w.adapter.p));
+    this.adapter = new Adapter(w.adapter.rank, w.dims, decodeF32(w.adapter.p));
   }
 
   /** Probability that the pair means the same (vectors of this.dims; an analysis of the two texts). */
