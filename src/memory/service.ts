@@ -537,8 +537,8 @@ export class MemoryService {
     const old = s.contributor(b.contributorId);
     const agentIds = b.agentIds ?? old?.agentIds ?? [];
     const role = b.role !== undefined ? b.role : (old?.role ?? null);
-    const created = s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
-    return { contributor: s.contributor(b.contributorId)!, created };
+    s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
+    return { contributor: s.contributor(b.contributorId)!, created: !old };
   }
 
   listContributors(tenantId: string, limit: number, offset: number) {

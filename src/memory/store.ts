@@ -828,14 +828,12 @@ export class MemoryStore {
     return { items: rows.map(this.contributorOf), total: this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_contributors WHERE tenant_id = $tenant`)!.n };
   }
 
-  upsertContributor(c: { contributorId: string; displayName: string; agentIds: string[]; role: string | null; at: string }): boolean {
-    const existed = !!this.contributor(c.contributorId);
+  upsertContributor(c: { contributorId: string; displayName: string; agentIds: string[]; role: string | null; at: string }): void {
     this.db.run(
       `INSERT INTO memory_contributors (tenant_id, contributor_id, display_name, agent_ids, role, created_at, updated_at) VALUES ($tenant, $id, $name, $agents, $role, $at, $at)
        ON CONFLICT (tenant_id, contributor_id) DO UPDATE SET display_name = excluded.display_name, agent_ids = excluded.agent_ids, role = excluded.role, updated_at = excluded.updated_at`,
       { id: c.contributorId, name: c.displayName, agents: JSON.stringify(c.agentIds), role: c.role, at: c.at },
     );
-    return !existed;
   }
 
   deleteContributor(id: string): boolean {
