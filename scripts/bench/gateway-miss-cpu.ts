@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { SignJWT } from "jose";
-import { startTarget, freePort, median, machine, ROOT, BENCH_JWT_SECRET, type Target } from "./harness";
+import { startTarget, startBenchUpstream, median, machine, BENCH_JWT_SECRET, type Target } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "10000" }, rounds: { type: "string", default: "5" }, base: { type: "string" }, exact: { type: "boolean", default: false } } });
 const n = Number(values.n);
@@ -31,10 +31,7 @@ const cpuUs = (pid: number) => {
   return (Number(rest[11]) + Number(rest[12])) * TICK_US; // utime + stime (fields 14, 15)
 };
 
-const upPort = await freePort();
-const upstream = Bun.spawn([process.execPath, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(upPort)], { stdout: "ignore", stderr: "inherit" });
-const upUrl = `http://127.0.0.1:${upPort}`;
-for (let i = 0; i < 400; i++) if (await fetch(upUrl, { method: "POST", body: "{}" }).then(() => true, () => false)) break; else await Bun.sleep(25);
+const { url: upUrl, proc: upstream } = await startBenchUpstream();
 
 const env = {
   SVC_PROVIDERS__OPENAI__BASE_URL: upUrl,

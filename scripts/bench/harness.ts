@@ -32,6 +32,18 @@ export async function freePort(): Promise<number> {
   return p;
 }
 
+/**
+ * The benches' fake OpenAI-compatible upstream (scripts/bench/proxy-upstream.ts) in its own process
+ * on a free port; returns once it answers.
+ */
+export async function startBenchUpstream(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+  const port = await freePort();
+  const proc = Bun.spawn([process.execPath, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(port)], { cwd: ROOT, stdout: "ignore", stderr: "inherit" });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 400 && !(await fetch(url, { method: "POST", body: "{}" }).then(() => true, () => false)); i++) await Bun.sleep(25);
+  return { url, proc };
+}
+
 /** Poll GET /health until 200; returns ms from `since` to the first 200. */
 export async function waitHealthy(url: string, proc?: { exitCode: number | null }, timeoutMs = 20_000, since = performance.now()): Promise<number> {
   const deadline = since + timeoutMs;

@@ -10,14 +10,10 @@
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { SignJWT } from "jose";
-import { startTarget, freePort, ROOT, BENCH_JWT_SECRET, machine } from "./harness";
+import { startTarget, startBenchUpstream, BENCH_JWT_SECRET, machine } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, base: { type: "string" } } });
-const bun = process.execPath;
-const upPort = await freePort();
-const upstream = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(upPort)], { stdout: "ignore", stderr: "inherit" });
-const upUrl = `http://127.0.0.1:${upPort}`;
-for (let i = 0; i < 400 && !(await fetch(upUrl, { method: "POST", body: "{}" }).then(() => true, () => false)); i++) await Bun.sleep(25);
+const { url: upUrl, proc: upstream } = await startBenchUpstream();
 const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upUrl, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
 const gws = { svc: await startTarget({ env }), ...(values.base ? { base: await startTarget({ env, root: resolve(values.base) }) } : {}) };
 const token = await new SignJWT({ tenant_id: "bench", permissions: [] }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("2h").sign(new TextEncoder().encode(BENCH_JWT_SECRET));
