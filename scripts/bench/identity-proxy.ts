@@ -1,38 +1,32 @@
 #!/usr/bin/env bun
 /**
  * Identity's per-request cost on the proxy's miss path (BENCHMARKS.md "Identity"): one gateway
- * (cache disabled, as in proxy.ts), one keep-alive connection, the same request with four
- * credentials, in interleaved rounds so that drift of the shared machine hits each alike:
+ * (cache disabled, as in proxy.ts), the same request with four credentials, sent interleaved request
+ * by request (proxy-client.ts: one keep-alive connection per credential, the order rotating every
+ * round), so that drift of the shared machine hits each alike and each request is paired with a
+ * `tenant` request of the same round:
  *   tenant   a tenant token (sub = tenant): the identity check is two prefix tests, no budget
  *   user     sub = "user:<id>": user status + role permissions (cached), no budget
  *   key      an API key of a team without a budget (chain looked up once, cached)
  *   budget   an API key of a team with a budget under a parent team with one: admission + settle
- * Prints per credential the median over rounds of p50/p99 (µs) and p50 added versus `tenant`.
+ * Repeats the whole run `rounds` times; prints per credential the median over runs of p50/p99 (µs)
+ * and of the paired added p50 versus `tenant`.
  *   bun scripts/bench/identity-proxy.ts [--n 2000] [--rounds 5]
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { SignJWT } from "jose";
-import { startTarget, freePort, median, ROOT, BENCH_JWT_SECRET } from "./harness";
+import { startTarget, startBenchUpstream, median, ROOT, BENCH_JWT_SECRET } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "5" } } });
 const n = Number(values.n);
 const rounds = Number(values.rounds);
 const bun = process.execPath;
 
-const upPort = await freePort();
-const upstream = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(upPort)], { cwd: ROOT, stdout: "ignore", stderr: "inherit" });
-for (let i = 0; i < 400; i++) {
-  try {
-    await fetch(`http://127.0.0.1:${upPort}/`, { method: "POST", body: "{}" });
-    break;
-  } catch {
-    await Bun.sleep(25);
-  }
-}
+const upstream = await startBenchUpstream();
 const gw = await startTarget({
   env: {
-    SVC_PROVIDERS__OPENAI__BASE_URL: `http://127.0.0.1:${upPort}`,
+    SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url,
     SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench",
     SVC_CACHE__ENABLED: "false",
     SVC_RATE_LIMITS__ENABLED: "false",
@@ -65,24 +59,23 @@ const credentials = {
 };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 
-async function client(credential: string) {
-  const o = { url: `${gw.url}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: `Bearer ${credential}` }, body, n, warmup: 300 };
+interface Measured { p50us: number; p99us: number; addedP50us: number; bad: number }
+async function run(): Promise<Record<string, Measured>> {
+  const targets = Object.entries(credentials).map(([name, cred]) => ({ name, url: `${gw.url}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: `Bearer ${cred}` } }));
+  const o = { targets, body, n, warmup: 300, reference: "tenant" };
   const p = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify(o)], { stdout: "pipe", stderr: "inherit" });
   const out = await new Response(p.stdout).text();
-  await p.exited;
-  return JSON.parse(out) as { p50us: number; p99us: number; bad: number };
+  if ((await p.exited) !== 0) throw new Error("proxy-client failed");
+  return JSON.parse(out) as Record<string, Measured>;
 }
 
-const samples: Record<string, Array<{ p50us: number; p99us: number; bad: number }>> = {};
-const entries = Object.entries(credentials);
-for (let r = 0; r < rounds; r++)
-  // each round starts with the next credential: no credential always runs first
-  for (const [name, cred] of [...entries.slice(r % entries.length), ...entries.slice(0, r % entries.length)]) {
-    console.error(`round ${r + 1}/${rounds}: ${name}`);
-    (samples[name] ??= []).push(await client(cred));
-  }
+const samples: Record<string, Measured[]> = {};
+for (let r = 0; r < rounds; r++) {
+  console.error(`run ${r + 1}/${rounds}`);
+  for (const [name, m] of Object.entries(await run())) (samples[name] ??= []).push(m);
+}
 await gw.stop();
-upstream.kill();
+upstream.proc.kill();
 
 const p50 = (name: string) => median(samples[name]!.map((s) => s.p50us));
 const out = {
@@ -92,6 +85,6 @@ const out = {
   perCredential: Object.fromEntries(
     Object.keys(credentials).map((k) => [k, { p50us: Math.round(p50(k)), p99us: Math.round(median(samples[k]!.map((s) => s.p99us))), non200: samples[k]!.reduce((s, x) => s + x.bad, 0) }]),
   ),
-  addedP50usVsTenant: Object.fromEntries(Object.keys(credentials).map((k) => [k, Math.round(p50(k) - p50("tenant"))])),
+  addedP50usVsTenant: Object.fromEntries(Object.keys(credentials).map((k) => [k, Math.round(median(samples[k]!.map((s) => s.addedP50us)))])),
 };
 console.log(JSON.stringify(out, null, 2));
