@@ -68,6 +68,27 @@ describe("/mcp", () => {
     await client.close();
   });
 
+  test("what /mcp exposes follows the registry at once (a tool's cache settings, rediscovery)", async () => {
+    const client = await connect(h.A, "auto", "agent-follow");
+    const call = async (name = "issue-tracker__get_issue") => ((await client.callTool({ name, arguments: { issue_id: "follow" } }))._meta as any)["svc/cache"].status;
+    const getIssue = (await h.call("GET", `/api/v1/mcp/tools?serverId=${server.id}&name=get_issue`, h.A)).body.tools[0];
+    expect(await call()).toBe("MISS");
+    expect(await call()).toBe("HIT");
+    // the tool record a call uses is the current one: caching off answers BYPASS (a stale record would still look the entry up)
+    expect((await h.call("PATCH", `/api/v1/mcp/tools/${getIssue.id}/config`, h.A, { cacheEnabled: false })).status).toBe(200);
+    expect(await call()).toBe("BYPASS");
+    expect((await h.call("PATCH", `/api/v1/mcp/tools/${getIssue.id}/config`, h.A, { cacheEnabled: true })).status).toBe(200);
+    // a tool the server no longer offers is no longer callable, and is again once rediscovered
+    const all = fake.tools;
+    fake.tools = all.filter((t) => t.name !== "get_issue");
+    await h.call("POST", `/api/v1/mcp/servers/${server.id}/discover`, h.A);
+    await expect(client.callTool({ name: "issue-tracker__get_issue", arguments: { issue_id: "follow" } })).rejects.toThrow(/Unknown tool/);
+    fake.tools = all;
+    await h.call("POST", `/api/v1/mcp/servers/${server.id}/discover`, h.A);
+    expect(await call()).toBe("MISS"); // its cached results went with it
+    await client.close();
+  });
+
   test("401 in the doc2 envelope without a valid bearer token", async () => {
     const r = await fetch(`${h.gw.url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
     expect(r.status).toBe(401);
