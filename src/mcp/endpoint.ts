@@ -7,7 +7,7 @@
  * Every tools/call goes through CallService (cache, coalescing, invalidation, analytics, events);
  * the cache outcome rides in the result's `_meta["svc/cache"]`.
  */
-import { Server, createMcpHandler, ProtocolError, ProtocolErrorCode, type AuthInfo } from "@modelcontextprotocol/server";
+import { Server, createMcpHandler, isJsonContentType, DEFAULT_MAX_REQUEST_BODY_SIZE, ProtocolError, ProtocolErrorCode, type AuthInfo } from "@modelcontextprotocol/server";
 import type { Principal } from "../core/auth";
 import { ApiError } from "../core/errors";
 import type { ForTenant } from "../storage/scoped";
@@ -95,13 +95,46 @@ export function mcpServerFactory(exposed: ExposedTools, calls: CallService) {
   };
 }
 
+/** The SDK's bound on a body it reads itself (given to it explicitly, so withBody and the SDK agree). */
+const MAX_MCP_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE;
+
+/**
+ * A JSON POST's body read and parsed once here and handed to the SDK as `parsedBody` (its option
+ * for a body the caller already holds): left unread, the SDK clones the request (to keep the body
+ * for its legacy leg) and reads the stream itself. Whatever the SDK answers differently for a body
+ * it reads — a declared or real size over its bound (413), an empty or non-JSON body, an
+ * unreadable stream (400) — stays its answer: it gets the request as it came, or the same bytes
+ * again, or the stream's error.
+ */
+async function withBody(request: Request): Promise<{ request: Request; parsedBody?: unknown }> {
+  if (request.method.toUpperCase() !== "POST" || !isJsonContentType(request.headers.get("content-type"))) return { request };
+  if (Number(request.headers.get("content-length")) > MAX_MCP_BODY) return { request };
+  const again = (body: Uint8Array | ReadableStream) => new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
+  let bytes: Uint8Array;
+  try {
+    bytes = await request.bytes();
+  } catch (e) {
+    return { request: again(new ReadableStream({ start: (c) => c.error(e) })) };
+  }
+  if (bytes.byteLength > MAX_MCP_BODY) return { request: again(bytes) };
+  const text = new TextDecoder().decode(bytes);
+  let parsed: unknown;
+  try {
+    parsed = text.length === 0 ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return parsed === undefined ? { request: again(bytes) } : { request, parsedBody: parsed };
+}
+
 export function mcpEndpoint(registry: ForTenant<RegistryStore>, calls: CallService): { handler: NativeHandler; close(): Promise<void> } {
-  const mcp = createMcpHandler(mcpServerFactory(new ExposedTools(registry), calls), { legacy: "stateless" });
-  const handler: NativeHandler = (request, state) => {
+  const mcp = createMcpHandler(mcpServerFactory(new ExposedTools(registry), calls), { legacy: "stateless", maxRequestBodySize: MAX_MCP_BODY });
+  const handler: NativeHandler = async (request, state) => {
     const p = state.principal as Principal;
     const agentId = request.headers.get(AGENT_HEADER)?.slice(0, 256) || p.sub;
     const authInfo: AuthInfo = { token: "", clientId: p.sub, scopes: [...p.permissions], extra: { tenantId: p.tenantId, agentId } };
-    return mcp.fetch(request, { authInfo });
+    const read = await withBody(request);
+    return mcp.fetch(read.request, read.parsedBody === undefined ? { authInfo } : { authInfo, parsedBody: read.parsedBody });
   };
   return { handler, close: () => mcp.close() };
 }
