@@ -40,6 +40,9 @@ describe("/mcp", () => {
       expect(a.content).toEqual(b.content);
       expect((a._meta as any)["svc/cache"]).toMatchObject({ status: "MISS" });
       expect((b._meta as any)["svc/cache"]).toMatchObject({ status: "HIT", tier: "exact" });
+      // a further hit is answered from the SDK's answer to the first (endpoint-wire.test.ts): the client reads the same
+      const c = await client.callTool({ name: "issue-tracker__get_issue", arguments: { issue_id: `mcp-${mode}` } });
+      expect(c).toEqual(b);
       expect(fake.calls.get("get_issue")).toBe(before + 1);
       // an error result passes through (and is not cached)
       const err = await client.callTool({ name: "issue-tracker__flaky_read", arguments: { q: "x" } });
