@@ -7,7 +7,9 @@
  * Three processes on loopback: the gateway (`bun src/main.ts`, default configuration, loopback
  * targets allowed), the MCP server (official server SDK, Streamable HTTP, 2026-07-28 era; this
  * script with --server) and the clients (this process). Calls are sequential (one in flight);
- * each figure is the median (and p99) of --n calls after 50 warm-up calls:
+ * each figure is the median (and p99) of --n calls after 50 warm-up calls of every series; the
+ * series compared are timed in turn, call by call (direct, REST hit, /mcp hit; then the three
+ * misses), so a process still warming up or a neighbour's load weighs on each alike:
  *   - direct: the official client calling the server;
  *   - hit: the same call answered by svc's tool cache, over REST and over svc's /mcp endpoint;
  *   - miss: new arguments every call (goes upstream), over /mcp vs direct; svc's own overhead
@@ -38,14 +40,16 @@ const pct = (xs: number[], p: number) => {
 };
 const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(3)} ms, p99 ${pct(xs, 99).toFixed(3)} ms`;
 
-async function timed(n: number, fn: (i: number) => Promise<unknown>): Promise<number[]> {
-  for (let i = 0; i < WARM; i++) await fn(-1 - i);
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await fn(i);
-    out.push(performance.now() - t0);
-  }
+/** Each series warmed up, then timed in turn call by call; the durations of each. */
+async function timed(n: number, ...series: Array<(i: number) => Promise<unknown>>): Promise<[number[], number[], number[]]> {
+  for (const fn of series) for (let i = 0; i < WARM; i++) await fn(-1 - i);
+  const out: [number[], number[], number[]] = [[], [], []];
+  for (let i = 0; i < n; i++)
+    for (const [k, fn] of series.entries()) {
+      const t0 = performance.now();
+      await fn(i);
+      out[k]!.push(performance.now() - t0);
+    }
   return out;
 }
 
@@ -71,23 +75,26 @@ try {
   const direct = await mcpClient(fake.url);
   const viaSvc = await mcpClient(`${gw.url}/mcp`, { authorization: `Bearer ${token}` });
 
-  const directSame = await timed(N, () => direct.callTool({ name: "get_issue", arguments: { issue_id: "hot" } }));
-  const hitRest = await timed(N, () => fetch(`${gw.url}/api/v1/mcp/tools/${tool.id}/call`, { method: "POST", headers: auth, body: JSON.stringify({ arguments: { issue_id: "hot" } }) }).then((r) => r.arrayBuffer()));
-  const hitMcp = await timed(N, () => viaSvc.callTool({ name: "bench__get_issue", arguments: { issue_id: "hot" } }));
+  const [directSame, hitRest, hitMcp] = await timed(
+    N,
+    () => direct.callTool({ name: "get_issue", arguments: { issue_id: "hot" } }),
+    () => fetch(`${gw.url}/api/v1/mcp/tools/${tool.id}/call`, { method: "POST", headers: auth, body: JSON.stringify({ arguments: { issue_id: "hot" } }) }).then((r) => r.arrayBuffer()),
+    () => viaSvc.callTool({ name: "bench__get_issue", arguments: { issue_id: "hot" } }),
+  );
 
-  let run = 0;
-  const directMiss = await timed(N, (i) => direct.callTool({ name: "get_issue", arguments: { issue_id: `d-${run}-${i}` } }));
-  run++;
-  const missMcp = await timed(N, (i) => viaSvc.callTool({ name: "bench__get_issue", arguments: { issue_id: `m-${run}-${i}` } }));
-  run++;
   const inside: number[] = [];
-  const missRest = await timed(N, async (i) => {
-    const r = (await (await fetch(`${gw.url}/api/v1/mcp/tools/${tool.id}/call`, { method: "POST", headers: auth, body: JSON.stringify({ arguments: { issue_id: `r-${run}-${i}` } }) })).json()) as any;
-    if (i >= 0) inside.push(r.latencyMs - r.upstreamLatencyMs);
-  });
+  const [directMiss, missMcp, missRest] = await timed(
+    N,
+    (i) => direct.callTool({ name: "get_issue", arguments: { issue_id: `d-${i}` } }),
+    (i) => viaSvc.callTool({ name: "bench__get_issue", arguments: { issue_id: `m-${i}` } }),
+    async (i) => {
+      const r = (await (await fetch(`${gw.url}/api/v1/mcp/tools/${tool.id}/call`, { method: "POST", headers: auth, body: JSON.stringify({ arguments: { issue_id: `r-${i}` } }) })).json()) as any;
+      if (i >= 0) inside.push(r.latencyMs - r.upstreamLatencyMs);
+    },
+  );
 
   const m = machine();
-  console.log(`machine: ${m.nproc} cores, ${m.cpu}, bun ${m.bun}; n=${N} sequential calls after ${WARM} warm-up`);
+  console.log(`machine: ${m.nproc} cores, ${m.cpu}, bun ${m.bun}; n=${N} sequential calls per series after ${WARM} warm-up each, series interleaved call by call`);
   console.log(`direct call (official client -> server):        ${fmt(directSame)}`);
   console.log(`hit through svc, REST POST /tools/{id}/call:    ${fmt(hitRest)}`);
   console.log(`hit through svc, /mcp (official client):       ${fmt(hitMcp)}`);

@@ -8,7 +8,7 @@ import type { Logger } from "../core/log";
 import type { McpConfig } from "./config";
 import type { Embedder, WallClock } from "./ports";
 import { EventHub } from "./events";
-import { RegistryStore } from "./registry/store";
+import { RegistryStore, RegistryVersions } from "./registry/store";
 import { RegistryService } from "./registry/service";
 import { EntityStore } from "./entities/store";
 import { EntityService } from "./entities/service";
@@ -55,7 +55,8 @@ export interface McpServices {
 
 export function mcpServices(d: McpServiceDeps): McpServices {
   const { storage, config, clock, log } = d;
-  const registryStore = (t: string) => new RegistryStore(storage.tenant(t));
+  const registryVersions = new RegistryVersions();
+  const registryStore = (t: string) => new RegistryStore(storage.tenant(t), registryVersions);
   const entityStore = (t: string) => new EntityStore(storage.tenant(t));
   const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t));
   const callStore = (t: string) => new CallStore(storage.tenant(t));

@@ -40,6 +40,9 @@ describe("/mcp", () => {
       expect(a.content).toEqual(b.content);
       expect((a._meta as any)["svc/cache"]).toMatchObject({ status: "MISS" });
       expect((b._meta as any)["svc/cache"]).toMatchObject({ status: "HIT", tier: "exact" });
+      // a further hit is answered from the SDK's answer to the first (endpoint-wire.test.ts): the client reads the same
+      const c = await client.callTool({ name: "issue-tracker__get_issue", arguments: { issue_id: `mcp-${mode}` } });
+      expect(c).toEqual(b);
       expect(fake.calls.get("get_issue")).toBe(before + 1);
       // an error result passes through (and is not cached)
       const err = await client.callTool({ name: "issue-tracker__flaky_read", arguments: { q: "x" } });
@@ -65,6 +68,27 @@ describe("/mcp", () => {
     await h.call("POST", `/api/v1/mcp/servers/${server.id}/enable`, h.A);
     await h.call("GET", `/api/v1/mcp/servers/${server.id}/health`, h.A); // healthy again
     expect((await client.listTools()).tools.length).toBe(9);
+    await client.close();
+  });
+
+  test("what /mcp exposes follows the registry at once (a tool's cache settings, rediscovery)", async () => {
+    const client = await connect(h.A, "auto", "agent-follow");
+    const call = async (name = "issue-tracker__get_issue") => ((await client.callTool({ name, arguments: { issue_id: "follow" } }))._meta as any)["svc/cache"].status;
+    const getIssue = (await h.call("GET", `/api/v1/mcp/tools?serverId=${server.id}&name=get_issue`, h.A)).body.tools[0];
+    expect(await call()).toBe("MISS");
+    expect(await call()).toBe("HIT");
+    // the tool record a call uses is the current one: caching off answers BYPASS (a stale record would still look the entry up)
+    expect((await h.call("PATCH", `/api/v1/mcp/tools/${getIssue.id}/config`, h.A, { cacheEnabled: false })).status).toBe(200);
+    expect(await call()).toBe("BYPASS");
+    expect((await h.call("PATCH", `/api/v1/mcp/tools/${getIssue.id}/config`, h.A, { cacheEnabled: true })).status).toBe(200);
+    // a tool the server no longer offers is no longer callable, and is again once rediscovered
+    const all = fake.tools;
+    fake.tools = all.filter((t) => t.name !== "get_issue");
+    await h.call("POST", `/api/v1/mcp/servers/${server.id}/discover`, h.A);
+    await expect(client.callTool({ name: "issue-tracker__get_issue", arguments: { issue_id: "follow" } })).rejects.toThrow(/Unknown tool/);
+    fake.tools = all;
+    await h.call("POST", `/api/v1/mcp/servers/${server.id}/discover`, h.A);
+    expect(await call()).toBe("MISS"); // its cached results went with it
     await client.close();
   });
 

@@ -91,21 +91,50 @@ export class CallService {
     return this.callResolved(tenantId, tool, server, input);
   }
 
-  async callResolved(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput): Promise<CallOutcome> {
+  /** What the cache lookups of a call are keyed on. */
+  private keyed(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput) {
+    const cfg = tool.cacheConfig;
+    const agentScope = cfg.crossAgent ? "" : input.agentId;
+    const canonicalArgs = canonical(input.arguments);
+    return {
+      cfg,
+      cacheable: cfg.enabled && CACHEABLE.includes(tool.category),
+      agentScope,
+      canonicalArgs,
+      key: cacheKeyOf(tenantId, server.id, tool.name, agentScope, canonicalArgs),
+      base: { toolId: tool.id, toolName: tool.name, serverId: server.id },
+    };
+  }
+
+  /**
+   * callResolved's exact tier alone, for a caller that holds answers for some stored results:
+   * when `answerable(key)` names the stored JSON it can answer for and the call's key has a live
+   * entry holding exactly that JSON, the HIT callResolved would answer (recorded and emitted
+   * alike); otherwise undefined, and nothing recorded.
+   */
+  exactHit(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput, answerable: (key: bigint) => string | undefined): CallOutcome | undefined {
+    const t0 = performance.now();
+    const { cacheable, key, base } = this.keyed(tenantId, tool, server, input);
+    const wanted = cacheable ? answerable(key) : undefined;
+    const hit = wanted === undefined ? undefined : this.d.cache.exact(tenantId, key);
+    if (!hit || hit.resultJson !== wanted) return undefined;
+    return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+  }
+
+  /** `onExactHit` learns the key and stored JSON of an exact-tier hit (the /mcp endpoint keeps its encoded answer). */
+  async callResolved(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput, onExactHit?: (key: bigint, resultJson: string) => void): Promise<CallOutcome> {
     const t0 = performance.now();
     const args = input.arguments;
-    const cfg = tool.cacheConfig;
-    const cacheable = cfg.enabled && CACHEABLE.includes(tool.category);
-    const agentScope = cfg.crossAgent ? "" : input.agentId;
-    const canonicalArgs = canonical(args);
-    const key = cacheKeyOf(tenantId, server.id, tool.name, agentScope, canonicalArgs);
-    const base = { toolId: tool.id, toolName: tool.name, serverId: server.id };
+    const { cfg, cacheable, agentScope, canonicalArgs, key, base } = this.keyed(tenantId, tool, server, input);
 
     let vector: Float32Array | undefined;
     let structKey = "";
     if (cacheable) {
       const hit = this.d.cache.exact(tenantId, key);
-      if (hit) return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+      if (hit) {
+        onExactHit?.(hit.cacheKey, hit.resultJson);
+        return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+      }
       if (cfg.semanticThreshold < 1) {
         structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
         vector = await this.d.cache.embedArgs(tool.name, args);

@@ -136,16 +136,44 @@ export interface ToolFilter {
   name?: string;
 }
 
+/**
+ * A change counter per tenant of its servers and tools, shared by every RegistryStore of one
+ * storage (svc is one process per SQLite file, docs/architecture.md): state derived from the
+ * registry (the /mcp endpoint's exposed tools) is current while the counter has not moved.
+ */
+export class RegistryVersions {
+  private readonly byTenant = new Map<string, number>();
+  of(tenantId: string): number {
+    return this.byTenant.get(tenantId) ?? 0;
+  }
+  bump(tenantId: string) {
+    this.byTenant.set(tenantId, this.of(tenantId) + 1);
+  }
+}
+
 export class RegistryStore {
-  constructor(readonly db: TenantDb) {}
+  constructor(
+    readonly db: TenantDb,
+    private readonly versions: RegistryVersions,
+  ) {}
 
   get tenantId() {
     return this.db.tenantId;
   }
 
+  /** Moves with every write of this tenant's servers or tools (except call averages, see recordCallOutcome). */
+  get version(): number {
+    return this.versions.of(this.db.tenantId);
+  }
+
+  private changed() {
+    this.versions.bump(this.db.tenantId);
+  }
+
   // ---- servers ----
 
   insertServer(s: ServerRecord) {
+    this.changed();
     this.db.run(
       `INSERT INTO mcp_servers (id, tenant_id, name, description, url, transport, auth_type, auth_config, status, created_at, updated_at)
        VALUES ($id, $tenant, $name, $description, $url, $transport, $auth_type, $auth_config, $status, $created_at, $updated_at)`,
@@ -166,6 +194,7 @@ export class RegistryStore {
 
   /** Replace what a configuration import may change (url, transport, authentication, description). */
   updateServerDefinition(s: ServerRecord) {
+    this.changed();
     this.db.run(
       `UPDATE mcp_servers SET description = $description, url = $url, transport = $transport, auth_type = $auth_type, auth_config = $auth_config, updated_at = $updated_at
        WHERE tenant_id = $tenant AND id = $id`,
@@ -196,15 +225,18 @@ export class RegistryStore {
   }
 
   deleteServer(id: string): boolean {
+    this.changed();
     return this.db.run("DELETE FROM mcp_servers WHERE tenant_id = $tenant AND id = $id", { id }).changes > 0;
   }
 
   setStatus(id: string, status: ServerStatus, updatedAt: string) {
+    this.changed();
     this.db.run("UPDATE mcp_servers SET status = $status, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", { id, status, updated_at: updatedAt });
   }
 
   /** DISABLED -> PENDING: the next check decides; earlier failures and the cached result are forgotten. */
   reenable(id: string, updatedAt: string) {
+    this.changed();
     this.db.run(
       `UPDATE mcp_servers SET status = 'PENDING', consecutive_failures = 0, last_health_check_ms = NULL, last_error = NULL, updated_at = $updated_at
        WHERE tenant_id = $tenant AND id = $id`,
@@ -229,6 +261,7 @@ export class RegistryStore {
 
   /** Record a health check: status, latency percentiles, error, bookkeeping. */
   recordHealth(id: string, u: { status: ServerStatus; p50: number | null; p99: number | null; lastError: string | null; checkedAt: string; checkedAtMs: number; state: HealthState }) {
+    this.changed();
     this.db.run(
       `UPDATE mcp_servers SET status = $status, health_p50_ms = $p50, health_p99_ms = $p99, last_error = $last_error,
          last_health_check = $checked_at, last_health_check_ms = $checked_ms, health_samples = $samples,
@@ -250,7 +283,11 @@ export class RegistryStore {
     );
   }
 
-  /** Fold one upstream call's outcome into the server's moving averages (no status change). */
+  /**
+   * Fold one upstream call's outcome into the server's moving averages (no status change). Not
+   * a change of the version: every miss calls it, and nothing derived from the registry reads the
+   * averages (exposure needs status, names and availability; an upstream call the connection fields).
+   */
   recordCallOutcome(id: string, latencyMs: number, failed: boolean, alpha: number) {
     this.db.run(
       `UPDATE mcp_servers SET
@@ -264,6 +301,7 @@ export class RegistryStore {
   // ---- tools ----
 
   insertTool(t: ToolRecord) {
+    this.changed();
     this.db.run(
       `INSERT INTO mcp_tools (id, tenant_id, server_id, name, description, input_schema, annotations, category, category_confidence, category_manual,
          cache_enabled, cache_ttl_secs, semantic_threshold, cross_agent, coalescing_window_ms, cache_manual, available, last_discovered_at, created_at, updated_at)
@@ -274,6 +312,7 @@ export class RegistryStore {
   }
 
   updateTool(t: ToolRecord) {
+    this.changed();
     this.db.run(
       `UPDATE mcp_tools SET description = $description, input_schema = $input_schema, annotations = $annotations, category = $category,
          category_confidence = $category_confidence, category_manual = $category_manual, cache_enabled = $cache_enabled,
