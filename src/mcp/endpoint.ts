@@ -32,6 +32,7 @@ import type { CallService } from "./calls/service";
 import type { ServerRecord } from "./types";
 
 export const AGENT_HEADER = "x-svc-agent-id";
+const SERVER_INFO_META = "io.modelcontextprotocol/serverInfo";
 const EXPOSED: ReadonlySet<string> = new Set(["HEALTHY", "DEGRADED"]);
 
 const baseOf = (s: ServerRecord) => s.name.replace(/[^A-Za-z0-9_.-]+/g, "-").replace(/^-+|-+$/g, "") || "server";
@@ -110,7 +111,10 @@ export function mcpServerFactory(exposed: ExposedTools, calls: CallService, serv
       try {
         const onExactHit = served && authInfo ? (key: bigint, resultJson: string) => served(authInfo, { tenantId, key, resultJson }) : undefined;
         const out = await calls.callResolved(tenantId, target.tool, target.server, { arguments: (request.params.arguments ?? {}) as Record<string, unknown>, agentId }, onExactHit);
-        const meta = { ...((out.result._meta as Record<string, unknown> | undefined) ?? {}), "svc/cache": { status: out.cache.status, tier: out.cache.tier, cacheKey: out.cache.cacheKey?.toString() ?? null } };
+        // the upstream's own identity stamp (2026 era: `io.modelcontextprotocol/serverInfo` on every result) is not
+        // passed on: the client talks to svc, and the SDK stamps svc's identity only where none is present
+        const { [SERVER_INFO_META]: _upstreamIdentity, ...upstreamMeta } = (out.result._meta as Record<string, unknown> | undefined) ?? {};
+        const meta = { ...upstreamMeta, "svc/cache": { status: out.cache.status, tier: out.cache.tier, cacheKey: out.cache.cacheKey?.toString() ?? null } };
         return { ...out.result, content: (out.result.content ?? []) as never, _meta: meta };
       } catch (e) {
         if (e instanceof ApiError) return { content: [{ type: "text" as const, text: e.message }], isError: true };

@@ -40,6 +40,9 @@ describe("/mcp", () => {
       expect(a.content).toEqual(b.content);
       expect((a._meta as any)["svc/cache"]).toMatchObject({ status: "MISS" });
       expect((b._meta as any)["svc/cache"]).toMatchObject({ status: "HIT", tier: "exact" });
+      // svc answers as itself: the upstream server's identity stamp is not passed through (2026 era: every result carries one)
+      for (const r of [a, b]) expect((r._meta as any)["io.modelcontextprotocol/serverInfo"]?.name ?? "svc-mcp-gateway").toBe("svc-mcp-gateway");
+      if (mode === "auto") expect((a._meta as any)["io.modelcontextprotocol/serverInfo"]).toMatchObject({ name: "svc-mcp-gateway" });
       // a further hit is answered from the SDK's answer to the first (endpoint-wire.test.ts): the client reads the same
       const c = await client.callTool({ name: "issue-tracker__get_issue", arguments: { issue_id: `mcp-${mode}` } });
       expect(c).toEqual(b);
