@@ -1,7 +1,7 @@
 /**
  * Cache performance.
  *
- *   bun scripts/bench/cache-perf.ts http    # hit-path latency (exact / semantic), hits/s at 64 connections, embedding time
+ *   bun scripts/bench/cache-perf.ts http [--pairs 300] [--data DIR]   # hit-path latency (exact / semantic), hits/s at 64 connections, embedding time
  *   bun scripts/bench/cache-perf.ts index [--sizes 10000,100000] [--quant f32,f16] [--queries 200]
  *
  * http: the gateway runs as its own process (`bun src/main.ts serve`, temp SQLite, local embedder)
@@ -9,7 +9,8 @@
  *   (request out -> full body in), one request at a time; throughput with 64 concurrent connections.
  *   The semantic tier is measured with real paraphrases: the first N same-meaning pairs of
  *   ../shared/data/cache-eval-dev (q1 fills a fresh tenant, q2 asks), latency over the requests
- *   that were semantic hits.
+ *   that were semantic hits (--pairs: N, default 300; the same number of different-meaning pairs
+ *   measures the miss path).
  * index: USearch HNSW (cos, M=16, efC=128, efS=128 — the defaults of DEFAULT_INDEX_PARAMS) over RANDOM unit vectors of the model's
  *   dimension (512) — index-only numbers: build time, search p50/p99 (k=8), recall@10 against
  *   exact search for random queries (a hard case: random 512-d vectors are nearly equidistant), and

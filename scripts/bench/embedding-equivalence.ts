@@ -2,7 +2,7 @@
  * Checks that the TypeScript/WASM USE-lite backend (use-lite-fast.ts) produces the same vectors as
  * the TF.js graph (use-lite.ts) and the same SentencePiece ids as @energetic-ai/embeddings.
  *
- *   ./node_modules/.bin/bun run scripts/bench/embedding-equivalence.ts [--data DIR] [--limit N] [--kernel wasm|js]
+ *   ./node_modules/.bin/bun run scripts/bench/embedding-equivalence.ts [--data DIR] [--limit N] [--kernel wasm-i16|wasm|js]
  *
  * Embeds q1 and q2 of every pair in DIR/pairs.jsonl (default ../shared/data/cache-eval-dev) with
  * both backends, after the same text canonicalisation as the embedder (prepareText), and reports
