@@ -36,7 +36,10 @@ const names = Object.keys(targets);
 const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
 const n = Number(values.n);
 for (let i = 0; i < n + 200; i++) {
-  const order = i % 2 ? [...names].reverse() : names;
+  // rotated, never reversed: reversing every other round served the last target twice in a row
+  // (…, base | base, …), so --base was measured warm in half its rounds (−140 µs p50 there) while
+  // svc, always in the middle, never was; rotated, every target waits the same gaps between its requests
+  const order = names.map((_, j) => names[(i + j) % names.length]!);
   const round: Record<string, number> = {};
   for (const k of order) round[k] = await ttfb(targets[k]!);
   if (i >= 200) for (const k of names) samples[k]!.push(round[k]! - (k === "direct" ? 0 : round.direct!));

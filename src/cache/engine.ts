@@ -140,7 +140,8 @@ export interface EngineOptions {
 const stateOf = (miss?: LookupResult): LookupState | undefined => (miss && !miss.hit ? (miss.state as LookupState | undefined) : undefined);
 
 interface LookupState {
-  keys: DerivedKeys;
+  /** absent when the cache is disabled (nothing to look up or store: singleFlight derives the exact key itself) */
+  keys?: DerivedKeys;
   queryVec?: Float32Array;
   contextVec?: Float32Array;
   /** earlier user turns (context mode) */
@@ -256,8 +257,10 @@ export class SemanticCacheEngine {
   private async decide(input: CacheKeyInput): Promise<LookupResult> {
     const t0 = performance.now();
     const s = this.o.settings;
+    // disabled: no keys (two SHA-256 of the canonical conversation, ~50 µs of a streamed request's
+    // time to first byte after an idle gap); only a non-streamed miss's single flight needs one
+    if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { noStore: true } satisfies LookupState };
     const keys = deriveKeys(input, this.emb.id);
-    if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { keys, noStore: true } satisfies LookupState };
     const now = this.now();
     const ts = this.tenants.get(input.tenantId);
     ts.stats.lookups++;
