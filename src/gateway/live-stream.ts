@@ -42,7 +42,8 @@ class HeldHead {
         return out ? { text: out, decorated: false } : undefined;
       }
       const end = m.index + m[0].length;
-      const decorated = this.codec.liveHead!(text.slice(0, end), this.call, this.meta);
+      const event = new SseParser().push(text.slice(0, end))[0];
+      const decorated = event ? this.codec.liveHead!(event.data, this.call, this.meta) : undefined;
       if (decorated !== undefined) {
         this.text = "";
         return { text: out + decorated + text.slice(end), decorated: true };

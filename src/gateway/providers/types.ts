@@ -67,11 +67,12 @@ export interface StreamCodec {
   /** a frame telling the client the stream failed, if the style has one */
   errorFrame?(message: string, type?: string): string;
   /**
-   * live (upstream) streams: rewrite one leading event (its text up to and including the blank
-   * line) to carry the style's cache metadata; undefined = not that event, forward it and offer the
-   * next. Only leading events are held back (until the first one is decorated); the rest stream as is.
+   * live (upstream) streams: one leading event, given as its data (the data lines joined), rewritten
+   * as a whole frame that carries the style's cache metadata; undefined = not that event, forward it
+   * as it came and offer the next. Only leading events are held back (until the first one is
+   * decorated); the rest stream as is.
    */
-  liveHead?(event: string, call: ProxyCall, meta: CacheMeta): string | undefined;
+  liveHead?(data: string, call: ProxyCall, meta: CacheMeta): string | undefined;
   /**
    * live (upstream) streams in another format than the client's: each upstream event re-encoded
    * (e.g. the provider's newline-delimited JSON as Server-Sent Events); without it bytes pass as sent

@@ -193,12 +193,7 @@ export const chatV2: Endpoint = compile({
     assembler: () => new V2Assembler(),
     replay,
     errorFrame: (message) => ev("message-end", { delta: { finish_reason: "ERROR", error: message } }),
-    liveHead(event, _call, meta) {
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, ""))
-        .join("\n");
+    liveHead(data, _call, meta) {
       const d = parseJson(data);
       if (!d || d.type !== "message-start") return undefined;
       return ev("message-start", { ...d, delta: { ...d.delta, message: { ...d.delta?.message, svc: svcObject(meta) } } });

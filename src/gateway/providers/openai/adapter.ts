@@ -133,12 +133,7 @@ const chatCompletions: Endpoint = compile({
     // svc's error type (timeout_error for an idle timeout, proxy_error otherwise), as in a JSON error
     errorFrame: (message, type) => sseFrame({ error: { message, type: type ?? "proxy_error" } }),
     // a live miss carries svc_metadata (with the session id) on its first chunk, like a rebuilt hit
-    liveHead(event, call, meta) {
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, ""))
-        .join("\n");
+    liveHead(data, call, meta) {
       if (!data || data === "[DONE]") return undefined;
       const chunk = parseJson(data);
       if (!chunk || typeof chunk !== "object" || chunk.error || !Array.isArray(chunk.choices)) return undefined;

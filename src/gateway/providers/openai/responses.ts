@@ -174,12 +174,7 @@ export const responses: Endpoint = compile({
     replay,
     errorFrame: (message, type) => sseFrame({ type: "error", code: type ?? "proxy_error", message, param: null, sequence_number: 0 }, "error"),
     // a live miss carries svc_metadata in response.created's response, like a rebuilt hit
-    liveHead(event, _call, meta) {
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, ""))
-        .join("\n");
+    liveHead(data, _call, meta) {
       const d = parseJson(data);
       if (!d || d.type !== "response.created" || typeof d.response !== "object") return undefined;
       return sseFrame({ ...d, response: { ...d.response, svc_metadata: metadata(meta) } }, "response.created");
