@@ -4,22 +4,17 @@
  * rules — under its own embedder id; the learned pair model still judges the raw vectors, recovered
  * exactly from the adapted ones. Real shipped weights and the real local embedder throughout.
  */
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { createEmbedder, dot, type Embedder } from "../../src/embedding";
+import { describe, expect, test, afterAll } from "bun:test";
+import { dot, type Embedder } from "../../src/embedding";
 import { defaultAdapter } from "../../src/cache/adapter-default";
 import { AdaptedEmbedder, EmbeddingAdapter } from "../../src/cache/adapter";
 import { fuseContext } from "../../src/cache/context";
 import { defaultLearnedModel } from "../../src/cache";
-import { tempDir, openEngine, ask, fill, HashEmbedder } from "./helpers";
+import { tempDir, openEngine, ask, fill, HashEmbedder, localEmbedderForFile } from "./helpers";
 
-let real: Embedder;
+const real = localEmbedderForFile();
 const dirs: Array<{ cleanup(): void }> = [];
-beforeAll(async () => {
-  real = createEmbedder({ provider: "local" });
-  await (real as any).load();
-});
-afterAll(async () => {
-  await (real as any).close();
+afterAll(() => {
   for (const d of dirs) d.cleanup();
 });
 const adapter = defaultAdapter();

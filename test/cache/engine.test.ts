@@ -4,18 +4,11 @@
  * use a deterministic hashed bag-of-words embedder.
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { createEmbedder, type Embedder } from "../../src/embedding";
+import type { Embedder } from "../../src/embedding";
 import { EmbeddingError } from "../../src/embedding/types";
-import { tempDir, openEngine, ask, fill, answer, HashEmbedder, type Harness } from "./helpers";
+import { tempDir, openEngine, ask, fill, answer, HashEmbedder, localEmbedderForFile, type Harness } from "./helpers";
 
-let real: Embedder;
-beforeAll(async () => {
-  real = createEmbedder({ provider: "local" });
-  await real.load();
-});
-afterAll(async () => {
-  await real.close();
-});
+const real = localEmbedderForFile();
 
 function withEngine(embedder: () => Embedder, overrides: Record<string, unknown> = {}) {
   const t = tempDir();

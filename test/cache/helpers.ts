@@ -1,4 +1,5 @@
 /** Shared helpers for the cache engine tests: temp database, engine factory, request builders. */
+import { afterAll, beforeAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,9 +7,18 @@ import { Db } from "../../src/storage/db";
 import { storageOf } from "../../src/storage/scoped";
 import { loadConfig, type Config } from "../../src/config";
 import { createCacheEngine, SemanticCacheEngine, CACHE_MIGRATIONS } from "../../src/cache";
+import { createEmbedder } from "../../src/embedding";
 import type { Embedder } from "../../src/embedding/types";
 import { EmbeddingError, l2normalize } from "../../src/embedding/types";
 import type { CacheKeyInput, Turn } from "../../src/cache/types";
+
+/** The real local embedder for the tests of one file: loaded before them, released after them. */
+export function localEmbedderForFile(): Embedder {
+  const e = createEmbedder({ provider: "local" });
+  beforeAll(() => e.load());
+  afterAll(() => e.close());
+  return e;
+}
 
 /** A database with the cache's tables. */
 export const cacheDb = (path: string) => new Db(path, [{ domain: "cache", migrations: CACHE_MIGRATIONS }]);

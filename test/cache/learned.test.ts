@@ -7,22 +7,15 @@
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import OpenAI from "openai";
-import { createEmbedder, dot, type Embedder } from "../../src/embedding";
+import { dot } from "../../src/embedding";
 import { defaultLearnedModel, LearnedModel } from "../../src/cache";
 import { defaultAdapter } from "../../src/cache/adapter-default";
 import { verifyPair } from "../../src/cache/verify";
-import { tempDir, openEngine, ask, fill, HashEmbedder } from "./helpers";
+import { tempDir, openEngine, ask, fill, HashEmbedder, localEmbedderForFile } from "./helpers";
 import { startGateway, type TestGateway } from "../helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 
-let real: Embedder;
-beforeAll(async () => {
-  real = createEmbedder({ provider: "local" });
-  await real.load();
-});
-afterAll(async () => {
-  await real.close();
-});
+const real = localEmbedderForFile();
 
 const model = defaultLearnedModel();
 /** the gateway's default operating point (cache.decision_threshold; the model adds hits to the rules') */
