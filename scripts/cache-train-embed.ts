@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createEmbedder } from "../src/embedding/index";
-import { dataDir } from "./bench/data";
+import { cliArg as arg, dataDir } from "./bench/data";
 
 export interface TrainPair { id: string; q1: string; q2: string; label: number }
 export interface EmbeddedSet { pairs: TrainPair[]; texts: string[]; index: Map<string, number>; dims: number; vecs: Float32Array; embedderId: string }
@@ -109,7 +109,6 @@ export async function loadOrEmbed(dir: string, file = DEFAULT_EMB_FILE, log = (s
 }
 
 if (import.meta.main) {
-  const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
   const s = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("out") ?? DEFAULT_EMB_FILE);
   console.log(`${s.texts.length} texts x ${s.dims} (${s.embedderId})`);
 }

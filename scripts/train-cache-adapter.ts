@@ -17,7 +17,7 @@
  * adapted cosine OR the shipped learned model). Writes src/cache/adapter-weights.json.
  */
 import { resolve } from "node:path";
-import { dataDir } from "./bench/data";
+import { cliArg as arg, dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { verifyPair } from "../src/cache/verify/index";
 import { EmbeddingAdapter, type AdapterWeightsFile } from "../src/cache/adapter";
@@ -28,7 +28,6 @@ import { defaultLearnedModel } from "../src/cache/verify/learned-default";
 const GATE = 0.8, DECISION = 0.92;
 const model = defaultLearnedModel();
 
-const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
 const DRY = process.argv.includes("--dry");
 const OUT = arg("out") ?? resolve(import.meta.dir, "../src/cache/adapter-weights.json");
 const SEED = 1414;

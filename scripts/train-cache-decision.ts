@@ -16,7 +16,7 @@
  * 4. Writes the chosen model (--dry: report only).
  */
 import { resolve } from "node:path";
-import { dataDir } from "./bench/data";
+import { cliArg as arg, dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
 import { encodeF32 } from "../src/core/vectors";
@@ -25,7 +25,6 @@ import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
 import { EmbeddingAdapter } from "../src/cache/adapter";
 
-const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
 const DRY = process.argv.includes("--dry");
 const OUT = arg("out") ?? resolve(import.meta.dir, "../src/cache/verify/learned-weights.json");
 const SEED = 14;

@@ -10,9 +10,8 @@
 import { join, resolve } from "node:path";
 import { createEmbedder } from "../../src/embedding/index";
 import { EmbeddingAdapter } from "../../src/cache/adapter";
-import { dataDir } from "./data";
+import { cliArg as arg, dataDir } from "./data";
 
-const arg = (n: string) => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1] : undefined);
 const STAGE1 = Number(arg("stage1") ?? 0.85);
 const adapter = EmbeddingAdapter.fromFile(await Bun.file(resolve(import.meta.dir, "../../src/cache/adapter-weights.json")).json());
 interface Msg { role: string; content: string }

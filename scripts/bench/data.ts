@@ -5,6 +5,12 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 
+/** The value after `--name` on the command line (the data scripts' options, --data among them), or undefined. */
+export function cliArg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
 export const SHARED_DATA = resolve(import.meta.dir, "../../../shared/data");
 
 export function dataDir(name: string, override?: string): string {
