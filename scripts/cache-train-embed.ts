@@ -39,6 +39,22 @@ export function mulberry32(a: number): () => number {
   };
 }
 
+/**
+ * ROC AUC of a score over labelled rows: the share of (positive, negative) pairs the score orders
+ * correctly (rows sorted by score, stable: ties count in input order). The training scripts' measure.
+ */
+export function aucOf<T>(rows: readonly T[], score: (r: T) => number, positive: (r: T) => unknown): number {
+  const s = rows.map((r) => ({ p: score(r), y: positive(r) })).sort((a, b) => a.p - b.p);
+  let neg = 0, acc = 0, pos = 0;
+  for (const x of s) {
+    if (x.y) {
+      acc += neg;
+      pos++;
+    } else neg++;
+  }
+  return acc / Math.max(1, pos * neg);
+}
+
 /** FNV-1a of a string as a number in [0, 1). */
 function fnv(s: string): number {
   let h = 0x811c9dc5;

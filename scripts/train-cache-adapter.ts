@@ -18,7 +18,7 @@
  */
 import { resolve } from "node:path";
 import { cliArg as arg, dataDir } from "./bench/data";
-import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
+import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { verifyPair } from "../src/cache/verify/index";
 import { EmbeddingAdapter, type AdapterWeightsFile } from "../src/cache/adapter";
 import { encodeF32 } from "../src/core/vectors";
@@ -87,12 +87,7 @@ function evaluate(rs: R[], name: string) {
       if (c >= GATE && model.decide(r.q2, r.q1, c, vec(r.a), vec(r.b), DECISION, true, c0).accept) r.y ? o.dtp++ : o.dfp++;
     }
   }
-  const auc = (k: "c0" | "c1") => {
-    const s2 = [...sc].sort((x, y) => x[k] - y[k]);
-    let neg = 0, acc = 0;
-    for (const z of s2) { if (z.y) acc += neg; else neg++; }
-    return acc / (P * N);
-  };
+  const auc = (k: "c0" | "c1") => aucOf(sc, (z) => z[k], (z) => z.y);
   // recall of the adapted cosine at the raw cosine's false-hit rate at T
   const fhr0 = m.raw.fp / N;
   const negs = sc.filter((z) => !z.y).map((z) => z.c1).sort((a, b) => b - a);

@@ -17,7 +17,7 @@
  */
 import { resolve } from "node:path";
 import { cliArg as arg, dataDir } from "./bench/data";
-import { DEFAULT_EMB_FILE, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
+import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
 import { encodeF32 } from "../src/core/vectors";
 import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
@@ -79,12 +79,7 @@ function trainAdapter(): { adapter: Adapter; report: Record<string, number> } {
   const G = new Float32Array(P.length);
   const order = tr.map((_, i) => i);
   const B = 64, step = 0.1;
-  const aucOf = (rs: typeof va, score: (r: (typeof va)[number]) => number) => {
-    const s2 = rs.map((r) => ({ p: score(r), y: r.y })).sort((m, n) => m.p - n.p);
-    let neg = 0, acc = 0, pos = 0;
-    for (const z of s2) { if (z.y) { acc += neg; pos++; } else neg++; }
-    return acc / Math.max(1, pos * neg);
-  };
+  const isSame = (r: (typeof va)[number]) => r.y;
   const rawCos = (r: (typeof va)[number]) => { const u = vec(r.a), v = vec(r.b); let c = 0; for (let k = 0; k < dims; k++) c += u[k]! * v[k]!; return c; };
   const t1 = performance.now();
   for (let e = 0; e < ADAPTER_EPOCHS; e++) {
@@ -121,14 +116,14 @@ function trainAdapter(): { adapter: Adapter; report: Record<string, number> } {
       alpha -= step * ga;
       beta -= step * gb;
     }
-    log(`  adapter epoch ${e + 1}: val AUC of cos(Pu, Pv) ${aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b))).toFixed(4)} (${((performance.now() - t1) / 1000).toFixed(0)} s)`);
+    log(`  adapter epoch ${e + 1}: val AUC of cos(Pu, Pv) ${aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b)), isSame).toFixed(4)} (${((performance.now() - t1) / 1000).toFixed(0)} s)`);
   }
   const hi = va.filter((r) => rawCos(r) >= MIN_COS);
   const report = {
-    valAucRaw: aucOf(va, rawCos),
-    valAucAdapted: aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b))),
-    valAucRawHighCos: aucOf(hi, rawCos),
-    valAucAdaptedHighCos: aucOf(hi, (r) => ad.cosine(vec(r.a), vec(r.b))),
+    valAucRaw: aucOf(va, rawCos, isSame),
+    valAucAdapted: aucOf(va, (r) => ad.cosine(vec(r.a), vec(r.b)), isSame),
+    valAucRawHighCos: aucOf(hi, rawCos, isSame),
+    valAucAdaptedHighCos: aucOf(hi, (r) => ad.cosine(vec(r.a), vec(r.b)), isSame),
   };
   log(`adapter (rank ${RANK}): val AUC raw cosine ${report.valAucRaw.toFixed(4)} -> adapted ${report.valAucAdapted.toFixed(4)}; among cos >= ${MIN_COS}: ${report.valAucRawHighCos.toFixed(4)} -> ${report.valAucAdaptedHighCos.toFixed(4)}`);
   return { adapter: ad, report };
@@ -290,12 +285,7 @@ function trainMlp(rs: Row[], H: number, epochs: number, lr: number, l2: number, 
   }
   return m;
 }
-function auc(m: Mlp): number {
-  const s = val.filter((r) => r.cos >= MIN_COS && !r.surface).map((r) => ({ p: prob(m, r), y: r.label })).sort((a, b) => a.p - b.p);
-  let neg = 0, acc = 0, pos = 0;
-  for (const x of s) { if (x.y) { acc += neg; pos++; } else neg++; }
-  return acc / Math.max(1, pos * neg);
-}
+const auc = (m: Mlp) => aucOf(val.filter((r) => r.cos >= MIN_COS && !r.surface), (r) => prob(m, r), (r) => r.label);
 /** Averaging K models' logits = one MLP with their hidden units side by side, output weights / K. */
 function mergeMlps(ms: Mlp[]): Mlp {
   const H = ms.reduce((n, m) => n + m.H, 0);

@@ -11,7 +11,7 @@
  */
 import { resolve } from "node:path";
 import { dataDir } from "./data";
-import { DEFAULT_EMB_FILE, loadOrEmbed, questionSplit } from "../cache-train-embed";
+import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, questionSplit } from "../cache-train-embed";
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { LEARNED_ANALYZE_OPTIONS, LearnedModel } from "../../src/cache/verify/learned";
 import { surfaceForm } from "../../src/cache/verify/text";
@@ -53,12 +53,7 @@ for (const r of rows) {
   r.f = [logit(r.p), covA, covB, Math.min(covA, covB), dd, eA ? 0 : 1, eB ? 0 : 1, r.cos];
 }
 const names = ["logit", "covA", "covB", "covMin", "dd", "emptyA", "emptyB", "cos"];
-function auc(rs: R[], s: (r: R) => number) {
-  const z = rs.map((r) => ({ p: s(r), y: r.y })).sort((a, b) => a.p - b.p);
-  let neg = 0, acc = 0, pos = 0;
-  for (const x of z) { if (x.y) { acc += neg; pos++; } else neg++; }
-  return acc / Math.max(1, pos * neg);
-}
+const auc = (rs: R[], s: (r: R) => number) => aucOf(rs, s, (r) => r.y);
 const val = rows.filter((r) => r.part === "val"), test = rows.filter((r) => r.part === "test");
 log(`validation ${val.length} pairs (${val.filter((r) => r.y).length} same), test ${test.length} (${test.filter((r) => r.y).length} same)`);
 for (let k = 0; k < names.length; k++) log(`AUC ${names[k]}: val ${auc(val, (r) => r.f![k]!).toFixed(4)} test ${auc(test, (r) => r.f![k]!).toFixed(4)}`);
