@@ -21,7 +21,7 @@ import { cliArg as arg, dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { verifyPair } from "../src/cache/verify/index";
 import { EmbeddingAdapter, type AdapterWeightsFile } from "../src/cache/adapter";
-import { encodeF32 } from "../src/core/vectors";
+import { dot, encodeF32 } from "../src/core/vectors";
 import { defaultLearnedModel } from "../src/cache/verify/learned-default";
 
 /** the gateway's decision defaults: similarity_threshold, decision_threshold (rules OR model) */
@@ -64,7 +64,6 @@ const ad = new EmbeddingAdapter(RANK, dims, U, V, set.embedderId);
 
 const sp = (z: number) => (z > 30 ? z : Math.log1p(Math.exp(z)));
 const sig = (z: number) => 1 / (1 + Math.exp(-z));
-const dot = (x: Float32Array, y: Float32Array) => { let s = 0; for (let k = 0; k < x.length; k++) s += x[k]! * y[k]!; return s; };
 
 function evaluate(rs: R[], name: string) {
   const cache = new Map<number, Float32Array>();

@@ -19,7 +19,7 @@ import { resolve } from "node:path";
 import { cliArg as arg, dataDir } from "./bench/data";
 import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, mulberry32, questionSplit, type Part } from "./cache-train-embed";
 import { analyzePair, verifyPair } from "../src/cache/verify/index";
-import { encodeF32 } from "../src/core/vectors";
+import { dot, encodeF32 } from "../src/core/vectors";
 import { Adapter, HARD_SIGNALS, LEARNED_ANALYZE_OPTIONS, LearnedModel, SCALAR_NAMES, hardSignals, pairInput, type HardSignal, type LearnedWeightsFile } from "../src/cache/verify/learned";
 import { STOPWORDS, surfaceForm } from "../src/cache/verify/text";
 import { createEmbedder } from "../src/embedding/index";
@@ -80,7 +80,7 @@ function trainAdapter(): { adapter: Adapter; report: Record<string, number> } {
   const order = tr.map((_, i) => i);
   const B = 64, step = 0.1;
   const isSame = (r: (typeof va)[number]) => r.y;
-  const rawCos = (r: (typeof va)[number]) => { const u = vec(r.a), v = vec(r.b); let c = 0; for (let k = 0; k < dims; k++) c += u[k]! * v[k]!; return c; };
+  const rawCos = (r: (typeof va)[number]) => dot(vec(r.a), vec(r.b));
   const t1 = performance.now();
   for (let e = 0; e < ADAPTER_EPOCHS; e++) {
     for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(rnd() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!]; }
@@ -138,8 +138,7 @@ for (let i = 0; i < pairs.length; i++) {
   // q2 is the new request, q1 the cached one (as the benchmarks send them)
   const a = index.get(p.q2)!, b = index.get(p.q1)!;
   const u = vec(a), v = vec(b);
-  let cos = 0;
-  for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
+  const cos = dot(u, v);
   const an = analyzePair(p.q2, p.q1, LEARNED_ANALYZE_OPTIONS);
   rows.push({
     i,
@@ -183,8 +182,7 @@ async function substitutions(qs: string[], n: number, seed: number): Promise<Row
     const vs = (await edEmb.embed(batch.map((e) => e.b))).map(adapt);
     batch.forEach((e, j) => {
       const u = vs[j]!, v = vec(index.get(e.a)!);
-      let cos = 0;
-      for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
+      const cos = dot(u, v);
       const an = analyzePair(e.b, e.a, LEARNED_ANALYZE_OPTIONS);
       out.push({ i: -1, label: 0, part: "train", cos, x: pairInput(u, v, an, cos, adapter.cosine(u, v)), hard: hardSignals(an), surface: false, hand: verifyPair(e.b, e.a, cos).accept });
     });
@@ -391,8 +389,7 @@ const edits: Edit[] = [];
   await emb.close();
   for (const e of raw) {
     const u = bs.get(e.b)!, v = vec(index.get(e.a)!);
-    let cos = 0;
-    for (let k = 0; k < dims; k++) cos += u[k]! * v[k]!;
+    const cos = dot(u, v);
     const an = analyzePair(e.b, e.a, LEARNED_ANALYZE_OPTIONS);
     const x = pairInput(u, v, an, cos, adapter.cosine(u, v));
     for (let k = 0; k < D; k++) x[k] = (x[k]! - mean[k]!) / std[k]!;

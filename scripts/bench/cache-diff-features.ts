@@ -15,14 +15,13 @@ import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, questionSplit } from "../cache-tr
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { LEARNED_ANALYZE_OPTIONS, LearnedModel } from "../../src/cache/verify/learned";
 import { surfaceForm } from "../../src/cache/verify/text";
-import { createEmbedder } from "../../src/embedding/index";
+import { createEmbedder, dot } from "../../src/embedding/index";
 const log = (s: string) => process.stderr.write(s + "\n");
 const set = await loadOrEmbed(dataDir("cache-train"), DEFAULT_EMB_FILE, log);
 const { pairs, texts, index, dims, vecs } = set;
 const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
 const partOf = questionSplit(set);
 const lm = new LearnedModel(await Bun.file(resolve(import.meta.dir, "../../src/cache/verify/learned-weights.json")).json());
-const dot = (u: Float32Array, v: Float32Array) => { let c = 0; for (let k = 0; k < u.length; k++) c += u[k]! * v[k]!; return c; };
 interface R { y: number; part: string; cos: number; p: number; hand: boolean; dA: string; dB: string; a: number; b: number; nA: number; nB: number; f?: number[] }
 const rows: R[] = [];
 for (const p of pairs) {

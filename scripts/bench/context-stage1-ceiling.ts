@@ -8,7 +8,7 @@
  *   ./node_modules/.bin/bun run scripts/bench/context-stage1-ceiling.ts [--data DIR] [--stage1 0.85]
  */
 import { join, resolve } from "node:path";
-import { createEmbedder } from "../../src/embedding/index";
+import { createEmbedder, dot } from "../../src/embedding/index";
 import { EmbeddingAdapter } from "../../src/cache/adapter";
 import { cliArg as arg, dataDir } from "./data";
 
@@ -20,7 +20,6 @@ const cases = (await Bun.file(join(dataDir("cache-eval-dev", arg("data")), "mult
 const lastUser = (m: Msg[]) => [...m].reverse().find((x) => x.role === "user")!.content;
 const emb = createEmbedder({ provider: "local", lruSize: 0 });
 await emb.load();
-const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, k) => s + x * b[k]!, 0);
 const byKind = new Map<string, { n: number; raw: number; adapted: number }>();
 for (const c of cases.filter((c) => c.expect === "hit")) {
   const [a, b] = await emb.embed([lastUser(c.first), lastUser(c.second)]);
