@@ -17,8 +17,7 @@
 import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { SignJWT } from "jose";
-import { startTarget, startBenchUpstream, median, machine, BENCH_JWT_SECRET, type Target } from "./harness";
+import { benchToken, startTarget, startBenchUpstream, median, machine, type Target } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "10000" }, rounds: { type: "string", default: "5" }, base: { type: "string" }, exact: { type: "boolean", default: false } } });
 const n = Number(values.n);
@@ -41,7 +40,7 @@ const env = {
 };
 const targets: Record<string, Target> = { svc: await startTarget({ env }) };
 if (values.base) targets.base = await startTarget({ env, root: resolve(values.base) });
-const token = await new SignJWT({ tenant_id: "bench", permissions: [] }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("2h").sign(new TextEncoder().encode(BENCH_JWT_SECRET));
+const token = await benchToken();
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
 

@@ -25,6 +25,12 @@ import { readFileSync } from "node:fs";
 export const ROOT = resolve(import.meta.dir, "../..");
 export const BENCH_JWT_SECRET = "bench-secret-bench-secret-bench-secret";
 
+/** A bearer token the bench gateways accept (svc's own TokenService, BENCH_JWT_SECRET): tenant "bench" by default, sub = the tenant unless given. */
+export async function benchToken(o: { tenantId?: string; sub?: string; permissions?: string[] } = {}): Promise<string> {
+  const { TokenService } = await import("../../src/core/auth");
+  return new TokenService(BENCH_JWT_SECRET).sign({ tenantId: o.tenantId ?? "bench", sub: o.sub, permissions: o.permissions ?? [] });
+}
+
 export async function freePort(): Promise<number> {
   const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   const p = s.port!;
@@ -264,8 +270,7 @@ if (import.meta.main) {
   }
   if (!url) throw new Error("--url or --start is required");
   if (values["token-tenant"]) {
-    const { TokenService } = await import("../../src/core/auth");
-    headers.authorization = `Bearer ${await new TokenService(BENCH_JWT_SECRET).sign({ tenantId: values["token-tenant"], permissions: (values["token-perms"] ?? "").split(",").filter(Boolean) })}`;
+    headers.authorization = `Bearer ${await benchToken({ tenantId: values["token-tenant"], permissions: (values["token-perms"] ?? "").split(",").filter(Boolean) })}`;
   }
   try {
     const r = await load({ url, method: values.m, headers, body: values.body, connections: Number(values.c), durationSecs: Number(values.d), tool: values.tool as LoadOptions["tool"] });

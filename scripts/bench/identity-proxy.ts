@@ -15,8 +15,7 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { SignJWT } from "jose";
-import { startTarget, startBenchUpstream, median, ROOT, BENCH_JWT_SECRET } from "./harness";
+import { benchToken, startTarget, startBenchUpstream, median, ROOT } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "5" } } });
 const n = Number(values.n);
@@ -34,8 +33,7 @@ const gw = await startTarget({
   },
 });
 
-const sign = (sub: string, permissions: string[] = []) =>
-  new SignJWT({ tenant_id: "bench", permissions }).setProtectedHeader({ alg: "HS256" }).setSubject(sub).setExpirationTime("2h").sign(new TextEncoder().encode(BENCH_JWT_SECRET));
+const sign = (sub: string, permissions: string[] = []) => benchToken({ sub, permissions });
 const admin = await sign("bench-admin", ["WorkspaceAdmin"]);
 const api = async (path: string, json: unknown) => {
   const r = await fetch(gw.url + path, { method: "POST", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify(json) });

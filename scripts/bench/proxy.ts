@@ -19,8 +19,7 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { SignJWT } from "jose";
-import { startTarget, load, freePort, ROOT, BENCH_JWT_SECRET, type LoadResult } from "./harness";
+import { benchToken, startTarget, load, freePort, ROOT, type LoadResult } from "./harness";
 
 const { values } = parseArgs({ options: { secs: { type: "string", default: "8" }, n: { type: "string", default: "3000" }, base: { type: "string" } } });
 const secs = Number(values.secs);
@@ -72,10 +71,7 @@ const cached = await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" }
 const base = values.base ? await startTarget({ env: gwEnv, root: resolve(values.base) }) : undefined;
 // the cache-enabled gateway answers misses only once its embedding model is loaded
 for (let i = 0; i < 600 && (await fetch(`${cached.url}/ready`)).status !== 200; i++) await Bun.sleep(100);
-const token = await new SignJWT({ tenant_id: "bench", permissions: [] })
-  .setProtectedHeader({ alg: "HS256" })
-  .setExpirationTime("2h")
-  .sign(new TextEncoder().encode(BENCH_JWT_SECRET));
+const token = await benchToken();
 
 const peerPort = await freePort();
 const peer = await spawnReady(

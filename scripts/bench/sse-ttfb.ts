@@ -9,14 +9,13 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { SignJWT } from "jose";
-import { startTarget, startBenchUpstream, BENCH_JWT_SECRET, machine } from "./harness";
+import { benchToken, startTarget, startBenchUpstream, machine } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, base: { type: "string" } } });
 const { url: upUrl, proc: upstream } = await startBenchUpstream();
 const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upUrl, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
 const gws = { svc: await startTarget({ env }), ...(values.base ? { base: await startTarget({ env, root: resolve(values.base) }) } : {}) };
-const token = await new SignJWT({ tenant_id: "bench", permissions: [] }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("2h").sign(new TextEncoder().encode(BENCH_JWT_SECRET));
+const token = await benchToken();
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], stream: true });
 const targets: Record<string, { url: string; headers: Record<string, string> }> = {
   direct: { url: `${upUrl}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: "Bearer sk-bench" } },
