@@ -4,7 +4,9 @@
  *  - FakeOidcProvider: discovery document, JWKS, an authorization endpoint that redirects back with
  *    a code (as a browser would after the user signed in), a token endpoint that checks the client
  *    secret and the PKCE verifier and issues an ID token signed with a jose-generated RS256 key —
- *    with knobs to break it (wrong audience, another nonce, expired, signed by a foreign key);
+ *    with knobs to break it (wrong audience, another nonce, expired, signed by a foreign key) — and
+ *    a UserInfo endpoint for the access token it issued (knobs: profile claims only there, another
+ *    subject, an error status, none advertised);
  *  - SamlIdp: a key pair and self-signed certificate made at test time (selfsigned) and SAML
  *    Responses with an assertion signed by it (xml-crypto), with knobs for audience, validity,
  *    InResponseTo and the subject.
@@ -72,6 +74,12 @@ export interface IdTokenTweaks {
   emailVerified?: boolean;
   foreignKey?: boolean;
   sub?: string;
+  /** the ID token carries no email, email_verified or name (they come from UserInfo only) */
+  profileInUserInfoOnly?: boolean;
+  /** what the UserInfo endpoint says differently from the signed-in user */
+  userinfo?: { sub?: string; email?: string | null; emailVerified?: boolean; status?: number };
+  /** the discovery document names no userinfo_endpoint */
+  noUserInfoEndpoint?: boolean;
 }
 
 export class FakeOidcProvider {
@@ -84,6 +92,9 @@ export class FakeOidcProvider {
   name = "Alice Liddell";
   tokenRequests: URLSearchParams[] = [];
   discoveryHits = 0;
+  /** Authorization headers the UserInfo endpoint received */
+  userInfoRequests: string[] = [];
+  private accessTokens = new Map<string, string>(); // access token -> subject
   private codes = new Map<string, { challenge: string; nonce: string; redirectUri: string; clientId: string }>();
   private server!: ReturnType<typeof Bun.serve>;
   private key!: CryptoKey;
@@ -116,6 +127,7 @@ export class FakeOidcProvider {
         authorization_endpoint: `${this.issuer}/authorize`,
         token_endpoint: `${this.issuer}/token`,
         jwks_uri: `${this.issuer}/jwks`,
+        ...(this.tweaks.noUserInfoEndpoint ? {} : { userinfo_endpoint: `${this.issuer}/userinfo` }),
         response_types_supported: ["code"],
         subject_types_supported: ["public"],
         id_token_signing_alg_values_supported: ["RS256"],
@@ -124,6 +136,16 @@ export class FakeOidcProvider {
       });
     }
     if (url.pathname === "/jwks") return Response.json({ keys: [this.jwk] });
+    if (url.pathname === "/userinfo") {
+      const auth = r.headers.get("authorization") ?? "";
+      this.userInfoRequests.push(auth);
+      const subject = this.accessTokens.get(auth.replace(/^Bearer /, ""));
+      if (!subject) return new Response(null, { status: 401, headers: { "www-authenticate": 'Bearer error="invalid_token"' } });
+      const u = this.tweaks.userinfo ?? {};
+      if (u.status) return Response.json({ error: "server_error" }, { status: u.status });
+      const email = u.email === undefined ? this.email : u.email;
+      return Response.json({ sub: u.sub ?? subject, ...(email === null ? {} : { email, email_verified: u.emailVerified ?? true }), name: this.name });
+    }
     if (url.pathname === "/authorize") {
       const q = url.searchParams;
       if (q.get("response_type") !== "code" || q.get("code_challenge_method") !== "S256" || !q.get("code_challenge") || !q.get("state") || !q.get("nonce"))
@@ -147,12 +169,8 @@ export class FakeOidcProvider {
       if (body.get("redirect_uri") !== c.redirectUri) return Response.json({ error: "invalid_grant", error_description: "redirect_uri" }, { status: 400 });
       const t = this.tweaks;
       const now = Math.floor(Date.now() / 1000);
-      const idToken = await new SignJWT({
-        nonce: t.nonce ?? c.nonce,
-        email: t.email ?? this.email,
-        email_verified: t.emailVerified ?? true,
-        name: this.name,
-      })
+      const profile = t.profileInUserInfoOnly ? {} : { email: t.email ?? this.email, email_verified: t.emailVerified ?? true, name: this.name };
+      const idToken = await new SignJWT({ nonce: t.nonce ?? c.nonce, ...profile })
         .setProtectedHeader({ alg: "RS256", kid: "k1" })
         .setIssuer(t.iss ?? this.issuer)
         .setAudience(t.aud ?? this.clientId)
@@ -160,7 +178,9 @@ export class FakeOidcProvider {
         .setIssuedAt(t.expSecs !== undefined && t.expSecs < 0 ? now + t.expSecs - 600 : now)
         .setExpirationTime(now + (t.expSecs ?? 300))
         .sign(t.foreignKey ? this.foreign : this.key);
-      return Response.json({ access_token: randomUUID(), token_type: "Bearer", expires_in: 300, id_token: idToken });
+      const accessToken = randomUUID();
+      this.accessTokens.set(accessToken, t.sub ?? "idp-user-1");
+      return Response.json({ access_token: accessToken, token_type: "Bearer", expires_in: 300, id_token: idToken });
     }
     return new Response("not found", { status: 404 });
   }

@@ -90,8 +90,11 @@ describe("OIDC sign-in", () => {
     expect(await j.json()).toEqual({ redirectUrl: expect.stringContaining(`${idp.issuer}/authorize?`), connectionId: c.id, protocol: "oidc", state: expect.any(String) });
 
     const before = idp.tokenRequests.length;
+    const userInfoBefore = idp.userInfoRequests.length;
     const r = await oidcSignIn(email);
     expect(r.status).toBe(200);
+    // the ID token had the email: no UserInfo round trip
+    expect(idp.userInfoRequests.length).toBe(userInfoBefore);
     expect(r.body).toEqual({
       accessToken: expect.any(String),
       tokenType: "Bearer",
@@ -158,6 +161,45 @@ describe("OIDC sign-in", () => {
       idp.tweaks = {};
     }
     expect((await oidcSignIn(email)).status).toBe(200);
+  });
+
+  test("profile claims only at UserInfo (OIDC Core 5.4): fetched with the access token; another subject, an unverified or missing email, an error and no endpoint are refused", async () => {
+    const { domain } = await activeConnection("oidc", { jitProvisioning: true });
+    const email = `erin@${domain}`;
+    const signInWith = async (tweaks: Record<string, unknown>) => {
+      idp.tweaks = { profileInUserInfoOnly: true, ...tweaks };
+      try {
+        return await oidcSignIn(email);
+      } finally {
+        idp.tweaks = {};
+      }
+    };
+    const before = idp.userInfoRequests.length;
+    const ok = await signInWith({});
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ created: true, user: { email, name: "Alice Liddell" } });
+    expect(idp.userInfoRequests.length).toBe(before + 1);
+    expect(idp.userInfoRequests.at(-1)).toMatch(/^Bearer [0-9a-f-]{36}$/);
+    // UserInfo about someone else than the ID token's subject is refused (the library checks sub)
+    expectError(await signInWith({ userinfo: { sub: "someone-else" } }), 401, "authentication_error", "UserInfo");
+    expectError(await signInWith({ userinfo: { emailVerified: false } }), 401, "authentication_error", "not verified");
+    expectError(await signInWith({ userinfo: { email: null } }), 401, "authentication_error", "email claim");
+    expectError(await signInWith({ userinfo: { status: 500 } }), 401, "authentication_error", "UserInfo");
+    // the provider's answer is still held to the connection's verified domains
+    expectError(await signInWith({ userinfo: { email: "mallory@elsewhere.test" } }), 403, "authorization_error", "verified domain");
+    // a provider without a UserInfo endpoint and no email in the ID token: refused, with the reason
+    idp.tweaks = { noUserInfoEndpoint: true };
+    const { domain: d2 } = await activeConnection("oidc", { jitProvisioning: true });
+    idp.tweaks = {};
+    idp.email = `frank@${d2}`;
+    const n = idp.userInfoRequests.length;
+    idp.tweaks = { profileInUserInfoOnly: true, noUserInfoEndpoint: true };
+    try {
+      expectError(await oidcSignIn(`frank@${d2}`), 401, "authentication_error", "email claim");
+    } finally {
+      idp.tweaks = {};
+    }
+    expect(idp.userInfoRequests.length).toBe(n);
   });
 
   test("without jitProvisioning unknown users are refused; a SCIM-provisioned user is linked on first sign-in", async () => {

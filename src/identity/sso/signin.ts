@@ -189,6 +189,7 @@ export class SignInService {
     const current = new URL(login.redirect_uri);
     current.search = url.search;
     let claims: oidc.IDToken | undefined;
+    let accessToken: string | undefined;
     try {
       const tokens = await oidc.authorizationCodeGrant(config, current, {
         pkceCodeVerifier: login.code_verifier!,
@@ -197,15 +198,31 @@ export class SignInService {
         idTokenExpected: true,
       });
       claims = tokens.claims();
+      accessToken = tokens.access_token;
     } catch (e) {
       throw refused(`ID token or code exchange rejected: ${oidcReason(e)}`);
     }
     if (!claims) throw refused("no ID token");
-    const email = typeof claims.email === "string" ? claims.email : undefined;
-    if (!email) throw refused("the ID token has no email claim (add the email scope)");
-    if (claims.email_verified === false) throw refused("the identity provider says the e-mail address is not verified");
-    const name = typeof claims.name === "string" ? claims.name : null;
+    let profile: Record<string, unknown> = claims;
+    // OIDC Core §5.4: in the code flow the email and profile scopes' claims may be served only by the
+    // UserInfo endpoint (Okta's default authorization server, Entra without optional claims ...)
+    if (typeof claims.email !== "string") profile = await this.userInfo(config, accessToken, claims.sub);
+    const email = typeof profile.email === "string" ? profile.email : undefined;
+    if (!email) throw refused("neither the ID token nor the UserInfo endpoint gives an email claim (add the email scope)");
+    if (profile.email_verified === false) throw refused("the identity provider says the e-mail address is not verified");
+    const name = typeof profile.name === "string" ? profile.name : typeof claims.name === "string" ? claims.name : null;
     return this.finish(login.tenant_id, row, { email, name, subject: claims.sub });
+  }
+
+  /** the UserInfo endpoint's claims for the ID token's subject ({} when the provider has none) */
+  private async userInfo(config: oidc.Configuration, accessToken: string | undefined, subject: string): Promise<Record<string, unknown>> {
+    if (!config.serverMetadata().userinfo_endpoint || !accessToken) return {};
+    try {
+      // checks that the answer is about the ID token's subject (a mismatch is an error)
+      return await oidc.fetchUserInfo(config, accessToken, subject);
+    } catch (e) {
+      throw refused(`UserInfo request rejected: ${oidcReason(e)}`);
+    }
   }
 
   // ------------------------------------------------------------------ SAML ACS
