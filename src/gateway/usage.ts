@@ -1,10 +1,12 @@
 /**
  * Usage accounting: one row per proxied request (tenant, model, tokens in/out, cache status,
  * latency, estimated cost saved). Analytics and budgets read `usage_records`.
- * Writes are batched off the request path: buffered and flushed in one transaction every
- * FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within ~FLUSH_MS.
+ * Writes are batched off the request path (storage/write-behind.ts): buffered and flushed in one
+ * transaction every FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within
+ * ~FLUSH_MS; the readers that must see every row (usage API, budgets, key analytics) flush first.
  */
 import type { Storage, TenantDb } from "../storage/scoped";
+import { WriteBehind } from "../storage/write-behind";
 import { uuid, now } from "../core/ids";
 import { PriceTable } from "./prices";
 
@@ -101,51 +103,33 @@ export class UsageStore {
 export class UsageRecorder {
   static FLUSH_MS = 200;
   static BATCH = 500;
-  private buf: UsageRow[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private closed = false;
+  private readonly queue: WriteBehind<UsageRow>;
 
   constructor(
     private readonly storage: Storage,
-    private readonly onError: (e: unknown) => void = () => {},
+    onError: (e: unknown) => void = () => {},
     private readonly prices: PriceTable = new PriceTable(),
-  ) {}
+  ) {
+    this.queue = new WriteBehind(storage, { write: (db, rows) => rows.forEach((r) => new UsageStore(db).insert(r)), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
+  }
 
   store(tenantId: string) {
     return new UsageStore(this.storage.tenant(tenantId));
   }
 
   record(r: UsageRecord) {
-    if (this.closed) return;
     // an upstream answer costs what the answering model costs; a hit saved what the asked-for model would have cost
     const hit = r.cacheStatus === "HIT";
     const cost = this.prices.costOf(hit ? r.model : r.upstreamModel ?? r.model, r.inputTokens, r.outputTokens);
-    this.buf.push({ ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0 });
-    if (this.buf.length >= UsageRecorder.BATCH) this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), UsageRecorder.FLUSH_MS);
-      (this.timer as any).unref?.();
-    }
+    this.queue.push(r.tenantId, { ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0 });
   }
 
   flush() {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.buf.length === 0) return;
-    const rows = this.buf;
-    this.buf = [];
-    try {
-      this.storage.tx(() => {
-        for (const r of rows) this.store(r.tenantId).insert(r);
-      });
-    } catch (e) {
-      this.onError(e);
-    }
+    this.queue.flush();
   }
 
   /** Flush what is buffered and stop recording (before the database closes). */
   close() {
-    this.flush();
-    this.closed = true;
+    this.queue.close();
   }
 }

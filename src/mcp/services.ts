@@ -17,6 +17,7 @@ import { ToolCache } from "./toolcache/service";
 import { ToolVectors } from "./toolcache/vectors";
 import { CallStore } from "./calls/store";
 import { CallService } from "./calls/service";
+import { CallLog } from "./calls/log";
 import { Analytics } from "./calls/analytics";
 import { ConnectionService, ConnectionStore } from "./connections/service";
 import { HealthService } from "./health/service";
@@ -43,6 +44,8 @@ export interface McpServices {
   entities: EntityService;
   cache: ToolCache;
   calls: CallService;
+  /** each call's record and a hit's count, written just behind the answer */
+  callLog: CallLog;
   analytics: Analytics;
   connections: ConnectionService;
   configIO: ConfigIO;
@@ -59,16 +62,21 @@ export function mcpServices(d: McpServiceDeps): McpServices {
   const registryStore = (t: string) => new RegistryStore(storage.tenant(t), registryVersions);
   const entityStore = (t: string) => new EntityStore(storage.tenant(t));
   const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t));
-  const callStore = (t: string) => new CallStore(storage.tenant(t));
+  const callLog = new CallLog(storage, (e) => log.error("mcp call log: a batch was not written", { error: String(e) }));
+  // every reader of the call records (analytics, stats, health, connection stats) sees the queued ones
+  const callStore = (t: string) => {
+    callLog.flush(t);
+    return new CallStore(storage.tenant(t));
+  };
   const connectionStore = (t: string) => new ConnectionStore(storage.tenant(t));
 
   const events = new EventHub(() => clock.now());
   const pool = new UpstreamPool(config, { outbound: d.outbound, env: d.env, oauth: new OAuthTokens(d.outbound.fetch, d.env, () => clock.now()), mtlsDir: config.mtls_dir }, log);
-  const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log });
+  const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, callLog, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log });
   const health = new HealthService({ storage, registry: registryStore, pool, config, clock, events, log, hitsOfServer: (t, id) => callStore(t).hitsOfServer(id) });
   const registry = new RegistryService(registryStore, { outbound: d.outbound, config, clock, pool, health: () => health, cache: () => cache });
   const entities = new EntityService(entityStore, registryStore, () => cache, clock);
-  const calls = new CallService({ registry: registryStore, entities: entityStore, calls: callStore, cache, pool, events, clock, log });
+  const calls = new CallService({ registry: registryStore, entities: entityStore, callLog, cache, pool, events, clock, log });
   const analytics = new Analytics(callStore, registryStore, clock, config.cost_per_call_usd);
   const connections = new ConnectionService(connectionStore, registryStore, storage, events, clock, config.heartbeat_timeout_secs);
   const configIO = new ConfigIO(registryStore, entityStore, registry, pool, clock);
@@ -81,6 +89,7 @@ export function mcpServices(d: McpServiceDeps): McpServices {
     entities,
     cache,
     calls,
+    callLog,
     analytics,
     connections,
     configIO,
@@ -92,6 +101,9 @@ export function mcpServices(d: McpServiceDeps): McpServices {
       const checked = await health.checkAll();
       return { checked, disconnected, expired };
     },
-    close: () => pool.closeAll(),
+    close() {
+      callLog.close();
+      return pool.closeAll();
+    },
   };
 }

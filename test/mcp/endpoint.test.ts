@@ -5,7 +5,7 @@
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { useMcpFixture, startMcpGateway, registerAndDiscover, type McpGateway } from "./helpers";
+import { useMcpFixture, startMcpGateway, registerAndDiscover, connectMcp, type McpGateway } from "./helpers";
 import { startFakeMcpServer, type FakeMcpServer } from "./fake-server";
 
 let h: McpGateway;
@@ -15,13 +15,7 @@ let server: any;
 const fx = useMcpFixture({ serverName: "issue tracker" });
 beforeAll(() => ({ h, fake, server } = fx));
 
-async function connect(token: string, mode: "auto" | "legacy", agent?: string) {
-  const client = new Client({ name: "test-client", version: "1.0.0" }, { versionNegotiation: { mode } });
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-  if (agent) headers["x-svc-agent-id"] = agent;
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${h.gw.url}/mcp`), { requestInit: { headers } }));
-  return client;
-}
+const connect = (token: string, mode: "auto" | "legacy", agent?: string) => connectMcp(h, token, mode, agent);
 
 describe("/mcp", () => {
   for (const mode of ["auto", "legacy"] as const)

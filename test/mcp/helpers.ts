@@ -4,6 +4,7 @@
  * call wrapper; the doc2 flat error check.
  */
 import { expect, beforeAll, afterAll } from "bun:test";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { startGateway, type TestGateway } from "../helpers/gateway";
 import { FakeClock } from "../../src/ratelimit/bucket";
 import { HashEmbedder } from "../cache/helpers";
@@ -74,6 +75,15 @@ export async function registerAndDiscover(h: McpGateway, url: string, opts: { na
   expect(disc.status).toBe(200);
   const tools: Record<string, any> = Object.fromEntries(disc.body.tools.map((t: any) => [t.name, t]));
   return { server: reg.body.server, discovery: disc.body, tools };
+}
+
+/** The official MCP client connected to the gateway's /mcp with a tenant's token (optionally as an agent). */
+export async function connectMcp(h: McpGateway, token: string, mode: "auto" | "legacy" = "auto", agent?: string) {
+  const client = new Client({ name: "test-client", version: "1.0.0" }, { versionNegotiation: { mode } });
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (agent) headers["x-svc-agent-id"] = agent;
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${h.gw.url}/mcp`), { requestInit: { headers } }));
+  return client;
 }
 
 export const callTool = (h: McpGateway, toolId: string, args: Record<string, unknown>, token?: string, agentId?: string) =>

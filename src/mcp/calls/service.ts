@@ -11,8 +11,9 @@
  *   -> after any upstream execution: the tool's enabled rules and WRITE mappings invalidate
  *      (rules, entity instance, child entities)
  *
- * Every call is recorded (analytics) and emitted on the activity stream (tool_call, and
- * cache_hit / cache_miss for cacheable tools).
+ * Every call is recorded (analytics; queued by the call log and written just after the answer,
+ * log.ts) and emitted on the activity stream (tool_call, and cache_hit / cache_miss for cacheable
+ * tools).
  */
 import type { ForTenant } from "../../storage/scoped";
 import { ApiError, conflict, notFound } from "../../core/errors";
@@ -28,7 +29,9 @@ import { errorText, type UpstreamCallResult, type UpstreamPool } from "../upstre
 import { UpstreamError } from "../upstream/auth";
 import { EMA_ALPHA } from "../health/service";
 import type { ServerRecord } from "../types";
-import { TOOL_ERROR, type CacheStatus, type CallStore, type Tier } from "./store";
+import type { CacheEntry } from "../toolcache/store";
+import { TOOL_ERROR, type CacheStatus, type Tier } from "./store";
+import type { CallLog } from "./log";
 
 export interface CallInput {
   arguments: Record<string, unknown>;
@@ -61,7 +64,7 @@ interface Flight {
 export interface CallDeps {
   registry: ForTenant<RegistryStore>;
   entities: ForTenant<EntityStore>;
-  calls: ForTenant<CallStore>;
+  callLog: CallLog;
   cache: ToolCache;
   pool: UpstreamPool;
   events: EventHub;
@@ -118,7 +121,7 @@ export class CallService {
     const wanted = cacheable ? answerable(key) : undefined;
     const hit = wanted === undefined ? undefined : this.d.cache.exact(tenantId, key);
     if (!hit || hit.resultJson !== wanted) return undefined;
-    return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+    return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), { status: "HIT", tier: "exact", similarity: 1, key: hit.cacheKey, entry: hit });
   }
 
   /** `onExactHit` learns the key and stored JSON of an exact-tier hit (the /mcp endpoint keeps its encoded answer). */
@@ -133,13 +136,13 @@ export class CallService {
       const hit = this.d.cache.exact(tenantId, key);
       if (hit) {
         onExactHit?.(hit.cacheKey, hit.resultJson);
-        return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), "HIT", "exact", 1, hit.cacheKey);
+        return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), { status: "HIT", tier: "exact", similarity: 1, key: hit.cacheKey, entry: hit });
       }
       if (cfg.semanticThreshold < 1) {
         structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
         vector = await this.d.cache.embedArgs(tool.name, args);
         const sem = vector && this.d.cache.semantic(tenantId, tool, agentScope, structKey, vector, cfg.semanticThreshold);
-        if (sem) return this.answered(tenantId, tool, input, base, t0, JSON.parse(sem.entry.resultJson), "HIT", "semantic", sem.similarity, sem.entry.cacheKey);
+        if (sem) return this.answered(tenantId, tool, input, base, t0, JSON.parse(sem.entry.resultJson), { status: "HIT", tier: "semantic", similarity: sem.similarity, key: sem.entry.cacheKey, entry: sem.entry });
       } else structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
     }
 
@@ -148,7 +151,7 @@ export class CallService {
     const flight = cfg.coalescingWindowMs > 0 ? this.flights.get(flightKey) : undefined;
     if (flight && now - flight.startedAtMs <= cfg.coalescingWindowMs) {
       const shared = await flight.promise.catch((e) => this.failed(tenantId, tool, input, base, t0, e, null, "COALESCED"));
-      return this.answered(tenantId, tool, input, base, t0, shared.result, "COALESCED", null, null, cacheable ? key : null);
+      return this.answered(tenantId, tool, input, base, t0, shared.result, { status: "COALESCED", key: cacheable ? key : null });
     }
 
     const epoch = this.d.cache.epoch(tenantId);
@@ -170,7 +173,7 @@ export class CallService {
         ? this.d.cache.store(tenantId, tool, { key, args, canonicalArgs, agentScope, structKey, result: answer.result, upstreamMs: answer.upstreamMs, epoch, vector })
         : false;
     this.d.cache.afterExecution(tenantId, tool, args);
-    return this.answered(tenantId, tool, input, base, t0, answer.result, cacheable ? "MISS" : "BYPASS", null, null, cacheable ? key : null, answer.upstreamMs, stored);
+    return this.answered(tenantId, tool, input, base, t0, answer.result, { status: cacheable ? "MISS" : "BYPASS", key: cacheable ? key : null, upstreamMs: answer.upstreamMs, stored });
   }
 
   /** Parameter paths the tool's entity mappings name (kept exact in semantic matching). */
@@ -192,8 +195,16 @@ export class CallService {
     }
   }
 
-  private record(tenantId: string, tool: ToolRecord, input: CallInput, base: { serverId: string }, r: { status: CacheStatus; tier: Tier | null; key: bigint | null; latencyMs: number; upstreamMs: number | null; error: string | null }) {
-    this.d.calls(tenantId).insert({
+  /** Queue the call's record (and a hit's count on its entry): written just after the answer (log.ts). */
+  private record(
+    tenantId: string,
+    tool: ToolRecord,
+    input: CallInput,
+    base: { serverId: string },
+    r: { status: CacheStatus; tier: Tier | null; key: bigint | null; latencyMs: number; upstreamMs: number | null; error: string | null },
+    entry?: CacheEntry,
+  ) {
+    const call = {
       atMs: this.d.clock.now(),
       serverId: base.serverId,
       toolId: tool.id,
@@ -205,7 +216,8 @@ export class CallService {
       latencyMs: r.latencyMs,
       upstreamMs: r.upstreamMs,
       error: r.error,
-    });
+    };
+    this.d.callLog.record(tenantId, call, entry ? entry.vecKey : null);
   }
 
   private emit(tenantId: string, tool: ToolRecord, input: CallInput, out: Omit<CallOutcome, "result">, error: string | null) {
@@ -232,17 +244,12 @@ export class CallService {
     base: { toolId: string; toolName: string; serverId: string },
     t0: number,
     result: UpstreamCallResult,
-    status: CacheStatus,
-    tier: Tier | null,
-    similarity: number | null,
-    key: bigint | null,
-    upstreamMs: number | null = null,
-    stored = false,
+    how: Answer,
   ): CallOutcome {
-    if (status === "HIT" && key !== null) this.d.cache.recordHit(tenantId, key);
+    const { status, key, tier = null, similarity = null, upstreamMs = null, stored = false } = how;
     const latencyMs = round3(performance.now() - t0);
     const error = result.isError === true ? TOOL_ERROR : null;
-    this.record(tenantId, tool, input, base, { status, tier, key, latencyMs, upstreamMs: upstreamMs === null ? null : round3(upstreamMs), error });
+    this.record(tenantId, tool, input, base, { status, tier, key, latencyMs, upstreamMs: upstreamMs === null ? null : round3(upstreamMs), error }, how.entry);
     const out: CallOutcome = {
       ...base,
       result,
@@ -262,6 +269,18 @@ export class CallService {
     this.emit(tenantId, tool, input, { ...base, cache: { status, tier: null, similarity: null, cacheKey: key, stored: false }, latencyMs, upstreamLatencyMs: null }, api.message);
     throw api;
   }
+}
+
+/** How a call was answered: a hit names the entry it came from (its hit count). */
+interface Answer {
+  status: CacheStatus;
+  key: bigint | null;
+  tier?: Tier;
+  similarity?: number;
+  entry?: CacheEntry;
+  upstreamMs?: number;
+  /** the result was stored by this call */
+  stored?: boolean;
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000;

@@ -70,6 +70,8 @@ export interface ToolCacheDeps {
   entities: ForTenant<EntityStore>;
   registry: ForTenant<RegistryStore>;
   calls: ForTenant<CallStore>;
+  /** the call log (calls/log.ts): its queued hit counts are written before an entry is shown */
+  callLog: { flush(tenantId: string): void };
   vectors: ToolVectors;
   embedder: Embedder;
   clock: WallClock;
@@ -106,10 +108,6 @@ export class ToolCache {
       return undefined;
     }
     return e;
-  }
-
-  recordHit(tenantId: string, key: bigint) {
-    this.d.stores(tenantId).recordHit(key, this.d.clock.now());
   }
 
   /** Embed a call's argument text (undefined when the embedder is not ready or fails: lookups fall back to exact only). */
@@ -319,6 +317,7 @@ export class ToolCache {
 
   /** GET /tool-cache/{cache_key}: 404 when absent or expired. */
   get(tenantId: string, key: bigint): EntryView {
+    this.d.callLog.flush(tenantId);
     const e = this.exact(tenantId, key);
     if (!e) throw notFound("cache entry");
     return this.view(tenantId, e);
@@ -336,6 +335,7 @@ export class ToolCache {
       query = (await emb.embed([input.queryText!]))[0]!;
     }
     await this.embedMissing(tenantId);
+    this.d.callLog.flush(tenantId);
     const limit = input.limit ?? 10;
     const threshold = input.threshold ?? 0;
     const store = this.d.stores(tenantId);
@@ -361,6 +361,7 @@ export class ToolCache {
   /** POST /tool-cache/stats: access count, hit rate and latency of one key (404 when neither cached nor ever called). */
   stats(tenantId: string, key: bigint) {
     if (!storableKey(key)) throw notFound("cache entry");
+    this.d.callLog.flush(tenantId);
     const e = this.exact(tenantId, key);
     const c = this.d.calls(tenantId).keyStats(key);
     if (!e && c.calls === 0) throw notFound("cache entry");

@@ -158,8 +158,23 @@ export class ToolCacheStore {
       .map((r) => ({ cacheKey: BigInt(r.key_text), toolId: r.tool_id, argsJson: r.args_json }));
   }
 
-  recordHit(key: bigint, atMs: number) {
-    this.db.run("UPDATE mcp_cache_entries SET hits = hits + 1, last_hit_at_ms = $at WHERE tenant_id = $tenant AND cache_key = $key", { key, at: atMs });
+  /** Count hits on the entries they were answered from (by vec_key: an entry removed or replaced since is left alone). */
+  recordHits(hits: Array<{ vecKey: number; atMs: number }>) {
+    const byEntry = new Map<number, { n: number; atMs: number }>();
+    for (const h of hits) {
+      const e = byEntry.get(h.vecKey);
+      if (!e) byEntry.set(h.vecKey, { n: 1, atMs: h.atMs });
+      else {
+        e.n++;
+        e.atMs = Math.max(e.atMs, h.atMs);
+      }
+    }
+    for (const [vecKey, e] of byEntry)
+      this.db.run("UPDATE mcp_cache_entries SET hits = hits + $n, last_hit_at_ms = MAX(COALESCE(last_hit_at_ms, 0), $at) WHERE tenant_id = $tenant AND vec_key = $vec_key", {
+        vec_key: vecKey,
+        n: e.n,
+        at: e.atMs,
+      });
   }
 
   tags(key: bigint): Tag[] {
