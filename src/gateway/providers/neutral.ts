@@ -223,6 +223,9 @@ export function toolOfFunction(t: any): NeutralTool | undefined {
   return neutralTool(t.function.name, t.function.description, t.function.parameters);
 }
 
+/** An answer's calls as the provider gave them (an answer is not refused; argsObject checks where it matters). */
+export const answeredCalls = (calls: any[] | undefined): NeutralToolCall[] => (calls ?? []).map((c) => ({ id: c.id, name: c.function?.name, arguments: c.function?.arguments ?? "{}" }));
+
 export function callOfFunction(c: any): NeutralToolCall | undefined {
   if (!only(c, ["id", "type", "function"]) || (c.type ?? "function") !== "function" || !only(c.function, ["name", "arguments"])) return undefined;
   return neutralCall(c.id, c.function.name, c.function.arguments);

@@ -16,6 +16,7 @@ import { t } from "elysia";
 import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
 import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage } from "../types";
 import {
+  answeredCalls,
   callOfFunction,
   each,
   functionCall,
@@ -253,7 +254,7 @@ export const chatV2: Endpoint = compile({
   neutral: {
     input: v2Input,
     answer: (body) => {
-      const toolCalls = (body?.message?.tool_calls ?? []).map((c: any) => ({ id: c.id, name: c.function?.name, arguments: c.function?.arguments ?? "{}" }));
+      const toolCalls = answeredCalls(body?.message?.tool_calls);
       // a tool-calling answer says what it is about to do in tool_plan
       const text = textOfV2(body) || (toolCalls.length ? (body.message.tool_plan ?? "") : "");
       return { text, toolCalls, finish: FINISH_OF[body?.finish_reason] ?? "stop", usage: usageOf(body) };

@@ -20,6 +20,7 @@ import {
   type Usage,
 } from "../types";
 import {
+  answeredCalls,
   callOfFunction,
   each,
   functionCall,
@@ -122,8 +123,8 @@ const chatCompletions: Endpoint = compile({
     input: chatInput,
     answer: (body) => {
       const c = body?.choices?.[0];
-      const toolCalls = (c?.message?.tool_calls ?? []).map((t: any) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments ?? "{}" }));
-      return { text: textOf(body), toolCalls, finish: CHAT_FINISH.includes(c?.finish_reason) ? c.finish_reason : c?.finish_reason === "function_call" ? "tool_calls" : "stop", usage: usageOf(body) };
+      const finish = c?.finish_reason === "function_call" ? "tool_calls" : CHAT_FINISH.includes(c?.finish_reason) ? c.finish_reason : "stop";
+      return { text: textOf(body), toolCalls: answeredCalls(c?.message?.tool_calls), finish, usage: usageOf(body) };
     },
     output: (a, call) => ({
       id: `chatcmpl-${uuid()}`,
