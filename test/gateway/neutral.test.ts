@@ -335,8 +335,11 @@ describe("what does not translate stays undefined", () => {
     expect(input(ep, body)).toBeUndefined();
   });
 
-  test("and each case's request without that one thing does translate", () => {
+  test("and each case's request without that one thing does translate; a default asks for nothing", () => {
     expect(input(openai.chatCompletions, WIRE.chat)).toBeDefined();
+    expect(input(openai.chatCompletions, { ...WIRE.chat, logprobs: false, frequency_penalty: 0, presence_penalty: 0, n: 1 })).toEqual(NEUTRAL);
+    expect(input(openai.chatCompletions, { ...WIRE.chat, presence_penalty: 0.5 })).toBeUndefined();
+    expect(input(gemini.generateContent, { ...WIRE.generate, generationConfig: { maxOutputTokens: 50, presencePenalty: 0, responseLogprobs: false } })).toEqual(NEUTRAL);
     expect(input(cohere.chat, { message: "hi", preamble: "Short." })).toEqual({ messages: [{ role: "system", content: "Short." }, { role: "user", content: "hi" }] });
     expect(input(openai.chatCompletions, { model: "m", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x.test/a.png", detail: "auto" } }] }] })).toBeDefined();
     expect(input(gemini.generateContent, { contents: [{ role: "model", parts: [{ text: "hmm", thoughtSignature: "c2ln" }] }] })).toBeDefined();

@@ -67,11 +67,16 @@ export interface NeutralAnswer {
   usage: TokenUsage;
 }
 
-/** True when every field of `o` that holds a value is one of `keys` (null and an empty list count as absent). */
+/**
+ * True when every field of `o` that asks for something is one of `keys`. Asking for nothing: null,
+ * an empty list, false (every such flag is off by default) and a zero penalty (the APIs' default).
+ */
 export function only(o: unknown, keys: readonly string[]): boolean {
   if (!o || typeof o !== "object" || Array.isArray(o)) return false;
-  return Object.entries(o).every(([k, v]) => v === undefined || v === null || (Array.isArray(v) && !v.length) || keys.includes(k));
+  return Object.entries(o).every(([k, v]) => keys.includes(k) || v === undefined || v === null || v === false || (Array.isArray(v) && !v.length) || (v === 0 && PENALTY.test(k)));
 }
+
+const PENALTY = /^(frequency|presence)_?penalty$/i;
 
 /** Every element read, or undefined when one cannot be. */
 export function each<T, R>(items: T[], read: (item: T, index: number) => R | undefined): R[] | undefined {
