@@ -255,8 +255,9 @@ export class Pipeline {
    * The upstream plan of a request: the provider's configured deployment, then the model's
    * fallback deployments (models.fallbacks) in order. A deployment of the same provider gets the
    * same request (its model swapped in when it names one); one of another provider gets the
-   * conversation rebuilt in that provider's style (only for styles that can say it neutrally:
-   * `Endpoint.neutral`), its answer converted back.
+   * request rebuilt in that provider's style (`fallback ?? completion`) from its neutral form
+   * (`Endpoint.neutral`, providers/neutral.ts), its answer converted back; a request that either
+   * side cannot say exactly skips that deployment.
    */
   private plan(x: ExecInput): PlannedRequest[] {
     const provider = x.endpoint.provider as ProviderName;
@@ -288,11 +289,13 @@ export class Pipeline {
       }
       const neutral = x.endpoint.neutral;
       const input = neutral?.input(x.call.upstream.body);
-      if (!neutral || !input) return; // not expressible in another provider's terms: skipped
       const def = PROVIDERS[d.provider];
-      const body = def.completion.build({ ...input, model });
-      const call = def.completion.endpoint.parse({ body, params: { model }, url: new URL("http://svc.internal/"), headers: new Headers() });
-      const targetEp = def.completion.endpoint;
+      const to = def.fallback ?? def.completion;
+      const body = input && to.build({ ...input, model });
+      // not expressible exactly in the other provider's terms: skipped
+      if (!neutral || !to.endpoint.neutral || body === undefined) return;
+      const call = to.endpoint.parse({ body, params: { model }, url: new URL("http://svc.internal/"), headers: new Headers() });
+      const read = to.endpoint.neutral.answer;
       plan.push({
         provider: d.provider,
         model,
@@ -300,11 +303,11 @@ export class Pipeline {
         method: call.upstream.method,
         path: call.upstream.path,
         body: call.upstream.body,
-        clientHeaders: new Headers(def.completion.headers ?? {}),
+        clientHeaders: new Headers(to.headers ?? {}),
         target,
         convert: (answer) => {
-          const usage = targetEp.usageOf!(answer);
-          return { body: neutral.output(targetEp.textOf!(answer), usage, x.call), usage };
+          const a = read(answer);
+          return { body: neutral.output(a, x.call), usage: a.usage };
         },
       });
     });

@@ -19,7 +19,8 @@
  * Connection refused: point a provider at `closedPort()`.
  * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
  * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
- * mentions "weather" gets a tool call instead of text.
+ * mentions "weather" gets a tool call instead of text; one that ends with a tool's result has no
+ * user text after it ("answer #<n>: ").
  */
 import type { Server } from "bun";
 
@@ -65,6 +66,8 @@ function lastUserText(kind: string, body: any): string {
     case "anthropic":
     case "cohere-v2": {
       if (typeof body.input === "string") return body.input;
+      // a conversation that ends with a tool's result is answered about that result (no user text)
+      if (body.messages?.at(-1)?.role === "tool" || body.input?.at?.(-1)?.type === "function_call_output") return "";
       if (Array.isArray(body.input)) {
         const users = body.input.filter((m: any) => m.role === "user");
         return textOf(users[users.length - 1]?.content);
@@ -331,12 +334,8 @@ data: ${JSON.stringify({ type, sequence_number: seq++, ...data })}
         return json({ id: `embed-${num}`, embeddings: { float: texts.map((_, i) => [0.1 * (i + 1), 0.2, 0.3]) }, texts, meta: { api_version: { version: "2" }, billed_units: { input_tokens: texts.length * 2 } }, response_type: "embeddings_by_type" });
       }
       if (p === "/v2/chat") {
-        const v2answer = `answer #${num}: ${(() => {
-          const users = (body.messages ?? []).filter((m: any) => m.role === "user");
-          const c = users[users.length - 1]?.content;
-          return typeof c === "string" ? c : Array.isArray(c) ? c.map((x: any) => x.text ?? "").join(" ") : "";
-        })()}`;
-        const tool = Array.isArray(body.tools) && body.tools.length > 0 && /weather/i.test(v2answer);
+        const v2answer = answer;
+        const tool = wantsTool(body.tools);
         const usage = { billed_units: { input_tokens: 7, output_tokens: words(v2answer).length }, tokens: { input_tokens: 70, output_tokens: words(v2answer).length } };
         const message: any = tool
           ? { role: "assistant", tool_plan: "I will look up the weather.", tool_calls: [{ id: `call_${num}`, type: "function", function: { name: body.tools[0].function?.name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] }

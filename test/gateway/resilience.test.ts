@@ -274,12 +274,11 @@ describe("fallback deployments", () => {
     let text = "";
     for await (const c of await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Stream via Claude." }], stream: true })) text += c.choices[0]?.delta?.content ?? "";
     expect(text).toBe("answer #2: Stream via Claude.");
-    // a request the other provider cannot be asked in neutral terms (tools) is not sent there
+    // a request the other provider cannot be asked exactly (logprobs) is not sent there (tool requests are: fallback-tools.test.ts)
     reset();
     primary.failNext({ kind: "status", status: 503 });
     primary.failNext({ kind: "status", status: 503 });
-    const tools = [{ type: "function" as const, function: { name: "f", parameters: { type: "object" } } }];
-    const e: any = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Use a tool." }], tools }).catch((x) => x);
+    const e: any = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Give me logprobs." }], logprobs: true }).catch((x) => x);
     expect(e.status).toBe(502);
     expect(backup.requests).toHaveLength(0);
   });

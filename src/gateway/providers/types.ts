@@ -12,6 +12,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TokenUsage } from "../../core/usage";
 import type { CacheKeyInput, CacheTier, Turn } from "../ports";
 import type { SseEvent } from "../sse";
+import type { CompletionInput, NeutralAnswer, NeutralRequest } from "./neutral";
 
 export type KeyParts = Pick<CacheKeyInput, "style" | "model" | "scope" | "turns" | "sessionId">;
 
@@ -114,13 +115,14 @@ export interface Endpoint {
   reshape?(body: any, call: ProxyCall): unknown;
   stream?: StreamCodec;
   /**
-   * the request and answer in provider-neutral terms, for fallback deployments of another
-   * provider (models.fallbacks): `input` undefined = this request cannot be said neutrally
-   * (tools, images, ...); `output` builds this style's non-streamed answer from a text
+   * the request and answer in provider-neutral terms (neutral.ts), for fallback deployments of
+   * another provider (models.fallbacks): `input` undefined = this request cannot be said neutrally
+   * without losing something; `answer` reads this style's non-streamed answer; `output` writes one
    */
   neutral?: {
-    input(body: any): Omit<CompletionInput, "model"> | undefined;
-    output(text: string, usage: Usage, call: ProxyCall): unknown;
+    input(body: any): NeutralRequest | undefined;
+    answer(body: any): NeutralAnswer;
+    output(answer: NeutralAnswer, call: ProxyCall): unknown;
   };
 }
 
@@ -135,12 +137,16 @@ export interface ProviderWire {
   passThroughKey?(headers: Headers, authenticatedVia: "authorization" | "other", isGatewayCredential: (c: string) => boolean): string | undefined;
 }
 
-/** A completion other domains ask for (GatewayService.complete), in provider-neutral terms. */
-export interface CompletionInput {
-  model: string;
-  messages: Array<{ role: "system" | "user" | "assistant"; content: string }>;
-  temperature?: number;
-  maxTokens?: number;
+export type { CompletionInput };
+
+/**
+ * How a style is asked for a completion: its endpoint and the request body built from neutral
+ * terms; `build` answers undefined when the style cannot say the request exactly (never for text).
+ */
+export interface CompletionTarget {
+  endpoint: Endpoint;
+  build(req: CompletionInput): unknown;
+  headers?: Record<string, string>;
 }
 
 /** One proxy route of a style. */
@@ -170,7 +176,9 @@ export interface ProviderDefinition {
   /** a cheap authenticated request that tells whether the provider answers (readiness probes): its model list */
   probe: { path: string; headers?: Record<string, string> };
   /** how GatewayService.complete calls the style */
-  completion: { endpoint: Endpoint; build(req: CompletionInput): unknown; headers?: Record<string, string> };
+  completion: CompletionTarget;
+  /** where a fallback deployment of this provider sends a translated request (models.fallbacks); default `completion` */
+  fallback?: CompletionTarget;
 }
 
 /**

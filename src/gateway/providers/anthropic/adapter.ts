@@ -5,7 +5,27 @@
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type Turn } from "../types";
+import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type Turn, type Usage } from "../types";
+import {
+  argsObject,
+  base64Image,
+  each,
+  imageOfUrl,
+  neutralCall,
+  neutralRequest,
+  neutralTool,
+  only,
+  resultsThenUser,
+  sampling,
+  type CompletionInput,
+  type NeutralFinish,
+  type NeutralMessage,
+  type NeutralPart,
+  type NeutralRequest,
+  type NeutralTool,
+  type NeutralToolCall,
+  type NeutralToolChoice,
+} from "../neutral";
 
 export const anthropicWire: ProviderWire = {
   name: "anthropic",
@@ -91,29 +111,23 @@ const messages: Endpoint = compile({
       meta: {},
     };
   },
-  usageOf: (body) => ({ inputTokens: body?.usage?.input_tokens ?? 0, outputTokens: body?.usage?.output_tokens ?? 0 }),
+  usageOf,
   textOf,
   neutral: {
-    input: (body) => {
-      if (body.tools?.length) return undefined;
-      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
-      if (body.system !== undefined) messages.push({ role: "system", content: typeof body.system === "string" ? body.system : body.system.map((b: any) => b.text).join("\n") });
-      for (const m of body.messages) {
-        const text = textOnly(m.content);
-        if (text === undefined || (m.role !== "user" && m.role !== "assistant")) return undefined;
-        messages.push({ role: m.role, content: text });
-      }
-      return { messages, maxTokens: body.max_tokens, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}) };
+    input: messagesInput,
+    answer: (body) => {
+      const toolCalls = (body?.content ?? []).filter((b: any) => b?.type === "tool_use").map((b: any) => ({ id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) }));
+      return { text: textOf(body), toolCalls, finish: FINISH_OF[body?.stop_reason] ?? "stop", usage: usageOf(body) };
     },
-    output: (text, usage, call) => ({
+    output: (a, call) => ({
       id: `msg_${crypto.randomUUID().replace(/-/g, "")}`,
       type: "message",
       role: "assistant",
       model: call.model,
-      content: [{ type: "text", text }],
-      stop_reason: "end_turn",
+      content: [...(a.text || !a.toolCalls.length ? [{ type: "text", text: a.text }] : []), ...a.toolCalls.map((c) => ({ ...toolUse(c), caller: { type: "direct" } }))],
+      stop_reason: STOP_REASON[a.finish],
       stop_sequence: null,
-      usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+      usage: { input_tokens: a.usage.inputTokens, output_tokens: a.usage.outputTokens },
     }),
   },
   stream: {
@@ -124,6 +138,93 @@ const messages: Endpoint = compile({
     errorFrame: (message) => sseFrame({ type: "error", error: { type: "api_error", message } }, "error"),
   },
 });
+
+function usageOf(body: any): Usage {
+  return { inputTokens: body?.usage?.input_tokens ?? 0, outputTokens: body?.usage?.output_tokens ?? 0 };
+}
+
+const STOP_REASON: Record<NeutralFinish, string> = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", content_filter: "refusal" };
+const FINISH_OF: Record<string, NeutralFinish> = { end_turn: "stop", stop_sequence: "stop", max_tokens: "length", tool_use: "tool_calls", refusal: "content_filter" };
+
+/** Request fields the neutral form carries (or that never change the answer). */
+const MESSAGES_KEYS = ["model", "messages", "max_tokens", "system", "temperature", "top_p", "stream", "metadata", "tools", "tool_choice"];
+
+/** A messages request in neutral terms, or undefined when anything in it would be lost (thinking, documents, server tools, ...). */
+function messagesInput(body: any): NeutralRequest | undefined {
+  if (!only(body, MESSAGES_KEYS)) return undefined;
+  const system = body.system === undefined ? [] : systemMessage(body.system);
+  const turns = each(body.messages, (m: any) => (!only(m, ["role", "content"]) ? undefined : m.role === "user" ? userTurn(m.content) : m.role === "assistant" ? assistantTurn(m.content) : undefined));
+  return neutralRequest(
+    {
+      messages: system && turns && [...system, ...turns.flat()],
+      tools: each(body.tools ?? [], messagesTool),
+      toolChoice: body.tool_choice === undefined ? undefined : messagesChoice(body.tool_choice),
+      serial: body.tool_choice?.disable_parallel_tool_use === true,
+    },
+    sampling(body.temperature, body.top_p, body.max_tokens),
+  );
+}
+
+/** The system prompt (text blocks joined by newlines; cache_control only steers the provider's prompt cache). */
+function systemMessage(system: unknown): NeutralMessage[] | undefined {
+  if (typeof system === "string") return [{ role: "system", content: system }];
+  const texts = each(system as any[], (b) => (b?.type === "text" && only(b, ["type", "text", "cache_control"]) ? (b.text as string) : undefined));
+  return texts && [{ role: "system", content: texts.join("\n") }];
+}
+
+/** A user turn: its tool results (the API puts them first), then what else it says, if anything. */
+function userTurn(content: unknown): NeutralMessage[] | undefined {
+  if (typeof content === "string") return [{ role: "user", content }];
+  return Array.isArray(content) ? resultsThenUser(content, (b) => b?.type === "tool_result", toolResult, messagesPart) : undefined;
+}
+
+/** A tool result whose content is text (an error flag or images in it cannot be said in every style). */
+function toolResult(b: any): NeutralMessage | undefined {
+  const text = b.content === undefined ? "" : textOnly(b.content);
+  if (!only(b, ["type", "tool_use_id", "content", "is_error", "cache_control"]) || b.is_error === true || typeof b.tool_use_id !== "string" || text === undefined) return undefined;
+  return { role: "tool", toolCallId: b.tool_use_id, content: text };
+}
+
+/** A text block, or an image given as base64 data or by URL. */
+function messagesPart(b: any): NeutralPart | undefined {
+  if (b?.type === "text" && typeof b.text === "string" && only(b, ["type", "text", "cache_control"])) return { type: "text", text: b.text };
+  if (b?.type !== "image" || !only(b, ["type", "source", "cache_control"])) return undefined;
+  const src = b.source;
+  if (src?.type === "base64" && only(src, ["type", "media_type", "data"])) return base64Image(src.media_type, src.data);
+  return src?.type === "url" && only(src, ["type", "url"]) && /^https?:/i.test(src.url) ? imageOfUrl(src.url) : undefined;
+}
+
+/** An assistant turn: its text, then its tool calls (text after a tool call has no place in the other styles). */
+function assistantTurn(content: unknown): NeutralMessage[] | undefined {
+  if (typeof content === "string") return [{ role: "assistant", content }];
+  if (!Array.isArray(content)) return undefined;
+  let text = "";
+  const toolCalls: NeutralToolCall[] = [];
+  for (const b of content) {
+    // a call the model made itself (caller "direct"); calls from code execution exist only here
+    const direct = b?.caller === undefined || (only(b.caller, ["type"]) && b.caller.type === "direct");
+    const call = b?.type === "tool_use" && direct && only(b, ["type", "id", "name", "input", "cache_control", "caller"]) ? neutralCall(b.id, b.name, b.input) : undefined;
+    if (call) toolCalls.push(call);
+    else if (b?.type === "text" && typeof b.text === "string" && only(b, ["type", "text", "cache_control"]) && !toolCalls.length) text += b.text;
+    else return undefined;
+  }
+  return [{ role: "assistant", content: text, ...(toolCalls.length ? { toolCalls } : {}) }];
+}
+
+/** A client tool (`type` absent or "custom"); server tools (web search, computer use, ...) exist only here. */
+function messagesTool(t: any): NeutralTool | undefined {
+  if (!only(t, ["type", "name", "description", "input_schema", "cache_control"]) || (t.type ?? "custom") !== "custom") return undefined;
+  return neutralTool(t.name, t.description, t.input_schema);
+}
+
+/** auto, any (required), none or one tool; null = not translatable. */
+function messagesChoice(c: any): NeutralToolChoice | null {
+  if (!only(c, ["type", "name", "disable_parallel_tool_use"])) return null;
+  const choices: Record<string, NeutralToolChoice> = { auto: "auto", any: "required", none: "none" };
+  return (c.type === "tool" && typeof c.name === "string" ? { name: c.name } : choices[c.type]) ?? null;
+}
+
+const toolUse = (c: NeutralToolCall) => ({ type: "tool_use", id: c.id, name: c.name, input: argsObject(c) });
 
 /** A content that is only text (a string or text blocks), or undefined. */
 function textOnly(content: unknown): string | undefined {
@@ -214,7 +315,8 @@ function replay(body: any): string[] {
       for (const piece of chunkText(b.text ?? ""))
         frames.push(sseFrame({ type: "content_block_delta", index, delta: { type: "text_delta", text: piece } }, "content_block_delta"));
     } else if (b.type === "tool_use") {
-      frames.push(sseFrame({ type: "content_block_start", index, content_block: { type: "tool_use", id: b.id, name: b.name, input: {} } }, "content_block_start"));
+      // the block as stored (id, name, caller, ...) with its input streamed after it
+      frames.push(sseFrame({ type: "content_block_start", index, content_block: { ...b, input: {} } }, "content_block_start"));
       frames.push(
         sseFrame({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(b.input ?? {}) } }, "content_block_delta"),
       );
@@ -235,13 +337,47 @@ function replay(body: any): string[] {
 
 export const anthropic = { wire: anthropicWire, messages };
 
-export function anthropicRequest(req: { model: string; messages: Array<{ role: string; content: string }>; temperature?: number; maxTokens?: number }) {
+/** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt). */
+export function anthropicRequest(req: CompletionInput) {
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   return {
     model: req.model,
     max_tokens: req.maxTokens ?? 1024,
     ...(system ? { system } : {}),
-    messages: req.messages.filter((m) => m.role !== "system"),
+    messages: turnsOf(req.messages),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
+    ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters })) } : {}),
+    ...toolChoiceOf(req),
   };
+}
+
+function turnsOf(messages: NeutralMessage[]) {
+  const out: Array<{ role: "user" | "assistant"; content: any }> = [];
+  for (const m of messages) {
+    if (m.role === "tool") {
+      const block = { type: "tool_result", tool_use_id: m.toolCallId, content: m.content };
+      const last = out.at(-1);
+      // the results of one turn's calls go back in one user turn
+      if (last?.role === "user" && Array.isArray(last.content) && last.content.every((b: any) => b.type === "tool_result")) last.content.push(block);
+      else out.push({ role: "user", content: [block] });
+    } else if (m.role === "assistant")
+      out.push({ role: "assistant", content: m.toolCalls?.length ? [...(m.content ? [{ type: "text", text: m.content }] : []), ...m.toolCalls.map(toolUse)] : m.content });
+    else if (m.role === "user") out.push({ role: "user", content: typeof m.content === "string" ? m.content : m.content.map(blockOf) });
+  }
+  return out;
+}
+
+function blockOf(p: NeutralPart) {
+  if (p.type === "text") return { type: "text", text: p.text };
+  return { type: "image", source: p.type === "image" ? { type: "base64", media_type: p.mediaType, data: p.data } : { type: "url", url: p.url } };
+}
+
+/** tool_choice: auto, none, any (required) or one tool; "no parallel calls" rides on it. */
+function toolChoiceOf(req: CompletionInput): { tool_choice?: Record<string, unknown> } {
+  if (!req.tools?.length || (!req.toolChoice && req.parallelToolCalls !== false)) return {};
+  const c = req.toolChoice ?? "auto";
+  const choice: Record<string, unknown> = typeof c === "object" ? { type: "tool", name: c.name } : { type: c === "required" ? "any" : c };
+  if (req.parallelToolCalls === false && c !== "none") choice.disable_parallel_tool_use = true;
+  return { tool_choice: choice };
 }

@@ -7,6 +7,7 @@
 import { t } from "elysia";
 import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
 import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type StreamCodec, type Turn } from "../types";
+import { only, sampling, type CompletionInput, type NeutralAnswer, type NeutralFinish, type NeutralMessage } from "../neutral";
 
 export const cohereWire: ProviderWire = {
   name: "cohere",
@@ -74,6 +75,11 @@ const metaUsage = (body: any) => {
   return { inputTokens: b.input_tokens ?? 0, outputTokens: b.output_tokens ?? 0 };
 };
 
+/** Request fields the neutral form carries (a conversation_id's stored history, documents, connectors and tools cannot be said elsewhere). */
+const CHAT_KEYS = ["model", "message", "stream", "preamble", "chat_history", "temperature", "p", "max_tokens"];
+const FINISH_REASON: Record<NeutralFinish, string> = { stop: "COMPLETE", tool_calls: "COMPLETE", length: "MAX_TOKENS", content_filter: "ERROR_TOXIC" };
+const FINISH_OF: Record<string, NeutralFinish> = { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", ERROR_TOXIC: "content_filter" };
+
 /** /v1/chat without its stream framing (the two framings below share everything else) */
 const chatBase = {
   id: "cohere.chat",
@@ -99,17 +105,19 @@ const chatBase = {
   textOf: (body) => body?.text ?? "",
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
   neutral: {
+    // v1's tools cannot be said exactly elsewhere (parameter_definitions instead of a JSON Schema, calls without ids): text only
     input: (body: any) => {
-      if (body.tools?.length || body.documents?.length || body.connectors?.length || body.tool_results?.length || body.conversation_id) return undefined;
-      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
+      if (!only(body, CHAT_KEYS) || !(body.chat_history ?? []).every((h: any) => only(h, ["role", "message"]))) return undefined;
+      const messages: NeutralMessage[] = [];
       if (body.preamble) messages.push({ role: "system", content: body.preamble });
       for (const h of body.chat_history ?? []) messages.push({ role: h.role === "CHATBOT" ? "assistant" : "user", content: h.message });
       messages.push({ role: "user", content: body.message });
-      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(body.max_tokens ? { maxTokens: body.max_tokens } : {}) };
+      return { messages, ...sampling(body.temperature, body.p, body.max_tokens) };
     },
-    output: (text: string, usage: { inputTokens: number; outputTokens: number }) => {
+    answer: (body: any) => ({ text: body?.text ?? "", toolCalls: [], finish: FINISH_OF[body?.finish_reason] ?? "stop", usage: metaUsage(body) }),
+    output: (a: NeutralAnswer) => {
       const id = crypto.randomUUID();
-      return { response_id: id, text, generation_id: id, finish_reason: "COMPLETE", meta: { billed_units: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens } } };
+      return { response_id: id, text: a.text, generation_id: id, finish_reason: FINISH_REASON[a.finish], meta: { billed_units: { input_tokens: a.usage.inputTokens, output_tokens: a.usage.outputTokens } } };
     },
   },
 } satisfies Omit<Endpoint, "stream">;
@@ -259,9 +267,15 @@ const embed: Endpoint = compile({
 
 export const cohere = { wire: cohereWire, chat: chatSse, chatNdjson: chat, generate, embed };
 
-export function cohereRequest(req: { model: string; messages: Array<{ role: string; content: string }>; temperature?: number; maxTokens?: number }) {
+/** Request body for GatewayService.complete: text only (v1 cannot say tools, images or tool results exactly; fallbacks go to v2). */
+export function cohereRequest(req: CompletionInput) {
+  if (req.tools?.length || req.toolChoice || req.parallelToolCalls === false) return undefined;
+  const convo: Array<{ role: string; content: string }> = [];
+  for (const m of req.messages) {
+    if (m.role === "tool" || typeof m.content !== "string" || (m.role === "assistant" && m.toolCalls?.length)) return undefined;
+    if (m.role !== "system") convo.push({ role: m.role, content: m.content });
+  }
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
-  const convo = req.messages.filter((m) => m.role !== "system");
   const last = convo[convo.length - 1];
   return {
     model: req.model,
@@ -269,6 +283,7 @@ export function cohereRequest(req: { model: string; messages: Array<{ role: stri
     ...(system ? { preamble: system } : {}),
     ...(convo.length > 1 ? { chat_history: convo.slice(0, -1).map((m) => ({ role: m.role === "assistant" ? "CHATBOT" : "USER", message: m.content })) } : {}),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    ...(req.topP !== undefined ? { p: req.topP } : {}),
     ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
   };
 }

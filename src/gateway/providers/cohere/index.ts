@@ -1,7 +1,7 @@
 /** The chat/generate/embed style (doc1 §4.5): /v1/chat, /v1/generate, /v1/embed. */
 import type { ProviderDefinition } from "../types";
 import { cohere, cohereRequest, wantsNdjson, ChatBody, GenerateBody, EmbedBody } from "./adapter";
-import { chatV2, embedV2, ChatV2Body, EmbedV2Body } from "./v2";
+import { chatV2, cohereV2Request, embedV2, ChatV2Body, EmbedV2Body } from "./v2";
 
 export const cohereProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.cohere.com",
@@ -15,6 +15,8 @@ export const cohereProvider: ProviderDefinition = {
     "chat-v2": { method: "POST", path: "/v2/chat" },
   },
   completion: { endpoint: cohere.chat, build: cohereRequest },
+  // v2 says tools and images exactly, v1 does not (adapter.ts)
+  fallback: { endpoint: chatV2, build: cohereV2Request },
   routes: [
     {
       method: "POST",

@@ -14,7 +14,26 @@
  */
 import { t } from "elysia";
 import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn } from "../types";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage } from "../types";
+import {
+  answeredCalls,
+  callOfFunction,
+  each,
+  functionCall,
+  functionStyleMessage,
+  functionStylePart,
+  functionTool,
+  neutralRequest,
+  only,
+  sampling,
+  toolOfFunction,
+  userContent,
+  type CompletionInput,
+  type NeutralFinish,
+  type NeutralMessage,
+  type NeutralRequest,
+  type NeutralToolChoice,
+} from "../neutral";
 
 export const ChatV2Body = t.Object(
   {
@@ -55,10 +74,73 @@ export function textOfV2(body: any): string {
   return (body?.message?.content ?? []).filter((c: any) => c?.type === "text").map((c: any) => c.text ?? "").join("");
 }
 
-const usageOf = (body: any) => {
+function usageOf(body: any): Usage {
   const b = body?.usage?.billed_units ?? body?.usage?.tokens ?? {};
   return { inputTokens: b.input_tokens ?? 0, outputTokens: b.output_tokens ?? estimateTokens(textOfV2(body)) };
-};
+}
+
+const FINISH_REASON: Record<NeutralFinish, string> = { stop: "COMPLETE", length: "MAX_TOKENS", tool_calls: "TOOL_CALL", content_filter: "ERROR" };
+const FINISH_OF: Record<string, NeutralFinish> = { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", TOOL_CALL: "tool_calls" };
+
+/** Request fields the neutral form carries (documents, citations, response formats, safety modes cannot be said elsewhere). */
+const V2_KEYS = ["model", "messages", "stream", "temperature", "p", "max_tokens", "tools", "tool_choice", "strict_tools"];
+
+/** A v2 chat request in neutral terms, or undefined when anything in it would be lost. */
+function v2Input(body: any): NeutralRequest | undefined {
+  if (!only(body, V2_KEYS) || body.strict_tools === true) return undefined;
+  const choices: Record<string, NeutralToolChoice> = { REQUIRED: "required", NONE: "none" };
+  return neutralRequest(
+    { messages: each(body.messages, v2Message), tools: each(body.tools ?? [], toolOfFunction), toolChoice: body.tool_choice === undefined ? undefined : (choices[body.tool_choice] ?? null) },
+    sampling(body.temperature, body.p, body.max_tokens),
+  );
+}
+
+function v2Message(m: any): NeutralMessage | undefined {
+  const text = v2Text(m.content);
+  switch (m.role) {
+    case "system":
+      return only(m, ["role", "content"]) && text !== undefined ? { role: "system", content: text } : undefined;
+    case "user": {
+      const content = only(m, ["role", "content"]) ? userContent(m.content, functionStylePart) : undefined;
+      return content === undefined ? undefined : { role: "user", content };
+    }
+    case "assistant": {
+      const toolCalls = only(m, ["role", "content", "tool_plan", "tool_calls"]) ? each(m.tool_calls ?? [], callOfFunction) : undefined;
+      if (!toolCalls || text === undefined) return undefined;
+      if (!toolCalls.length) return m.tool_plan == null ? { role: "assistant", content: text } : undefined;
+      // the text of a tool-calling turn is its tool_plan (a turn with both has no one text)
+      if (m.tool_plan != null && (text || typeof m.tool_plan !== "string")) return undefined;
+      return { role: "assistant", content: m.tool_plan ?? text, toolCalls };
+    }
+    case "tool":
+      return only(m, ["role", "content", "tool_call_id"]) && text !== undefined && typeof m.tool_call_id === "string" ? { role: "tool", toolCallId: m.tool_call_id, content: text } : undefined;
+  }
+  return undefined;
+}
+
+/** A content that is only text (a string, text parts, or none), or undefined. */
+function v2Text(content: unknown): string | undefined {
+  if (content == null) return "";
+  const text = userContent(content, (p) => (p?.type === "text" && typeof p.text === "string" ? { type: "text", text: p.text } : undefined));
+  return typeof text === "string" ? text : undefined;
+}
+
+/** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls). */
+export function cohereV2Request(req: CompletionInput) {
+  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false) return undefined;
+  const choice = req.toolChoice === "required" ? "REQUIRED" : req.toolChoice === "none" ? "NONE" : undefined;
+  return {
+    model: req.model,
+    messages: req.messages.map(v2MessageOf),
+    ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    ...(req.topP !== undefined ? { p: req.topP } : {}),
+    ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.tools?.length ? { tools: req.tools.map(functionTool), ...(choice ? { tool_choice: choice } : {}) } : {}),
+  };
+}
+
+/** an assistant turn that calls tools says its text as tool_plan */
+const v2MessageOf = (m: NeutralMessage) => functionStyleMessage(m, (text, calls) => ({ ...(text ? { tool_plan: text } : {}), tool_calls: calls }));
 
 const ev = (type: string, data: Record<string, unknown>) => sseFrame({ type, ...data }, type);
 
@@ -170,21 +252,20 @@ export const chatV2: Endpoint = compile({
   textOf: textOfV2,
   decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
   neutral: {
-    input: (body) => {
-      if (body.tools?.length || body.documents?.length) return undefined;
-      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
-      for (const m of body.messages) {
-        if (m.role === "tool" || m.tool_calls?.length) return undefined;
-        if (Array.isArray(m.content) && !m.content.every((p: any) => p?.type === "text")) return undefined;
-        messages.push({ role: m.role, content: contentText(m.content) });
-      }
-      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(body.max_tokens ? { maxTokens: body.max_tokens } : {}) };
+    input: v2Input,
+    answer: (body) => {
+      const toolCalls = answeredCalls(body?.message?.tool_calls);
+      // a tool-calling answer says what it is about to do in tool_plan
+      const text = textOfV2(body) || (toolCalls.length ? (body.message.tool_plan ?? "") : "");
+      return { text, toolCalls, finish: FINISH_OF[body?.finish_reason] ?? "stop", usage: usageOf(body) };
     },
-    output: (text, usage) => ({
+    output: (a) => ({
       id: crypto.randomUUID(),
-      finish_reason: "COMPLETE",
-      message: { role: "assistant", content: [{ type: "text", text }] },
-      usage: { billed_units: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens }, tokens: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens } },
+      finish_reason: FINISH_REASON[a.finish],
+      message: a.toolCalls.length
+        ? { role: "assistant", ...(a.text ? { tool_plan: a.text } : {}), tool_calls: a.toolCalls.map(functionCall) }
+        : { role: "assistant", content: [{ type: "text", text: a.text }] },
+      usage: { billed_units: { input_tokens: a.usage.inputTokens, output_tokens: a.usage.outputTokens }, tokens: { input_tokens: a.usage.inputTokens, output_tokens: a.usage.outputTokens } },
     }),
   },
   stream: {

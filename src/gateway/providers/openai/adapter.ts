@@ -17,7 +17,28 @@ import {
   type ProviderWire,
   type ProxyCall,
   type Turn,
+  type Usage,
 } from "../types";
+import {
+  answeredCalls,
+  callOfFunction,
+  each,
+  functionCall,
+  functionStyleMessage,
+  functionStylePart,
+  functionTool,
+  neutralRequest,
+  only,
+  sampling,
+  toolOfFunction,
+  userContent,
+  type CompletionInput,
+  type NeutralFinish,
+  type NeutralMessage,
+  type NeutralRequest,
+  type NeutralTool,
+  type NeutralToolChoice,
+} from "../neutral";
 
 export const openaiWire: ProviderWire = {
   name: "openai",
@@ -93,36 +114,32 @@ const chatCompletions: Endpoint = compile({
       meta: { sessionId, includeUsage: body.stream_options?.include_usage === true },
     };
   },
-  usageOf(body) {
-    const u = body?.usage;
-    if (u && typeof u.prompt_tokens === "number") return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens ?? 0 };
-    return { inputTokens: 0, outputTokens: estimateTokens(textOf(body)) };
-  },
+  usageOf,
   textOf,
   decorate(body, call, meta) {
     return { ...body, svc_metadata: metadata(call, meta) };
   },
   neutral: {
-    input: (body) => {
-      if (body.tools?.length || (body.n ?? 1) !== 1) return undefined;
-      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
-      for (const m of body.messages) {
-        const text = plainText(m.content);
-        if (text === undefined || m.tool_calls?.length) return undefined;
-        const role = m.role === "system" || m.role === "developer" ? "system" : m.role === "assistant" ? "assistant" : m.role === "user" ? "user" : undefined;
-        if (!role) return undefined;
-        messages.push({ role, content: text });
-      }
-      const maxTokens = body.max_tokens ?? body.max_completion_tokens;
-      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(Number.isInteger(maxTokens) ? { maxTokens } : {}) };
+    input: chatInput,
+    answer: (body) => {
+      const c = body?.choices?.[0];
+      const finish = c?.finish_reason === "function_call" ? "tool_calls" : CHAT_FINISH.includes(c?.finish_reason) ? c.finish_reason : "stop";
+      return { text: textOf(body), toolCalls: answeredCalls(c?.message?.tool_calls), finish, usage: usageOf(body) };
     },
-    output: (text, usage, call) => ({
+    output: (a, call) => ({
       id: `chatcmpl-${uuid()}`,
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: call.model,
-      choices: [{ index: 0, message: { role: "assistant", content: text, refusal: null }, logprobs: null, finish_reason: "stop" }],
-      usage: { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens },
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: a.toolCalls.length && !a.text ? null : a.text, refusal: null, ...(a.toolCalls.length ? { tool_calls: a.toolCalls.map(functionCall) } : {}) },
+          logprobs: null,
+          finish_reason: a.finish,
+        },
+      ],
+      usage: { prompt_tokens: a.usage.inputTokens, completion_tokens: a.usage.outputTokens, total_tokens: a.usage.inputTokens + a.usage.outputTokens },
     }),
   },
   stream: {
@@ -159,6 +176,56 @@ export function plainText(content: unknown): string | undefined {
 function textOf(body: any): string {
   const m = body?.choices?.[0]?.message;
   return typeof m?.content === "string" ? m.content : "";
+}
+
+function usageOf(body: any): Usage {
+  const u = body?.usage;
+  if (u && typeof u.prompt_tokens === "number") return { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens ?? 0 };
+  return { inputTokens: 0, outputTokens: estimateTokens(textOf(body)) };
+}
+
+/** The finish reasons chat-completions shares with the neutral form (its own words for them). */
+const CHAT_FINISH: NeutralFinish[] = ["stop", "length", "tool_calls", "content_filter"];
+
+/** Request fields the neutral form carries (or that never change the answer: streaming, session, user, store). */
+const CHAT_KEYS = ["model", "messages", "stream", "stream_options", "session_id", "user", "metadata", "store", "temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "tools", "tool_choice", "parallel_tool_calls"];
+
+/** A chat-completions request in neutral terms, or undefined when anything in it would be lost. */
+function chatInput(body: any): NeutralRequest | undefined {
+  if (!only(body, CHAT_KEYS) || (body.n ?? 1) !== 1) return undefined;
+  return neutralRequest(
+    { messages: each(body.messages, chatMessage), tools: each(body.tools ?? [], toolOfFunction), toolChoice: choiceOf(body.tool_choice), serial: body.parallel_tool_calls === false },
+    sampling(body.temperature, body.top_p, body.max_tokens ?? body.max_completion_tokens),
+  );
+}
+
+/** A chat-completions or Responses `tool_choice` (a function named in either shape); undefined = none given, null = not translatable. */
+export function choiceOf(choice: any): NeutralToolChoice | undefined | null {
+  if (choice === undefined || choice === "auto" || choice === "none" || choice === "required") return choice;
+  const name = choice?.type === "function" ? (choice.function?.name ?? choice.name) : undefined;
+  return typeof name === "string" ? { name } : null;
+}
+
+function chatMessage(m: any): NeutralMessage | undefined {
+  if (!only(m, ["role", "content", "tool_calls", "tool_call_id"])) return undefined;
+  const text = plainText(m.content);
+  switch (m.role) {
+    case "system":
+    case "developer":
+      return text === undefined ? undefined : { role: "system", content: text };
+    case "user": {
+      const content = userContent(m.content, functionStylePart);
+      return content === undefined ? undefined : { role: "user", content };
+    }
+    case "assistant": {
+      const toolCalls = each(m.tool_calls ?? [], callOfFunction);
+      if (text === undefined || !toolCalls) return undefined;
+      return { role: "assistant", content: text, ...(toolCalls.length ? { toolCalls } : {}) };
+    }
+    case "tool":
+      return text === undefined || typeof m.tool_call_id !== "string" ? undefined : { role: "tool", toolCallId: m.tool_call_id, content: text };
+  }
+  return undefined;
 }
 
 /**
@@ -362,12 +429,26 @@ const embeddings: Endpoint = compile({
 
 export const openai = { wire: openaiWire, chatCompletions, models, model, embeddings };
 
-/** Request body for GatewayService.complete. */
-export function openaiRequest(req: { model: string; messages: Array<{ role: string; content: string }>; temperature?: number; maxTokens?: number }) {
+/** Request body for GatewayService.complete and fallbacks from other styles (every neutral request can be said). */
+export function openaiRequest(req: CompletionInput) {
   return {
     model: req.model,
-    messages: req.messages,
+    messages: req.messages.map(chatMessageOf),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    ...(req.topP !== undefined ? { top_p: req.topP } : {}),
     ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.tools?.length ? toolsOf(req.tools, req) : {}),
   };
 }
+
+/** tools, and how they may be called (the API refuses tool_choice and parallel_tool_calls without tools) */
+function toolsOf(tools: NeutralTool[], req: CompletionInput) {
+  const c = req.toolChoice;
+  return {
+    tools: tools.map(functionTool),
+    ...(c ? { tool_choice: typeof c === "string" ? c : { type: "function", function: { name: c.name } } } : {}),
+    ...(req.parallelToolCalls === false ? { parallel_tool_calls: false } : {}),
+  };
+}
+
+const chatMessageOf = (m: NeutralMessage) => functionStyleMessage(m, (text, calls) => ({ content: text || null, tool_calls: calls }));

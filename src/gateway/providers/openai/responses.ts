@@ -17,8 +17,9 @@
 import { t } from "elysia";
 import { uuid } from "../../../core/ids";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn } from "../types";
-import { contentText, plainText } from "./adapter";
+import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage } from "../types";
+import { choiceOf, contentText, plainText } from "./adapter";
+import { each, imageOfUrl, neutralCall, neutralRequest, neutralTool, only, sampling, userContent, type NeutralMessage, type NeutralPart, type NeutralRequest, type NeutralTool } from "../neutral";
 
 export const ResponsesBody = t.Object(
   {
@@ -62,6 +63,78 @@ export function responseText(body: any): string {
   let out = "";
   for (const item of body?.output ?? []) if (item?.type === "message") for (const c of item.content ?? []) if (c?.type === "output_text") out += c.text ?? "";
   return out;
+}
+
+function usageOf(body: any): Usage {
+  const u = body?.usage;
+  if (u && typeof u.input_tokens === "number") return { inputTokens: u.input_tokens, outputTokens: u.output_tokens ?? 0 };
+  return { inputTokens: 0, outputTokens: estimateTokens(responseText(body)) };
+}
+
+/** Request fields the neutral form carries (or that never change the answer). */
+const RESPONSES_KEYS = ["model", "input", "instructions", "stream", "stream_options", "user", "metadata", "store", "temperature", "top_p", "max_output_tokens", "tools", "tool_choice", "parallel_tool_calls", "text"];
+
+/** A Responses request in neutral terms, or undefined when anything in it would be lost (previous_response_id, reasoning, hosted tools, ...). */
+function responsesInput(body: any): NeutralRequest | undefined {
+  // text: only the default plain-text format (structured outputs cannot be said in every style)
+  if (!only(body, RESPONSES_KEYS) || (body.text != null && !(only(body.text, ["format"]) && body.text.format?.type === "text"))) return undefined;
+  return neutralRequest(
+    { messages: responsesMessages(body), tools: each(body.tools ?? [], responsesTool), toolChoice: choiceOf(body.tool_choice), serial: body.parallel_tool_calls === false },
+    sampling(body.temperature, body.top_p, body.max_output_tokens),
+  );
+}
+
+/** A function tool; `strict` is the Responses API's default, so only `strict: false` translates (no other style enforces a schema). */
+function responsesTool(t: any): NeutralTool | undefined {
+  if (!only(t, ["type", "name", "description", "parameters", "strict"]) || t.type !== "function" || t.strict !== false) return undefined;
+  return neutralTool(t.name, t.description, t.parameters);
+}
+
+/** `instructions` and the `input` items as neutral messages; function calls join the assistant turn before them. */
+function responsesMessages(body: any): NeutralMessage[] | undefined {
+  const messages: NeutralMessage[] = [];
+  if (typeof body.instructions === "string" && body.instructions) messages.push({ role: "system", content: body.instructions });
+  if (typeof body.input === "string") return [...messages, { role: "user", content: body.input }];
+  for (const item of body.input) {
+    const type = item.type ?? "message";
+    if (type === "function_call") {
+      const call = only(item, ["type", "id", "call_id", "name", "arguments", "status"]) ? neutralCall(item.call_id, item.name, item.arguments) : undefined;
+      const last = messages.at(-1);
+      if (!call) return undefined;
+      if (last?.role === "assistant") last.toolCalls = [...(last.toolCalls ?? []), call];
+      else messages.push({ role: "assistant", content: "", toolCalls: [call] });
+      continue;
+    }
+    const m = type === "function_call_output" ? responsesOutput(item) : type === "message" ? responsesMessage(item) : undefined;
+    if (!m) return undefined;
+    messages.push(m);
+  }
+  return messages;
+}
+
+function responsesOutput(item: any): NeutralMessage | undefined {
+  const text = plainText(item.output);
+  if (!only(item, ["type", "id", "call_id", "output", "status"]) || typeof item.call_id !== "string" || text === undefined) return undefined;
+  return { role: "tool", toolCallId: item.call_id, content: text };
+}
+
+function responsesMessage(item: any): NeutralMessage | undefined {
+  if (!only(item, ["type", "id", "role", "content", "status"])) return undefined;
+  if (item.role === "user") {
+    const content = userContent(item.content, responsesPart);
+    return content === undefined ? undefined : { role: "user", content };
+  }
+  const text = plainText(item.content);
+  if (text === undefined) return undefined;
+  if (item.role === "assistant") return { role: "assistant", content: text };
+  return item.role === "system" || item.role === "developer" ? { role: "system", content: text } : undefined;
+}
+
+/** input_text, or input_image given by a URL (detail unset or "auto"; a file_id cannot be said elsewhere). */
+function responsesPart(p: any): NeutralPart | undefined {
+  if (p?.type === "input_text" && typeof p.text === "string") return { type: "text", text: p.text };
+  if (p?.type !== "input_image" || !only(p, ["type", "image_url", "detail"]) || (p.detail ?? "auto") !== "auto") return undefined;
+  return imageOfUrl(p.image_url);
 }
 
 const frame = (type: string, data: Record<string, unknown>, seq: number) => sseFrame({ type, sequence_number: seq, ...data }, type);
@@ -131,39 +204,32 @@ export const responses: Endpoint = compile({
       meta: {},
     };
   },
-  usageOf(body) {
-    const u = body?.usage;
-    if (u && typeof u.input_tokens === "number") return { inputTokens: u.input_tokens, outputTokens: u.output_tokens ?? 0 };
-    return { inputTokens: 0, outputTokens: estimateTokens(responseText(body)) };
-  },
+  usageOf,
   textOf: responseText,
   decorate: (body, _call, meta) => ({ ...body, svc_metadata: metadata(meta) }),
   neutral: {
-    input: (body) => {
-      if (body.tools?.length || body.previous_response_id) return undefined;
-      const messages: Array<{ role: "system" | "user" | "assistant"; content: string }> = [];
-      if (typeof body.instructions === "string" && body.instructions) messages.push({ role: "system", content: body.instructions });
-      if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
-      else
-        for (const item of body.input) {
-          const text = plainText(item.content);
-          if ((item.type ?? "message") !== "message" || text === undefined) return undefined;
-          messages.push({ role: item.role === "assistant" ? "assistant" : item.role === "system" || item.role === "developer" ? "system" : "user", content: text });
-        }
-      return { messages, ...(typeof body.temperature === "number" ? { temperature: body.temperature } : {}), ...(body.max_output_tokens ? { maxTokens: body.max_output_tokens } : {}) };
+    input: responsesInput,
+    answer: (body) => {
+      const toolCalls = (body?.output ?? []).filter((i: any) => i?.type === "function_call").map((i: any) => ({ id: i.call_id, name: i.name, arguments: i.arguments ?? "{}" }));
+      const reason = body?.status === "incomplete" ? body.incomplete_details?.reason : undefined;
+      const finish = reason === "max_output_tokens" ? "length" : reason === "content_filter" ? "content_filter" : toolCalls.length ? "tool_calls" : "stop";
+      return { text: responseText(body), toolCalls, finish, usage: usageOf(body) };
     },
-    output: (text, usage, call) => {
+    output: (a, call) => {
       const id = uuid().replace(/-/g, "");
+      const message = { type: "message", id: `msg_${id}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: a.text, annotations: [] }] };
+      const calls = a.toolCalls.map((c, i) => ({ type: "function_call", id: `fc_${id}_${i}`, call_id: c.id, name: c.name, arguments: c.arguments, status: "completed" }));
+      const incomplete = a.finish === "length" ? "max_output_tokens" : a.finish === "content_filter" ? "content_filter" : undefined;
       return {
         id: `resp_${id}`,
         object: "response",
         created_at: Math.floor(Date.now() / 1000),
-        status: "completed",
+        status: incomplete ? "incomplete" : "completed",
         error: null,
-        incomplete_details: null,
+        incomplete_details: incomplete ? { reason: incomplete } : null,
         model: call.model,
-        output: [{ type: "message", id: `msg_${id}`, status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] }],
-        usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens },
+        output: [...(a.text || !calls.length ? [message] : []), ...calls],
+        usage: { input_tokens: a.usage.inputTokens, output_tokens: a.usage.outputTokens, total_tokens: a.usage.inputTokens + a.usage.outputTokens },
       };
     },
   },
