@@ -91,6 +91,18 @@ describe("chat-completions falls back to the messages style", () => {
     expect(backup.requests).toHaveLength(1);
   });
 
+  test("stop sequences (a list or one string) travel as the backup's stop_sequences", async () => {
+    primaryDown();
+    const r = await oa.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Count to three." }], stop: ["END", "4"], max_tokens: 20 });
+    expect(lastBackup().path).toBe("/v1/messages");
+    expect(lastBackup().body).toMatchObject({ stop_sequences: ["END", "4"], max_tokens: 20 });
+    expect(r.choices[0]!.finish_reason).toBe("stop");
+    primaryDown();
+    const one = await oa.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Count to two." }], stop: "END" });
+    expect(one.choices[0]!.message.content).toBeString();
+    expect(lastBackup().body.stop_sequences).toEqual(["END"]);
+  });
+
   test("stream: delta.tool_calls and finish_reason tool_calls, from a non-streamed answer", async () => {
     primaryDown();
     const final = await oa.chat.completions.stream({ model: "gpt-4o", messages: [{ role: "user", content: "Stream the weather in Paris." }], tools, stream: true }).finalChatCompletion();

@@ -141,7 +141,7 @@ describe("requests", () => {
       ["none", "none", { type: "none" }, "NONE", "NONE"],
     ] as const) {
       const req = { ...NEUTRAL, model: "m", toolChoice: choice };
-      expect(openaiRequest(req).tool_choice).toBe(chat);
+      expect(openaiRequest(req)!.tool_choice).toBe(chat);
       expect(anthropicRequest(req).tool_choice).toEqual(messages);
       expect(geminiRequest(req)!.toolConfig).toEqual({ functionCallingConfig: { mode: generate } });
       expect(cohereV2Request(req)!.tool_choice).toBe(v2);
@@ -228,7 +228,7 @@ describe("requests", () => {
     expect(input(anthropic.messages, { model: "m", max_tokens: 5, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }] }] })!.messages).toEqual(data.messages);
     expect(input(responses, { model: "m", input: [{ role: "user", content: [{ type: "input_text", text: "What is this?" }, { type: "input_image", image_url: `data:image/png;base64,${png}`, detail: "auto" }] }] })!.messages).toEqual(data.messages);
     expect(input(chatV2, chat(`data:image/png;base64,${png}`))!.messages).toEqual(data.messages);
-    expect(openaiRequest({ ...data, model: "m" }).messages[0]).toEqual(chat(`data:image/png;base64,${png}`).messages[0]!);
+    expect(openaiRequest({ ...data, model: "m" })!.messages[0]).toEqual(chat(`data:image/png;base64,${png}`).messages[0]!);
   });
 });
 
@@ -289,6 +289,36 @@ describe("answers", () => {
   });
 });
 
+describe("stop sequences", () => {
+  test("read from each style (chat's single string too) and written in each target's words, within its limit", () => {
+    const stop = ["END", "\n\n"];
+    const withStop = { ...NEUTRAL, stop };
+    expect(input(openai.chatCompletions, { ...WIRE.chat, stop })).toEqual(withStop);
+    expect(input(openai.chatCompletions, { ...WIRE.chat, stop: "END" })).toEqual({ ...NEUTRAL, stop: ["END"] });
+    expect(input(openai.chatCompletions, { ...WIRE.chat, stop: [] })).toEqual(NEUTRAL);
+    expect(input(anthropic.messages, { ...WIRE.messages, stop_sequences: stop })).toEqual(withStop);
+    expect(input(gemini.generateContent, { ...WIRE.generate, generationConfig: { ...WIRE.generate.generationConfig, stopSequences: stop } })).toEqual(withStop);
+    expect(input(chatV2, { ...WIRE.v2, stop_sequences: stop })).toEqual({ ...input(chatV2, WIRE.v2)!, stop });
+    // the Responses API has no stop sequences; Cohere v1 stays text-only
+    expect(input(responses, { ...WIRE.responses, stop })).toBeUndefined();
+    const req = { ...withStop, model: "m" };
+    expect(openaiRequest(req)!.stop).toEqual(stop);
+    expect(anthropicRequest(req).stop_sequences).toEqual(stop);
+    expect(geminiRequest(req)!.generationConfig).toMatchObject({ stopSequences: stop });
+    expect(cohereV2Request(req)!.stop_sequences).toEqual(stop);
+    expect(openaiRequest({ ...NEUTRAL, model: "m" })).not.toHaveProperty("stop");
+    // more than a target takes: that target is skipped, not given a shorter list
+    const five = { ...req, stop: ["a", "b", "c", "d", "e"] };
+    const six = { ...req, stop: ["a", "b", "c", "d", "e", "f"] };
+    expect(openaiRequest(five)).toBeUndefined();
+    expect(geminiRequest(five)).toBeDefined();
+    expect(cohereV2Request(five)).toBeDefined();
+    expect(geminiRequest(six)).toBeUndefined();
+    expect(cohereV2Request(six)).toBeUndefined();
+    expect(anthropicRequest(six).stop_sequences).toEqual(six.stop);
+  });
+});
+
 describe("what does not translate stays undefined", () => {
   const cases: Array<[string, Endpoint, unknown]> = [
     ["chat: logprobs", openai.chatCompletions, { ...WIRE.chat, logprobs: true }],
@@ -311,7 +341,8 @@ describe("what does not translate stays undefined", () => {
     ["responses: image by file id", responses, { model: "m", input: [{ role: "user", content: [{ type: "input_image", file_id: "file_1", detail: "auto" }] }] }],
     ["responses: reasoning item", responses, { model: "m", input: [{ type: "reasoning", id: "rs_1", summary: [] }] }],
     ["messages: thinking", anthropic.messages, { ...WIRE.messages, thinking: { type: "enabled", budget_tokens: 1024 } }],
-    ["messages: stop_sequences", anthropic.messages, { ...WIRE.messages, stop_sequences: ["END"] }],
+    ["messages: an empty stop sequence", anthropic.messages, { ...WIRE.messages, stop_sequences: [""] }],
+    ["chat: a stop that is not text", openai.chatCompletions, { ...WIRE.chat, stop: [1] }],
     ["messages: tool error", anthropic.messages, { ...WIRE.messages, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "call_1", content: "boom", is_error: true }] }] }],
     ["messages: document", anthropic.messages, { model: "m", max_tokens: 5, messages: [{ role: "user", content: [{ type: "document", source: { type: "text", media_type: "text/plain", data: "x" } }] }] }],
     ["messages: server tool", anthropic.messages, { ...WIRE.messages, tools: [{ type: "web_search_20250305", name: "web_search" }] }],

@@ -49,6 +49,8 @@ export interface CompletionInput {
   temperature?: number;
   topP?: number;
   maxTokens?: number;
+  /** stop sequences: the answer ends before the first one it would contain */
+  stop?: string[];
   tools?: NeutralTool[];
   toolChoice?: NeutralToolChoice;
   /** false: at most one tool call per answer (absent: the providers' default, several allowed) */
@@ -92,15 +94,15 @@ export function each<T, R>(items: T[], read: (item: T, index: number) => R | und
 /**
  * A neutral request from what a style's reader found: undefined when the messages or tools could
  * not be read (undefined), the tool choice could not (null; undefined = none given), or a system
- * message stands between turns. `serial`: the request allows one tool call at a time.
+ * message stands between turns (stop sequences: see stopOf). `serial`: the request allows one tool call at a time.
  */
 export function neutralRequest(
-  read: { messages: NeutralMessage[] | undefined; tools: NeutralTool[] | undefined; toolChoice?: NeutralToolChoice | null; serial?: boolean },
+  read: { messages: NeutralMessage[] | undefined; tools: NeutralTool[] | undefined; toolChoice?: NeutralToolChoice | null; serial?: boolean; stop?: string[] | null },
   sampled: Pick<NeutralRequest, "temperature" | "topP" | "maxTokens">,
 ): NeutralRequest | undefined {
-  const { messages, tools, toolChoice } = read;
-  if (!messages || !systemLeads(messages) || !tools || toolChoice === null) return undefined;
-  return { messages, ...sampled, ...(tools.length ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(read.serial ? { parallelToolCalls: false as const } : {}) };
+  const { messages, tools, toolChoice, stop } = read;
+  if (!messages || !systemLeads(messages) || !tools || toolChoice === null || stop === null) return undefined;
+  return { messages, ...sampled, ...(stop ? { stop } : {}), ...(tools.length ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(read.serial ? { parallelToolCalls: false as const } : {}) };
 }
 
 /**
@@ -116,6 +118,13 @@ export function sampling(temperature: unknown, topP: unknown, maxTokens: unknown
     ...(typeof topP === "number" ? { topP } : {}),
     ...(Number.isInteger(maxTokens) ? { maxTokens: maxTokens as number } : {}),
   };
+}
+
+/** Stop sequences given as one string or a list of non-empty strings; undefined = none; null = not translatable. */
+export function stopOf(v: unknown): string[] | undefined | null {
+  if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) return undefined;
+  const list = typeof v === "string" ? [v] : v;
+  return Array.isArray(list) && list.every((s) => typeof s === "string" && s.length > 0) ? (list as string[]) : null;
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   only,
   resultsThenUser,
   sampling,
+  stopOf,
   type CompletionInput,
   type NeutralFinish,
   type NeutralMessage,
@@ -147,7 +148,7 @@ const STOP_REASON: Record<NeutralFinish, string> = { stop: "end_turn", length: "
 const FINISH_OF: Record<string, NeutralFinish> = { end_turn: "stop", stop_sequence: "stop", max_tokens: "length", tool_use: "tool_calls", refusal: "content_filter" };
 
 /** Request fields the neutral form carries (or that never change the answer). */
-const MESSAGES_KEYS = ["model", "messages", "max_tokens", "system", "temperature", "top_p", "stream", "metadata", "tools", "tool_choice"];
+const MESSAGES_KEYS = ["model", "messages", "max_tokens", "system", "temperature", "top_p", "stop_sequences", "stream", "metadata", "tools", "tool_choice"];
 
 /** A messages request in neutral terms, or undefined when anything in it would be lost (thinking, documents, server tools, ...). */
 function messagesInput(body: any): NeutralRequest | undefined {
@@ -160,6 +161,7 @@ function messagesInput(body: any): NeutralRequest | undefined {
       tools: each(body.tools ?? [], messagesTool),
       toolChoice: body.tool_choice === undefined ? undefined : messagesChoice(body.tool_choice),
       serial: body.tool_choice?.disable_parallel_tool_use === true,
+      stop: stopOf(body.stop_sequences),
     },
     sampling(body.temperature, body.top_p, body.max_tokens),
   );
@@ -347,6 +349,7 @@ export function anthropicRequest(req: CompletionInput) {
     messages: turnsOf(req.messages),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
+    ...(req.stop?.length ? { stop_sequences: req.stop } : {}),
     ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters })) } : {}),
     ...toolChoiceOf(req),
   };

@@ -26,6 +26,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  stopOf,
   toolOfFunction,
   userContent,
   type CompletionInput,
@@ -83,14 +84,14 @@ const FINISH_REASON: Record<NeutralFinish, string> = { stop: "COMPLETE", length:
 const FINISH_OF: Record<string, NeutralFinish> = { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", TOOL_CALL: "tool_calls" };
 
 /** Request fields the neutral form carries (documents, citations, response formats, safety modes cannot be said elsewhere). */
-const V2_KEYS = ["model", "messages", "stream", "temperature", "p", "max_tokens", "tools", "tool_choice", "strict_tools"];
+const V2_KEYS = ["model", "messages", "stream", "temperature", "p", "max_tokens", "stop_sequences", "tools", "tool_choice", "strict_tools"];
 
 /** A v2 chat request in neutral terms, or undefined when anything in it would be lost. */
 function v2Input(body: any): NeutralRequest | undefined {
   if (!only(body, V2_KEYS) || body.strict_tools === true) return undefined;
   const choices: Record<string, NeutralToolChoice> = { REQUIRED: "required", NONE: "none" };
   return neutralRequest(
-    { messages: each(body.messages, v2Message), tools: each(body.tools ?? [], toolOfFunction), toolChoice: body.tool_choice === undefined ? undefined : (choices[body.tool_choice] ?? null) },
+    { messages: each(body.messages, v2Message), tools: each(body.tools ?? [], toolOfFunction), toolChoice: body.tool_choice === undefined ? undefined : (choices[body.tool_choice] ?? null), stop: stopOf(body.stop_sequences) },
     sampling(body.temperature, body.p, body.max_tokens),
   );
 }
@@ -127,7 +128,8 @@ function v2Text(content: unknown): string | undefined {
 
 /** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls). */
 export function cohereV2Request(req: CompletionInput) {
-  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false) return undefined;
+  // no named tool choice, no one-call-at-a-time, up to 5 stop sequences
+  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5) return undefined;
   const choice = req.toolChoice === "required" ? "REQUIRED" : req.toolChoice === "none" ? "NONE" : undefined;
   return {
     model: req.model,
@@ -135,6 +137,7 @@ export function cohereV2Request(req: CompletionInput) {
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { p: req.topP } : {}),
     ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.stop?.length ? { stop_sequences: req.stop } : {}),
     ...(req.tools?.length ? { tools: req.tools.map(functionTool), ...(choice ? { tool_choice: choice } : {}) } : {}),
   };
 }

@@ -23,6 +23,7 @@ import {
   partsOf,
   resultsThenUser,
   sampling,
+  stopOf,
   type CompletionInput,
   type NeutralFinish,
   type NeutralMessage,
@@ -104,7 +105,7 @@ const FILTERED = ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SP
 
 /** Request fields the neutral form carries. */
 const GENERATE_KEYS = ["contents", "systemInstruction", "generationConfig", "tools", "toolConfig"];
-const CONFIG_KEYS = ["temperature", "topP", "maxOutputTokens", "candidateCount"];
+const CONFIG_KEYS = ["temperature", "topP", "maxOutputTokens", "stopSequences", "candidateCount"];
 
 /** A generate-content request in neutral terms, or undefined when anything in it would be lost (files, safety settings, search, ...). */
 function generateInput(body: any): NeutralRequest | undefined {
@@ -117,6 +118,7 @@ function generateInput(body: any): NeutralRequest | undefined {
       messages: system && turns && [...system, ...turns],
       tools: each(body.tools ?? [], (t: any) => (only(t, ["functionDeclarations"]) ? each(t.functionDeclarations ?? [], declarationOf) : undefined))?.flat(),
       toolChoice: body.toolConfig === undefined ? undefined : choiceOfConfig(body.toolConfig),
+      stop: stopOf(g.stopSequences),
     },
     sampling(g.temperature, g.topP, g.maxOutputTokens),
   );
@@ -412,13 +414,15 @@ export const GEMINI_ACTIONS: Record<string, Endpoint> = {
  * cannot be said here: an image by URL, no parallel tool calls, a result for a call not in the conversation.
  */
 export function geminiRequest(req: CompletionInput) {
-  const contents = req.parallelToolCalls === false ? undefined : contentsFor(req.messages);
+  // the API takes up to 5 stop sequences
+  const contents = req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5 ? undefined : contentsFor(req.messages);
   if (!contents) return undefined;
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   const generationConfig: Record<string, unknown> = {};
   if (req.temperature !== undefined) generationConfig.temperature = req.temperature;
   if (req.topP !== undefined) generationConfig.topP = req.topP;
   if (req.maxTokens !== undefined) generationConfig.maxOutputTokens = req.maxTokens;
+  if (req.stop?.length) generationConfig.stopSequences = req.stop;
   const tools = req.tools?.length ? req.tools : undefined;
   const c = req.toolChoice;
   const mode = c === undefined ? undefined : typeof c === "object" ? "ANY" : ({ auto: "AUTO", none: "NONE", required: "ANY" } as const)[c];

@@ -30,6 +30,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  stopOf,
   toolOfFunction,
   userContent,
   type CompletionInput,
@@ -188,13 +189,13 @@ function usageOf(body: any): Usage {
 const CHAT_FINISH: NeutralFinish[] = ["stop", "length", "tool_calls", "content_filter"];
 
 /** Request fields the neutral form carries (or that never change the answer: streaming, session, user, store). */
-const CHAT_KEYS = ["model", "messages", "stream", "stream_options", "session_id", "user", "metadata", "store", "temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "tools", "tool_choice", "parallel_tool_calls"];
+const CHAT_KEYS = ["model", "messages", "stream", "stream_options", "session_id", "user", "metadata", "store", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "n", "tools", "tool_choice", "parallel_tool_calls"];
 
 /** A chat-completions request in neutral terms, or undefined when anything in it would be lost. */
 function chatInput(body: any): NeutralRequest | undefined {
   if (!only(body, CHAT_KEYS) || (body.n ?? 1) !== 1) return undefined;
   return neutralRequest(
-    { messages: each(body.messages, chatMessage), tools: each(body.tools ?? [], toolOfFunction), toolChoice: choiceOf(body.tool_choice), serial: body.parallel_tool_calls === false },
+    { messages: each(body.messages, chatMessage), tools: each(body.tools ?? [], toolOfFunction), toolChoice: choiceOf(body.tool_choice), serial: body.parallel_tool_calls === false, stop: stopOf(body.stop) },
     sampling(body.temperature, body.top_p, body.max_tokens ?? body.max_completion_tokens),
   );
 }
@@ -431,12 +432,14 @@ export const openai = { wire: openaiWire, chatCompletions, models, model, embedd
 
 /** Request body for GatewayService.complete and fallbacks from other styles (every neutral request can be said). */
 export function openaiRequest(req: CompletionInput) {
+  if (req.stop && req.stop.length > 4) return undefined; // the API takes up to 4
   return {
     model: req.model,
     messages: req.messages.map(chatMessageOf),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
     ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.stop?.length ? { stop: req.stop } : {}),
     ...(req.tools?.length ? toolsOf(req.tools, req) : {}),
   };
 }
