@@ -319,7 +319,7 @@ describe("Cohere v2 falls back to the messages style; v1 with tools does not", (
     expect(lastBackup().path).toBe("/v1/messages");
     expect(lastBackup().body).toEqual({
       model: "claude-3-5-haiku-latest",
-      max_tokens: 1024,
+      max_tokens: 4096,
       messages: [{ role: "user", content: "What is the weather in Paris?" }],
       tools: [{ name: "get_weather", description: DESCRIPTION, input_schema: SCHEMA }],
       tool_choice: { type: "any" },

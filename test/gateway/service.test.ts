@@ -50,7 +50,7 @@ describe("GatewayService.complete", () => {
     })());
     expect(anthropicReq.headers["x-api-key"]).toBe(KEYS.anthropic);
     expect(anthropicReq.headers["anthropic-version"]).toBe("2023-06-01");
-    expect(anthropicReq.body).toEqual({ model: "claude-3", max_tokens: 1024, system: "Be brief.", messages: [{ role: "user", content: "Say yes." }] });
+    expect(anthropicReq.body).toEqual({ model: "claude-3", max_tokens: 4096, system: "Be brief.", messages: [{ role: "user", content: "Say yes." }] });
   });
 
   test("provider 4xx becomes invalid_request_error; 5xx proxy_error", async () => {

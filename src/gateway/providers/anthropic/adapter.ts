@@ -340,11 +340,18 @@ function replay(body: any): string[] {
 export const anthropic = { wire: anthropicWire, messages };
 
 /** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt). */
+/**
+ * The messages API requires max_tokens; a request that sets no limit (another style's client, a
+ * prompt without one) gets the largest that every Claude model accepts (Claude 3 Haiku's 4,096),
+ * so an answer is cut only where the model itself would cut it.
+ */
+const DEFAULT_MAX_TOKENS = 4096;
+
 export function anthropicRequest(req: CompletionInput) {
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   return {
     model: req.model,
-    max_tokens: req.maxTokens ?? 1024,
+    max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
     ...(system ? { system } : {}),
     messages: turnsOf(req.messages),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
