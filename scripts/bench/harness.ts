@@ -14,7 +14,9 @@
  *
  * CLI:
  *   bun scripts/bench/harness.ts --url http://127.0.0.1:8080/health [-c 64] [-d 10] [-m GET] [-H 'k: v'] [--body '{...}']
- *   bun scripts/bench/harness.ts --start [--binary dist/svc] --path /health [-c 64] [-d 10] [--token-tenant T --token-perms P1,P2]
+ *   bun scripts/bench/harness.ts --start [--binary dist/svc] --path /health [-c 64] [-d 10] [--token-tenant T --token-perms P1,P2] [--rate-limits]
+ * A gateway started with --start runs without rate limits (a load test would otherwise measure the
+ * limiter's 429s) unless --rate-limits is given; the report says which (`rateLimits`).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
@@ -255,6 +257,7 @@ if (import.meta.main) {
       "token-tenant": { type: "string" },
       "token-perms": { type: "string" },
       tool: { type: "string" },
+      "rate-limits": { type: "boolean", default: false },
     },
   });
   const headers: Record<string, string> = {};
@@ -265,7 +268,7 @@ if (import.meta.main) {
   let target: Target | undefined;
   let url = values.url;
   if (values.start) {
-    target = await startTarget({ binary: values.binary });
+    target = await startTarget({ binary: values.binary, env: values["rate-limits"] ? {} : { SVC_RATE_LIMITS__ENABLED: "false" } });
     url = target.url + values.path;
   }
   if (!url) throw new Error("--url or --start is required");
@@ -274,7 +277,7 @@ if (import.meta.main) {
   }
   try {
     const r = await load({ url, method: values.m, headers, body: values.body, connections: Number(values.c), durationSecs: Number(values.d), tool: values.tool as LoadOptions["tool"] });
-    console.log(JSON.stringify({ machine: machine(), url, ...r }, null, 2));
+    console.log(JSON.stringify({ machine: machine(), url, ...(target ? { rateLimits: values["rate-limits"] } : {}), ...r }, null, 2));
   } finally {
     await target?.stop();
   }
