@@ -211,6 +211,18 @@ export function argsObject(call: NeutralToolCall): Record<string, unknown> {
   return args;
 }
 
+/**
+ * An answer's finish reason in neutral terms: the provider's word looked up in `known`; none given
+ * (absent, null) is a plain stop. Any other word is a generation that failed (Gemini's
+ * MALFORMED_FUNCTION_CALL, Cohere's ERROR or TIMEOUT, ...) or one svc does not know: it is the
+ * deployment's failure (proxy_error, naming the word), never passed on as a plain stop.
+ */
+export function finishOf(provider: string, reason: unknown, known: Record<string, NeutralFinish>): NeutralFinish {
+  if (reason === undefined || reason === null) return "stop";
+  if (typeof reason === "string" && Object.hasOwn(known, reason)) return known[reason]!;
+  throw new ApiError("proxy_error", `the fallback deployment's answer ended with ${provider} finish reason ${JSON.stringify(reason)}, which cannot be said as a completed answer`);
+}
+
 /** A tool call id for a style whose answers may carry none (generate-content). */
 export const newCallId = () => `call_${crypto.randomUUID().replace(/-/g, "").slice(0, 24)}`;
 

@@ -19,6 +19,7 @@ import {
   answeredCalls,
   callOfFunction,
   each,
+  finishOf,
   functionCall,
   functionStyleMessage,
   functionStylePart,
@@ -81,6 +82,7 @@ function usageOf(body: any): Usage {
 }
 
 const FINISH_REASON: Record<NeutralFinish, string> = { stop: "COMPLETE", length: "MAX_TOKENS", tool_calls: "TOOL_CALL", content_filter: "ERROR" };
+/** the API's other two, ERROR (an internal error) and TIMEOUT, are failed generations */
 const FINISH_OF: Record<string, NeutralFinish> = { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", TOOL_CALL: "tool_calls" };
 
 /** Request fields the neutral form carries (documents, citations, response formats, safety modes cannot be said elsewhere). */
@@ -260,7 +262,7 @@ export const chatV2: Endpoint = compile({
       const toolCalls = answeredCalls(body?.message?.tool_calls);
       // a tool-calling answer says what it is about to do in tool_plan
       const text = textOfV2(body) || (toolCalls.length ? (body.message.tool_plan ?? "") : "");
-      return { text, toolCalls, finish: FINISH_OF[body?.finish_reason] ?? "stop", usage: usageOf(body) };
+      return { text, toolCalls, finish: finishOf("cohere", body?.finish_reason, FINISH_OF), usage: usageOf(body) };
     },
     output: (a) => ({
       id: crypto.randomUUID(),

@@ -15,6 +15,7 @@ import {
   base64Image,
   callsById,
   each,
+  finishOf,
   neutralCall,
   neutralRequest,
   neutralTool,
@@ -101,7 +102,20 @@ function usageOf(body: any): Usage {
 }
 
 const FINISH_REASON: Record<NeutralFinish, string> = { stop: "STOP", tool_calls: "STOP", length: "MAX_TOKENS", content_filter: "SAFETY" };
-const FILTERED = ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"];
+/**
+ * finishReason in neutral terms (STOP with functionCall parts is a tool call). CONTINUATION stopped
+ * at a per-request token limit. The others (MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL,
+ * TOO_MANY_TOOL_CALLS, LANGUAGE, OTHER, FINISH_REASON_UNSPECIFIED, NO_IMAGE, IMAGE_OTHER) end a
+ * generation that failed: no other style has a word for them.
+ */
+const FINISH_OF: Record<string, NeutralFinish> = {
+  STOP: "stop",
+  MAX_TOKENS: "length",
+  CONTINUATION: "length",
+  ...Object.fromEntries(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"].map((r) => [r, "content_filter" as const])),
+};
+/** promptFeedback.blockReason: the content filters blocked the prompt (OTHER and an unspecified reason say nothing of why) */
+const BLOCKED: Record<string, NeutralFinish> = Object.fromEntries(["SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "MODEL_ARMOR", "JAILBREAK"].map((r) => [r, "content_filter" as const]));
 
 /** Request fields the neutral form carries. */
 const GENERATE_KEYS = ["contents", "systemInstruction", "generationConfig", "tools", "toolConfig"];
@@ -301,13 +315,14 @@ const generateContent: Endpoint = compile({
     input: generateInput,
     answer: (body) => {
       const candidate = body?.candidates?.[0];
+      // no candidate: the prompt was blocked (promptFeedback.blockReason)
+      if (!candidate) return { text: "", toolCalls: [], finish: finishOf("gemini", body?.promptFeedback?.blockReason ?? "(no candidate)", BLOCKED), usage: usageOf(body) };
       // a call without an id gets one: the client pairs its result with the call by it
-      const toolCalls = (candidate?.content?.parts ?? [])
+      const toolCalls = (candidate.content?.parts ?? [])
         .filter((p: any) => p?.functionCall)
         .map((p: any) => ({ id: p.functionCall.id ?? newCallId(), name: p.functionCall.name, arguments: JSON.stringify(p.functionCall.args ?? {}) }));
-      const reason = candidate?.finishReason;
-      const finish = reason === "MAX_TOKENS" ? "length" : FILTERED.includes(reason) ? "content_filter" : toolCalls.length ? "tool_calls" : "stop";
-      return { text: textOf(body), toolCalls, finish, usage: usageOf(body) };
+      const finish = finishOf("gemini", candidate.finishReason, FINISH_OF);
+      return { text: textOf(body), toolCalls, finish: finish === "stop" && toolCalls.length ? "tool_calls" : finish, usage: usageOf(body) };
     },
     output: (a, call) => ({
       candidates: [{ content: { role: "model", parts: [...(a.text || !a.toolCalls.length ? [{ text: a.text }] : []), ...a.toolCalls.map((c) => ({ functionCall: { id: c.id, name: c.name, args: argsObject(c) } }))] }, finishReason: FINISH_REASON[a.finish], index: 0 }],
