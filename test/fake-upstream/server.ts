@@ -254,7 +254,9 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       if (m && (m[2] === "generateContent" || m[2] === "streamGenerateContent")) {
         const tool = wantsTool(body.tools);
         const parts = tool ? [{ functionCall: { name: body.tools[0].functionDeclarations?.[0]?.name ?? "get_weather", args: { city: "Paris" } } }] : [{ text: answer }];
-        const usageMetadata = { promptTokenCount: 8, candidatesTokenCount: words(answer).length, totalTokenCount: 8 + words(answer).length };
+        // thinking models (2.5 and later think by default) count their thoughts apart from the answer
+        const thoughts = /^gemini-(2\.5|[3-9])/.test(m[1]!) ? 12 : 0;
+        const usageMetadata = { promptTokenCount: 8, candidatesTokenCount: words(answer).length, ...(thoughts ? { thoughtsTokenCount: thoughts } : {}), totalTokenCount: 8 + words(answer).length + thoughts };
         if (m[2] === "generateContent")
           return json({ candidates: [{ content: { role: "model", parts }, finishReason: "STOP", index: 0 }], usageMetadata, modelVersion: m[1], responseId: `resp-${num}` });
         const pieces = tool ? [parts[0]] : words(answer).map((w) => ({ text: w }));

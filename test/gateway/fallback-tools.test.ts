@@ -39,7 +39,7 @@ beforeAll(async () => {
     models: {
       fallbacks: {
         "gpt-4o": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
-        "gpt-4.1": [{ provider: "gemini", model: "gemini-2.0-flash", ...at }],
+        "gpt-4.1": [{ provider: "gemini", model: "gemini-2.5-flash", ...at }],
         "claude-3-5-haiku-latest": [{ provider: "openai", model: "gpt-4o-mini", ...at }],
         "gemini-2.0-flash": [{ provider: "cohere", model: "command-a", ...at }],
         "command-r*": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
@@ -161,7 +161,7 @@ describe("Responses falls back to the generate-content style", () => {
     primaryDown();
     const req = { model: "gpt-4.1", input: "What is the weather in Paris?", tools, tool_choice: { type: "function" as const, name: "get_weather" } };
     const out = stream ? await oa.responses.stream(req).finalResponse() : await oa.responses.create(req);
-    expect(lastBackup().path).toBe("/v1beta/models/gemini-2.0-flash:generateContent");
+    expect(lastBackup().path).toBe("/v1beta/models/gemini-2.5-flash:generateContent");
     expect(lastBackup().body).toEqual({
       contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }],
       tools: [{ functionDeclarations: [{ name: "get_weather", description: DESCRIPTION, parametersJsonSchema: SCHEMA }] }],
@@ -172,6 +172,8 @@ describe("Responses falls back to the generate-content style", () => {
     if (call?.type !== "function_call") throw new Error("no function_call item");
     expect(call.call_id).toMatch(/^call_[0-9a-f]{24}$/);
     expect([call.name, call.arguments, call.status]).toEqual(["get_weather", ARGS, "completed"]);
+    // a thinking model's thoughts are output tokens (usageMetadata counts them apart: 8 answer + 12 thought tokens at the fake)
+    expect(out.usage).toMatchObject({ input_tokens: 8, output_tokens: 20 });
 
     primaryDown();
     const second = await oa.responses.create({ model: "gpt-4.1", input: ["What is the weather in Paris?", call, { type: "function_call_output" as const, call_id: call.call_id, output: "21 C" }].map((i) => (typeof i === "string" ? { role: "user" as const, content: i } : i)), tools });

@@ -279,6 +279,9 @@ describe("answers", () => {
     });
     expect(a).toEqual({ text: "", toolCalls: [{ id: expect.stringMatching(/^call_[0-9a-f]{24}$/), name: "get_weather", arguments: ARGS }], finish: "tool_calls", usage: { inputTokens: 8, outputTokens: 2 } });
     expect(anthropic.messages.neutral!.answer({ content: [{ type: "text", text: "cut" }], stop_reason: "max_tokens", usage: { input_tokens: 1, output_tokens: 1 } }).finish).toBe("length");
+    // a thinking model's thoughts are output tokens, counted apart from the answer's (totalTokenCount is the sum)
+    const thought = gemini.generateContent.neutral!.answer({ candidates: [{ content: { role: "model", parts: [{ text: "42" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 2, thoughtsTokenCount: 30, totalTokenCount: 40 } });
+    expect(thought.usage).toEqual({ inputTokens: 8, outputTokens: 32 });
     expect(chatV2.neutral!.answer({ finish_reason: "TOOL_CALL", message: { tool_plan: "Looking.", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }] } })).toMatchObject({ text: "Looking.", finish: "tool_calls" });
   });
 

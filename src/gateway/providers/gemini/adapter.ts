@@ -97,8 +97,14 @@ function textOf(body: any): string {
   return (body?.candidates?.[0]?.content?.parts ?? []).filter((p: any) => typeof p.text === "string").map((p: any) => p.text).join("");
 }
 
+/**
+ * Output is the answer's tokens and the thinking models' thoughts (`thoughtsTokenCount`, counted
+ * apart from `candidatesTokenCount`: the total is their sum with the prompt's), as the other
+ * styles count reasoning tokens in their output.
+ */
 function usageOf(body: any): Usage {
-  return { inputTokens: body?.usageMetadata?.promptTokenCount ?? 0, outputTokens: body?.usageMetadata?.candidatesTokenCount ?? 0 };
+  const u = body?.usageMetadata;
+  return { inputTokens: u?.promptTokenCount ?? 0, outputTokens: (u?.candidatesTokenCount ?? 0) + (u?.thoughtsTokenCount ?? 0) };
 }
 
 const FINISH_REASON: Record<NeutralFinish, string> = { stop: "STOP", tool_calls: "STOP", length: "MAX_TOKENS", content_filter: "SAFETY" };
