@@ -17,12 +17,15 @@
  * Each recorded request carries the client's source port (`remotePort`): one port for several
  * requests = the connection was reused (keep-alive).
  * Connection refused: point a provider at `closedPort()`.
+ * A request the real API would refuse (rules.ts: each rule from the provider's API reference) gets
+ * the provider's own 400 instead of an answer.
  * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
  * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
  * mentions "weather" gets a tool call instead of text; one that ends with a tool's result has no
  * user text after it ("answer #<n>: ").
  */
 import type { Server } from "bun";
+import { refusal } from "./rules";
 
 export interface Recorded {
   method: string;
@@ -87,11 +90,11 @@ function lastUserText(kind: string, body: any): string {
 const OPENAI_MODELS = ["gpt-4o-mini", "gpt-4o"];
 const GEMINI_MODELS = ["gemini-2.0-flash", "gemini-1.5-pro", "text-embedding-004"];
 
-const ERROR_BODIES: Record<string, (status: number) => unknown> = {
-  openai: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
-  anthropic: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
-  gemini: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
-  cohere: (s) => ({ message: `fake cohere error ${s}` }),
+const ERROR_BODIES: Record<string, (status: number, message?: string) => unknown> = {
+  openai: (s, m = `fake openai error ${s}`) => ({ error: { message: m, type: "invalid_request_error", param: null, code: "fake_error" } }),
+  anthropic: (s, m = `fake anthropic error ${s}`) => ({ type: "error", error: { type: "invalid_request_error", message: m } }),
+  gemini: (s, m = `fake gemini error ${s}`) => ({ error: { code: s, message: m, status: "INVALID_ARGUMENT" } }),
+  cohere: (s, m = `fake cohere error ${s}`) => ({ message: m }),
 };
 
 export async function startFakeUpstream(opts: { record?: boolean; port?: number } = {}): Promise<FakeUpstream> {
@@ -173,6 +176,9 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
 
   function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean | "stall"): Response {
     const p = url.pathname;
+    // what the real API refuses (rules.ts), refused here with its own 400
+    const refused = refusal(kind, p, body);
+    if (refused !== undefined) return json(ERROR_BODIES[kind === "cohere-v2" ? "cohere" : kind]!(400, refused), 400);
     const answer = `answer #${num}: ${lastUserText(kind, body ?? {})}`;
     const wantsTool = (tools: unknown) => Array.isArray(tools) && tools.length > 0 && /weather/i.test(lastUserText(kind, body ?? {}));
     if (kind === "openai") {
