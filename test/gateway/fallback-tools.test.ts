@@ -40,7 +40,8 @@ beforeAll(async () => {
       fallbacks: {
         "gpt-4o": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
         "gpt-4.1": [{ provider: "gemini", model: "gemini-2.5-flash", ...at }],
-        "claude-3-5-haiku-latest": [{ provider: "openai", model: "gpt-4o-mini", ...at }],
+        // a reasoning model: it refuses the deprecated max_tokens (the fake upstream too)
+        "claude-3-5-haiku-latest": [{ provider: "openai", model: "o4-mini", ...at }],
         "gemini-2.0-flash": [{ provider: "cohere", model: "command-a", ...at }],
         "command-r*": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
       },
@@ -207,8 +208,8 @@ describe("messages falls back to chat-completions", () => {
     expect(lastBackup().path).toBe("/v1/chat/completions");
     expect(lastBackup().headers.authorization).toBe("Bearer backup-key");
     expect(lastBackup().body).toEqual({
-      model: "gpt-4o-mini",
-      max_tokens: 64,
+      model: "o4-mini",
+      max_completion_tokens: 64,
       messages: [
         { role: "system", content: "Be brief." },
         { role: "user", content: "What is the weather in Paris?" },

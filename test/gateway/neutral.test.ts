@@ -41,7 +41,8 @@ const WIRE: Record<"chat" | "responses" | "messages" | "generate" | "v2", any> =
       { role: "assistant", content: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
       { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
     ],
-    max_tokens: 50,
+    // max_tokens is deprecated, and the reasoning models refuse it (platform.openai.com/docs/api-reference/chat/create)
+    max_completion_tokens: 50,
     tools: [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: SCHEMA } }],
     tool_choice: "auto",
   },
@@ -101,6 +102,8 @@ const input = (ep: Endpoint, body: unknown) => ep.neutral!.input(structuredClone
 describe("requests", () => {
   test("every style reads the tool conversation into the same neutral request", () => {
     expect(input(openai.chatCompletions, WIRE.chat)).toEqual(NEUTRAL);
+    const { max_completion_tokens: limit, ...legacy } = WIRE.chat;
+    expect(input(openai.chatCompletions, { ...legacy, max_tokens: limit })).toEqual(NEUTRAL);
     expect(input(responses, WIRE.responses)).toEqual(NEUTRAL);
     expect(input(anthropic.messages, WIRE.messages)).toEqual(NEUTRAL);
     expect(input(gemini.generateContent, WIRE.generate)).toEqual(NEUTRAL);

@@ -433,7 +433,11 @@ const embeddings: Endpoint = compile({
 
 export const openai = { wire: openaiWire, chatCompletions, models, model, embeddings };
 
-/** Request body for GatewayService.complete and fallbacks from other styles (every neutral request can be said). */
+/**
+ * Request body for GatewayService.complete and fallbacks from other styles (every neutral request
+ * can be said). The output limit is `max_completion_tokens`: `max_tokens` is deprecated and the
+ * reasoning models (o-series, gpt-5) refuse it.
+ */
 export function openaiRequest(req: CompletionInput) {
   if (req.stop && req.stop.length > 4) return undefined; // the API takes up to 4
   return {
@@ -441,7 +445,7 @@ export function openaiRequest(req: CompletionInput) {
     messages: req.messages.map(chatMessageOf),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.maxTokens !== undefined ? { max_completion_tokens: req.maxTokens } : {}),
     ...(req.stop?.length ? { stop: req.stop } : {}),
     ...(req.tools?.length ? toolsOf(req.tools, req) : {}),
   };
