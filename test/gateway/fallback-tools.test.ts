@@ -288,7 +288,7 @@ describe("generate-content falls back to Cohere v2", () => {
   });
 });
 
-test("an image as base64 data goes across; one by URL cannot go to generate-content, so that deployment is skipped", async () => {
+test("an image as base64 data goes across; one by URL or a GIF cannot go to generate-content, so that deployment is skipped", async () => {
   const png = "iVBORw0KGgo=";
   primaryDown();
   await oa.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } }] }] });
@@ -296,6 +296,11 @@ test("an image as base64 data goes across; one by URL cannot go to generate-cont
   primaryDown();
   const e: any = await oa.responses.create({ model: "gpt-4.1", input: [{ role: "user", content: [{ type: "input_text", text: "And in this one?" }, { type: "input_image", image_url: "https://example.com/cat.png", detail: "auto" }] }] }).catch((x) => x);
   expect(e.status).toBe(502);
+  expect(backup.requests).toHaveLength(1);
+  // the generate-content API takes no GIF (the fake refuses it as the API does)
+  primaryDown();
+  const gif: any = await oa.chat.completions.create({ model: "gpt-4.1", messages: [{ role: "user", content: [{ type: "text", text: "And this animation?" }, { type: "image_url", image_url: { url: `data:image/gif;base64,${png}` } }] }] }).catch((x) => x);
+  expect(gif.status).toBe(502);
   expect(backup.requests).toHaveLength(1);
 });
 

@@ -222,6 +222,12 @@ describe("requests", () => {
     expect(geminiRequest({ ...data, model: "m" })!.contents[0]!.parts).toEqual([{ text: "What is this?" }, { inlineData: { mimeType: "image/png", data: png } }]);
     expect(cohereV2Request({ ...data, model: "m" })!.messages[0]).toEqual({ role: "user", content: chat(`data:image/png;base64,${png}`).messages[0]!.content });
 
+    // generate-content takes PNG, JPEG, WEBP, HEIC and HEIF, not GIF (ai.google.dev/gemini-api/docs/vision); the others take GIF
+    const gif = input(openai.chatCompletions, chat(`data:image/gif;base64,${png}`))!;
+    expect(geminiRequest({ ...gif, model: "m" })).toBeUndefined();
+    expect(anthropicRequest({ ...gif, model: "m" }).messages[0]!.content[1]).toEqual({ type: "image", source: { type: "base64", media_type: "image/gif", data: png } });
+    expect(cohereV2Request({ ...gif, model: "m" })).toBeDefined();
+
     const url = input(openai.chatCompletions, chat("https://example.com/cat.png"))!;
     expect(anthropicRequest({ ...url, model: "m" }).messages[0]!.content[1]).toEqual({ type: "image", source: { type: "url", url: "https://example.com/cat.png" } });
     expect(geminiRequest({ ...url, model: "m" })).toBeUndefined();

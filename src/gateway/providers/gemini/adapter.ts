@@ -432,7 +432,8 @@ export const GEMINI_ACTIONS: Record<string, Endpoint> = {
 
 /**
  * Request body for GatewayService.complete and fallbacks from other styles; undefined when it
- * cannot be said here: an image by URL, no parallel tool calls, a result for a call not in the conversation.
+ * cannot be said here: an image by URL or a GIF (the API takes PNG, JPEG, WEBP, HEIC and HEIF),
+ * no parallel tool calls, a result for a call not in the conversation.
  */
 export function geminiRequest(req: CompletionInput) {
   // the API takes up to 5 stop sequences
@@ -478,7 +479,7 @@ function contentsFor(messages: NeutralMessage[]): Array<{ role: string; parts: a
       const fc = (m.toolCalls ?? []).map((c, i) => ({ functionCall: { id: c.id, name: c.name, args: argsObject(c) }, ...(i === 0 ? { thoughtSignature: FOREIGN_CALL_SIGNATURE } : {}) }));
       out.push({ role: "model", parts: [...(m.content || !fc.length ? [{ text: m.content }] : []), ...fc] });
     } else if (m.role === "user") {
-      const parts = each(partsOf(m.content), (p) => (p.type === "text" ? { text: p.text } : p.type === "image" ? { inlineData: { mimeType: p.mediaType, data: p.data } } : undefined));
+      const parts = each(partsOf(m.content), (p) => (p.type === "text" ? { text: p.text } : p.type === "image" && p.mediaType !== "image/gif" ? { inlineData: { mimeType: p.mediaType, data: p.data } } : undefined));
       if (!parts) return undefined;
       out.push({ role: "user", parts });
     }
