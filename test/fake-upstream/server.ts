@@ -323,7 +323,7 @@ data: ${JSON.stringify({ type, sequence_number: seq++, ...data })}
       if (tool) {
         frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, arguments: "", status: "in_progress" } }));
         for (const part of [item.arguments.slice(0, 5), item.arguments.slice(5)]) frames.push(ev("response.function_call_arguments.delta", { item_id: item.id, output_index: 0, delta: part }));
-        frames.push(ev("response.function_call_arguments.done", { item_id: item.id, output_index: 0, arguments: item.arguments }));
+        frames.push(ev("response.function_call_arguments.done", { item_id: item.id, name: item.name, output_index: 0, arguments: item.arguments }));
       } else {
         const where = { item_id: item.id, output_index: 0, content_index: 0 };
         frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, status: "in_progress", content: [] } }));

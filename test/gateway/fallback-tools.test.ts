@@ -161,7 +161,23 @@ describe("Responses falls back to the generate-content style", () => {
   test.each([false, true])("stream: %p — a function_call item with a generated call_id; the second turn pairs the output with it", async (stream) => {
     primaryDown();
     const req = { model: "gpt-4.1", input: "What is the weather in Paris?", tools, tool_choice: { type: "function" as const, name: "get_weather" } };
-    const out = stream ? await oa.responses.stream(req).finalResponse() : await oa.responses.create(req);
+    // the stream's events as the SDK parsed them: response.function_call_arguments.done names the function
+    // (ResponseFunctionCallArgumentsDoneEvent: arguments, item_id, name, output_index, sequence_number)
+    const events: any[] = [];
+    const out = stream
+      ? await (async () => {
+          const s = oa.responses.stream(req);
+          for await (const ev of s) events.push(ev);
+          return s.finalResponse();
+        })()
+      : await oa.responses.create(req);
+    if (stream)
+      expect(events.filter((e) => e.type.startsWith("response.function_call_arguments") || e.type.startsWith("response.output_item"))).toMatchObject([
+        { type: "response.output_item.added", output_index: 0, item: { type: "function_call", name: "get_weather", arguments: "", status: "in_progress" } },
+        { type: "response.function_call_arguments.delta", output_index: 0, delta: ARGS },
+        { type: "response.function_call_arguments.done", output_index: 0, name: "get_weather", arguments: ARGS },
+        { type: "response.output_item.done", output_index: 0, item: { type: "function_call", name: "get_weather", arguments: ARGS, status: "completed" } },
+      ]);
     expect(lastBackup().path).toBe("/v1beta/models/gemini-2.5-flash:generateContent");
     expect(lastBackup().body).toEqual({
       contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }],
