@@ -293,12 +293,13 @@ describe("generate-content falls back to Cohere v2", () => {
     if (!stream) expect(content).toEqual(model);
     const second = await ai.models.generateContent({
       model: "gemini-2.0-flash",
-      contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }, model, { role: "user", parts: [{ functionResponse: { id: "call_1", name: "get_weather", response: { temp: 21 } } }] }],
+      contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }, model, { role: "user", parts: [{ functionResponse: { id: "call_1", name: "get_weather", response: { output: "21 C" } } }] }],
       config: { tools: config.tools },
     });
     expect(lastBackup().body.messages.slice(1)).toEqual([
       { role: "assistant", tool_plan: "I will look up the weather.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
-      { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
+      // a plain text result: v2 takes a string only as "a JSON object string" (the fake refuses another), so it goes as a text block
+      { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "21 C" }] },
     ]);
     expect(second.text).toBe("answer #2: ");
   });

@@ -89,7 +89,8 @@ const WIRE: Record<"chat" | "responses" | "messages" | "generate" | "v2", any> =
       { role: "system", content: "Be brief." },
       { role: "user", content: "Weather in Paris?" },
       { role: "assistant", tool_plan: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
-      { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
+      // a string content is to be "a JSON object string", so a result goes as a text block (docs.cohere.com/reference/chat, ToolMessageV2)
+      { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: '{"temp":21}' }] },
     ],
     max_tokens: 50,
     tools: [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: SCHEMA } }],
@@ -108,6 +109,7 @@ describe("requests", () => {
     expect(input(anthropic.messages, WIRE.messages)).toEqual(NEUTRAL);
     expect(input(gemini.generateContent, WIRE.generate)).toEqual(NEUTRAL);
     expect(input(chatV2, WIRE.v2)).toEqual(NEUTRAL_NO_CHOICE);
+    expect(input(chatV2, { ...WIRE.v2, messages: [...WIRE.v2.messages.slice(0, 3), { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' }] })).toEqual(NEUTRAL_NO_CHOICE);
   });
 
   test("every fallback target writes it in its own wire format", () => {

@@ -144,8 +144,14 @@ export function cohereV2Request(req: CompletionInput) {
   };
 }
 
-/** an assistant turn that calls tools says its text as tool_plan */
-const v2MessageOf = (m: NeutralMessage) => functionStyleMessage(m, (text, calls) => ({ ...(text ? { tool_plan: text } : {}), tool_calls: calls }));
+/**
+ * An assistant turn that calls tools says its text as tool_plan. A tool result is a text block: a
+ * string content is to be "a JSON object string", which a result's text need not be.
+ */
+const v2MessageOf = (m: NeutralMessage) =>
+  m.role === "tool"
+    ? { role: "tool", tool_call_id: m.toolCallId, content: [{ type: "text", text: m.content }] }
+    : functionStyleMessage(m, (text, calls) => ({ ...(text ? { tool_plan: text } : {}), tool_calls: calls }));
 
 const ev = (type: string, data: Record<string, unknown>) => sseFrame({ type, ...data }, type);
 
