@@ -135,6 +135,16 @@ describe("chat-completions falls back to the messages style", () => {
     expect(primary.requests.at(-1)!.body.messages[1].tool_calls[0].id).toBe(id);
   });
 
+  test("a temperature the messages API refuses (over 1: it ranges 0..1) skips the deployment rather than meeting its 400", async () => {
+    primaryDown();
+    const e: any = await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, temperature: 1.5 }).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(backup.requests).toHaveLength(0);
+    primaryDown();
+    await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, temperature: 1 });
+    expect(lastBackup().body.temperature).toBe(1);
+  });
+
   test("something the messages style cannot say (logprobs) skips the deployment; a 400 never falls back", async () => {
     primaryDown();
     const e: any = await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, logprobs: true }).catch((x) => x);
@@ -302,6 +312,16 @@ describe("generate-content falls back to Cohere v2", () => {
       { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "21 C" }] },
     ]);
     expect(second.text).toBe("answer #2: ");
+  });
+
+  test("a topP Cohere's p cannot take (its range is 0.01..0.99) skips the deployment rather than meeting its 400", async () => {
+    primaryDown();
+    const e: any = await ai.models.generateContent({ model: "gemini-2.0-flash", contents: "What is the weather in Paris?", config: { ...config, topP: 1 } }).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(backup.requests).toHaveLength(0);
+    primaryDown();
+    await ai.models.generateContent({ model: "gemini-2.0-flash", contents: "What is the weather in Paris?", config: { ...config, topP: 0.9 } });
+    expect(lastBackup().body.p).toBe(0.9);
   });
 });
 

@@ -147,7 +147,7 @@ describe("requests", () => {
     ] as const) {
       const req = { ...NEUTRAL, model: "m", toolChoice: choice };
       expect(openaiRequest(req)!.tool_choice).toBe(chat);
-      expect(anthropicRequest(req).tool_choice).toEqual(messages);
+      expect(anthropicRequest(req)!.tool_choice).toEqual(messages);
       expect(geminiRequest(req)!.toolConfig).toEqual({ functionCallingConfig: { mode: generate } });
       expect(cohereV2Request(req)!.tool_choice).toBe(v2);
     }
@@ -220,18 +220,18 @@ describe("requests", () => {
     const chat = (url: string) => ({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url } }] }] });
     const data = input(openai.chatCompletions, chat(`data:image/png;base64,${png}`))!;
     expect(data.messages[0]).toEqual({ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image", mediaType: "image/png", data: png }] });
-    expect(anthropicRequest({ ...data, model: "m" }).messages[0]!.content).toEqual([{ type: "text", text: "What is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }]);
+    expect(anthropicRequest({ ...data, model: "m" })!.messages[0]!.content).toEqual([{ type: "text", text: "What is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }]);
     expect(geminiRequest({ ...data, model: "m" })!.contents[0]!.parts).toEqual([{ text: "What is this?" }, { inlineData: { mimeType: "image/png", data: png } }]);
     expect(cohereV2Request({ ...data, model: "m" })!.messages[0]).toEqual({ role: "user", content: chat(`data:image/png;base64,${png}`).messages[0]!.content });
 
     // generate-content takes PNG, JPEG, WEBP, HEIC and HEIF, not GIF (ai.google.dev/gemini-api/docs/vision); the others take GIF
     const gif = input(openai.chatCompletions, chat(`data:image/gif;base64,${png}`))!;
     expect(geminiRequest({ ...gif, model: "m" })).toBeUndefined();
-    expect(anthropicRequest({ ...gif, model: "m" }).messages[0]!.content[1]).toEqual({ type: "image", source: { type: "base64", media_type: "image/gif", data: png } });
+    expect(anthropicRequest({ ...gif, model: "m" })!.messages[0]!.content[1]).toEqual({ type: "image", source: { type: "base64", media_type: "image/gif", data: png } });
     expect(cohereV2Request({ ...gif, model: "m" })).toBeDefined();
 
     const url = input(openai.chatCompletions, chat("https://example.com/cat.png"))!;
-    expect(anthropicRequest({ ...url, model: "m" }).messages[0]!.content[1]).toEqual({ type: "image", source: { type: "url", url: "https://example.com/cat.png" } });
+    expect(anthropicRequest({ ...url, model: "m" })!.messages[0]!.content[1]).toEqual({ type: "image", source: { type: "url", url: "https://example.com/cat.png" } });
     expect(geminiRequest({ ...url, model: "m" })).toBeUndefined();
 
     // read from the other styles
@@ -364,7 +364,7 @@ describe("stop sequences", () => {
     expect(input(responses, { ...WIRE.responses, stop })).toBeUndefined();
     const req = { ...withStop, model: "m" };
     expect(openaiRequest(req)!.stop).toEqual(stop);
-    expect(anthropicRequest(req).stop_sequences).toEqual(stop);
+    expect(anthropicRequest(req)!.stop_sequences).toEqual(stop);
     expect(geminiRequest(req)!.generationConfig).toMatchObject({ stopSequences: stop });
     expect(cohereV2Request(req)!.stop_sequences).toEqual(stop);
     expect(openaiRequest({ ...NEUTRAL, model: "m" })).not.toHaveProperty("stop");
@@ -376,7 +376,28 @@ describe("stop sequences", () => {
     expect(cohereV2Request(five)).toBeDefined();
     expect(geminiRequest(six)).toBeUndefined();
     expect(cohereV2Request(six)).toBeUndefined();
-    expect(anthropicRequest(six).stop_sequences).toEqual(six.stop);
+    expect(anthropicRequest(six)!.stop_sequences).toEqual(six.stop);
+  });
+});
+
+describe("sampling ranges", () => {
+  /**
+   * Each target's documented range: chat-completions temperature "between 0 and 2"; messages
+   * temperature "ranges from 0.0 to 1.0"; generate-content temperature up to 2.0; Cohere v2 p
+   * "min value of 0.01, max value of 0.99" (its temperature is any non-negative number). A value
+   * outside is refused there, so that target is skipped (the fake upstream refuses it too).
+   */
+  test("a temperature or top_p outside a target's range skips that target", () => {
+    const at = (temperature?: number, topP?: number) => ({ ...NEUTRAL, model: "m", ...(temperature !== undefined ? { temperature } : {}), ...(topP !== undefined ? { topP } : {}) });
+    const said = (t?: number, p?: number) => [openaiRequest(at(t, p)), anthropicRequest(at(t, p)), geminiRequest(at(t, p)), cohereV2Request(at(t, p))].map((b) => b !== undefined);
+    expect(said(0, 0.5)).toEqual([true, true, true, true]);
+    expect(said(1, 0.99)).toEqual([true, true, true, true]);
+    expect(said(1.5)).toEqual([true, false, true, true]);
+    expect(said(2.5)).toEqual([false, false, false, true]);
+    // top_p 1 (the chat-completions default) and 0 are outside Cohere's p
+    expect(said(undefined, 1)).toEqual([true, true, true, false]);
+    expect(said(undefined, 0)).toEqual([true, true, true, false]);
+    expect(cohereV2Request(at(0.3, 0.75))).toMatchObject({ temperature: 0.3, p: 0.75 });
   });
 });
 

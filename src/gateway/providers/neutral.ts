@@ -120,6 +120,15 @@ export function sampling(temperature: unknown, topP: unknown, maxTokens: unknown
   };
 }
 
+/**
+ * True when temperature and top_p (each only if given) are within a target's documented ranges: a
+ * value outside is refused there, so that target cannot say the request.
+ */
+export function samplingWithin(req: Pick<NeutralRequest, "temperature" | "topP">, temperature: readonly [number, number], topP: readonly [number, number] = [0, 1]): boolean {
+  const inside = (v: number | undefined, [low, high]: readonly [number, number]) => v === undefined || (v >= low && v <= high);
+  return inside(req.temperature, temperature) && inside(req.topP, topP);
+}
+
 /** Stop sequences given as one string or a list of non-empty strings; undefined = none; null = not translatable. */
 export function stopOf(v: unknown): string[] | undefined | null {
   if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) return undefined;

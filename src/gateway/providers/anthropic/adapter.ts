@@ -18,6 +18,7 @@ import {
   only,
   resultsThenUser,
   sampling,
+  samplingWithin,
   stopOf,
   type CompletionInput,
   type NeutralFinish,
@@ -348,7 +349,6 @@ function replay(body: any): string[] {
 
 export const anthropic = { wire: anthropicWire, messages };
 
-/** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt). */
 /**
  * The messages API requires max_tokens; a request that sets no limit (another style's client, a
  * prompt without one) gets the largest that every Claude model accepts (Claude 3 Haiku's 4,096),
@@ -356,7 +356,10 @@ export const anthropic = { wire: anthropicWire, messages };
  */
 const DEFAULT_MAX_TOKENS = 4096;
 
+/** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt); undefined for a temperature over 1. */
 export function anthropicRequest(req: CompletionInput) {
+  // temperature "ranges from 0.0 to 1.0" (the other styles take up to 2)
+  if (!samplingWithin(req, [0, 1])) return undefined;
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   return {
     model: req.model,

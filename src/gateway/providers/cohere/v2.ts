@@ -27,6 +27,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  samplingWithin,
   stopOf,
   toolOfFunction,
   userContent,
@@ -128,10 +129,10 @@ function v2Text(content: unknown): string | undefined {
   return typeof text === "string" ? text : undefined;
 }
 
-/** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls). */
+/** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls, a top_p outside p's range). */
 export function cohereV2Request(req: CompletionInput) {
-  // no named tool choice, no one-call-at-a-time, up to 5 stop sequences
-  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5) return undefined;
+  // no named tool choice, no one-call-at-a-time, up to 5 stop sequences, p "min value of 0.01, max value of 0.99" (top_p 1 cannot be said)
+  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5 || !samplingWithin(req, [0, Infinity], [0.01, 0.99])) return undefined;
   const choice = req.toolChoice === "required" ? "REQUIRED" : req.toolChoice === "none" ? "NONE" : undefined;
   return {
     model: req.model,

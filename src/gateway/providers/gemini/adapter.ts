@@ -24,6 +24,7 @@ import {
   partsOf,
   resultsThenUser,
   sampling,
+  samplingWithin,
   stopOf,
   type CompletionInput,
   type NeutralFinish,
@@ -436,8 +437,8 @@ export const GEMINI_ACTIONS: Record<string, Endpoint> = {
  * no parallel tool calls, a result for a call not in the conversation.
  */
 export function geminiRequest(req: CompletionInput) {
-  // the API takes up to 5 stop sequences
-  const contents = req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5 ? undefined : contentsFor(req.messages);
+  // temperature up to 2.0; up to 5 stop sequences
+  const contents = req.parallelToolCalls === false || !samplingWithin(req, [0, 2]) || (req.stop?.length ?? 0) > 5 ? undefined : contentsFor(req.messages);
   if (!contents) return undefined;
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   const generationConfig: Record<string, unknown> = {};

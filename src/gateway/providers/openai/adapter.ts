@@ -31,6 +31,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  samplingWithin,
   stopOf,
   toolOfFunction,
   userContent,
@@ -439,7 +440,8 @@ export const openai = { wire: openaiWire, chatCompletions, models, model, embedd
  * reasoning models (o-series, gpt-5) refuse it.
  */
 export function openaiRequest(req: CompletionInput) {
-  if (req.stop && req.stop.length > 4) return undefined; // the API takes up to 4
+  // temperature "between 0 and 2"; up to 4 stop sequences
+  if (!samplingWithin(req, [0, 2]) || (req.stop && req.stop.length > 4)) return undefined;
   return {
     model: req.model,
     messages: req.messages.map(chatMessageOf),
