@@ -212,6 +212,20 @@ describe("Responses falls back to the generate-content style", () => {
     expect(second.output_text).toBe("answer #2: ");
   });
 
+  test("a backup's failed generation (Gemini MALFORMED_FUNCTION_CALL: no content) is a 502 naming it, never an empty answer, and is not cached", async () => {
+    const req = { model: "gpt-4.1", input: "What is the weather in Paris?", tools };
+    primaryDown();
+    backup.failNext({ kind: "finish", reason: "MALFORMED_FUNCTION_CALL" });
+    const e: any = await oa.responses.create(req).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(e.message).toContain("MALFORMED_FUNCTION_CALL");
+    // the next attempt is answered, not served an empty answer from the cache
+    primaryDown();
+    const out = await oa.responses.create(req);
+    expect(out.output.find((i) => i.type === "function_call")).toMatchObject({ name: "get_weather", arguments: ARGS });
+    expect(backup.requests).toHaveLength(2);
+  });
+
   test("a strict function (the Responses API's default) skips the deployment", async () => {
     primaryDown();
     const e: any = await oa.responses.create({ model: "gpt-4.1", input: "What is the weather in Paris?", tools: [{ ...tools[0]!, strict: true }] }).catch((x) => x);
