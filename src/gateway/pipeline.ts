@@ -219,7 +219,15 @@ export class Pipeline {
       } finally {
         up.release();
       }
-      const { body, usage } = convert(parseUpstreamJson(text, x.endpoint));
+      let converted;
+      try {
+        converted = convert(parseUpstreamJson(text, x.endpoint));
+      } catch (e) {
+        // an answer the client's style cannot say (proxy_error): a failed request, nothing charged or held
+        ticket.settle(0);
+        throw e;
+      }
+      const { body, usage } = converted;
       if (store) await this.store(store.input, body, usage, store.lookup);
       ticket.settle(this.record(x, meta, usage, true, served));
       if (!x.endpoint.stream) return { kind: "json", body: x.endpoint.decorate ? x.endpoint.decorate(body, x.call, meta) : body, raw: body, meta, usage };

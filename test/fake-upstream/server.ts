@@ -8,6 +8,8 @@
  *   fake.failNext({ kind: "hold", until })             answers normally once the promise `until` resolves
  *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
  *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
+ *   fake.failNext({ kind: "finish", reason })           a JSON answer that ends with this finish reason (the provider's
+ *                                                       own word: MALFORMED_FUNCTION_CALL, ERROR, pause_turn, ...)
  *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
  *   fake.sparseModels(true)                             model list/get answers carry only an id/name (a minimal compatible server)
  * Also the newer surfaces in their real shapes: POST /v1/responses (the Responses API, JSON and its
@@ -17,12 +19,15 @@
  * Each recorded request carries the client's source port (`remotePort`): one port for several
  * requests = the connection was reused (keep-alive).
  * Connection refused: point a provider at `closedPort()`.
+ * A request the real API would refuse (rules.ts: each rule from the provider's API reference) gets
+ * the provider's own 400 instead of an answer.
  * Answers are deterministic per request number: "answer #<n>: <last user text>", so a test can
  * tell a cached answer (same n) from a fresh one. A request with tools whose last user text
  * mentions "weather" gets a tool call instead of text; one that ends with a tool's result has no
  * user text after it ("answer #<n>: ").
  */
 import type { Server } from "bun";
+import { refusal } from "./rules";
 
 export interface Recorded {
   method: string;
@@ -33,7 +38,13 @@ export interface Recorded {
   remotePort?: number;
 }
 
-export type Failure = { kind: "status"; status: number; retryAfter?: string } | { kind: "hang" } | { kind: "hold"; until: Promise<unknown> } | { kind: "cut" } | { kind: "stall" };
+export type Failure =
+  | { kind: "status"; status: number; retryAfter?: string }
+  | { kind: "hang" }
+  | { kind: "hold"; until: Promise<unknown> }
+  | { kind: "cut" }
+  | { kind: "stall" }
+  | { kind: "finish"; reason: string };
 
 export interface FakeUpstream {
   url: string;
@@ -87,11 +98,11 @@ function lastUserText(kind: string, body: any): string {
 const OPENAI_MODELS = ["gpt-4o-mini", "gpt-4o"];
 const GEMINI_MODELS = ["gemini-2.0-flash", "gemini-1.5-pro", "text-embedding-004"];
 
-const ERROR_BODIES: Record<string, (status: number) => unknown> = {
-  openai: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
-  anthropic: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
-  gemini: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
-  cohere: (s) => ({ message: `fake cohere error ${s}` }),
+const ERROR_BODIES: Record<string, (status: number, message?: string) => unknown> = {
+  openai: (s, m = `fake openai error ${s}`) => ({ error: { message: m, type: "invalid_request_error", param: null, code: "fake_error" } }),
+  anthropic: (s, m = `fake anthropic error ${s}`) => ({ type: "error", error: { type: "invalid_request_error", message: m } }),
+  gemini: (s, m = `fake gemini error ${s}`) => ({ error: { code: s, message: m, status: "INVALID_ARGUMENT" } }),
+  cohere: (s, m = `fake cohere error ${s}`) => ({ message: m }),
 };
 
 export async function startFakeUpstream(opts: { record?: boolean; port?: number } = {}): Promise<FakeUpstream> {
@@ -167,12 +178,15 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       }
       const cut = failure?.kind === "stall" ? "stall" : failure?.kind === "cut";
       const num = ++n;
-      return route(kind, url, req.method, body, num, cut);
+      return route(kind, url, req.method, body, num, cut, failure?.kind === "finish" ? failure.reason : undefined);
     },
   });
 
-  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean | "stall"): Response {
+  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean | "stall", finish?: string): Response {
     const p = url.pathname;
+    // what the real API refuses (rules.ts), refused here with its own 400
+    const refused = refusal(kind, p, body);
+    if (refused !== undefined) return json(ERROR_BODIES[kind === "cohere-v2" ? "cohere" : kind]!(400, refused), 400);
     const answer = `answer #${num}: ${lastUserText(kind, body ?? {})}`;
     const wantsTool = (tools: unknown) => Array.isArray(tools) && tools.length > 0 && /weather/i.test(lastUserText(kind, body ?? {}));
     if (kind === "openai") {
@@ -200,7 +214,7 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
             object: "chat.completion",
             created: 1700000000 + num,
             model: body.model,
-            choices: [{ index: 0, message: { role: "assistant", content: tool ? null : answer, ...(tool ? { tool_calls: toolCalls } : {}), refusal: null }, logprobs: null, finish_reason: tool ? "tool_calls" : "stop" }],
+            choices: [{ index: 0, message: { role: "assistant", content: tool ? null : answer, ...(tool ? { tool_calls: toolCalls } : {}), refusal: null }, logprobs: null, finish_reason: finish ?? (tool ? "tool_calls" : "stop") }],
             usage,
           });
         const base = { id, object: "chat.completion.chunk", created: 1700000000 + num, model: body.model, system_fingerprint: null };
@@ -222,7 +236,7 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       const tool = wantsTool(body.tools);
       const content = tool ? [{ type: "tool_use", id: `toolu_${num}`, name: body.tools[0].name, input: { city: "Paris" } }] : [{ type: "text", text: answer }];
       const usage = { input_tokens: 12, output_tokens: words(answer).length };
-      const message = { id, type: "message", role: "assistant", model: body.model, content, stop_reason: tool ? "tool_use" : "end_turn", stop_sequence: null, usage };
+      const message = { id, type: "message", role: "assistant", model: body.model, content, stop_reason: finish ?? (tool ? "tool_use" : "end_turn"), stop_sequence: null, usage };
       if (!body.stream) return json(message);
       const ev = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
       const frames = [ev("message_start", { type: "message_start", message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 12, output_tokens: 1 } } })];
@@ -254,7 +268,12 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
       if (m && (m[2] === "generateContent" || m[2] === "streamGenerateContent")) {
         const tool = wantsTool(body.tools);
         const parts = tool ? [{ functionCall: { name: body.tools[0].functionDeclarations?.[0]?.name ?? "get_weather", args: { city: "Paris" } } }] : [{ text: answer }];
-        const usageMetadata = { promptTokenCount: 8, candidatesTokenCount: words(answer).length, totalTokenCount: 8 + words(answer).length };
+        // thinking models (2.5 and later think by default) count their thoughts apart from the answer
+        const thoughts = /^gemini-(2\.5|[3-9])/.test(m[1]!) ? 12 : 0;
+        const usageMetadata = { promptTokenCount: 8, candidatesTokenCount: words(answer).length, ...(thoughts ? { thoughtsTokenCount: thoughts } : {}), totalTokenCount: 8 + words(answer).length + thoughts };
+        // a failed generation (MALFORMED_FUNCTION_CALL, ...) comes with no content
+        if (m[2] === "generateContent" && finish)
+          return json({ candidates: [{ finishReason: finish, index: 0 }], usageMetadata: { promptTokenCount: 8, totalTokenCount: 8 }, modelVersion: m[1], responseId: `resp-${num}` });
         if (m[2] === "generateContent")
           return json({ candidates: [{ content: { role: "model", parts }, finishReason: "STOP", index: 0 }], usageMetadata, modelVersion: m[1], responseId: `resp-${num}` });
         const pieces = tool ? [parts[0]] : words(answer).map((w) => ({ text: w }));
@@ -315,7 +334,7 @@ data: ${JSON.stringify({ type, sequence_number: seq++, ...data })}
       if (tool) {
         frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, arguments: "", status: "in_progress" } }));
         for (const part of [item.arguments.slice(0, 5), item.arguments.slice(5)]) frames.push(ev("response.function_call_arguments.delta", { item_id: item.id, output_index: 0, delta: part }));
-        frames.push(ev("response.function_call_arguments.done", { item_id: item.id, output_index: 0, arguments: item.arguments }));
+        frames.push(ev("response.function_call_arguments.done", { item_id: item.id, name: item.name, output_index: 0, arguments: item.arguments }));
       } else {
         const where = { item_id: item.id, output_index: 0, content_index: 0 };
         frames.push(ev("response.output_item.added", { output_index: 0, item: { ...item, status: "in_progress", content: [] } }));
@@ -340,7 +359,7 @@ data: ${JSON.stringify({ type, sequence_number: seq++, ...data })}
         const message: any = tool
           ? { role: "assistant", tool_plan: "I will look up the weather.", tool_calls: [{ id: `call_${num}`, type: "function", function: { name: body.tools[0].function?.name ?? "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] }
           : { role: "assistant", content: [{ type: "text", text: v2answer }] };
-        const response = { id: `v2-${num}`, finish_reason: tool ? "TOOL_CALL" : "COMPLETE", message, usage };
+        const response = { id: `v2-${num}`, finish_reason: finish ?? (tool ? "TOOL_CALL" : "COMPLETE"), message, usage };
         if (!body.stream) return json(response);
         const ev = (type: string, data: Record<string, unknown>) => `event: ${type}
 data: ${JSON.stringify({ type, ...data })}

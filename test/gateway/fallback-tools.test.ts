@@ -39,8 +39,9 @@ beforeAll(async () => {
     models: {
       fallbacks: {
         "gpt-4o": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
-        "gpt-4.1": [{ provider: "gemini", model: "gemini-2.0-flash", ...at }],
-        "claude-3-5-haiku-latest": [{ provider: "openai", model: "gpt-4o-mini", ...at }],
+        "gpt-4.1": [{ provider: "gemini", model: "gemini-2.5-flash", ...at }],
+        // a reasoning model: it refuses the deprecated max_tokens (the fake upstream too)
+        "claude-3-5-haiku-latest": [{ provider: "openai", model: "o4-mini", ...at }],
         "gemini-2.0-flash": [{ provider: "cohere", model: "command-a", ...at }],
         "command-r*": [{ provider: "anthropic", model: "claude-3-5-haiku-latest", ...at }],
       },
@@ -134,6 +135,16 @@ describe("chat-completions falls back to the messages style", () => {
     expect(primary.requests.at(-1)!.body.messages[1].tool_calls[0].id).toBe(id);
   });
 
+  test("a temperature the messages API refuses (over 1: it ranges 0..1) skips the deployment rather than meeting its 400", async () => {
+    primaryDown();
+    const e: any = await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, temperature: 1.5 }).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(backup.requests).toHaveLength(0);
+    primaryDown();
+    await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, temperature: 1 });
+    expect(lastBackup().body.temperature).toBe(1);
+  });
+
   test("something the messages style cannot say (logprobs) skips the deployment; a 400 never falls back", async () => {
     primaryDown();
     const e: any = await oa.chat.completions.create({ model: "gpt-4o", messages: [ask], tools, logprobs: true }).catch((x) => x);
@@ -160,8 +171,24 @@ describe("Responses falls back to the generate-content style", () => {
   test.each([false, true])("stream: %p — a function_call item with a generated call_id; the second turn pairs the output with it", async (stream) => {
     primaryDown();
     const req = { model: "gpt-4.1", input: "What is the weather in Paris?", tools, tool_choice: { type: "function" as const, name: "get_weather" } };
-    const out = stream ? await oa.responses.stream(req).finalResponse() : await oa.responses.create(req);
-    expect(lastBackup().path).toBe("/v1beta/models/gemini-2.0-flash:generateContent");
+    // the stream's events as the SDK parsed them: response.function_call_arguments.done names the function
+    // (ResponseFunctionCallArgumentsDoneEvent: arguments, item_id, name, output_index, sequence_number)
+    const events: any[] = [];
+    const out = stream
+      ? await (async () => {
+          const s = oa.responses.stream(req);
+          for await (const ev of s) events.push(ev);
+          return s.finalResponse();
+        })()
+      : await oa.responses.create(req);
+    if (stream)
+      expect(events.filter((e) => e.type.startsWith("response.function_call_arguments") || e.type.startsWith("response.output_item"))).toMatchObject([
+        { type: "response.output_item.added", output_index: 0, item: { type: "function_call", name: "get_weather", arguments: "", status: "in_progress" } },
+        { type: "response.function_call_arguments.delta", output_index: 0, delta: ARGS },
+        { type: "response.function_call_arguments.done", output_index: 0, name: "get_weather", arguments: ARGS },
+        { type: "response.output_item.done", output_index: 0, item: { type: "function_call", name: "get_weather", arguments: ARGS, status: "completed" } },
+      ]);
+    expect(lastBackup().path).toBe("/v1beta/models/gemini-2.5-flash:generateContent");
     expect(lastBackup().body).toEqual({
       contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }],
       tools: [{ functionDeclarations: [{ name: "get_weather", description: DESCRIPTION, parametersJsonSchema: SCHEMA }] }],
@@ -172,6 +199,8 @@ describe("Responses falls back to the generate-content style", () => {
     if (call?.type !== "function_call") throw new Error("no function_call item");
     expect(call.call_id).toMatch(/^call_[0-9a-f]{24}$/);
     expect([call.name, call.arguments, call.status]).toEqual(["get_weather", ARGS, "completed"]);
+    // a thinking model's thoughts are output tokens (usageMetadata counts them apart: 8 answer + 12 thought tokens at the fake)
+    expect(out.usage).toMatchObject({ input_tokens: 8, output_tokens: 20 });
 
     primaryDown();
     const second = await oa.responses.create({ model: "gpt-4.1", input: ["What is the weather in Paris?", call, { type: "function_call_output" as const, call_id: call.call_id, output: "21 C" }].map((i) => (typeof i === "string" ? { role: "user" as const, content: i } : i)), tools });
@@ -181,6 +210,20 @@ describe("Responses falls back to the generate-content style", () => {
       { role: "user", parts: [{ functionResponse: { id: call.call_id, name: "get_weather", response: { output: "21 C" } } }] },
     ]);
     expect(second.output_text).toBe("answer #2: ");
+  });
+
+  test("a backup's failed generation (Gemini MALFORMED_FUNCTION_CALL: no content) is a 502 naming it, never an empty answer, and is not cached", async () => {
+    const req = { model: "gpt-4.1", input: "What is the weather in Paris?", tools };
+    primaryDown();
+    backup.failNext({ kind: "finish", reason: "MALFORMED_FUNCTION_CALL" });
+    const e: any = await oa.responses.create(req).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(e.message).toContain("MALFORMED_FUNCTION_CALL");
+    // the next attempt is answered, not served an empty answer from the cache
+    primaryDown();
+    const out = await oa.responses.create(req);
+    expect(out.output.find((i) => i.type === "function_call")).toMatchObject({ name: "get_weather", arguments: ARGS });
+    expect(backup.requests).toHaveLength(2);
   });
 
   test("a strict function (the Responses API's default) skips the deployment", async () => {
@@ -205,8 +248,8 @@ describe("messages falls back to chat-completions", () => {
     expect(lastBackup().path).toBe("/v1/chat/completions");
     expect(lastBackup().headers.authorization).toBe("Bearer backup-key");
     expect(lastBackup().body).toEqual({
-      model: "gpt-4o-mini",
-      max_tokens: 64,
+      model: "o4-mini",
+      max_completion_tokens: 64,
       messages: [
         { role: "system", content: "Be brief." },
         { role: "user", content: "What is the weather in Paris?" },
@@ -274,18 +317,29 @@ describe("generate-content falls back to Cohere v2", () => {
     if (!stream) expect(content).toEqual(model);
     const second = await ai.models.generateContent({
       model: "gemini-2.0-flash",
-      contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }, model, { role: "user", parts: [{ functionResponse: { id: "call_1", name: "get_weather", response: { temp: 21 } } }] }],
+      contents: [{ role: "user", parts: [{ text: "What is the weather in Paris?" }] }, model, { role: "user", parts: [{ functionResponse: { id: "call_1", name: "get_weather", response: { output: "21 C" } } }] }],
       config: { tools: config.tools },
     });
     expect(lastBackup().body.messages.slice(1)).toEqual([
       { role: "assistant", tool_plan: "I will look up the weather.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
-      { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
+      // a plain text result: v2 takes a string only as "a JSON object string" (the fake refuses another), so it goes as a text block
+      { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "21 C" }] },
     ]);
     expect(second.text).toBe("answer #2: ");
   });
+
+  test("a topP Cohere's p cannot take (its range is 0.01..0.99) skips the deployment rather than meeting its 400", async () => {
+    primaryDown();
+    const e: any = await ai.models.generateContent({ model: "gemini-2.0-flash", contents: "What is the weather in Paris?", config: { ...config, topP: 1 } }).catch((x) => x);
+    expect(e.status).toBe(502);
+    expect(backup.requests).toHaveLength(0);
+    primaryDown();
+    await ai.models.generateContent({ model: "gemini-2.0-flash", contents: "What is the weather in Paris?", config: { ...config, topP: 0.9 } });
+    expect(lastBackup().body.p).toBe(0.9);
+  });
 });
 
-test("an image as base64 data goes across; one by URL cannot go to generate-content, so that deployment is skipped", async () => {
+test("an image as base64 data goes across; one by URL or a GIF cannot go to generate-content, so that deployment is skipped", async () => {
   const png = "iVBORw0KGgo=";
   primaryDown();
   await oa.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } }] }] });
@@ -293,6 +347,11 @@ test("an image as base64 data goes across; one by URL cannot go to generate-cont
   primaryDown();
   const e: any = await oa.responses.create({ model: "gpt-4.1", input: [{ role: "user", content: [{ type: "input_text", text: "And in this one?" }, { type: "input_image", image_url: "https://example.com/cat.png", detail: "auto" }] }] }).catch((x) => x);
   expect(e.status).toBe(502);
+  expect(backup.requests).toHaveLength(1);
+  // the generate-content API takes no GIF (the fake refuses it as the API does)
+  primaryDown();
+  const gif: any = await oa.chat.completions.create({ model: "gpt-4.1", messages: [{ role: "user", content: [{ type: "text", text: "And this animation?" }, { type: "image_url", image_url: { url: `data:image/gif;base64,${png}` } }] }] }).catch((x) => x);
+  expect(gif.status).toBe(502);
   expect(backup.requests).toHaveLength(1);
 });
 

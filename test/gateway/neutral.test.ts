@@ -41,7 +41,8 @@ const WIRE: Record<"chat" | "responses" | "messages" | "generate" | "v2", any> =
       { role: "assistant", content: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
       { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
     ],
-    max_tokens: 50,
+    // max_tokens is deprecated, and the reasoning models refuse it (platform.openai.com/docs/api-reference/chat/create)
+    max_completion_tokens: 50,
     tools: [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: SCHEMA } }],
     tool_choice: "auto",
   },
@@ -88,7 +89,8 @@ const WIRE: Record<"chat" | "responses" | "messages" | "generate" | "v2", any> =
       { role: "system", content: "Be brief." },
       { role: "user", content: "Weather in Paris?" },
       { role: "assistant", tool_plan: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
-      { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
+      // a string content is to be "a JSON object string", so a result goes as a text block (docs.cohere.com/reference/chat, ToolMessageV2)
+      { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: '{"temp":21}' }] },
     ],
     max_tokens: 50,
     tools: [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: SCHEMA } }],
@@ -101,10 +103,13 @@ const input = (ep: Endpoint, body: unknown) => ep.neutral!.input(structuredClone
 describe("requests", () => {
   test("every style reads the tool conversation into the same neutral request", () => {
     expect(input(openai.chatCompletions, WIRE.chat)).toEqual(NEUTRAL);
+    const { max_completion_tokens: limit, ...legacy } = WIRE.chat;
+    expect(input(openai.chatCompletions, { ...legacy, max_tokens: limit })).toEqual(NEUTRAL);
     expect(input(responses, WIRE.responses)).toEqual(NEUTRAL);
     expect(input(anthropic.messages, WIRE.messages)).toEqual(NEUTRAL);
     expect(input(gemini.generateContent, WIRE.generate)).toEqual(NEUTRAL);
     expect(input(chatV2, WIRE.v2)).toEqual(NEUTRAL_NO_CHOICE);
+    expect(input(chatV2, { ...WIRE.v2, messages: [...WIRE.v2.messages.slice(0, 3), { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' }] })).toEqual(NEUTRAL_NO_CHOICE);
   });
 
   test("every fallback target writes it in its own wire format", () => {
@@ -142,7 +147,7 @@ describe("requests", () => {
     ] as const) {
       const req = { ...NEUTRAL, model: "m", toolChoice: choice };
       expect(openaiRequest(req)!.tool_choice).toBe(chat);
-      expect(anthropicRequest(req).tool_choice).toEqual(messages);
+      expect(anthropicRequest(req)!.tool_choice).toEqual(messages);
       expect(geminiRequest(req)!.toolConfig).toEqual({ functionCallingConfig: { mode: generate } });
       expect(cohereV2Request(req)!.tool_choice).toBe(v2);
     }
@@ -215,12 +220,18 @@ describe("requests", () => {
     const chat = (url: string) => ({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url } }] }] });
     const data = input(openai.chatCompletions, chat(`data:image/png;base64,${png}`))!;
     expect(data.messages[0]).toEqual({ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image", mediaType: "image/png", data: png }] });
-    expect(anthropicRequest({ ...data, model: "m" }).messages[0]!.content).toEqual([{ type: "text", text: "What is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }]);
+    expect(anthropicRequest({ ...data, model: "m" })!.messages[0]!.content).toEqual([{ type: "text", text: "What is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }]);
     expect(geminiRequest({ ...data, model: "m" })!.contents[0]!.parts).toEqual([{ text: "What is this?" }, { inlineData: { mimeType: "image/png", data: png } }]);
     expect(cohereV2Request({ ...data, model: "m" })!.messages[0]).toEqual({ role: "user", content: chat(`data:image/png;base64,${png}`).messages[0]!.content });
 
+    // generate-content takes PNG, JPEG, WEBP, HEIC and HEIF, not GIF (ai.google.dev/gemini-api/docs/vision); the others take GIF
+    const gif = input(openai.chatCompletions, chat(`data:image/gif;base64,${png}`))!;
+    expect(geminiRequest({ ...gif, model: "m" })).toBeUndefined();
+    expect(anthropicRequest({ ...gif, model: "m" })!.messages[0]!.content[1]).toEqual({ type: "image", source: { type: "base64", media_type: "image/gif", data: png } });
+    expect(cohereV2Request({ ...gif, model: "m" })).toBeDefined();
+
     const url = input(openai.chatCompletions, chat("https://example.com/cat.png"))!;
-    expect(anthropicRequest({ ...url, model: "m" }).messages[0]!.content[1]).toEqual({ type: "image", source: { type: "url", url: "https://example.com/cat.png" } });
+    expect(anthropicRequest({ ...url, model: "m" })!.messages[0]!.content[1]).toEqual({ type: "image", source: { type: "url", url: "https://example.com/cat.png" } });
     expect(geminiRequest({ ...url, model: "m" })).toBeUndefined();
 
     // read from the other styles
@@ -263,9 +274,9 @@ describe("answers", () => {
     ];
     for (const [name, ep] of STYLES)
       for (const a of answers) {
-        // v2 has no word for a filtered answer: it ends in ERROR, which reads back as a plain stop
-        const back = name === "cohere v2" && a.finish === "content_filter" ? { ...a, finish: "stop" } : a;
-        expect(`${name}: ${JSON.stringify(ep.neutral!.answer(ep.neutral!.output(a, call)))}`).toBe(`${name}: ${JSON.stringify(back)}`);
+        // v2 has no word for a filtered answer: it ends in ERROR, which a backup's answer uses for a failed generation
+        if (name === "cohere v2" && a.finish === "content_filter") continue;
+        expect(`${name}: ${JSON.stringify(ep.neutral!.answer(ep.neutral!.output(a, call)))}`).toBe(`${name}: ${JSON.stringify(a)}`);
       }
     expect(chatV2.neutral!.output({ ...answers[2]!, finish: "content_filter" }, call)).toMatchObject({ finish_reason: "ERROR" });
     // chat (v1) has no tool calls to carry
@@ -279,7 +290,57 @@ describe("answers", () => {
     });
     expect(a).toEqual({ text: "", toolCalls: [{ id: expect.stringMatching(/^call_[0-9a-f]{24}$/), name: "get_weather", arguments: ARGS }], finish: "tool_calls", usage: { inputTokens: 8, outputTokens: 2 } });
     expect(anthropic.messages.neutral!.answer({ content: [{ type: "text", text: "cut" }], stop_reason: "max_tokens", usage: { input_tokens: 1, output_tokens: 1 } }).finish).toBe("length");
+    // a thinking model's thoughts are output tokens, counted apart from the answer's (totalTokenCount is the sum)
+    const thought = gemini.generateContent.neutral!.answer({ candidates: [{ content: { role: "model", parts: [{ text: "42" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 2, thoughtsTokenCount: 30, totalTokenCount: 40 } });
+    expect(thought.usage).toEqual({ inputTokens: 8, outputTokens: 32 });
     expect(chatV2.neutral!.answer({ finish_reason: "TOOL_CALL", message: { tool_plan: "Looking.", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }] } })).toMatchObject({ text: "Looking.", finish: "tool_calls" });
+  });
+
+  /**
+   * Each provider's full list of finish reasons, as its API reference states it (read in the
+   * official SDKs' generated types, which carry the reference text): chat-completions
+   * `finish_reason` (openai: stop, length, tool_calls, content_filter, function_call "deprecated"),
+   * messages `stop_reason` (@anthropic-ai/sdk StopReason: end_turn, max_tokens, stop_sequence,
+   * tool_use, pause_turn, refusal, model_context_window_exceeded), generate-content `finishReason`
+   * and `promptFeedback.blockReason` (@google/genai FinishReason, BlockedReason; "returns no
+   * candidates at all only if there was something wrong with the prompt (check promptFeedback)",
+   * ai.google.dev/api/rest/v1beta/GenerateContentResponse) and Cohere v2 `finish_reason`
+   * (cohere-ai ChatFinishReason: COMPLETE, STOP_SEQUENCE, MAX_TOKENS, TOOL_CALL, ERROR "the
+   * generation failed due to an internal error", TIMEOUT). A generation that failed, or a word svc
+   * does not know, must not reach the client as a plain stop.
+   */
+  test("finish reasons: each provider's whole list; a failed generation or an unknown word is a proxy_error, never a plain stop", () => {
+    const chat = (finish_reason: unknown) => openai.chatCompletions.neutral!.answer({ choices: [{ message: { role: "assistant", content: "x" }, finish_reason }] }).finish;
+    const messages = (stop_reason: unknown) => anthropic.messages.neutral!.answer({ content: [{ type: "text", text: "x" }], stop_reason }).finish;
+    const generate = (finishReason: unknown, parts: unknown[] = [{ text: "x" }]) => gemini.generateContent.neutral!.answer({ candidates: [{ content: { role: "model", parts }, finishReason }] }).finish;
+    const v2 = (finish_reason: unknown) => chatV2.neutral!.answer({ finish_reason, message: { role: "assistant", content: [{ type: "text", text: "x" }] } }).finish;
+    const cases: Array<[(r: unknown) => string, Record<string, string>, string[]]> = [
+      [chat, { stop: "stop", length: "length", tool_calls: "tool_calls", content_filter: "content_filter" }, ["function_call", "brand_new"]],
+      [
+        messages,
+        { end_turn: "stop", stop_sequence: "stop", max_tokens: "length", model_context_window_exceeded: "length", tool_use: "tool_calls", refusal: "content_filter" },
+        ["pause_turn", "brand_new"],
+      ],
+      [
+        generate,
+        { STOP: "stop", MAX_TOKENS: "length", CONTINUATION: "length", SAFETY: "content_filter", RECITATION: "content_filter", BLOCKLIST: "content_filter", PROHIBITED_CONTENT: "content_filter", SPII: "content_filter", IMAGE_SAFETY: "content_filter", IMAGE_PROHIBITED_CONTENT: "content_filter", IMAGE_RECITATION: "content_filter" },
+        ["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "LANGUAGE", "OTHER", "FINISH_REASON_UNSPECIFIED", "NO_IMAGE", "IMAGE_OTHER", "BRAND_NEW", "constructor"],
+      ],
+      [v2, { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", TOOL_CALL: "tool_calls" }, ["ERROR", "TIMEOUT", "BRAND_NEW"]],
+    ];
+    for (const [read, known, failed] of cases) {
+      for (const [reason, finish] of Object.entries(known)) expect(`${reason}: ${read(reason)}`).toBe(`${reason}: ${finish}`);
+      for (const reason of failed) expect(() => read(reason)).toThrow(`finish reason "${reason}"`);
+      // none given is a plain stop
+      expect(read(undefined)).toBe("stop");
+    }
+    expect(generate("STOP", [{ functionCall: { name: "f", args: {} } }])).toBe("tool_calls");
+    // generate-content: no candidate at all is a blocked prompt
+    const blocked = (promptFeedback: unknown) => gemini.generateContent.neutral!.answer({ promptFeedback, usageMetadata: { promptTokenCount: 5 } });
+    expect(blocked({ blockReason: "SAFETY" })).toEqual({ text: "", toolCalls: [], finish: "content_filter", usage: { inputTokens: 5, outputTokens: 0 } });
+    expect(blocked({ blockReason: "PROHIBITED_CONTENT" }).finish).toBe("content_filter");
+    expect(() => blocked({ blockReason: "OTHER" })).toThrow('finish reason "OTHER"');
+    expect(() => blocked(undefined)).toThrow("finish reason");
   });
 
   test("an answer whose arguments are not a JSON object cannot be said as an object: proxy_error, not a guess", () => {
@@ -303,7 +364,7 @@ describe("stop sequences", () => {
     expect(input(responses, { ...WIRE.responses, stop })).toBeUndefined();
     const req = { ...withStop, model: "m" };
     expect(openaiRequest(req)!.stop).toEqual(stop);
-    expect(anthropicRequest(req).stop_sequences).toEqual(stop);
+    expect(anthropicRequest(req)!.stop_sequences).toEqual(stop);
     expect(geminiRequest(req)!.generationConfig).toMatchObject({ stopSequences: stop });
     expect(cohereV2Request(req)!.stop_sequences).toEqual(stop);
     expect(openaiRequest({ ...NEUTRAL, model: "m" })).not.toHaveProperty("stop");
@@ -315,7 +376,28 @@ describe("stop sequences", () => {
     expect(cohereV2Request(five)).toBeDefined();
     expect(geminiRequest(six)).toBeUndefined();
     expect(cohereV2Request(six)).toBeUndefined();
-    expect(anthropicRequest(six).stop_sequences).toEqual(six.stop);
+    expect(anthropicRequest(six)!.stop_sequences).toEqual(six.stop);
+  });
+});
+
+describe("sampling ranges", () => {
+  /**
+   * Each target's documented range: chat-completions temperature "between 0 and 2"; messages
+   * temperature "ranges from 0.0 to 1.0"; generate-content temperature up to 2.0; Cohere v2 p
+   * "min value of 0.01, max value of 0.99" (its temperature is any non-negative number). A value
+   * outside is refused there, so that target is skipped (the fake upstream refuses it too).
+   */
+  test("a temperature or top_p outside a target's range skips that target", () => {
+    const at = (temperature?: number, topP?: number) => ({ ...NEUTRAL, model: "m", ...(temperature !== undefined ? { temperature } : {}), ...(topP !== undefined ? { topP } : {}) });
+    const said = (t?: number, p?: number) => [openaiRequest(at(t, p)), anthropicRequest(at(t, p)), geminiRequest(at(t, p)), cohereV2Request(at(t, p))].map((b) => b !== undefined);
+    expect(said(0, 0.5)).toEqual([true, true, true, true]);
+    expect(said(1, 0.99)).toEqual([true, true, true, true]);
+    expect(said(1.5)).toEqual([true, false, true, true]);
+    expect(said(2.5)).toEqual([false, false, false, true]);
+    // top_p 1 (the chat-completions default) and 0 are outside Cohere's p
+    expect(said(undefined, 1)).toEqual([true, true, true, false]);
+    expect(said(undefined, 0)).toEqual([true, true, true, false]);
+    expect(cohereV2Request(at(0.3, 0.75))).toMatchObject({ temperature: 0.3, p: 0.75 });
   });
 });
 

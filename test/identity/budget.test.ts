@@ -23,7 +23,8 @@ const upstreamCalls = () => env.fake.received("/v1/chat/completions").length;
 const key = async (name: string, teamId: string | null) => api("POST", "/api/v1/virtual-keys", { name, teamId });
 
 beforeAll(async () => {
-  env = await startProxyEnv({ cache: { enabled: false } });
+  // gpt-4's fallback: another provider (the same fake), whose answers are converted
+  env = await startProxyEnv({ cache: { enabled: false }, models: { fallbacks: { "gpt-4": [{ provider: "gemini", model: "gemini-2.0-flash" }] } } });
   admin = await env.gw.token("tenant-a", ["WorkspaceAdmin"], "admin");
   // 100k prompt tokens of gpt-4 at $30/M: about 300 cents a request
   env.fake.reportUsage(100_000);
@@ -93,6 +94,26 @@ describe("team budgets on the proxy", () => {
     expect((await api("GET", `/api/v1/teams/${s.id}/spend`)).totalSpendCents).toBeGreaterThan(300);
     expect((await chat(ks.key)).status).toBe(200);
     expect((await chat(ks.key)).status).toBe(429);
+  });
+
+  test("a streamed request whose fallback answer cannot be converted (a failed generation: 502) releases its reservation", async () => {
+    const t = await api("POST", "/api/v1/teams", { name: "Fallback", maxBudgetCents: 1000 });
+    const k = await key("fallback", t.id);
+    expect((await chat(k.key)).status).toBe(200);
+    // the primary fails, the Gemini deployment answers MALFORMED_FUNCTION_CALL: a 502, nothing charged
+    env.fake.failNext({ kind: "status", status: 503 });
+    env.fake.failNext({ kind: "finish", reason: "MALFORMED_FUNCTION_CALL" });
+    const failed = await fetch(`${env.gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${k.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4", stream: true, messages: [{ role: "user", content: "fall back" }] }),
+    });
+    expect(failed.status).toBe(502);
+    await failed.text();
+    // ~300 cents spent, nothing held: three more are admitted (300, 600, 900 < 1000), as if the failed one had not been made
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await chat(k.key)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
   });
 
   test("concurrent requests cannot overshoot by more than the in-flight requests' cost", async () => {

@@ -120,6 +120,15 @@ export function sampling(temperature: unknown, topP: unknown, maxTokens: unknown
   };
 }
 
+/**
+ * True when temperature and top_p (each only if given) are within a target's documented ranges: a
+ * value outside is refused there, so that target cannot say the request.
+ */
+export function samplingWithin(req: Pick<NeutralRequest, "temperature" | "topP">, temperature: readonly [number, number], topP: readonly [number, number] = [0, 1]): boolean {
+  const inside = (v: number | undefined, [low, high]: readonly [number, number]) => v === undefined || (v >= low && v <= high);
+  return inside(req.temperature, temperature) && inside(req.topP, topP);
+}
+
 /** Stop sequences given as one string or a list of non-empty strings; undefined = none; null = not translatable. */
 export function stopOf(v: unknown): string[] | undefined | null {
   if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) return undefined;
@@ -209,6 +218,18 @@ export function argsObject(call: NeutralToolCall): Record<string, unknown> {
   const args = parseJson(call.arguments);
   if (!isObject(args)) throw new ApiError("proxy_error", `the fallback deployment's tool call ${call.name} has arguments that are not a JSON object`);
   return args;
+}
+
+/**
+ * An answer's finish reason in neutral terms: the provider's word looked up in `known`; none given
+ * (absent, null) is a plain stop. Any other word is a generation that failed (Gemini's
+ * MALFORMED_FUNCTION_CALL, Cohere's ERROR or TIMEOUT, ...) or one svc does not know: it is the
+ * deployment's failure (proxy_error, naming the word), never passed on as a plain stop.
+ */
+export function finishOf(provider: string, reason: unknown, known: Record<string, NeutralFinish>): NeutralFinish {
+  if (reason === undefined || reason === null) return "stop";
+  if (typeof reason === "string" && Object.hasOwn(known, reason)) return known[reason]!;
+  throw new ApiError("proxy_error", `the fallback deployment's answer ended with ${provider} finish reason ${JSON.stringify(reason)}, which cannot be said as a completed answer`);
 }
 
 /** A tool call id for a style whose answers may carry none (generate-content). */

@@ -10,6 +10,7 @@ import {
   argsObject,
   base64Image,
   each,
+  finishOf,
   imageOfUrl,
   neutralCall,
   neutralRequest,
@@ -17,6 +18,7 @@ import {
   only,
   resultsThenUser,
   sampling,
+  samplingWithin,
   stopOf,
   type CompletionInput,
   type NeutralFinish,
@@ -118,7 +120,7 @@ const messages: Endpoint = compile({
     input: messagesInput,
     answer: (body) => {
       const toolCalls = (body?.content ?? []).filter((b: any) => b?.type === "tool_use").map((b: any) => ({ id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) }));
-      return { text: textOf(body), toolCalls, finish: FINISH_OF[body?.stop_reason] ?? "stop", usage: usageOf(body) };
+      return { text: textOf(body), toolCalls, finish: finishOf("anthropic", body?.stop_reason, FINISH_OF), usage: usageOf(body) };
     },
     output: (a, call) => ({
       id: `msg_${crypto.randomUUID().replace(/-/g, "")}`,
@@ -145,7 +147,15 @@ function usageOf(body: any): Usage {
 }
 
 const STOP_REASON: Record<NeutralFinish, string> = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use", content_filter: "refusal" };
-const FINISH_OF: Record<string, NeutralFinish> = { end_turn: "stop", stop_sequence: "stop", max_tokens: "length", tool_use: "tool_calls", refusal: "content_filter" };
+/** stop_reason: the answer was cut by the context window as by max_tokens; `pause_turn` (server tools, never asked for) has no word elsewhere */
+const FINISH_OF: Record<string, NeutralFinish> = {
+  end_turn: "stop",
+  stop_sequence: "stop",
+  max_tokens: "length",
+  model_context_window_exceeded: "length",
+  tool_use: "tool_calls",
+  refusal: "content_filter",
+};
 
 /** Request fields the neutral form carries (or that never change the answer). */
 const MESSAGES_KEYS = ["model", "messages", "max_tokens", "system", "temperature", "top_p", "stop_sequences", "stream", "metadata", "tools", "tool_choice"];
@@ -339,7 +349,6 @@ function replay(body: any): string[] {
 
 export const anthropic = { wire: anthropicWire, messages };
 
-/** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt). */
 /**
  * The messages API requires max_tokens; a request that sets no limit (another style's client, a
  * prompt without one) gets the largest that every Claude model accepts (Claude 3 Haiku's 4,096),
@@ -347,7 +356,10 @@ export const anthropic = { wire: anthropicWire, messages };
  */
 const DEFAULT_MAX_TOKENS = 4096;
 
+/** Request body for GatewayService.complete and fallbacks from other styles (system messages join the one system prompt); undefined for a temperature over 1. */
 export function anthropicRequest(req: CompletionInput) {
+  // temperature "ranges from 0.0 to 1.0" (the other styles take up to 2)
+  if (!samplingWithin(req, [0, 1])) return undefined;
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   return {
     model: req.model,

@@ -19,6 +19,7 @@ import {
   answeredCalls,
   callOfFunction,
   each,
+  finishOf,
   functionCall,
   functionStyleMessage,
   functionStylePart,
@@ -26,6 +27,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  samplingWithin,
   stopOf,
   toolOfFunction,
   userContent,
@@ -81,6 +83,7 @@ function usageOf(body: any): Usage {
 }
 
 const FINISH_REASON: Record<NeutralFinish, string> = { stop: "COMPLETE", length: "MAX_TOKENS", tool_calls: "TOOL_CALL", content_filter: "ERROR" };
+/** the API's other two, ERROR (an internal error) and TIMEOUT, are failed generations */
 const FINISH_OF: Record<string, NeutralFinish> = { COMPLETE: "stop", STOP_SEQUENCE: "stop", MAX_TOKENS: "length", TOOL_CALL: "tool_calls" };
 
 /** Request fields the neutral form carries (documents, citations, response formats, safety modes cannot be said elsewhere). */
@@ -126,10 +129,10 @@ function v2Text(content: unknown): string | undefined {
   return typeof text === "string" ? text : undefined;
 }
 
-/** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls). */
+/** Request body for fallbacks from other styles; undefined when v2 cannot say it (one named tool, no parallel calls, a top_p outside p's range). */
 export function cohereV2Request(req: CompletionInput) {
-  // no named tool choice, no one-call-at-a-time, up to 5 stop sequences
-  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5) return undefined;
+  // no named tool choice, no one-call-at-a-time, up to 5 stop sequences, p "min value of 0.01, max value of 0.99" (top_p 1 cannot be said)
+  if ((req.toolChoice && typeof req.toolChoice === "object") || req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5 || !samplingWithin(req, [0, Infinity], [0.01, 0.99])) return undefined;
   const choice = req.toolChoice === "required" ? "REQUIRED" : req.toolChoice === "none" ? "NONE" : undefined;
   return {
     model: req.model,
@@ -142,8 +145,14 @@ export function cohereV2Request(req: CompletionInput) {
   };
 }
 
-/** an assistant turn that calls tools says its text as tool_plan */
-const v2MessageOf = (m: NeutralMessage) => functionStyleMessage(m, (text, calls) => ({ ...(text ? { tool_plan: text } : {}), tool_calls: calls }));
+/**
+ * An assistant turn that calls tools says its text as tool_plan. A tool result is a text block: a
+ * string content is to be "a JSON object string", which a result's text need not be.
+ */
+const v2MessageOf = (m: NeutralMessage) =>
+  m.role === "tool"
+    ? { role: "tool", tool_call_id: m.toolCallId, content: [{ type: "text", text: m.content }] }
+    : functionStyleMessage(m, (text, calls) => ({ ...(text ? { tool_plan: text } : {}), tool_calls: calls }));
 
 const ev = (type: string, data: Record<string, unknown>) => sseFrame({ type, ...data }, type);
 
@@ -260,7 +269,7 @@ export const chatV2: Endpoint = compile({
       const toolCalls = answeredCalls(body?.message?.tool_calls);
       // a tool-calling answer says what it is about to do in tool_plan
       const text = textOfV2(body) || (toolCalls.length ? (body.message.tool_plan ?? "") : "");
-      return { text, toolCalls, finish: FINISH_OF[body?.finish_reason] ?? "stop", usage: usageOf(body) };
+      return { text, toolCalls, finish: finishOf("cohere", body?.finish_reason, FINISH_OF), usage: usageOf(body) };
     },
     output: (a) => ({
       id: crypto.randomUUID(),

@@ -15,6 +15,7 @@ import {
   base64Image,
   callsById,
   each,
+  finishOf,
   neutralCall,
   neutralRequest,
   neutralTool,
@@ -23,6 +24,7 @@ import {
   partsOf,
   resultsThenUser,
   sampling,
+  samplingWithin,
   stopOf,
   type CompletionInput,
   type NeutralFinish,
@@ -96,12 +98,31 @@ function textOf(body: any): string {
   return (body?.candidates?.[0]?.content?.parts ?? []).filter((p: any) => typeof p.text === "string").map((p: any) => p.text).join("");
 }
 
+/**
+ * Output is the answer's tokens and the thinking models' thoughts (`thoughtsTokenCount`, counted
+ * apart from `candidatesTokenCount`: the total is their sum with the prompt's), as the other
+ * styles count reasoning tokens in their output.
+ */
 function usageOf(body: any): Usage {
-  return { inputTokens: body?.usageMetadata?.promptTokenCount ?? 0, outputTokens: body?.usageMetadata?.candidatesTokenCount ?? 0 };
+  const u = body?.usageMetadata;
+  return { inputTokens: u?.promptTokenCount ?? 0, outputTokens: (u?.candidatesTokenCount ?? 0) + (u?.thoughtsTokenCount ?? 0) };
 }
 
 const FINISH_REASON: Record<NeutralFinish, string> = { stop: "STOP", tool_calls: "STOP", length: "MAX_TOKENS", content_filter: "SAFETY" };
-const FILTERED = ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"];
+/**
+ * finishReason in neutral terms (STOP with functionCall parts is a tool call). CONTINUATION stopped
+ * at a per-request token limit. The others (MALFORMED_FUNCTION_CALL, UNEXPECTED_TOOL_CALL,
+ * TOO_MANY_TOOL_CALLS, LANGUAGE, OTHER, FINISH_REASON_UNSPECIFIED, NO_IMAGE, IMAGE_OTHER) end a
+ * generation that failed: no other style has a word for them.
+ */
+const FINISH_OF: Record<string, NeutralFinish> = {
+  STOP: "stop",
+  MAX_TOKENS: "length",
+  CONTINUATION: "length",
+  ...Object.fromEntries(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"].map((r) => [r, "content_filter" as const])),
+};
+/** promptFeedback.blockReason: the content filters blocked the prompt (OTHER and an unspecified reason say nothing of why) */
+const BLOCKED: Record<string, NeutralFinish> = Object.fromEntries(["SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "MODEL_ARMOR", "JAILBREAK"].map((r) => [r, "content_filter" as const]));
 
 /** Request fields the neutral form carries. */
 const GENERATE_KEYS = ["contents", "systemInstruction", "generationConfig", "tools", "toolConfig"];
@@ -301,13 +322,14 @@ const generateContent: Endpoint = compile({
     input: generateInput,
     answer: (body) => {
       const candidate = body?.candidates?.[0];
+      // no candidate: the prompt was blocked (promptFeedback.blockReason)
+      if (!candidate) return { text: "", toolCalls: [], finish: finishOf("gemini", body?.promptFeedback?.blockReason ?? "(no candidate)", BLOCKED), usage: usageOf(body) };
       // a call without an id gets one: the client pairs its result with the call by it
-      const toolCalls = (candidate?.content?.parts ?? [])
+      const toolCalls = (candidate.content?.parts ?? [])
         .filter((p: any) => p?.functionCall)
         .map((p: any) => ({ id: p.functionCall.id ?? newCallId(), name: p.functionCall.name, arguments: JSON.stringify(p.functionCall.args ?? {}) }));
-      const reason = candidate?.finishReason;
-      const finish = reason === "MAX_TOKENS" ? "length" : FILTERED.includes(reason) ? "content_filter" : toolCalls.length ? "tool_calls" : "stop";
-      return { text: textOf(body), toolCalls, finish, usage: usageOf(body) };
+      const finish = finishOf("gemini", candidate.finishReason, FINISH_OF);
+      return { text: textOf(body), toolCalls, finish: finish === "stop" && toolCalls.length ? "tool_calls" : finish, usage: usageOf(body) };
     },
     output: (a, call) => ({
       candidates: [{ content: { role: "model", parts: [...(a.text || !a.toolCalls.length ? [{ text: a.text }] : []), ...a.toolCalls.map((c) => ({ functionCall: { id: c.id, name: c.name, args: argsObject(c) } }))] }, finishReason: FINISH_REASON[a.finish], index: 0 }],
@@ -411,11 +433,12 @@ export const GEMINI_ACTIONS: Record<string, Endpoint> = {
 
 /**
  * Request body for GatewayService.complete and fallbacks from other styles; undefined when it
- * cannot be said here: an image by URL, no parallel tool calls, a result for a call not in the conversation.
+ * cannot be said here: an image by URL or a GIF (the API takes PNG, JPEG, WEBP, HEIC and HEIF),
+ * no parallel tool calls, a result for a call not in the conversation.
  */
 export function geminiRequest(req: CompletionInput) {
-  // the API takes up to 5 stop sequences
-  const contents = req.parallelToolCalls === false || (req.stop?.length ?? 0) > 5 ? undefined : contentsFor(req.messages);
+  // temperature up to 2.0; up to 5 stop sequences
+  const contents = req.parallelToolCalls === false || !samplingWithin(req, [0, 2]) || (req.stop?.length ?? 0) > 5 ? undefined : contentsFor(req.messages);
   if (!contents) return undefined;
   const system = req.messages.filter((m) => m.role === "system").map((m) => m.content).join("\n");
   const generationConfig: Record<string, unknown> = {};
@@ -457,7 +480,7 @@ function contentsFor(messages: NeutralMessage[]): Array<{ role: string; parts: a
       const fc = (m.toolCalls ?? []).map((c, i) => ({ functionCall: { id: c.id, name: c.name, args: argsObject(c) }, ...(i === 0 ? { thoughtSignature: FOREIGN_CALL_SIGNATURE } : {}) }));
       out.push({ role: "model", parts: [...(m.content || !fc.length ? [{ text: m.content }] : []), ...fc] });
     } else if (m.role === "user") {
-      const parts = each(partsOf(m.content), (p) => (p.type === "text" ? { text: p.text } : p.type === "image" ? { inlineData: { mimeType: p.mediaType, data: p.data } } : undefined));
+      const parts = each(partsOf(m.content), (p) => (p.type === "text" ? { text: p.text } : p.type === "image" && p.mediaType !== "image/gif" ? { inlineData: { mimeType: p.mediaType, data: p.data } } : undefined));
       if (!parts) return undefined;
       out.push({ role: "user", parts });
     }

@@ -23,6 +23,7 @@ import {
   answeredCalls,
   callOfFunction,
   each,
+  finishOf,
   functionCall,
   functionStyleMessage,
   functionStylePart,
@@ -30,6 +31,7 @@ import {
   neutralRequest,
   only,
   sampling,
+  samplingWithin,
   stopOf,
   toolOfFunction,
   userContent,
@@ -124,8 +126,7 @@ const chatCompletions: Endpoint = compile({
     input: chatInput,
     answer: (body) => {
       const c = body?.choices?.[0];
-      const finish = c?.finish_reason === "function_call" ? "tool_calls" : CHAT_FINISH.includes(c?.finish_reason) ? c.finish_reason : "stop";
-      return { text: textOf(body), toolCalls: answeredCalls(c?.message?.tool_calls), finish, usage: usageOf(body) };
+      return { text: textOf(body), toolCalls: answeredCalls(c?.message?.tool_calls), finish: finishOf("openai", c?.finish_reason, CHAT_FINISH), usage: usageOf(body) };
     },
     output: (a, call) => ({
       id: `chatcmpl-${uuid()}`,
@@ -185,8 +186,11 @@ function usageOf(body: any): Usage {
   return { inputTokens: 0, outputTokens: estimateTokens(textOf(body)) };
 }
 
-/** The finish reasons chat-completions shares with the neutral form (its own words for them). */
-const CHAT_FINISH: NeutralFinish[] = ["stop", "length", "tool_calls", "content_filter"];
+/**
+ * The finish reasons chat-completions shares with the neutral form (its own words for them); the
+ * API's fifth, `function_call` (deprecated), answers the legacy `functions`, which svc never sends.
+ */
+const CHAT_FINISH: Record<string, NeutralFinish> = { stop: "stop", length: "length", tool_calls: "tool_calls", content_filter: "content_filter" };
 
 /** Request fields the neutral form carries (or that never change the answer: streaming, session, user, store). */
 const CHAT_KEYS = ["model", "messages", "stream", "stream_options", "session_id", "user", "metadata", "store", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "n", "tools", "tool_choice", "parallel_tool_calls"];
@@ -430,15 +434,20 @@ const embeddings: Endpoint = compile({
 
 export const openai = { wire: openaiWire, chatCompletions, models, model, embeddings };
 
-/** Request body for GatewayService.complete and fallbacks from other styles (every neutral request can be said). */
+/**
+ * Request body for GatewayService.complete and fallbacks from other styles (every neutral request
+ * can be said). The output limit is `max_completion_tokens`: `max_tokens` is deprecated and the
+ * reasoning models (o-series, gpt-5) refuse it.
+ */
 export function openaiRequest(req: CompletionInput) {
-  if (req.stop && req.stop.length > 4) return undefined; // the API takes up to 4
+  // temperature "between 0 and 2"; up to 4 stop sequences
+  if (!samplingWithin(req, [0, 2]) || (req.stop && req.stop.length > 4)) return undefined;
   return {
     model: req.model,
     messages: req.messages.map(chatMessageOf),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+    ...(req.maxTokens !== undefined ? { max_completion_tokens: req.maxTokens } : {}),
     ...(req.stop?.length ? { stop: req.stop } : {}),
     ...(req.tools?.length ? toolsOf(req.tools, req) : {}),
   };

@@ -162,7 +162,8 @@ function replay(body: any, _call: ProxyCall, meta: CacheMeta): string[] {
     } else if (item?.type === "function_call") {
       frames.push(frame("response.output_item.added", { output_index: outputIndex, item: { ...item, status: "in_progress", arguments: "" } }, seq++));
       frames.push(frame("response.function_call_arguments.delta", { item_id: item.id, output_index: outputIndex, delta: item.arguments ?? "" }, seq++));
-      frames.push(frame("response.function_call_arguments.done", { item_id: item.id, output_index: outputIndex, arguments: item.arguments ?? "" }, seq++));
+      // the done event names the function (ResponseFunctionCallArgumentsDoneEvent: arguments, item_id, name, output_index)
+      frames.push(frame("response.function_call_arguments.done", { item_id: item.id, name: item.name, output_index: outputIndex, arguments: item.arguments ?? "" }, seq++));
     } else frames.push(frame("response.output_item.added", { output_index: outputIndex, item }, seq++));
     frames.push(frame("response.output_item.done", { output_index: outputIndex, item }, seq++));
   });
