@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { buildBinary } from "../scripts/build";
 import { freePort, waitHealthy, ROOT } from "../scripts/bench/harness";
 import { TokenService } from "../src/core/auth";
+import { vocabularySize, wordWeight } from "../src/cache/verify/index";
+import { PROBE_WORDS } from "./fixtures/build-probe";
 
 const SECRET = "build-test-secret-build-test-secret";
 const work = mkdtempSync(join(tmpdir(), "svc-build-"));
@@ -121,8 +123,10 @@ describe("dist/svc copied alone", () => {
       expect(out.adapter).toMatch(/^local:use-lite-512\+adapter-[0-9a-f]{12}$/);
       expect(out.adaptedSimilarity).toBeGreaterThan(0.5);
       expect(Math.abs(out.adaptedSimilarity - out.similarity)).toBeGreaterThan(1e-4);
-      // the cache's word weights read the model's vocabulary in the binary (a path, not parsed JSON)
-      expect(out.vocabularyWords).toBeGreaterThan(4000);
+      // the cache's word weights read the model's vocabulary in the binary (a path, not parsed JSON):
+      // the same table as under bun (before, the compiled table was empty and every word weighed 1)
+      expect(out.vocabularyWords).toBe(vocabularySize());
+      expect(out.weights).toEqual(PROBE_WORDS.map(([w, s]) => wordWeight(w, s)));
     }
   }, 60_000);
 });
