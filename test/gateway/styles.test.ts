@@ -5,6 +5,7 @@
  * reuse (keep-alive) to the upstream.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
 import { startProxyEnv, type ProxyEnv } from "./setup";
 import { closedPort } from "../fake-upstream/server";
 import { startGateway } from "../helpers/gateway";
@@ -152,6 +153,46 @@ describe.each(STYLES)("$name", (s) => {
     expect(hit!.costSavedUsd).toBeGreaterThan(0);
     // another tenant sees none of them
     expect(usage.store(`${tenant}-other`).list()).toHaveLength(0);
+  });
+});
+
+describe("integer fields", () => {
+  // doc1 §4.2-§4.5 type these fields `integer`; "5" is a string, which svc would otherwise forward upstream as sent
+  const user = [{ role: "user", content: "Count to three." }];
+  const cases: Array<[string, Record<string, unknown>, string, Record<string, string>?]> = [
+    ["/v1/chat/completions", { model: "gpt-4o-mini", messages: user, max_tokens: "5" }, "max_tokens"],
+    ["/v1/responses", { model: "gpt-4o-mini", input: "Count to three.", max_output_tokens: "16" }, "max_output_tokens"],
+    ["/v1/messages", { model: "claude-3-5-haiku-latest", max_tokens: "5", messages: user }, "max_tokens", { "anthropic-version": "2023-06-01" }],
+    ["/v1beta/models/gemini-2.0-flash/generateContent", { contents: [{ parts: [{ text: "Count to three." }] }], generationConfig: { maxOutputTokens: "5" } }, "generationConfig.maxOutputTokens"],
+    ["/v1/chat", { message: "Count to three.", max_tokens: "5" }, "max_tokens"],
+    ["/v1/chat", { message: "Count to three.", k: "3" }, "k"],
+    ["/v1/generate", { prompt: "Count to three.", num_generations: "2" }, "num_generations"],
+    ["/v1/generate", { prompt: "Count to three.", max_tokens: "5" }, "max_tokens"],
+    ["/v1/generate", { prompt: "Count to three.", k: "3" }, "k"],
+    ["/v2/chat", { model: "command-a-03-2025", messages: user, max_tokens: "5" }, "max_tokens"],
+  ];
+
+  test("a numeric string is 400 validation_error naming the field, and nothing goes upstream", async () => {
+    env.fake.reset();
+    for (const [path, json, field, headers] of cases) {
+      const r = await env.gw.api(path, { method: "POST", token: env.token, json, headers });
+      expect(`${path} ${field}: ${r.status}`).toBe(`${path} ${field}: 400`);
+      const body = (await r.json()) as any;
+      expect(body).toEqual({ error: { message: expect.stringContaining(`body field '${field}'`), type: "validation_error" } });
+    }
+    expect(env.fake.requests).toHaveLength(0);
+  });
+
+  test("through the official SDK (messages): a string max_tokens is refused by svc, a number is forwarded as a number", async () => {
+    env.fake.reset();
+    const client = new Anthropic({ apiKey: env.token, baseURL: env.gw.url, maxRetries: 0 });
+    const req = { model: "claude-3-5-haiku-latest", messages: [{ role: "user" as const, content: "Count to four." }] };
+    const err: any = await client.messages.create({ ...req, max_tokens: "5" as unknown as number }).catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err.error).toEqual({ error: { message: "body field 'max_tokens': Expected integer", type: "validation_error" } });
+    expect(env.fake.requests).toHaveLength(0);
+    await client.messages.create({ ...req, max_tokens: 5 });
+    expect(env.fake.requests[0]!.body.max_tokens).toBe(5);
   });
 });
 
