@@ -264,6 +264,39 @@ describe("HTTP", () => {
     expect(((await r.json()) as any).error.retry_after_secs).toBe(6);
   });
 
+  test("GET /tiers is doc1 §8's preset table exactly; PUT of each tier applies its limits; DELETE returns to starter", async () => {
+    const admin = await gw.token("tiers-t", ["ViewMetrics", "ManageConfig"]);
+    const tiers = await gw.api("/api/v1/rate-limits/tiers", { token: admin });
+    expect(tiers.status).toBe(200);
+    const table = {
+      starter: { requestsPerSecond: 10, requestsPerMinute: 600, tokensPerMinute: 100_000, requestsPerDay: 10_000 },
+      pro: { requestsPerSecond: 100, requestsPerMinute: 6_000, tokensPerMinute: 1_000_000, requestsPerDay: 100_000 },
+      enterprise: { requestsPerSecond: 500, requestsPerMinute: 30_000, tokensPerMinute: 10_000_000, requestsPerDay: 1_000_000 },
+    };
+    expect(await tiers.json()).toEqual({ tiers: Object.entries(table).map(([name, limits]) => ({ name, ...limits })) });
+    // new tenants start on starter (§8), with no stored assignment
+    const fresh = (await (await gw.api("/api/v1/rate-limits/tiers-t", { token: admin })).json()) as any;
+    expect(fresh).toMatchObject({ tenantId: "tiers-t", tier: "starter", isDefault: true, updatedAt: null, limits: table.starter });
+    for (const tier of ["pro", "enterprise", "starter"] as const) {
+      const put = await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "PUT", json: { tier } });
+      expect(put.status).toBe(200);
+      const body = (await put.json()) as any;
+      expect(body).toMatchObject({ tenantId: "tiers-t", tier, isDefault: false, limits: table[tier] });
+      expect(new Date(body.updatedAt).toISOString()).toBe(body.updatedAt); // ISO 8601 UTC (§2.1)
+      expect(((await (await gw.api("/api/v1/rate-limits/tiers-t", { token: admin })).json()) as any).tier).toBe(tier);
+    }
+    await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "PUT", json: { tier: "pro" } });
+    // the assigned tier is what the limiter enforces: pro allows 100 requests in a second where starter allows 10
+    const burst = await Promise.all(Array.from({ length: 120 }, () => gw.api("/api/v1/rate-limits/tiers", { token: admin })));
+    expect(burst.filter((r) => r.status === 200).length).toBe(100);
+    clock.advance(1000);
+    const reset = await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "DELETE" });
+    expect(reset.status).toBe(200);
+    expect(await reset.json()).toMatchObject({ tier: "starter", isDefault: true, updatedAt: null, limits: table.starter });
+    expect(((await (await gw.api("/api/v1/rate-limits", { token: admin })).json()) as any).tenants).toMatchObject([{ tenantId: "tiers-t", tier: "starter" }]);
+    clock.advance(1000);
+  });
+
   test("two tenants: neither sees nor spends the other's rate-limit state", async () => {
     const a = await gw.token("iso-a", ["ViewMetrics", "ManageConfig"]);
     const b = await gw.token("iso-b", ["ViewMetrics", "ManageConfig"]);
