@@ -35,6 +35,8 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
       const call = endpoint.parse({ body, params, url, headers: request.headers });
+      // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
+      if (call.key === null || !endpoint.usageOf) status = "BYPASS";
       const facts = (state.facts ??= {});
       facts.model = call.model;
       facts.provider = endpoint.provider;

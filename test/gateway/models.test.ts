@@ -63,6 +63,8 @@ describe("GET /v1/models (chat-completions style)", () => {
     // doc1 §7 rule 2: "An unknown project, model, or other resource returns 404 not_found" (OpenAI says invalid_request_error)
     expect(err.error).toMatchObject({ code: "model_not_found", type: "not_found", message: expect.stringContaining("gpt-nonexistent") });
     expect(err.type).toBe("not_found");
+    // a model lookup is never cached: its error says BYPASS like its answer (decisions: X-Cache-Status)
+    expect(err.headers.get("x-cache-status")).toBe("BYPASS");
     expect(err.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
