@@ -8,6 +8,8 @@ import { storageOf } from "../src/storage/scoped";
 import { groupOf } from "../src/core/kernel";
 import { testKernel } from "./helpers/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
+import { startFakeUpstream } from "./fake-upstream/server";
+import OpenAI from "openai";
 
 /** In-memory store that counts reads, to prove assignments are cached. */
 class MemStore {
@@ -318,5 +320,35 @@ describe("HTTP", () => {
     const da = ((await ra.json()) as any);
     expect(da.tier).toBe("enterprise");
     expect(da.remaining.requestsPerSecond).toBeGreaterThan(490);
+  });
+});
+
+describe("HTTP: the proxy group (doc1 §8 \"Proxy API | 60 requests per second\")", () => {
+  test("an enterprise tenant (500/s) gets exactly 60 proxy requests in a second; the 61st is 429 with retry_after_secs, through the SDK too", async () => {
+    const clock = new FakeClock();
+    const fake = await startFakeUpstream();
+    const gw = await startGateway({ rate_limits: { enabled: true }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } }, {}, { clock });
+    try {
+      const admin = await gw.token("proxy-t", ["ManageConfig"]);
+      expect((await gw.api("/api/v1/rate-limits/proxy-t", { token: admin, method: "PUT", json: { tier: "enterprise" } })).status).toBe(200);
+      const token = await gw.token("proxy-t");
+      const rs = await Promise.all(Array.from({ length: 80 }, () => gw.api("/v1/models", { token })));
+      expect(rs.filter((r) => r.status === 200).length).toBe(60);
+      const limited = rs.filter((r) => r.status === 429);
+      expect(limited.length).toBe(20);
+      expect(await limited[0]!.json()).toEqual({ error: { message: expect.any(String), type: "rate_limit_error", retry_after_secs: 1 } });
+      expect(limited[0]!.headers.get("retry-after")).toBe("1");
+      expect(limited[0]!.headers.get("x-ratelimit-limit")).toBe("60");
+      const client = new OpenAI({ apiKey: token, baseURL: gw.url + "/v1", maxRetries: 0 });
+      const err: any = await client.models.list().catch((e) => e);
+      expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(err.error).toMatchObject({ type: "rate_limit_error", retry_after_secs: 1 });
+      expect(fake.received("/v1/models")).toHaveLength(60); // refused requests never went upstream
+      clock.advance(1000);
+      expect((await client.models.list()).data.length).toBeGreaterThan(0);
+    } finally {
+      await gw.stop();
+      await fake.stop();
+    }
   });
 });
