@@ -16,6 +16,10 @@ describe("auth token exchange", () => {
     const body = await r.json();
     expect(body.tokenType).toBe("Bearer");
     expect(body.expiresIn).toBe(86400);
+    // doc1 §5.3 "JWTs are valid for 24 hours": the token itself says so, not only the answer
+    const claims = JSON.parse(Buffer.from(body.accessToken.split(".")[1], "base64url").toString());
+    expect(claims.exp - claims.iat).toBe(86_400);
+    expect(Math.abs(claims.iat - Date.now() / 1000)).toBeLessThan(60);
     const p = await gw.ctx.tokens.verify(body.accessToken);
     expect(p.tenantId).toBe("tenant-a");
     expect([...p.permissions]).toEqual(["ViewMetrics"]);

@@ -8,6 +8,8 @@ import { storageOf } from "../src/storage/scoped";
 import { groupOf } from "../src/core/kernel";
 import { testKernel } from "./helpers/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
+import { startFakeUpstream } from "./fake-upstream/server";
+import OpenAI from "openai";
 
 /** In-memory store that counts reads, to prove assignments are cached. */
 class MemStore {
@@ -264,6 +266,39 @@ describe("HTTP", () => {
     expect(((await r.json()) as any).error.retry_after_secs).toBe(6);
   });
 
+  test("GET /tiers is doc1 §8's preset table exactly; PUT of each tier applies its limits; DELETE returns to starter", async () => {
+    const admin = await gw.token("tiers-t", ["ViewMetrics", "ManageConfig"]);
+    const tiers = await gw.api("/api/v1/rate-limits/tiers", { token: admin });
+    expect(tiers.status).toBe(200);
+    const table = {
+      starter: { requestsPerSecond: 10, requestsPerMinute: 600, tokensPerMinute: 100_000, requestsPerDay: 10_000 },
+      pro: { requestsPerSecond: 100, requestsPerMinute: 6_000, tokensPerMinute: 1_000_000, requestsPerDay: 100_000 },
+      enterprise: { requestsPerSecond: 500, requestsPerMinute: 30_000, tokensPerMinute: 10_000_000, requestsPerDay: 1_000_000 },
+    };
+    expect(await tiers.json()).toEqual({ tiers: Object.entries(table).map(([name, limits]) => ({ name, ...limits })) });
+    // new tenants start on starter (§8), with no stored assignment
+    const fresh = (await (await gw.api("/api/v1/rate-limits/tiers-t", { token: admin })).json()) as any;
+    expect(fresh).toMatchObject({ tenantId: "tiers-t", tier: "starter", isDefault: true, updatedAt: null, limits: table.starter });
+    for (const tier of ["pro", "enterprise", "starter"] as const) {
+      const put = await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "PUT", json: { tier } });
+      expect(put.status).toBe(200);
+      const body = (await put.json()) as any;
+      expect(body).toMatchObject({ tenantId: "tiers-t", tier, isDefault: false, limits: table[tier] });
+      expect(new Date(body.updatedAt).toISOString()).toBe(body.updatedAt); // ISO 8601 UTC (§2.1)
+      expect(((await (await gw.api("/api/v1/rate-limits/tiers-t", { token: admin })).json()) as any).tier).toBe(tier);
+    }
+    await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "PUT", json: { tier: "pro" } });
+    // the assigned tier is what the limiter enforces: pro allows 100 requests in a second where starter allows 10
+    const burst = await Promise.all(Array.from({ length: 120 }, () => gw.api("/api/v1/rate-limits/tiers", { token: admin })));
+    expect(burst.filter((r) => r.status === 200).length).toBe(100);
+    clock.advance(1000);
+    const reset = await gw.api("/api/v1/rate-limits/tiers-t", { token: admin, method: "DELETE" });
+    expect(reset.status).toBe(200);
+    expect(await reset.json()).toMatchObject({ tier: "starter", isDefault: true, updatedAt: null, limits: table.starter });
+    expect(((await (await gw.api("/api/v1/rate-limits", { token: admin })).json()) as any).tenants).toMatchObject([{ tenantId: "tiers-t", tier: "starter" }]);
+    clock.advance(1000);
+  });
+
   test("two tenants: neither sees nor spends the other's rate-limit state", async () => {
     const a = await gw.token("iso-a", ["ViewMetrics", "ManageConfig"]);
     const b = await gw.token("iso-b", ["ViewMetrics", "ManageConfig"]);
@@ -285,5 +320,35 @@ describe("HTTP", () => {
     const da = ((await ra.json()) as any);
     expect(da.tier).toBe("enterprise");
     expect(da.remaining.requestsPerSecond).toBeGreaterThan(490);
+  });
+});
+
+describe("HTTP: the proxy group (doc1 §8 \"Proxy API | 60 requests per second\")", () => {
+  test("an enterprise tenant (500/s) gets exactly 60 proxy requests in a second; the 61st is 429 with retry_after_secs, through the SDK too", async () => {
+    const clock = new FakeClock();
+    const fake = await startFakeUpstream();
+    const gw = await startGateway({ rate_limits: { enabled: true }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } }, {}, { clock });
+    try {
+      const admin = await gw.token("proxy-t", ["ManageConfig"]);
+      expect((await gw.api("/api/v1/rate-limits/proxy-t", { token: admin, method: "PUT", json: { tier: "enterprise" } })).status).toBe(200);
+      const token = await gw.token("proxy-t");
+      const rs = await Promise.all(Array.from({ length: 80 }, () => gw.api("/v1/models", { token })));
+      expect(rs.filter((r) => r.status === 200).length).toBe(60);
+      const limited = rs.filter((r) => r.status === 429);
+      expect(limited.length).toBe(20);
+      expect(await limited[0]!.json()).toEqual({ error: { message: expect.any(String), type: "rate_limit_error", retry_after_secs: 1 } });
+      expect(limited[0]!.headers.get("retry-after")).toBe("1");
+      expect(limited[0]!.headers.get("x-ratelimit-limit")).toBe("60");
+      const client = new OpenAI({ apiKey: token, baseURL: gw.url + "/v1", maxRetries: 0 });
+      const err: any = await client.models.list().catch((e) => e);
+      expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(err.error).toMatchObject({ type: "rate_limit_error", retry_after_secs: 1 });
+      expect(fake.received("/v1/models")).toHaveLength(60); // refused requests never went upstream
+      clock.advance(1000);
+      expect((await client.models.list()).data.length).toBeGreaterThan(0);
+    } finally {
+      await gw.stop();
+      await fake.stop();
+    }
   });
 });

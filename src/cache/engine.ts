@@ -158,6 +158,13 @@ export const CONTEXT_REWORDED_THRESHOLD = 0.96;
 /** Similarity slack when picking candidates from an f16 index (the decision uses the exact f32 cosine). */
 const INDEX_SLACK = 0.01;
 
+/**
+ * A cosine as reported (doc1 §4.4 `similarity (number 0.0-1.0)`): the dot product of two
+ * L2-normalised float32 vectors lands up to ~1e-6 outside [-1, 1] (a reworded question with the
+ * same embedding scored 1.000000008). Reports only: hit decisions use the dot product itself.
+ */
+const reported = (cosine: number) => Math.min(1, Math.max(-1, cosine));
+
 export class SemanticCacheEngine {
   private readonly tenants: TenantRegistry;
   private readonly exact: LRUCache<string, ExactRow>;
@@ -336,7 +343,7 @@ export class SemanticCacheEngine {
         best = { vecKey: c.vecKey, sim, ctxSim, score, learned };
       }
     }
-    state.nearest = nearest ?? (found.length ? Math.max(-1, Math.min(1, found[0]!.similarity)) : undefined);
+    state.nearest = nearest !== undefined ? reported(nearest) : found.length ? reported(found[0]!.similarity) : undefined;
     if (best) {
       const row = ts.repo.payload(best.vecKey);
       if (row) {
@@ -355,8 +362,8 @@ export class SemanticCacheEngine {
       hit: true,
       tier,
       entryId: row.id,
-      similarity: sim,
-      ...(ctxSim !== undefined ? { contextSimilarity: ctxSim } : {}),
+      similarity: reported(sim),
+      ...(ctxSim !== undefined ? { contextSimilarity: reported(ctxSim) } : {}),
       ...(learned !== undefined ? { learnedScore: learned } : {}),
       payload: { body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } },
       lookupMs,

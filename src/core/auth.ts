@@ -96,11 +96,13 @@ export class TokenService {
   async sign(claims: { tenantId: string; sub?: string; permissions?: string[] }, ttlSecs = this.ttlSecs): Promise<string> {
     if (!TENANT_ID_RE.test(claims.tenantId)) throw new Error(`tenant id must be 1-128 letters, digits or . _ : @ - (got "${claims.tenantId.slice(0, 40)}")`);
     if (ttlSecs > this.maxTtlSecs) throw new Error(`token lifetime ${ttlSecs} s exceeds the maximum of ${this.maxTtlSecs} s (SVC_AUTH__MAX_TOKEN_TTL_SECS)`);
+    // one clock reading for both claims: exp - iat is exactly the lifetime (two readings straddling a second said 86,401)
+    const iat = Math.floor(Date.now() / 1000);
     return new SignJWT({ tenant_id: claims.tenantId, permissions: claims.permissions ?? [] })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(claims.sub ?? claims.tenantId)
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSecs)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + ttlSecs)
       .sign(this.key);
   }
 

@@ -35,6 +35,8 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
       const call = endpoint.parse({ body, params, url, headers: request.headers });
+      // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
+      if (call.key === null || !endpoint.usageOf) status = "BYPASS";
       const facts = (state.facts ??= {});
       facts.model = call.model;
       facts.provider = endpoint.provider;
@@ -76,7 +78,9 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       if (e instanceof ProviderReply) {
         // a 404 on a path the provider must have is most often a wrong base URL: say which URL answered
         if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
-        return new Response(withDoc1Fields(e), { status: e.status, headers: { ...headers, "content-type": e.contentType } });
+        const { body, contentType } = withDoc1Fields(e);
+        if (e.status === 429) headers["retry-after"] = String(e.retryAfterSecs());
+        return new Response(body, { status: e.status, headers: { ...headers, "content-type": contentType } });
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
@@ -129,37 +133,25 @@ function validationError(endpoint: Endpoint, body: unknown): ApiError {
   return new ApiError("validation_error", describeValueError(endpoint.check!.Errors(body).First(), "body"));
 }
 
-const TYPE_BY_STATUS: Record<number, string> = {
-  400: "invalid_request_error",
-  401: "authentication_error",
-  403: "authorization_error",
-  404: "not_found",
-  413: "invalid_request_error",
-  422: "validation_error",
-  429: "rate_limit_error",
-};
-
 /**
- * A provider's 4xx as its body, with doc1's `error.message` and `error.type` added where the
- * provider's own error object lacks them (doc1 §7: every doc1 endpoint answers
- * `{error: {message, type}}`), so both the provider's SDK and a spec client can read it.
+ * A provider's 4xx in doc1's envelope (§7: every doc1 endpoint answers `{error: {message, type}}`,
+ * a 429 with `retry_after_secs`): the provider's body keeps its own fields, so its SDK still reads
+ * it, and `error.message`, `error.type` (doc1's type for the status, ProviderReply.doc1Type) and,
+ * on a 429, `error.retry_after_secs` are set. A body that is not a JSON object with an error
+ * object (plain text, `{"error": "..."}`, `{"message": ...}`) gets one.
  */
-export function withDoc1Fields(reply: ProviderReply): string {
-  let body: unknown;
+export function withDoc1Fields(reply: ProviderReply): { body: string; contentType: string } {
+  let parsed: unknown;
   try {
-    body = JSON.parse(reply.body);
-  } catch {
-    return reply.body;
+    parsed = JSON.parse(reply.body);
+  } catch {}
+  const retry = reply.status === 429 ? { retry_after_secs: reply.retryAfterSecs() } : {};
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+    const error = { message: reply.providerMessage(), type: reply.doc1Type(), ...retry };
+    return { body: JSON.stringify({ error }), contentType: "application/json" };
   }
-  if (!body || typeof body !== "object" || Array.isArray(body)) return reply.body;
-  const o = body as Record<string, unknown>;
-  const type = TYPE_BY_STATUS[reply.status] ?? "invalid_request_error";
-  const err = o.error;
-  if (err && typeof err === "object" && !Array.isArray(err)) {
-    const e = err as Record<string, unknown>;
-    if (typeof e.message === "string" && typeof e.type === "string") return reply.body;
-    return JSON.stringify({ ...o, error: { ...e, message: typeof e.message === "string" ? e.message : reply.providerMessage(), type: typeof e.type === "string" ? e.type : type } });
-  }
-  if (err !== undefined) return reply.body;
-  return JSON.stringify({ ...o, error: { message: reply.providerMessage(), type } });
+  const o = parsed as Record<string, unknown>;
+  const e = o.error && typeof o.error === "object" && !Array.isArray(o.error) ? (o.error as Record<string, unknown>) : {};
+  const message = typeof e.message === "string" ? e.message : reply.providerMessage();
+  return { body: JSON.stringify({ ...o, error: { ...e, message, type: reply.doc1Type(e.type), ...retry } }), contentType: reply.contentType };
 }

@@ -61,7 +61,7 @@ export class GatewayService {
         startedAt,
       });
     } catch (e) {
-      if (e instanceof ProviderReply) throw new ApiError("invalid_request_error", `${provider}: ${e.providerMessage()}`);
+      if (e instanceof ProviderReply) throw completionError(provider, e);
       throw e;
     }
     if (result.kind !== "json") throw new ApiError("internal_error", "unexpected non-JSON completion result");
@@ -74,4 +74,21 @@ export class GatewayService {
       durationMs: performance.now() - startedAt,
     };
   }
+}
+
+/**
+ * A provider's 4xx to a request svc built, as doc1 §7 names it: 404 `not_found` (an unknown
+ * model, rule 2), 429 `rate_limit_error` with `retry_after_secs` (rule 3; retryable), 400/422 as
+ * the request's fault. A 401/403 refuses svc's own configured provider key, which the caller can
+ * neither see nor fix: `configuration_error` (500, not retryable), never the caller's 401.
+ */
+function completionError(provider: ProviderName, reply: ProviderReply): ApiError {
+  const message = `${provider}: ${reply.providerMessage()}`;
+  if (reply.status === 401 || reply.status === 403)
+    return new ApiError("configuration_error", `${provider} refused svc's provider credentials (${reply.status}): ${reply.providerMessage()}`);
+  if (reply.status === 429) {
+    const secs = reply.retryAfterSecs();
+    return new ApiError("rate_limit_error", message, { retry_after_secs: secs }, { "retry-after": String(secs) });
+  }
+  return new ApiError(reply.doc1Type(), message);
 }

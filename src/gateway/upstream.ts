@@ -13,7 +13,7 @@
  * only retried before its response headers arrived: once `open` returned, nothing is resent, so no
  * stream byte reaches a client twice. Other 4xx are the caller's and are returned at once.
  */
-import { ApiError } from "../core/errors";
+import { ApiError, type ErrorType } from "../core/errors";
 import type { Counter, Histogram } from "../core/metrics";
 import type { ProviderWire } from "./providers/types";
 import type { ProviderName } from "./providers";
@@ -71,18 +71,53 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 
 const RETRY_STATUS = new Set([408, 429, 500, 502, 503, 504, 529]);
 
-/** A provider's own 4xx answer, handed to the client unchanged. */
+/**
+ * doc1 §7's type for a provider's 4xx status (rule 2: an unknown model is 404 `not_found`; rule 3:
+ * a rate limit is 429 `rate_limit_error`); statuses doc1 has no word for are `invalid_request_error`.
+ */
+const DOC1_TYPE_BY_STATUS: Record<number, ErrorType> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "authorization_error",
+  404: "not_found",
+  413: "invalid_request_error",
+  422: "validation_error",
+  429: "rate_limit_error",
+};
+
+/** A provider's own 4xx answer, handed to the client with doc1's error fields (serve.ts). */
 export class ProviderReply extends Error {
   /** the URL that answered (operators' hint on a 404: a wrong base URL) */
   url?: string;
-  constructor(readonly status: number, readonly body: string, readonly contentType: string) {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    readonly contentType: string,
+    /** the provider's Retry-After, in milliseconds, when it sent one */
+    readonly retryAfterMs?: number,
+  ) {
     super(`provider answered ${status}`);
+  }
+  /**
+   * The doc1 type of this answer. A provider's own type is kept only where doc1 allows it for the
+   * status (a 400 is `invalid_request_error` or `validation_error`): OpenAI calls an unknown model
+   * `invalid_request_error` and a rate limit `requests`/`tokens`, Anthropic says `not_found_error`
+   * and `permission_error` — doc1 §7 answers 404 `not_found`, 429 `rate_limit_error`, 403
+   * `authorization_error`. The SDKs pick their error class from the status, never from the type.
+   */
+  doc1Type(providerType?: unknown): ErrorType {
+    if (this.status === 400 && (providerType === "invalid_request_error" || providerType === "validation_error")) return providerType;
+    return DOC1_TYPE_BY_STATUS[this.status] ?? "invalid_request_error";
+  }
+  /** A 429's `retry_after_secs` (doc1 §7): the provider's Retry-After in whole seconds, rounded up, at least 1. */
+  retryAfterSecs(): number {
+    return Math.max(1, Math.ceil((this.retryAfterMs ?? 0) / 1000));
   }
   /** the provider's error message, best effort */
   providerMessage(): string {
     try {
       const j = JSON.parse(this.body);
-      const m = j?.error?.message ?? j?.message ?? (Array.isArray(j) ? j[0]?.error?.message : undefined);
+      const m = typeof j?.error === "string" ? j.error : (j?.error?.message ?? j?.message ?? (Array.isArray(j) ? j[0]?.error?.message : undefined));
       if (typeof m === "string") return m;
     } catch {}
     return this.body.slice(0, 500) || `provider answered ${this.status}`;
@@ -316,7 +351,7 @@ export class Upstream {
         throw new AttemptFailed(new ApiError("proxy_error", `upstream ${req.provider} (${target.name}) answered ${response.status}`), RETRY_STATUS.has(response.status), after);
       }
       this.metrics.errors.inc({ provider: req.provider, kind: "4xx" });
-      const reply = new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json");
+      const reply = new ProviderReply(response.status, text, response.headers.get("content-type") ?? "application/json", after);
       reply.url = target.baseUrl + req.path.replace(/\?.*$/, "");
       if (RETRY_STATUS.has(response.status)) throw new AttemptFailed(reply, true, after);
       throw reply;

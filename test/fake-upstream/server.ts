@@ -98,9 +98,12 @@ function lastUserText(kind: string, body: any): string {
 const OPENAI_MODELS = ["gpt-4o-mini", "gpt-4o"];
 const GEMINI_MODELS = ["gemini-2.0-flash", "gemini-1.5-pro", "text-embedding-004"];
 
+/** the error types the real APIs give a status: OpenAI's 429 is `requests`, Anthropic's 404 `not_found_error` */
+const OPENAI_TYPES: Record<number, string> = { 429: "requests" };
+const ANTHROPIC_TYPES: Record<number, string> = { 401: "authentication_error", 403: "permission_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error" };
 const ERROR_BODIES: Record<string, (status: number, message?: string) => unknown> = {
-  openai: (s, m = `fake openai error ${s}`) => ({ error: { message: m, type: "invalid_request_error", param: null, code: "fake_error" } }),
-  anthropic: (s, m = `fake anthropic error ${s}`) => ({ type: "error", error: { type: "invalid_request_error", message: m } }),
+  openai: (s, m = `fake openai error ${s}`) => ({ error: { message: m, type: OPENAI_TYPES[s] ?? "invalid_request_error", param: null, code: "fake_error" } }),
+  anthropic: (s, m = `fake anthropic error ${s}`) => ({ type: "error", error: { type: ANTHROPIC_TYPES[s] ?? "invalid_request_error", message: m } }),
   gemini: (s, m = `fake gemini error ${s}`) => ({ error: { code: s, message: m, status: "INVALID_ARGUMENT" } }),
   cohere: (s, m = `fake cohere error ${s}`) => ({ message: m }),
 };

@@ -218,9 +218,14 @@ describe("chat-style proxy", () => {
     const e = await co.embed({ texts: ["a", "b"], model: "embed-english-v3.0", inputType: "search_document" });
     expect((e as any).embeddings).toHaveLength(2);
     expect(env.fake.requests[0]!.body).toEqual({ texts: ["a", "b"], model: "embed-english-v3.0", input_type: "search_document" });
+    // doc1 §8 "texts (embed) | max 96 items", both sides of the boundary
+    const at = await co.embed({ texts: Array.from({ length: 96 }, (_, i) => `t${i}`) });
+    expect((at as any).embeddings).toHaveLength(96);
+    expect(env.fake.requests).toHaveLength(2);
     const r = await post("/v1/embed", { texts: Array.from({ length: 97 }, (_, i) => `t${i}`) });
     expect(r.status).toBe(400);
-    expect((await r.json()).error.type).toBe("validation_error");
+    expect(await r.json()).toEqual({ error: { message: "body field 'texts': Expected array length to be less or equal to 96", type: "validation_error" } });
+    expect(env.fake.requests).toHaveLength(2);
     const bad = await post("/v1/embed", { texts: ["x"], input_type: "poetry" });
     expect(bad.status).toBe(400);
     const err: any = await co.embed({ texts: Array.from({ length: 97 }, (_, i) => `t${i}`) }).catch((x) => x);

@@ -44,6 +44,20 @@ describe("generate-content proxy", () => {
     expect(env.fake.requests).toHaveLength(1);
   });
 
+  test("svc.similarity stays within 0.0-1.0 (doc1 §4.4) on semantic hits whose vectors are the same (float32 dot products overshoot 1)", async () => {
+    env.fake.reset();
+    // the upper-cased question embeds like the original: a semantic hit of cosine 1 (± float32 rounding)
+    const questions = ["Which planet is largest?", "How do bees make honey?", "What causes the tides?", "How far is the moon?", "What is a black hole?"];
+    for (const q of questions) {
+      const body = (text: string) => ({ contents: [{ role: "user", parts: [{ text }] }] });
+      expect((await (await post("/v1beta/models/gemini-2.0-flash/generateContent", body(q))).json()).svc.source).toBe("provider");
+      const hit = await (await post("/v1beta/models/gemini-2.0-flash/generateContent", body(q.toUpperCase()))).json();
+      expect(hit.svc).toMatchObject({ cache_hit: true, source: "semantic" });
+      expect(`${q}: ${hit.svc.similarity >= 0.85 && hit.svc.similarity <= 1}`).toBe(`${q}: true`);
+    }
+    expect(env.fake.requests).toHaveLength(questions.length);
+  });
+
   test("SDK stream: live chunks, then a rebuilt stream with the same text; non-stream hits the streamed entry", async () => {
     env.fake.reset();
     const req = { model: "gemini-2.0-flash", contents: "Name the longest river in Africa." };

@@ -55,12 +55,16 @@ describe("GET /v1/models (chat-completions style)", () => {
     expect(await client.models.retrieve("gpt-4o")).toEqual({ id: "gpt-4o", object: "model", created: 0, owned_by: "unknown" } as any);
   });
 
-  test("an unknown model is the provider's own 404 (status and body), as the SDK expects", async () => {
+  test("an unknown model is the provider's own 404 (status and body) with doc1's type not_found, as the SDK expects", async () => {
     env.fake.reset();
     const err: any = await client.models.retrieve("gpt-nonexistent").catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.status).toBe(404);
-    expect(err.error).toMatchObject({ code: "model_not_found", message: expect.stringContaining("gpt-nonexistent") });
+    // doc1 §7 rule 2: "An unknown project, model, or other resource returns 404 not_found" (OpenAI says invalid_request_error)
+    expect(err.error).toMatchObject({ code: "model_not_found", type: "not_found", message: expect.stringContaining("gpt-nonexistent") });
+    expect(err.type).toBe("not_found");
+    // a model lookup is never cached: its error says BYPASS like its answer (decisions: X-Cache-Status)
+    expect(err.headers.get("x-cache-status")).toBe("BYPASS");
     expect(err.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -123,7 +127,7 @@ describe("GET /v1beta/models[/{model}] (generate-content style)", () => {
     expect(err.message).toContain("gemini-nonexistent");
     const r = await get("/v1beta/models/gemini-nonexistent", { "x-goog-api-key": env.token });
     expect(r.status).toBe(404);
-    expect((await r.json()).error).toMatchObject({ code: 404, status: "NOT_FOUND" });
+    expect((await r.json()).error).toMatchObject({ code: 404, status: "NOT_FOUND", type: "not_found" });
     expect(r.headers.get("x-request-id")).toBeTruthy();
   });
 

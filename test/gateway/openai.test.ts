@@ -66,6 +66,16 @@ describe("chat-completions proxy", () => {
       expect(`${k}: ${typeof m[k]}`).toBe(`${k}: ${type}`);
   });
 
+  test("svc_metadata.similarity of a semantic hit is a cosine, never above 1 (float32 dot products of equal vectors overshoot it)", async () => {
+    env.fake.reset();
+    for (const q of ["How do bees make honey?", "What causes the tides?", "What is a black hole?"]) {
+      await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }] });
+      const hit: any = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: q.toUpperCase() }] });
+      expect(hit.svc_metadata).toMatchObject({ cache_hit: true, cache_tier: "semantic" });
+      expect(`${q}: ${hit.svc_metadata.similarity <= 1}`).toBe(`${q}: true`);
+    }
+  });
+
   test("different sampling parameters or system prompt do not share an entry", async () => {
     env.fake.reset();
     await client.chat.completions.create({ model: "gpt-4o-mini", messages: msgs("Spell the word cat backwards."), temperature: 0 });

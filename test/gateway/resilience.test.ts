@@ -136,8 +136,12 @@ describe("retries", () => {
     fake.reset();
     fake.failNext({ kind: "status", status: 429, retryAfter: "3600" });
     const e: any = await client.chat.completions.create(chat("Rate limited for an hour.")).catch((x) => x);
+    expect(e).toBeInstanceOf(OpenAI.RateLimitError);
     expect(e.status).toBe(429);
     expect(e.error.message).toBe("fake openai error 429");
+    // doc1 §7: 429 rate_limit_error with retry_after_secs (OpenAI's own type is `requests`); the wait reaches the SDK as Retry-After
+    expect(e.error).toMatchObject({ type: "rate_limit_error", retry_after_secs: 3600, code: "fake_error" });
+    expect(e.headers.get("retry-after")).toBe("3600");
     expect(fake.requests).toHaveLength(1);
   });
 

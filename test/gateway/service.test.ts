@@ -64,6 +64,28 @@ describe("GatewayService.complete", () => {
     const e2 = await gw.complete({ tenantId: "t", model: "gpt-4o", messages: messages("fail please") }).catch((e) => e);
     expect(e2.type).toBe("proxy_error");
   });
+
+  test("doc1 §7 types for the provider's other answers: 404 not_found, 429 rate_limit_error with retry_after_secs, 401/403 configuration_error", async () => {
+    const gw = env.gw.ctx.gateway!;
+    const fail = async (status: number, retryAfter?: string) => {
+      env.fake.failNext({ kind: "status", status, retryAfter });
+      const e = await gw.complete({ tenantId: "t", model: "claude-3-5-haiku-latest", messages: messages(`fail with ${status}`) }).catch((x) => x);
+      expect(e).toBeInstanceOf(ApiError);
+      return e as ApiError;
+    };
+    // rule 2: "An unknown project, model, or other resource returns 404 not_found"
+    expect(await fail(404)).toMatchObject({ status: 404, type: "not_found", message: "anthropic: fake anthropic error 404" });
+    // rule 3: "Exceeding the rate limit returns 429 rate_limit_error with retry_after_secs" — retryable, so never a 400
+    expect(await fail(429, "7")).toMatchObject({ status: 429, type: "rate_limit_error", extra: { retry_after_secs: 7 }, headers: { "retry-after": "7" } });
+    expect(await fail(429)).toMatchObject({ status: 429, extra: { retry_after_secs: 1 } });
+    // the provider refused svc's own key: an operator's fix, not the caller's credential (401 would say the caller's token is bad)
+    for (const status of [401, 403]) {
+      const e = await fail(status);
+      expect(e).toMatchObject({ status: 500, type: "configuration_error" });
+      expect(e.message).toContain(`anthropic refused svc's provider credentials (${status})`);
+    }
+    expect(await fail(422)).toMatchObject({ status: 400, type: "validation_error" });
+  });
 });
 
 describe("building blocks", () => {

@@ -5,6 +5,7 @@
  * reuse (keep-alive) to the upstream.
  */
 import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
 import { startProxyEnv, type ProxyEnv } from "./setup";
 import { closedPort } from "../fake-upstream/server";
 import { startGateway } from "../helpers/gateway";
@@ -15,8 +16,14 @@ beforeAll(async () => {
 });
 afterAll(() => env.stop());
 
-/** doc1's error type for a provider status (added to provider errors that lack one) */
-const typeOf = (status: number) => ({ 400: "invalid_request_error", 422: "validation_error", 429: "rate_limit_error" })[status as 400 | 422 | 429];
+/** doc1 §7's error type for a provider status (rule 2: an unknown model is 404 not_found; rule 3: 429 rate_limit_error) */
+const typeOf = (status: number) => ({ 400: "invalid_request_error", 404: "not_found", 422: "validation_error", 429: "rate_limit_error" })[status as 400 | 404 | 422 | 429];
+
+/** What a client gets for a provider 4xx: the provider's body, its error object carrying doc1's message, type and (429) retry_after_secs. */
+function doc1Fields(raw: any, status: number, retryAfterSecs: number): unknown {
+  const error = { ...(raw.error ?? {}), message: raw.error?.message ?? raw.message, type: typeOf(status), ...(status === 429 ? { retry_after_secs: retryAfterSecs } : {}) };
+  return { ...raw, error };
+}
 
 interface Style {
   name: string;
@@ -24,7 +31,7 @@ interface Style {
   headers: (token: string) => Record<string, string>;
   body: (q: string, stream: boolean) => unknown;
   upstreamPath: string;
-  /** the fake's own 4xx body for this provider */
+  /** the fake's own 4xx body for this provider (what the real API sends) */
   providerError: (status: number) => unknown;
 }
 
@@ -35,7 +42,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ authorization: `Bearer ${t}` }),
     body: (q, stream) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content: q }], ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/chat/completions",
-    providerError: (s) => ({ error: { message: `fake openai error ${s}`, type: "invalid_request_error", param: null, code: "fake_error" } }),
+    providerError: (s) => ({ error: { message: `fake openai error ${s}`, type: s === 429 ? "requests" : "invalid_request_error", param: null, code: "fake_error" } }),
   },
   {
     name: "messages",
@@ -43,7 +50,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ "x-api-key": t, "anthropic-version": "2023-06-01" }),
     body: (q, stream) => ({ model: "claude-3-5-haiku-latest", max_tokens: 50, messages: [{ role: "user", content: q }], ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/messages",
-    providerError: (s) => ({ type: "error", error: { type: "invalid_request_error", message: `fake anthropic error ${s}` } }),
+    providerError: (s) => ({ type: "error", error: { type: ({ 404: "not_found_error", 429: "rate_limit_error" } as Record<number, string>)[s] ?? "invalid_request_error", message: `fake anthropic error ${s}` } }),
   },
   {
     name: "generate-content",
@@ -51,8 +58,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ "x-goog-api-key": t }),
     body: (q) => ({ contents: [{ role: "user", parts: [{ text: q }] }] }),
     upstreamPath: "/v1beta/models/gemini-2.0-flash:",
-    // the provider's error, with doc1's error.type added where the provider has none (doc1 §7)
-    providerError: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT", type: typeOf(s) } }),
+    providerError: (s) => ({ error: { code: s, message: `fake gemini error ${s}`, status: "INVALID_ARGUMENT" } }),
   },
   {
     name: "chat",
@@ -60,7 +66,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ authorization: `Bearer ${t}` }),
     body: (q, stream) => ({ message: q, model: "command-r", ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/chat",
-    providerError: (s) => ({ message: `fake cohere error ${s}`, error: { message: `fake cohere error ${s}`, type: typeOf(s) } }),
+    providerError: (s) => ({ message: `fake cohere error ${s}` }),
   },
   {
     name: "generate (legacy)",
@@ -68,7 +74,7 @@ const STYLES: Style[] = [
     headers: (t) => ({ authorization: `Bearer ${t}` }),
     body: (q, stream) => ({ prompt: q, model: "command", ...(stream ? { stream: true } : {}) }),
     upstreamPath: "/v1/generate",
-    providerError: (s) => ({ message: `fake cohere error ${s}`, error: { message: `fake cohere error ${s}`, type: typeOf(s) } }),
+    providerError: (s) => ({ message: `fake cohere error ${s}` }),
   },
 ];
 
@@ -104,15 +110,19 @@ describe.each(STYLES)("$name", (s) => {
     expect(env.fake.received(s.upstreamPath)).toHaveLength(5);
   });
 
-  test("provider 4xx passes through (status, body with doc1's error fields added where missing, content type), JSON and streamed; not cached", async () => {
+  test("provider 4xx passes through (status, the provider's body with doc1's error fields, content type), JSON and streamed; not cached", async () => {
     env.fake.reset();
     const q = `Provider rejection drill for the ${s.name} style: name a colour.`;
-    for (const [status, stream] of [[400, false], [429, true], [422, false]] as const) {
-      env.fake.failNext({ kind: "status", status });
+    const cases = [[400, false], [404, false], [429, true], [429, false, "2.5"], [422, false]] as const;
+    for (const [status, stream, retryAfter] of cases as ReadonlyArray<readonly [number, boolean, string?]>) {
+      env.fake.failNext({ kind: "status", status, retryAfter });
       const r = await send(s, q, stream);
       expect(r.status).toBe(status);
       expect(r.headers.get("content-type")).toContain("application/json");
-      expect(await r.json()).toEqual(s.providerError(status) as any);
+      // doc1 §7: a 429 says when to retry, in the envelope and as Retry-After (the provider's, rounded up; at least 1 s)
+      const secs = retryAfter ? 3 : 1;
+      expect(await r.json()).toEqual(doc1Fields(s.providerError(status), status, secs) as any);
+      expect(r.headers.get("retry-after")).toBe(status === 429 ? String(secs) : null);
       expect(r.headers.get("x-request-id")).toBeTruthy();
     }
     const ok = await send(s, q);
@@ -143,6 +153,46 @@ describe.each(STYLES)("$name", (s) => {
     expect(hit!.costSavedUsd).toBeGreaterThan(0);
     // another tenant sees none of them
     expect(usage.store(`${tenant}-other`).list()).toHaveLength(0);
+  });
+});
+
+describe("integer fields", () => {
+  // doc1 §4.2-§4.5 type these fields `integer`; "5" is a string, which svc would otherwise forward upstream as sent
+  const user = [{ role: "user", content: "Count to three." }];
+  const cases: Array<[string, Record<string, unknown>, string, Record<string, string>?]> = [
+    ["/v1/chat/completions", { model: "gpt-4o-mini", messages: user, max_tokens: "5" }, "max_tokens"],
+    ["/v1/responses", { model: "gpt-4o-mini", input: "Count to three.", max_output_tokens: "16" }, "max_output_tokens"],
+    ["/v1/messages", { model: "claude-3-5-haiku-latest", max_tokens: "5", messages: user }, "max_tokens", { "anthropic-version": "2023-06-01" }],
+    ["/v1beta/models/gemini-2.0-flash/generateContent", { contents: [{ parts: [{ text: "Count to three." }] }], generationConfig: { maxOutputTokens: "5" } }, "generationConfig.maxOutputTokens"],
+    ["/v1/chat", { message: "Count to three.", max_tokens: "5" }, "max_tokens"],
+    ["/v1/chat", { message: "Count to three.", k: "3" }, "k"],
+    ["/v1/generate", { prompt: "Count to three.", num_generations: "2" }, "num_generations"],
+    ["/v1/generate", { prompt: "Count to three.", max_tokens: "5" }, "max_tokens"],
+    ["/v1/generate", { prompt: "Count to three.", k: "3" }, "k"],
+    ["/v2/chat", { model: "command-a-03-2025", messages: user, max_tokens: "5" }, "max_tokens"],
+  ];
+
+  test("a numeric string is 400 validation_error naming the field, and nothing goes upstream", async () => {
+    env.fake.reset();
+    for (const [path, json, field, headers] of cases) {
+      const r = await env.gw.api(path, { method: "POST", token: env.token, json, headers });
+      expect(`${path} ${field}: ${r.status}`).toBe(`${path} ${field}: 400`);
+      const body = (await r.json()) as any;
+      expect(body).toEqual({ error: { message: expect.stringContaining(`body field '${field}'`), type: "validation_error" } });
+    }
+    expect(env.fake.requests).toHaveLength(0);
+  });
+
+  test("through the official SDK (messages): a string max_tokens is refused by svc, a number is forwarded as a number", async () => {
+    env.fake.reset();
+    const client = new Anthropic({ apiKey: env.token, baseURL: env.gw.url, maxRetries: 0 });
+    const req = { model: "claude-3-5-haiku-latest", messages: [{ role: "user" as const, content: "Count to four." }] };
+    const err: any = await client.messages.create({ ...req, max_tokens: "5" as unknown as number }).catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err.error).toEqual({ error: { message: "body field 'max_tokens': Expected integer", type: "validation_error" } });
+    expect(env.fake.requests).toHaveLength(0);
+    await client.messages.create({ ...req, max_tokens: 5 });
+    expect(env.fake.requests[0]!.body.max_tokens).toBe(5);
   });
 });
 

@@ -137,6 +137,19 @@ describe("prompt execute through the gateway", () => {
     expect(runs.total).toBe(1);
     expect(runs.runs[0].error).toContain("fake openai error 400");
   });
+
+  test("an upstream rate limit is 429 rate_limit_error with retry_after_secs and Retry-After (doc1 §7 rule 3), not a 400", async () => {
+    const p = (await call("POST", "/api/v1/prompts", { name: "Rate limited", template: "limit me {{id}}", model: "gpt-4o-mini" })).body;
+    fake.failNext({ kind: "status", status: 429, retryAfter: "12" });
+    const r = await gw.api(`/api/v1/prompts/${p.id}/execute`, { method: "POST", token: A, json: { variables: { id: crypto.randomUUID() } } });
+    expect(r.status).toBe(429);
+    expect(r.headers.get("retry-after")).toBe("12");
+    expect(await r.json()).toEqual({ error: { message: "openai: fake openai error 429", type: "rate_limit_error", retry_after_secs: 12 } });
+    // an unknown model is 404 not_found (rule 2)
+    fake.failNext({ kind: "status", status: 404 });
+    const nf = await call("POST", `/api/v1/prompts/${p.id}/execute`, { variables: { id: crypto.randomUUID() } });
+    expect(nf).toEqual({ status: 404, body: { error: { message: "openai: fake openai error 404", type: "not_found" } } });
+  });
 });
 
 describe("chain execute through the gateway", () => {

@@ -7,12 +7,19 @@
  * record (providers/index.ts). Auth, rate limits, cache, upstream I/O, metrics and errors live in
  * the pipeline (pipeline.ts, serve.ts).
  */
-import type { TSchema } from "@sinclair/typebox";
+import { Type, type IntegerOptions, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import type { TokenUsage } from "../../core/usage";
 import type { CacheKeyInput, CacheTier, Turn } from "../ports";
 import type { SseEvent } from "../sse";
 import type { CompletionInput, NeutralAnswer, NeutralRequest } from "./neutral";
+
+/**
+ * An integer field of a provider body (doc1 §4.2-§4.5 `max_tokens`, `k`, `num_generations`,
+ * `maxOutputTokens` ...): a JSON number only. Elysia's t.Integer also takes an integer-formatted
+ * string ("5", made for query strings), which a proxy would forward upstream as the client sent it.
+ */
+export const JsonInteger = (options: IntegerOptions = {}) => Type.Integer(options);
 
 export type KeyParts = Pick<CacheKeyInput, "style" | "model" | "scope" | "turns" | "sessionId">;
 

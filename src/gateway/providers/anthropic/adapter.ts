@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type Turn, type Usage } from "../types";
+import { compile, compact, scopeOf, sha, type Assembler, type Endpoint, type ProviderWire, type Turn, type Usage, JsonInteger } from "../types";
 import {
   argsObject,
   base64Image,
@@ -64,7 +64,7 @@ export const MessagesBody = t.Object(
   {
     model: t.String({ minLength: 1 }),
     messages: t.Array(t.Object({ role: t.String({ minLength: 1 }), content: t.Any() }, { additionalProperties: true }), { minItems: 1 }),
-    max_tokens: t.Integer({ minimum: 1 }),
+    max_tokens: JsonInteger({ minimum: 1 }),
     stream: t.Optional(t.Boolean()),
     system: t.Optional(t.Union([t.String(), t.Array(SystemBlock)])),
     temperature: t.Optional(t.Number()),

@@ -6,7 +6,7 @@
  */
 import { t } from "elysia";
 import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type StreamCodec, type Turn } from "../types";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type Endpoint, type ProviderWire, type StreamCodec, type Turn, JsonInteger } from "../types";
 import { only, sampling, type CompletionInput, type NeutralAnswer, type NeutralFinish, type NeutralMessage } from "../neutral";
 
 export const cohereWire: ProviderWire = {
@@ -26,8 +26,8 @@ export const ChatBody = t.Object(
     ),
     conversation_id: t.Optional(t.String({ minLength: 1 })),
     temperature: t.Optional(t.Number()),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
-    k: t.Optional(t.Integer({ minimum: 0 })),
+    max_tokens: t.Optional(JsonInteger({ minimum: 1 })),
+    k: t.Optional(JsonInteger({ minimum: 0 })),
     p: t.Optional(t.Number()),
     stop_sequences: t.Optional(t.Array(t.String())),
     frequency_penalty: t.Optional(t.Number()),
@@ -43,10 +43,10 @@ export const GenerateBody = t.Object(
   {
     prompt: t.String(),
     model: t.Optional(t.String({ minLength: 1 })),
-    num_generations: t.Optional(t.Integer({ minimum: 1 })),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    num_generations: t.Optional(JsonInteger({ minimum: 1 })),
+    max_tokens: t.Optional(JsonInteger({ minimum: 1 })),
     temperature: t.Optional(t.Number()),
-    k: t.Optional(t.Integer({ minimum: 0 })),
+    k: t.Optional(JsonInteger({ minimum: 0 })),
     p: t.Optional(t.Number()),
     frequency_penalty: t.Optional(t.Number()),
     presence_penalty: t.Optional(t.Number()),

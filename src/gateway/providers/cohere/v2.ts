@@ -14,7 +14,7 @@
  */
 import { t } from "elysia";
 import { chunkText, parseJson, sseFrame, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage } from "../types";
+import { compile, compact, scopeOf, estimateTokens, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage, JsonInteger } from "../types";
 import {
   answeredCalls,
   callOfFunction,
@@ -47,7 +47,7 @@ export const ChatV2Body = t.Object(
     ),
     stream: t.Optional(t.Boolean()),
     temperature: t.Optional(t.Number()),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    max_tokens: t.Optional(JsonInteger({ minimum: 1 })),
     tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))),
     documents: t.Optional(t.Array(t.Any())),
   },

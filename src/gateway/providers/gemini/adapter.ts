@@ -9,7 +9,7 @@
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn, type Usage } from "../types";
+import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn, type Usage, JsonInteger } from "../types";
 import {
   argsObject,
   base64Image,
@@ -54,7 +54,7 @@ const Content = t.Object(
   { additionalProperties: true },
 );
 const GenerationConfig = t.Object(
-  { temperature: t.Optional(t.Number()), topP: t.Optional(t.Number()), maxOutputTokens: t.Optional(t.Integer({ minimum: 1 })) },
+  { temperature: t.Optional(t.Number()), topP: t.Optional(t.Number()), maxOutputTokens: t.Optional(JsonInteger({ minimum: 1 })) },
   { additionalProperties: true },
 );
 

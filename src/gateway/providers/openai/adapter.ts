@@ -18,6 +18,7 @@ import {
   type ProxyCall,
   type Turn,
   type Usage,
+  JsonInteger,
 } from "../types";
 import {
   answeredCalls,
@@ -55,7 +56,7 @@ export const ChatCompletionBody = t.Object(
     messages: t.Array(t.Object({ role: t.String({ minLength: 1 }), content: t.Optional(t.Any()) }, { additionalProperties: true }), { minItems: 1 }),
     stream: t.Optional(t.Boolean()),
     temperature: t.Optional(t.Number()),
-    max_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    max_tokens: t.Optional(JsonInteger({ minimum: 1 })),
     tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))),
     tool_choice: t.Optional(t.Union([t.String(), t.Object({}, { additionalProperties: true })])),
     session_id: t.Optional(t.String({ minLength: 1, maxLength: 128 })),

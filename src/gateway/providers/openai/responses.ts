@@ -17,7 +17,7 @@
 import { t } from "elysia";
 import { uuid } from "../../../core/ids";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage } from "../types";
+import { compile, compact, scopeOf, estimateTokens, type Assembler, type CacheMeta, type Endpoint, type ProxyCall, type Turn, type Usage, JsonInteger } from "../types";
 import { choiceOf, contentText, plainText } from "./adapter";
 import { each, imageOfUrl, neutralCall, neutralRequest, neutralTool, only, sampling, userContent, type NeutralMessage, type NeutralPart, type NeutralRequest, type NeutralTool } from "../neutral";
 
@@ -28,7 +28,7 @@ export const ResponsesBody = t.Object(
     instructions: t.Optional(t.Union([t.String(), t.Null()])),
     stream: t.Optional(t.Boolean()),
     temperature: t.Optional(t.Number()),
-    max_output_tokens: t.Optional(t.Integer({ minimum: 1 })),
+    max_output_tokens: t.Optional(JsonInteger({ minimum: 1 })),
     tools: t.Optional(t.Array(t.Object({ type: t.String() }, { additionalProperties: true }))),
     previous_response_id: t.Optional(t.Union([t.String({ minLength: 1 }), t.Null()])),
   },
