@@ -161,9 +161,10 @@ const INDEX_SLACK = 0.01;
 /**
  * A cosine as reported (doc1 §4.4 `similarity (number 0.0-1.0)`): the dot product of two
  * L2-normalised float32 vectors lands up to ~1e-6 outside [-1, 1] (a reworded question with the
- * same embedding scored 1.000000008). Reports only: hit decisions use the dot product itself.
+ * same embedding scored 1.000000008), and the nearest question on a miss can point the other way
+ * (a negative cosine, reported as 0: no likeness). Reports only: hit decisions use the dot product itself.
  */
-const reported = (cosine: number) => Math.min(1, Math.max(-1, cosine));
+const reported = (cosine: number) => Math.min(1, Math.max(0, cosine));
 
 export class SemanticCacheEngine {
   private readonly tenants: TenantRegistry;

@@ -74,6 +74,7 @@ const TABLE: Record<string, number[]> = {
   "Q.9": at(0.9, 0, 2),
   "Q.84": at(0.84, 0, 2),
   "Q.79": at(0.79, 0, 2),
+  "Q.-5": at(-0.5, 0, 2),
   A: at(1, 1, 3),
   "A.95": at(0.95, 1, 3),
   "A.9": at(0.9, 1, 3),
@@ -264,6 +265,11 @@ describe("SVC_CACHE__SIMILARITY_THRESHOLD (single-turn semantic tier)", () => {
     expect(miss.hit).toBe(false);
     // the miss reports how close the nearest cached question was
     expect(!miss.hit && miss.nearestSimilarity).toBeCloseTo(0.79, 3);
+  });
+  test("a nearest question pointing the other way (cosine -0.5) is reported as 0: doc1's similarity is 0.0-1.0", async () => {
+    const miss = await single({}, "Q.-5");
+    expect(miss.hit).toBe(false);
+    expect(!miss.hit && miss.nearestSimilarity).toBe(0);
   });
   test("raised to 0.95: cosine 0.9 misses, 0.99 hits; raised to 0.85: cosine 0.84 misses", async () => {
     expect((await single({ SVC_CACHE__SIMILARITY_THRESHOLD: "0.95" }, "Q.9")).hit).toBe(false);
