@@ -41,8 +41,8 @@ const WIRE: Record<"chat" | "responses" | "messages" | "generate" | "v2", any> =
       { role: "assistant", content: "Checking.", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: ARGS } }] },
       { role: "tool", tool_call_id: "call_1", content: '{"temp":21}' },
     ],
-    // max_tokens is deprecated, and the reasoning models refuse it (platform.openai.com/docs/api-reference/chat/create)
-    max_completion_tokens: 50,
+    // what svc sends a model other than OpenAI's reasoning models (which get max_completion_tokens)
+    max_tokens: 50,
     tools: [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: SCHEMA } }],
     tool_choice: "auto",
   },
@@ -103,8 +103,8 @@ const input = (ep: Endpoint, body: unknown) => ep.neutral!.input(structuredClone
 describe("requests", () => {
   test("every style reads the tool conversation into the same neutral request", () => {
     expect(input(openai.chatCompletions, WIRE.chat)).toEqual(NEUTRAL);
-    const { max_completion_tokens: limit, ...legacy } = WIRE.chat;
-    expect(input(openai.chatCompletions, { ...legacy, max_tokens: limit })).toEqual(NEUTRAL);
+    const { max_tokens: limit, ...rest } = WIRE.chat;
+    expect(input(openai.chatCompletions, { ...rest, max_completion_tokens: limit })).toEqual(NEUTRAL);
     expect(input(responses, WIRE.responses)).toEqual(NEUTRAL);
     expect(input(anthropic.messages, WIRE.messages)).toEqual(NEUTRAL);
     expect(input(gemini.generateContent, WIRE.generate)).toEqual(NEUTRAL);
@@ -115,6 +115,12 @@ describe("requests", () => {
   test("every fallback target writes it in its own wire format", () => {
     const req = { ...NEUTRAL, model: "m" };
     expect(openaiRequest(req)).toEqual(WIRE.chat);
+    // OpenAI's reasoning models refuse the deprecated max_tokens; OpenAI-compatible servers (Ollama,
+    // LM Studio) read only max_tokens (docs.ollama.com/api/openai-compatibility)
+    for (const model of ["o4-mini", "o3", "gpt-5-mini"]) {
+      const { max_tokens: limit, ...rest } = WIRE.chat;
+      expect(openaiRequest({ ...req, model })).toEqual({ ...rest, model, max_completion_tokens: limit });
+    }
     expect(anthropicRequest(req)).toEqual(WIRE.messages);
     expect(geminiRequest(req)).toEqual(WIRE.generate);
     expect(cohereV2Request(req)).toEqual(WIRE.v2);

@@ -339,7 +339,7 @@ describe("fallback from the generate-content and chat styles to another provider
     const body: any = await r.json();
     expect(body.candidates[0]).toMatchObject({ content: { role: "model", parts: [{ text: "answer #1: Gemini is down?" }] }, finishReason: "STOP" });
     expect(body.usageMetadata).toEqual({ promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 });
-    expect(backup.requests[0]).toMatchObject({ path: "/v1/chat/completions", body: { model: "gpt-4o-mini", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Gemini is down?" }], max_completion_tokens: 30 } });
+    expect(backup.requests[0]).toMatchObject({ path: "/v1/chat/completions", body: { model: "gpt-4o-mini", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Gemini is down?" }], max_tokens: 30 } });
     expect(backup.requests[0]!.headers.authorization).toBe("Bearer sk-backup");
 
     primary.failNext({ kind: "status", status: 503 });

@@ -437,9 +437,13 @@ export const openai = { wire: openaiWire, chatCompletions, models, model, embedd
 
 /**
  * Request body for GatewayService.complete and fallbacks from other styles (every neutral request
- * can be said). The output limit is `max_completion_tokens`: `max_tokens` is deprecated and the
- * reasoning models (o-series, gpt-5) refuse it.
+ * can be said). The output limit is `max_completion_tokens` for OpenAI's reasoning models (o-series,
+ * gpt-5), which refuse the deprecated `max_tokens`, and `max_tokens` for every other model: the
+ * OpenAI-compatible servers this style also reaches (Ollama, LM Studio, older vLLM) read only
+ * `max_tokens` and would ignore the other, leaving the answer unlimited.
  */
+const REASONING_MODEL = /^(o\d|gpt-5)/i;
+
 export function openaiRequest(req: CompletionInput) {
   // temperature "between 0 and 2"; up to 4 stop sequences
   if (!samplingWithin(req, [0, 2]) || (req.stop && req.stop.length > 4)) return undefined;
@@ -448,7 +452,7 @@ export function openaiRequest(req: CompletionInput) {
     messages: req.messages.map(chatMessageOf),
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
-    ...(req.maxTokens !== undefined ? { max_completion_tokens: req.maxTokens } : {}),
+    ...(req.maxTokens !== undefined ? { [REASONING_MODEL.test(req.model) ? "max_completion_tokens" : "max_tokens"]: req.maxTokens } : {}),
     ...(req.stop?.length ? { stop: req.stop } : {}),
     ...(req.tools?.length ? toolsOf(req.tools, req) : {}),
   };
