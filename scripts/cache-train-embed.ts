@@ -11,6 +11,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createEmbedder } from "../src/embedding/index";
 import { cliArg as arg, dataDir } from "./bench/data";
+export { mulberry32 } from "./bench/data";
 
 export interface TrainPair { id: string; q1: string; q2: string; label: number }
 export interface EmbeddedSet { pairs: TrainPair[]; texts: string[]; index: Map<string, number>; dims: number; vecs: Float32Array; embedderId: string }
@@ -28,16 +29,6 @@ export function distinctTexts(pairs: TrainPair[]): string[] {
   return [...seen];
 }
 
-/** Seeded PRNG (mulberry32): the training scripts' initialisation and shuffling. */
-export function mulberry32(a: number): () => number {
-  return () => {
-    a |= 0;
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * ROC AUC of a score over labelled rows: the share of (positive, negative) pairs the score orders

@@ -11,6 +11,17 @@ export function cliArg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
+/** Seeded PRNG (mulberry32): the training scripts' initialisation and shuffling, the benches' orders. */
+export function mulberry32(a: number): () => number {
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export const SHARED_DATA = resolve(import.meta.dir, "../../../shared/data");
 
 export function dataDir(name: string, override?: string): string {

@@ -9,7 +9,7 @@
  *   unique: the body's "{unique}" is replaced by a different question every request (cache misses).
  *   ttfb: time to the first body chunk of a streamed response instead of the whole body.
  */
-export {};
+import { mulberry32 } from "./data";
 interface T {
   name: string;
   url: string;
@@ -56,8 +56,7 @@ async function once(t: T, i: number): Promise<number> {
 // the target two places after the cache-enabled miss target was always timed while that gateway
 // was still embedding and storing the previous miss in the background, and a copy of the same
 // gateway measured 21-25 µs slower in that place than in the next one.
-let orderSeed = 7;
-const orderRnd = () => ((orderSeed = (Math.imul(orderSeed, 1664525) + 1013904223) >>> 0) / 4294967296);
+const orderRnd = mulberry32(7);
 function shuffled<X>(xs: X[]): X[] {
   const a = [...xs];
   for (let j = a.length - 1; j > 0; j--) {

@@ -242,15 +242,19 @@ export function callsById(messages: NeutralMessage[]): Map<string, NeutralToolCa
   return calls;
 }
 
+/** A tool declared as every style writes it: its name, its description if any, its JSON Schema under the style's `schemaKey`. */
+export const toolDeclaration = (t: NeutralTool, schemaKey: "parameters" | "input_schema" | "parametersJsonSchema") => ({
+  name: t.name,
+  ...(t.description !== undefined ? { description: t.description } : {}),
+  [schemaKey]: t.parameters,
+});
+
 /**
  * The function-tool shape chat-completions and Cohere v2 share: tools
  * `{type: "function", function: {name, description?, parameters}}`, calls
  * `{id, type: "function", function: {name, arguments}}`, image parts `{type: "image_url", image_url: {url}}`.
  */
-export const functionTool = (t: NeutralTool) => ({
-  type: "function",
-  function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters },
-});
+export const functionTool = (t: NeutralTool) => ({ type: "function", function: toolDeclaration(t, "parameters") });
 export const functionCall = (c: NeutralToolCall) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } });
 
 export function toolOfFunction(t: any): NeutralTool | undefined {

@@ -20,6 +20,7 @@ import {
   sampling,
   samplingWithin,
   stopOf,
+  toolDeclaration,
   type CompletionInput,
   type NeutralFinish,
   type NeutralMessage,
@@ -369,7 +370,7 @@ export function anthropicRequest(req: CompletionInput) {
     ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
     ...(req.topP !== undefined ? { top_p: req.topP } : {}),
     ...(req.stop?.length ? { stop_sequences: req.stop } : {}),
-    ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters })) } : {}),
+    ...(req.tools?.length ? { tools: req.tools.map((t) => toolDeclaration(t, "input_schema")) } : {}),
     ...toolChoiceOf(req),
   };
 }

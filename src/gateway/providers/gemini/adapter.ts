@@ -26,6 +26,7 @@ import {
   sampling,
   samplingWithin,
   stopOf,
+  toolDeclaration,
   type CompletionInput,
   type NeutralFinish,
   type NeutralMessage,
@@ -453,7 +454,7 @@ export function geminiRequest(req: CompletionInput) {
     contents,
     ...(system ? { systemInstruction: { parts: [{ text: system }] } } : {}),
     ...(Object.keys(generationConfig).length ? { generationConfig } : {}),
-    ...(tools ? { tools: [{ functionDeclarations: tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parametersJsonSchema: t.parameters })) }] } : {}),
+    ...(tools ? { tools: [{ functionDeclarations: tools.map((t) => toolDeclaration(t, "parametersJsonSchema")) }] } : {}),
     ...(tools && mode ? { toolConfig: { functionCallingConfig: { mode, ...(typeof c === "object" ? { allowedFunctionNames: [c.name] } : {}) } } } : {}),
   };
 }
