@@ -216,7 +216,7 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     } finally {
       db2.close();
     }
-  }, 30_000);
+  }, 60_000);
 
   test("bad invocations exit 1 with a message", () => {
     expect(cli("keys", "revoke", "--tenant", "cli-t").stderr).toContain("--id is required");
@@ -225,7 +225,7 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     const tok = cli("token", "--tenant", "t", "--ttl", "forever");
     expect(tok.code).toBe(1);
     expect(tok.stderr).toContain("--ttl: expected");
-  }, 30_000);
+  }, 60_000);
 
   test("svc token prints a verifiable token with the requested claims and lifetime", async () => {
     const r = cli("token", "--tenant", "cli-t", "--sub", "ops", "--permissions", "WorkspaceAdmin", "--ttl", "30m");
@@ -236,7 +236,7 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
     expect([...p.permissions]).toEqual(["WorkspaceAdmin"]);
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
     expect(claims.exp - claims.iat).toBe(1800);
-  }, 30_000);
+  }, 60_000);
 });
 
 describe("API keys across processes and the token exchange's budget", () => {
@@ -267,7 +267,7 @@ describe("API keys across processes and the token exchange's budget", () => {
     } finally {
       await gw.stop();
     }
-  }, 20_000);
+  }, 60_000);
 
   test("exchanges with an unknown or revoked key are refused and cost the key's tenant nothing", async () => {
     const { startGateway } = await import("./helpers/gateway");

@@ -81,7 +81,7 @@ describe("fatal errors in `svc serve`", () => {
       gw.proc.kill("SIGTERM");
       expect(await gw.proc.exited).toBe(0);
     }
-  }, 30_000);
+  }, 60_000);
 
   test("uncaught exception: logged as JSON, graceful stop, exit code 1", async () => {
     const gw = await startGatewayProcess("exception");
@@ -92,5 +92,5 @@ describe("fatal errors in `svc serve`", () => {
     const fatal = gw.lines.filter((l) => l.level === "fatal");
     expect(fatal[0]).toMatchObject({ level: "fatal", kind: "uncaughtException", error: "Error: probe exception" });
     expect(String(fatal[0]!.stack)).toContain("fatal-trigger.ts");
-  }, 30_000);
+  }, 60_000);
 });

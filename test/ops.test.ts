@@ -273,8 +273,10 @@ describe("request log", () => {
     const r = await fetch(`${s.url}/api/v1/rate-limits/log-t`, { headers: { authorization: `Bearer ${token}`, "x-request-id": rid } });
     expect(r.status).toBe(200);
     await fetch(`${s.url}/health`);
-    await Bun.sleep(20);
-    const logs = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    // the line is written after the response: poll for it (bounded) rather than sleep a guess
+    const parsed = () => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
+    for (const until = Date.now() + 10_000; Date.now() < until && !parsed().some((l) => l.route === "/health"); ) await Bun.sleep(5);
+    const logs = parsed();
     const a = logs.find((l) => l.request_id === rid)!;
     expect(a).toMatchObject({ level: "info", tenant: "log-t", route: "/api/v1/rate-limits/:tenant_id", method: "GET", status: 200 });
     expect(typeof a.latency_ms).toBe("number");

@@ -160,7 +160,7 @@ describe("graceful shutdown (SIGTERM)", () => {
     } finally {
       await reap(proc);
     }
-  }, 30_000);
+  }, 60_000);
 
   test("a stream in flight at SIGTERM is delivered whole (every chunk and [DONE]), then exit 0", async () => {
     const { proc, url } = await startProcess(join(dir, "stream.db"));
@@ -187,7 +187,7 @@ describe("graceful shutdown (SIGTERM)", () => {
     } finally {
       await reap(proc);
     }
-  }, 30_000);
+  }, 60_000);
 
   test("SIGINT shuts down like SIGTERM, and SVC_SERVER__SHUTDOWN_TIMEOUT_MS cuts a stream that outlives it", async () => {
     const { proc, url } = await startProcess(join(dir, "cut.db"), { SVC_SERVER__SHUTDOWN_TIMEOUT_MS: "300" });
@@ -216,5 +216,5 @@ describe("graceful shutdown (SIGTERM)", () => {
     } finally {
       await reap(proc);
     }
-  }, 30_000);
+  }, 60_000);
 });

@@ -183,7 +183,7 @@ describe("upstream queue order", () => {
     } finally {
       await env.stop();
     }
-  }, 30_000);
+  }, 60_000);
 
 });
 

@@ -37,5 +37,5 @@ describe("svc keys create --team", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000); // two CLI processes, each loading the whole gateway
 });

@@ -55,7 +55,7 @@ describe("data directory and CLI from another directory", () => {
       }
     }
     reader.releaseLock();
-  });
+  }, 60_000);
   afterAll(async () => {
     proc.kill("SIGTERM");
     await proc.exited;
@@ -71,7 +71,7 @@ describe("data directory and CLI from another directory", () => {
     expect(up.keys.openai).toBe("none (callers' own keys only)");
     expect(up.embedding).toBe("local model");
     expect(existsSync(join(a, "data", "jwt-secret"))).toBe(true);
-  });
+  }, 60_000);
 
   test("from another directory, commands that need the gateway's state refuse, name SVC_STORAGE__PATH and create nothing", () => {
     for (const args of [["token", "--tenant", "t1"], ["keys", "list", "--tenant", "t1"], ["keys", "revoke", "--tenant", "t1", "--id", "x"], ["keys", "create", "--tenant", "t1", "--name", "n"]]) {
@@ -82,7 +82,7 @@ describe("data directory and CLI from another directory", () => {
       expect(r.stdout).toBe("");
     }
     expect(readdirSync(b)).toEqual([]);
-  });
+  }, 60_000);
 
   test("with SVC_STORAGE__PATH naming the gateway's database, the token and the key minted from elsewhere are accepted by the running server", async () => {
     const env = { SVC_STORAGE__PATH: join(a, "data", "svc.db") };
@@ -101,7 +101,7 @@ describe("data directory and CLI from another directory", () => {
     // a token signed with another secret is refused: what the refusal above prevents
     const other = cli(b, ["token", "--tenant", "t1", "--permissions", "ViewMetrics"], { SVC_AUTH__JWT_SECRET: "another-secret-another-secret" });
     expect((await fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${other.stdout.trim()}` } })).status).toBe(401);
-  });
+  }, 60_000);
 });
 
 describe("--version and per-command --help", () => {
@@ -111,7 +111,7 @@ describe("--version and per-command --help", () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(`svc ${pkg.version}\n`);
     }
-  });
+  }, 60_000);
   test("each command has its own help; no command runs and nothing is created", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-help-"));
     try {
@@ -134,5 +134,5 @@ describe("--version and per-command --help", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
