@@ -385,8 +385,9 @@ export class ToolCache {
   /** POST /tool-cache/invalidate: by entity type name (404 when the tenant has no such entity). */
   invalidateByApi(tenantId: string, input: { entityType: string; entityId?: string; cascade?: boolean }) {
     const entity = this.d.entities(tenantId).byName(input.entityType);
-    if (!entity) throw notFound(`entity type "${input.entityType}"`);
     const cascade = input.cascade ?? false;
+    // doc2 answers a count: an entity type this tenant never defined has nothing cached under it — 0, not 404
+    if (!entity) return { invalidated: 0, entityType: input.entityType, entityId: input.entityId ?? null, cascade, entityTypes: [] as string[] };
     const r = this.invalidateEntity(tenantId, entity, input.entityId, cascade, { reason: "manual" });
     const es = this.d.entities(tenantId);
     return {
