@@ -139,7 +139,7 @@ describe("register, get, list, delete", () => {
 });
 
 describe("outbound URL policy at registration (test mode off)", () => {
-  test("loopback, private, link-local/metadata, CGNAT, unique-local, unspecified and IPv4-mapped forms are 400 validation_error", async () => {
+  test("loopback, private, link-local/metadata, CGNAT, unique-local, unspecified and IPv4-mapped forms are 400 validation_error naming SVC_OUTBOUND__ALLOW_PRIVATE", async () => {
     const closed = await startGateway({ mcp: { health_interval_secs: 0 } }); // the switch off, as by default
     const t = await closed.token("tenant-ssrf", [], "x");
     const urls = [
@@ -165,6 +165,18 @@ describe("outbound URL policy at registration (test mode off)", () => {
       const r = await closed.api(S, { method: "POST", token: t, json: { name: url.slice(0, 100), url } });
       expect({ url, status: r.status, type: ((await r.json()) as any).type }).toEqual({ url, status: 400, type: "validation_error" });
     }
+    // an address refusal names the operator's switch and says why provider base URLs are not held to it
+    for (const url of ["http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://10.1.2.3/mcp"]) {
+      const r = await closed.api(S, { method: "POST", token: t, json: { name: "private", url } });
+      const message = ((await r.json()) as any).message as string;
+      expect(message).toContain("is not allowed");
+      expect(message).toContain("SVC_OUTBOUND__ALLOW_PRIVATE=true");
+      expect(message).toContain("SVC_OUTBOUND__ALLOW_CIDRS");
+      expect(message).toMatch(/Provider base URLs .* are the operator's configuration, not a tenant's/);
+    }
+    // a refusal that no setting lifts (a scheme) does not point at it
+    const scheme = await closed.api(S, { method: "POST", token: t, json: { name: "file", url: "file:///etc/passwd" } });
+    expect(((await scheme.json()) as any).message).not.toContain("ALLOW_PRIVATE");
     // a public literal and a name that does not resolve yet are accepted (checked again at every connection)
     for (const url of ["https://93.184.216.34/mcp", "https://mcp.does-not-resolve.invalid/mcp"]) {
       const r = await closed.api(S, { method: "POST", token: t, json: { name: url, url } });
