@@ -200,7 +200,7 @@ describe("write invalidates read", () => {
   });
 
   test("deleting an entity invalidates its results and its children's", async () => {
-    const t = await h.gw.token("tenant-entdel", [], "x");
+    const t = await h.gw.token("tenant-entdel", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "own" });
     const parent = (await h.call("POST", E, t, { name: "project" })).body;
     const child = (await h.call("POST", E, t, { name: "ticket", parentId: parent.id })).body;
@@ -221,7 +221,7 @@ describe("call endpoint", () => {
     expectError(await h.call("POST", `/api/v1/mcp/tools/${crypto.randomUUID()}/call`, h.A, { arguments: {} }), 404, "not_found");
     expectError(await h.call("POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, undefined, { arguments: {} }), 401, "authentication_error");
     expectError(await h.call("POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, h.B, { arguments: {} }), 404, "not_found");
-    const t = await h.gw.token("tenant-dis", [], "x");
+    const t = await h.gw.token("tenant-dis", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "d" });
     const admin = await h.gw.token("tenant-dis", ["ManageConfig"], "admin");
     expect((await h.call("POST", `/api/v1/mcp/servers/${own.server.id}/disable`, admin)).body.status).toBe("DISABLED");
@@ -231,7 +231,7 @@ describe("call endpoint", () => {
   });
 
   test("an unreachable server: 502 proxy_error, recorded", async () => {
-    const t = await h.gw.token("tenant-502", [], "x");
+    const t = await h.gw.token("tenant-502", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = startFakeMcpServer();
     const d = await registerAndDiscover({ ...h, A: t }, own.url, { name: "flaky" });
     await own.stop();

@@ -102,7 +102,7 @@ describe("mappings added later", () => {
     for (const [tool, operation] of [
       ["get_issue", "READ"],
       ["update_issue", "WRITE"],
-    ])
+    ] as const)
       expect((await h.call("POST", "/api/v1/mcp/tool-entities", admin, { toolId: tools[tool].id, entityId: issue.body.id, paramName: "issue_id", operation })).status).toBe(200);
 
     await call("tracker__update_issue", { issue_id: "41", title: "closed" });

@@ -94,7 +94,7 @@ describe("source CRUD", () => {
   test("without allow_private, a loopback or private baseUrl is refused (the MCP domain's outbound policy)", async () => {
     const gw = await startGateway({ outbound: { allow_private: false } });
     try {
-      const t = await gw.token("t");
+      const t = await gw.token("t", ["ManageConfig"]);
       await gw.api("/api/v1/memory/projects", { method: "POST", token: t, json: { projectId: "p", name: "p", roadmap: "" } });
       for (const baseUrl of [f.url, "http://10.0.0.5", "http://169.254.169.254", "http://localhost:9"]) {
         const r = await gw.api("/api/v1/memory/sources", { method: "POST", token: t, json: { sourceId: "x", projectId: "p", sourceType: "jira", config: { baseUrl, jql: "project = X" } } });
