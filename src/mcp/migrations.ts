@@ -166,6 +166,8 @@ export const MCP_MIGRATIONS: Migration[] = [
     up: `
       ALTER TABLE mcp_tool_entities ADD COLUMN cache_seq INTEGER NOT NULL DEFAULT 0;
       UPDATE mcp_tool_entities SET cache_seq = (SELECT COALESCE(MAX(vec_key), 0) FROM mcp_cache_entries);
+      -- a state-changing tool without rules or mappings drops its server's entries (toolcache, afterExecution)
+      CREATE INDEX mcp_cache_server ON mcp_cache_entries(tenant_id, server_id);
     `,
   },
 ];

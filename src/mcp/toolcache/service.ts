@@ -267,8 +267,10 @@ export class ToolCache {
     const es = this.d.entities(tenantId);
     const rules = es.enabledRulesOf(tool.id);
     const writes = es.mappingsOfTool(tool.id).filter((m) => m.operation === "WRITE");
-    if (!writes.length && !es.hasRulesOf(tool.id)) return tool.category === "READ" ? 0 : this.invalidateServerReads(tenantId, tool);
-    if (!rules.length && !writes.length) return 0;
+    if (!rules.length && !writes.length) {
+      if (tool.category === "READ" || es.hasRulesOf(tool.id)) return 0; // a read, or only disabled rules: configured to invalidate nothing now
+      return this.invalidateServerReads(tenantId, tool);
+    }
     this.bump(tenantId);
     const store = this.d.stores(tenantId);
     let n = rules.length ? this.removed(tenantId, store.removeTools(rules.map((r) => r.invalidateToolId))) : 0;
