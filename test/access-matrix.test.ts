@@ -287,6 +287,26 @@ describe("access matrix (docs/security.md)", () => {
       expect(allowed.status).toBeLessThan(500);
     });
 
+  test("the probe's API key with only ViewMetrics: cannot register an MCP server, delete or publish a prompt; an editor's key can", async () => {
+    const viewer = gw.ctx.apiKeys.create(TENANT, "dashboard", ["ViewMetrics"]).key;
+    const editor = gw.ctx.apiKeys.create(TENANT, "editor", ["ManageConfig"]).key;
+    const prompt = await gw.api("/api/v1/prompts", { method: "POST", token: editor, json: { name: "kept", template: "Hello {{name}}" } });
+    expect(prompt.status).toBe(201);
+    const id = ((await prompt.json()) as { id: string }).id;
+    const server = await gw.api("/api/v1/mcp/servers", { method: "POST", token: viewer, json: { name: "sneaky", url: "https://93.184.216.34/mcp" } });
+    expect403("/api/v1/mcp/servers", server.status, await server.json());
+    const publish = await gw.api(`/api/v1/prompts/${id}`, { method: "PUT", token: viewer, json: { status: "PUBLISHED" } });
+    expect403("/api/v1/prompts", publish.status, await publish.json());
+    const del = await gw.api(`/api/v1/prompts/${id}`, { method: "DELETE", token: viewer });
+    expect403("/api/v1/prompts", del.status, await del.json());
+    // the prompt is as it was, and the viewer still reads it
+    const read = await gw.api(`/api/v1/prompts/${id}`, { token: viewer });
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { status: string }).status).toBe("DRAFT");
+    expect((await gw.api(`/api/v1/prompts/${id}`, { method: "PUT", token: editor, json: { status: "PUBLISHED" } })).status).toBe(200);
+    expect((await gw.api(`/api/v1/prompts/${id}`, { method: "DELETE", token: editor })).status).toBe(200);
+  });
+
   const UPGRADE = { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" };
   /** a WebSocket that opens with the token, or the reason it did not */
   const opens = (path: string, token: string) =>
