@@ -57,7 +57,7 @@ const config = loadConfig(
   { server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false }, mcp: { health_interval_secs: 0 } },
 );
 const gw = await startServer(config, { logger: new Logger("error") });
-const token = await gw.ctx.tokens.sign({ tenantId: "bench", permissions: [] });
+const token = await gw.ctx.tokens.sign({ tenantId: "bench", permissions: ["ViewLogs"] }); // the activity stream is a request log
 const child = Bun.spawn([process.execPath, import.meta.path, "--subs", String(SUBS), "--child", `ws://127.0.0.1:${gw.port}/api/v1/mcp/stream ${token}`], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
 const reader = child.stdout.getReader();
 let out = "";

@@ -22,7 +22,7 @@ import type { Domain } from "../core/domain";
 import type { OutboundPolicy } from "../core/outbound";
 import type { Logger } from "../core/log";
 import { ApiError, DOC2 } from "../core/errors";
-import { requirePermission } from "../core/auth";
+import { requirePermission, type Permission } from "../core/auth";
 import type { McpConfig } from "./config";
 import type { CredentialAuthenticator, Embedder, WallClock } from "./ports";
 import { MCP_MIGRATIONS } from "./migrations";
@@ -75,10 +75,11 @@ export function nativeDocs(): DocumentedOperation[] {
     {
       method: "POST",
       path: "/api/v1/tool-cache/stats",
-      summary: "Access count, hit rate and latency of one cache key",
+      summary: "Access count, hit rate and latency of one cache key; needs ViewMetrics",
       description: "cacheKey: a 64-bit integer (a JSON integer read exactly, or a string of digits)",
       body: T.Object({ cacheKey: T.Union([T.Integer(), T.String({ pattern: "^-?\\d{1,20}$" })]) }),
       tags: ["tool-cache"],
+      errors: [403],
     },
     {
       method: "POST",
@@ -91,6 +92,14 @@ export function nativeDocs(): DocumentedOperation[] {
   ];
 }
 const MAX_IMPORT_BYTES = 1_048_576;
+
+/** A native route's `perm` (what `perm:` is on a mounted route): checked before the body is read. */
+const needs =
+  (perm: Permission, handler: NativeHandler): NativeHandler =>
+  (request, state) => {
+    requirePermission(state.principal!, perm);
+    return handler(request, state);
+  };
 
 export function create(deps: McpDeps): Domain<McpServices> {
   const s = mcpServices(deps);
@@ -113,7 +122,6 @@ export function create(deps: McpDeps): Domain<McpServices> {
   };
 
   const importConfig: NativeHandler = async (request, state) => {
-    requirePermission(state.principal!, "ManageConfig");
     const text = await request.text();
     if (text.length > MAX_IMPORT_BYTES) throw new ApiError("invalid_request_error", `configuration larger than ${MAX_IMPORT_BYTES} bytes`, undefined, undefined, 413);
     return jsonResponse(await s.configIO.importText(state.principal!.tenantId, text));
@@ -127,8 +135,8 @@ export function create(deps: McpDeps): Domain<McpServices> {
     routes: new Elysia({ name: "svc-mcp" }).use(registryRoutes(kernel, s)).use(activityRoutes(kernel, s)).use(toolCacheRoutes(kernel, s)),
     native: {
       [MCP_ENDPOINT]: { GET: endpoint.handler, POST: endpoint.handler, DELETE: endpoint.handler },
-      "/api/v1/tool-cache/stats": { POST: stats },
-      "/api/v1/mcp/config/import": { POST: importConfig },
+      "/api/v1/tool-cache/stats": { POST: needs("ViewMetrics", stats) },
+      "/api/v1/mcp/config/import": { POST: needs("ManageConfig", importConfig) },
     },
     sockets: ws.routes,
     service: s,

@@ -159,4 +159,15 @@ export const MCP_MIGRATIONS: Migration[] = [
       CREATE INDEX mcp_connections_state ON mcp_connections(state, last_activity_ms);
     `,
   },
+  {
+    // the cache entries a READ mapping cannot have tagged: those stored (vec_key, monotonic) before it
+    // existed or last changed; mappings older than this migration count every entry then present
+    id: "0002_mapping_cache_seq",
+    up: `
+      ALTER TABLE mcp_tool_entities ADD COLUMN cache_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE mcp_tool_entities SET cache_seq = (SELECT COALESCE(MAX(vec_key), 0) FROM mcp_cache_entries);
+      -- a state-changing tool without rules or mappings drops its server's entries (toolcache, afterExecution)
+      CREATE INDEX mcp_cache_server ON mcp_cache_entries(tenant_id, server_id);
+    `,
+  },
 ];

@@ -2,7 +2,8 @@
  * The two WebSocket streams (doc2 §4.8). The upgrade passes the front door first (authentication,
  * rate limit); a socket then receives its own tenant's events only (events.ts).
  *
- *  - /api/v1/mcp/stream: tool calls, hits, misses, invalidations, health checks;
+ *  - /api/v1/mcp/stream: tool calls, hits, misses, invalidations, health checks — a live log of
+ *    the tenant's calls, so it needs ViewLogs (docs/security.md, "Access matrix");
  *  - /api/v1/mcp/connections/events: connection state changes; the JWT may come in `?token=`;
  *    at most `max_connection_event_sockets` (100) concurrent sockets in the process: the next
  *    upgrade is refused before switching protocols with 503 `service_unavailable` in the doc2
@@ -12,7 +13,7 @@
  */
 import type { ServerWebSocket } from "bun";
 import { ApiError, unauthenticated } from "../core/errors";
-import type { Principal } from "../core/auth";
+import { requirePermission, type Permission, type Principal } from "../core/auth";
 import type { SocketData, SocketRoute } from "../core/domain";
 import type { Channel, EventHub } from "./events";
 import type { CredentialAuthenticator } from "./ports";
@@ -76,11 +77,15 @@ export class SocketLimit {
  * sends it to every other subscriber natively (and send() to the anchor itself) — one JS call per
  * event, not one per socket.
  */
-function streamRoute(path: string, channel: Channel, events: EventHub, limit?: SocketLimit): SocketRoute {
+function streamRoute(path: string, channel: Channel, events: EventHub, opts: { limit?: SocketLimit; perm?: Permission } = {}): SocketRoute {
+  const { limit, perm } = opts;
   const topics = new Map<string, { sockets: Set<ServerWebSocket<SocketData>>; unsubscribe: () => void }>();
   return {
     path,
-    upgrade: (_request, principal): Attached => ({ tenantId: principal.tenantId, reservation: limit?.reserve() }),
+    upgrade: (_request, principal): Attached => {
+      if (perm) requirePermission(principal, perm); // the route's perm, before a slot is reserved
+      return { tenantId: principal.tenantId, reservation: limit?.reserve() };
+    },
     open(ws) {
       const a = ws.data.data as Attached;
       limit?.opened(a.reservation);
@@ -116,5 +121,5 @@ function streamRoute(path: string, channel: Channel, events: EventHub, limit?: S
 
 export function socketRoutes(events: EventHub, maxConnectionEventSockets: number): { routes: SocketRoute[]; limit: SocketLimit } {
   const limit = new SocketLimit(maxConnectionEventSockets);
-  return { routes: [streamRoute(STREAM_PATH, "activity", events), streamRoute(CONNECTION_EVENTS_PATH, "connections", events, limit)], limit };
+  return { routes: [streamRoute(STREAM_PATH, "activity", events, { perm: "ViewLogs" }), streamRoute(CONNECTION_EVENTS_PATH, "connections", events, { limit })], limit };
 }

@@ -9,7 +9,7 @@
  * Actions really call the target service through a configured source of its type:
  * create_jira_ticket → POST {baseUrl}/rest/api/3/issue, post_slack → POST {baseUrl}/api/chat.postMessage.
  */
-import { ApiError, badRequest, invalidRequest, notFound } from "../core/errors";
+import { ApiError, badRequest, notFound } from "../core/errors";
 import type { OutboundPolicy } from "../core/outbound";
 import type { ForTenant } from "../storage/scoped";
 import type { MemoryConfig } from "./config";
@@ -160,7 +160,10 @@ export class IntelligenceService {
     const givenKey = jira ? opt("projectKey", 64) : undefined;
     const text = jira ? "" : req("text", 40_000);
     const givenChannel = jira ? undefined : opt("channel", 128);
-    const src = this.targetSource(tenantId, type, opt("sourceId", 128));
+    // no configured target is not a bad request (doc1 gives {executed, action, result}): answered 200 with executed false and the reason
+    const target = this.targetSource(tenantId, type, opt("sourceId", 128));
+    if (typeof target === "string") return { executed: false, action, result: { error: target } };
+    const src = target;
     const projectKey = givenKey ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
     if (jira && !projectKey) throw badRequest("body field 'params.projectKey': required (the source's config has none)");
     const channel = givenChannel ?? (typeof src.config.channel === "string" ? src.config.channel : undefined);
@@ -195,16 +198,20 @@ export class IntelligenceService {
     }
   }
 
-  private targetSource(tenantId: string, type: SourceType, sourceId: string | undefined): ExternalSource {
+  /**
+   * The source an action goes to, or why there is none to go to (a named source that is not
+   * configured, or no enabled configured source of the type). A named source that does not exist
+   * is 404 and one of another type 400: those are the caller's mistakes, not missing configuration.
+   */
+  private targetSource(tenantId: string, type: SourceType, sourceId: string | undefined): ExternalSource | string {
     if (sourceId !== undefined) {
       const src = this.sources.get(tenantId, sourceId);
       if (src.sourceType !== type) throw badRequest(`body field 'params.sourceId': source '${sourceId}' is ${src.sourceType}, not ${type}`);
-      if (isUnconfigured(src.config)) throw invalidRequest(`source '${sourceId}' is not configured (PUT /api/v1/memory/sources/${sourceId} with its config)`);
+      if (isUnconfigured(src.config)) return `source '${sourceId}' is not configured (PUT /api/v1/memory/sources/${sourceId} with its config)`;
       return src;
     }
     const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled && !isUnconfigured(x.config));
-    if (!found) throw invalidRequest(`no enabled ${type} source is configured (POST /api/v1/memory/sources with sourceType '${type}')`);
-    return found;
+    return found ?? `no enabled ${type} source is configured (POST /api/v1/memory/sources with sourceType '${type}' and its config)`;
   }
 
   private async send(url: string, init: RequestInit): Promise<{ ok: boolean; status: number; text: string; json: unknown }> {

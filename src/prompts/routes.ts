@@ -1,7 +1,8 @@
 /**
  * /api/v1/prompts (doc1 §4.9). Thin routes: TypeBox validates, a service does the work, the
- * route shapes the response. Any authenticated caller of the tenant (JWT or API key) may read
- * and write (docs/decisions.md).
+ * route shapes the response. Access (docs/security.md, "Access matrix"): any credential of the
+ * tenant reads and executes; creating, changing and deleting need ManageConfig; runs (the request
+ * log of executions) need ViewLogs — each route declares its `perm`.
  */
 import { t } from "elysia";
 import type { Kernel } from "../core/kernel";
@@ -23,9 +24,10 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
     .post("", ({ principal, body, set }) => {
       set.status = 201;
       return prompts.create(actorOf(principal), body);
-    }, { body: S.PromptCreate, detail: { summary: "Create a prompt (version 1)", ...tag("prompts") } })
+    }, { body: S.PromptCreate, perm: "ManageConfig", detail: { summary: "Create a prompt (version 1)", ...tag("prompts") } })
     .get("/:id", ({ principal, params }) => prompts.get(actorOf(principal), params.id), { params: S.IdParams, detail: { summary: "Get a prompt", ...tag("prompts") } })
     .put("/:id", ({ principal, params, body }) => prompts.update(actorOf(principal), params.id, body), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.PromptUpdate,
       detail: { summary: "Update a prompt; a changed template creates a new version", ...tag("prompts") },
@@ -33,11 +35,11 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
     .delete("/:id", ({ principal, params }) => {
       prompts.delete(actorOf(principal), params.id);
       return deleted(params.id);
-    }, { params: S.IdParams, detail: { summary: "Delete a prompt with its versions and runs", ...tag("prompts") } })
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a prompt with its versions and runs", ...tag("prompts") } })
     .post("/:id/duplicate", ({ principal, params, body, set }) => {
       set.status = 201;
       return prompts.duplicate(actorOf(principal), params.id, body ?? {});
-    }, { params: S.IdParams, body: t.Optional(S.PromptDuplicate), detail: { summary: "Copy the current template into a new prompt", ...tag("prompts") } })
+    }, { params: S.IdParams, body: t.Optional(S.PromptDuplicate), perm: "ManageConfig", detail: { summary: "Copy the current template into a new prompt", ...tag("prompts") } })
     .get("/:id/versions", ({ principal, params, query }) => {
       const page = pageOf(query);
       const { items, total } = prompts.listVersions(actorOf(principal), params.id, page);
@@ -46,7 +48,7 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
     .post("/:id/versions", ({ principal, params, body, set }) => {
       set.status = 201;
       return prompts.addVersion(actorOf(principal), params.id, body);
-    }, { params: S.IdParams, body: S.VersionCreate, detail: { summary: "Add a version explicitly", ...tag("prompts") } })
+    }, { params: S.IdParams, body: S.VersionCreate, perm: "ManageConfig", detail: { summary: "Add a version explicitly", ...tag("prompts") } })
     .get("/:id/versions/:version", ({ principal, params }) => prompts.getVersion(actorOf(principal), params.id, params.version), {
       params: S.VersionParams,
       detail: { summary: "Get one version", ...tag("prompts") },
@@ -59,7 +61,7 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
     .post("/:id/rollback", ({ principal, params, body, set }) => {
       set.status = 201;
       return prompts.rollback(actorOf(principal), params.id, body.version, body.message);
-    }, { params: S.IdParams, body: S.Rollback, detail: { summary: "New version with an old version's content", ...tag("prompts") } })
+    }, { params: S.IdParams, body: S.Rollback, perm: "ManageConfig", detail: { summary: "New version with an old version's content", ...tag("prompts") } })
     .post("/:id/execute", ({ principal, params, body, request }) => runs.execute(actorOf(principal), params.id, body ?? {}, { requestId: kernel.stateOf(request)?.id }), {
       params: S.IdParams,
       body: t.Optional(S.Execute),
@@ -74,8 +76,9 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
       const page = pageOf(query);
       const { items, total } = runs.listRuns(actorOf(principal), params.id, { status: query.status, version: query.version }, page);
       return pageEnvelope("runs", items, total, page);
-    }, { params: S.IdParams, query: S.RunListQuery, detail: { summary: "List runs, newest first", ...tag("prompts") } })
+    }, { params: S.IdParams, query: S.RunListQuery, perm: "ViewLogs", detail: { summary: "List runs, newest first", ...tag("prompts") } })
     .get("/:id/runs/:runId", ({ principal, params }) => runs.getRun(actorOf(principal), params.id, params.runId), {
+      perm: "ViewLogs",
       params: S.RunParams,
       detail: { summary: "Get one run", ...tag("prompts") },
     });

@@ -16,7 +16,7 @@ beforeAll(() => ({ h, fake } = fx));
 
 describe("analytics", () => {
   test("summary, byServer, byTool, trend and executionTimeMs from the recorded calls; filters; granularity", async () => {
-    const t = await h.gw.token("tenant-an", [], "x");
+    const t = await h.gw.token("tenant-an", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const hh = { ...h, A: t };
     const one = await registerAndDiscover(hh, fake.url, { name: "one" });
     const two = await registerAndDiscover(hh, fake.url, { name: "two" });
@@ -94,7 +94,7 @@ describe("analytics", () => {
 
 describe("YAML configuration", () => {
   test("export: exactly the §4.6 shape; import into an empty tenant; export again gives the same document", async () => {
-    const t = await h.gw.token("tenant-yaml", [], "x");
+    const t = await h.gw.token("tenant-yaml", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const hh = { ...h, A: t };
     process.env.MCP_SECRET_ISSUES = "k";
     const reg = await h.call("POST", "/api/v1/mcp/servers", t, { name: "issues", url: fake.url, authType: "API_KEY", authConfig: { type: "API_KEY", header: "x-api-key", valueEnv: "MCP_SECRET_ISSUES" } });

@@ -169,7 +169,7 @@ describe("write invalidates read", () => {
     expect((await callTool(h, tools.search_docs.id, { query: "rules", limit: 1 })).body.cache.status).toBe("MISS");
   });
 
-  test("POST /tool-cache/invalidate by entity type: one id, all, cascade; the count of dropped entries", async () => {
+  test("POST /tool-cache/invalidate by entity type: one id, all, cascade; the count of dropped entries (0 for a type with nothing cached)", async () => {
     await callTool(h, tools.get_issue.id, { issue_id: "90" });
     await callTool(h, tools.get_issue.id, { issue_id: "91" });
     await callTool(h, tools.get_comment.id, { comment_id: "c9" });
@@ -184,15 +184,23 @@ describe("write invalidates read", () => {
     expect(all.body.invalidated).toBeGreaterThanOrEqual(2);
     expect((await callTool(h, tools.get_comment.id, { comment_id: "c9" })).body.cache.status).toBe("MISS");
     expect((await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "comment" })).body.invalidated).toBe(1);
-    expectError(await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "nope" }), 404, "not_found");
+    // doc2 answers a count: an entity type nothing is cached under (never defined) is 200 with 0, not 404
+    const none = await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "nope", cascade: true });
+    expect(none.status).toBe(200);
+    expect(none.body).toEqual({ invalidated: 0, entityType: "nope", entityId: null, cascade: true, entityTypes: [] });
     expectError(await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, {}), 400, "validation_error", "entityType");
     expectError(await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "x".repeat(129) }), 400, "validation_error", "entityType");
     expectError(await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "issue", cascade: "yes" }), 400, "validation_error", "cascade");
-    expectError(await h.call("POST", "/api/v1/tool-cache/invalidate", h.B, { entityType: "issue" }), 404, "not_found"); // another tenant's entity
+    // another tenant's entity type: nothing of that tenant's is cached under it, and tenant A's entries stay
+    await callTool(h, tools.get_issue.id, { issue_id: "91" }); // cached again (the cascade above dropped it)
+    const other = await h.call("POST", "/api/v1/tool-cache/invalidate", h.B, { entityType: "issue" });
+    expect(other.status).toBe(200);
+    expect(other.body.invalidated).toBe(0);
+    expect((await callTool(h, tools.get_issue.id, { issue_id: "91" })).body.cache.status).toBe("HIT");
   });
 
   test("deleting an entity invalidates its results and its children's", async () => {
-    const t = await h.gw.token("tenant-entdel", [], "x");
+    const t = await h.gw.token("tenant-entdel", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "own" });
     const parent = (await h.call("POST", E, t, { name: "project" })).body;
     const child = (await h.call("POST", E, t, { name: "ticket", parentId: parent.id })).body;
@@ -213,7 +221,7 @@ describe("call endpoint", () => {
     expectError(await h.call("POST", `/api/v1/mcp/tools/${crypto.randomUUID()}/call`, h.A, { arguments: {} }), 404, "not_found");
     expectError(await h.call("POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, undefined, { arguments: {} }), 401, "authentication_error");
     expectError(await h.call("POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, h.B, { arguments: {} }), 404, "not_found");
-    const t = await h.gw.token("tenant-dis", [], "x");
+    const t = await h.gw.token("tenant-dis", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "d" });
     const admin = await h.gw.token("tenant-dis", ["ManageConfig"], "admin");
     expect((await h.call("POST", `/api/v1/mcp/servers/${own.server.id}/disable`, admin)).body.status).toBe("DISABLED");
@@ -223,7 +231,7 @@ describe("call endpoint", () => {
   });
 
   test("an unreachable server: 502 proxy_error, recorded", async () => {
-    const t = await h.gw.token("tenant-502", [], "x");
+    const t = await h.gw.token("tenant-502", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = startFakeMcpServer();
     const d = await registerAndDiscover({ ...h, A: t }, own.url, { name: "flaky" });
     await own.stop();

@@ -98,7 +98,7 @@ describe("connections", () => {
   });
 
   test("GET /servers/{id}/connection-stats: active, total, by state, error rates", async () => {
-    const t = await h.gw.token("tenant-stats", ["ManageConfig"], "x");
+    const t = await h.gw.token("tenant-stats", ["ManageConfig", "ViewMetrics"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "stats" });
     const ids: string[] = [];
     for (const c of ["a", "b", "c", "d"]) ids.push((await h.call("POST", C, t, { serverId: own.server.id, clientId: c })).body.id);
@@ -189,7 +189,7 @@ describe("WebSocket streams", () => {
     await h.call("POST", "/api/v1/tool-cache/invalidate", h.A, { entityType: "ws-entity" });
     expect(await a.next((e) => e.type === "invalidation")).toMatchObject({ data: { reason: "manual", entityType: "ws-entity", invalidated: 0, cascade: false } });
     // tenant B's socket saw none of it; its own call is its own
-    const tb = await h.gw.token("tenant-b", [], "bob");
+    const tb = await h.gw.token("tenant-b", ["ManageConfig", "ViewMetrics", "ViewLogs"], "bob");
     const own = await registerAndDiscover({ ...h, A: tb }, fake.url, { name: "b-srv" });
     await callTool({ ...h, A: tb }, own.tools.get_issue.id, { issue_id: "b" });
     await b.next((e) => e.type === "tool_call");

@@ -122,7 +122,7 @@ describe("rules", () => {
   });
 
   test("generate pairs each WRITE tool writing an entity with each READ tool reading it; existing rules are skipped", async () => {
-    const t = await h.gw.token("tenant-gen", [], "x");
+    const t = await h.gw.token("tenant-gen", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const own = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "gen" });
     const ts = own.tools;
     const issue = (await h.call("POST", E, t, { name: "issue" })).body;

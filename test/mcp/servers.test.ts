@@ -62,7 +62,7 @@ describe("register, get, list, delete", () => {
   });
 
   test("list: filters by status and partial name, pages with the doc2 envelope", async () => {
-    const t = await h.gw.token("tenant-list", [], "x");
+    const t = await h.gw.token("tenant-list", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     for (const n of ["alpha-one", "alpha_two", "beta"]) expect((await h.call("POST", S, t, { name: n, url: fake.url })).status).toBe(200);
     const all = await h.call("GET", S, t);
     expect(all.body).toMatchObject({ total: 3, page: 1, pageSize: 20, totalPages: 1 });
@@ -77,7 +77,7 @@ describe("register, get, list, delete", () => {
   });
 
   test("limits: name 128, description 2000, url 2048 (at the limit accepted, one over refused); enums", async () => {
-    const t = await h.gw.token("tenant-limits", [], "x");
+    const t = await h.gw.token("tenant-limits", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const long = (n: number) => "x".repeat(n);
     expect((await h.call("POST", S, t, { name: long(128), description: long(2000), url: fake.url })).status).toBe(200);
     expectError(await h.call("POST", S, t, { name: long(129), url: fake.url }), 400, "validation_error", "name");
@@ -94,7 +94,7 @@ describe("register, get, list, delete", () => {
   });
 
   test("authConfig must match authType; secrets only by environment-variable name under the gateway's prefix", async () => {
-    const t = await h.gw.token("tenant-auth", [], "x");
+    const t = await h.gw.token("tenant-auth", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const post = (authType: string, authConfig?: unknown) => h.call("POST", S, t, { name: crypto.randomUUID(), url: fake.url, authType, authConfig });
     expectError(await post("API_KEY"), 400, "validation_error", "authConfig is required");
     expectError(await post("API_KEY", { type: "OAUTH" }), 400, "validation_error", "must match");
@@ -113,7 +113,7 @@ describe("register, get, list, delete", () => {
   });
 
   test("STDIO: only an allow-listed command, named stdio://<name>; any other command is 400", async () => {
-    const t = await h.gw.token("tenant-stdio", [], "x");
+    const t = await h.gw.token("tenant-stdio", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     expect((await h.call("POST", S, t, { name: "ok", url: "stdio://everything", transport: "STDIO" })).status).toBe(200);
     expectError(await h.call("POST", S, t, { name: "cmd", url: "stdio://rm", transport: "STDIO" }), 400, "validation_error", "allow-list");
     expectError(await h.call("POST", S, t, { name: "raw", url: "/bin/sh -c id", transport: "STDIO" }), 400, "validation_error", "stdio://");
@@ -122,7 +122,7 @@ describe("register, get, list, delete", () => {
   });
 
   test("delete: {deleted: true, message}; tools, mappings, rules go with it; 404 after", async () => {
-    const t = await h.gw.token("tenant-del", [], "x");
+    const t = await h.gw.token("tenant-del", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const { server, tools } = await registerAndDiscover({ ...h, A: t }, fake.url);
     const ent = await h.call("POST", "/api/v1/mcp/entities", t, { name: "issue" });
     expect((await h.call("POST", "/api/v1/mcp/tool-entities", t, { toolId: tools.get_issue.id, entityId: ent.body.id, paramName: "issue_id", operation: "READ" })).status).toBe(200);
@@ -139,9 +139,9 @@ describe("register, get, list, delete", () => {
 });
 
 describe("outbound URL policy at registration (test mode off)", () => {
-  test("loopback, private, link-local/metadata, CGNAT, unique-local, unspecified and IPv4-mapped forms are 400 validation_error", async () => {
+  test("loopback, private, link-local/metadata, CGNAT, unique-local, unspecified and IPv4-mapped forms are 400 validation_error naming SVC_OUTBOUND__ALLOW_PRIVATE", async () => {
     const closed = await startGateway({ mcp: { health_interval_secs: 0 } }); // the switch off, as by default
-    const t = await closed.token("tenant-ssrf", [], "x");
+    const t = await closed.token("tenant-ssrf", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const urls = [
       "http://127.0.0.1:8080/mcp",
       "http://localhost/mcp",
@@ -165,6 +165,18 @@ describe("outbound URL policy at registration (test mode off)", () => {
       const r = await closed.api(S, { method: "POST", token: t, json: { name: url.slice(0, 100), url } });
       expect({ url, status: r.status, type: ((await r.json()) as any).type }).toEqual({ url, status: 400, type: "validation_error" });
     }
+    // an address refusal names the operator's switch and says why provider base URLs are not held to it
+    for (const url of ["http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://10.1.2.3/mcp"]) {
+      const r = await closed.api(S, { method: "POST", token: t, json: { name: "private", url } });
+      const message = ((await r.json()) as any).message as string;
+      expect(message).toContain("is not allowed");
+      expect(message).toContain("SVC_OUTBOUND__ALLOW_PRIVATE=true");
+      expect(message).toContain("SVC_OUTBOUND__ALLOW_CIDRS");
+      expect(message).toMatch(/Provider base URLs .* are the operator's configuration, not a tenant's/);
+    }
+    // a refusal that no setting lifts (a scheme) does not point at it
+    const scheme = await closed.api(S, { method: "POST", token: t, json: { name: "file", url: "file:///etc/passwd" } });
+    expect(((await scheme.json()) as any).message).not.toContain("ALLOW_PRIVATE");
     // a public literal and a name that does not resolve yet are accepted (checked again at every connection)
     for (const url of ["https://93.184.216.34/mcp", "https://mcp.does-not-resolve.invalid/mcp"]) {
       const r = await closed.api(S, { method: "POST", token: t, json: { name: url, url } });
@@ -176,7 +188,7 @@ describe("outbound URL policy at registration (test mode off)", () => {
 
 describe("discovery", () => {
   test("Streamable HTTP, 2026-07-28 era: every page listed; added/updated counts; classification from annotations, then names", async () => {
-    const t = await h.gw.token("tenant-disc", [], "x");
+    const t = await h.gw.token("tenant-disc", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const pagesBefore = fake.listPages;
     const { server, discovery, tools } = await registerAndDiscover({ ...h, A: t }, fake.url);
     expect(fake.listPages - pagesBefore).toBe(3); // 9 tools, 3 per page
@@ -197,7 +209,7 @@ describe("discovery", () => {
 
   test("rediscovery updates, keeps ids and manual categories; vanished tools are marked unavailable and not callable", async () => {
     const own = startFakeMcpServer();
-    const t = await h.gw.token("tenant-redisc", [], "x");
+    const t = await h.gw.token("tenant-redisc", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const { server, tools } = await registerAndDiscover({ ...h, A: t }, own.url);
     const manual = await h.call("PATCH", `/api/v1/mcp/tools/${tools.frobnicate.id}/config`, t, { category: "READ" });
     expect(manual.body).toMatchObject({ category: "READ", categoryConfidence: 1, categoryManualOverride: true });
@@ -217,7 +229,7 @@ describe("discovery", () => {
   });
 
   test("unreachable or failing server: 500 discovery_error; lastError recorded", async () => {
-    const t = await h.gw.token("tenant-derr", [], "x");
+    const t = await h.gw.token("tenant-derr", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const dead = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("nope", { status: 500 }) });
     const reg = await h.call("POST", S, t, { name: "broken", url: `http://127.0.0.1:${dead.port}/mcp` });
     const r = await h.call("POST", `${S}/${reg.body.server.id}/discover`, t);
@@ -232,7 +244,7 @@ describe("discovery", () => {
   });
 
   test("real servers: server-everything over Streamable HTTP and SSE (legacy era), and over an allow-listed stdio command", async () => {
-    const t = await h.gw.token("tenant-everything", [], "x");
+    const t = await h.gw.token("tenant-everything", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const http = await startEverything("streamableHttp");
     const sse = await startEverything("sse");
     try {
@@ -265,7 +277,7 @@ describe("tools", () => {
   let tools: Record<string, any>;
   let serverId: string;
   beforeAll(async () => {
-    t = await h.gw.token("tenant-tools", [], "x");
+    t = await h.gw.token("tenant-tools", ["ManageConfig", "ViewMetrics", "ViewLogs"], "x");
     const d = await registerAndDiscover({ ...h, A: t }, fake.url, { name: "issues" });
     tools = d.tools;
     serverId = d.server.id;

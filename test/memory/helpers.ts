@@ -25,8 +25,8 @@ export function parseExact(text: string): any {
 
 export async function memoryEnv(overrides: Record<string, unknown> = {}, env: Record<string, string> = {}, options: AppOptions = {}): Promise<Env> {
   const gw = await startGateway({ outbound: { allow_private: true }, ...overrides }, env, options);
-  const A = await gw.token("tenant-a", [], "alice");
-  const B = await gw.token("tenant-b", [], "bob");
+  const A = await gw.token("tenant-a", ["ManageConfig", "ViewMetrics", "ViewLogs"], "alice");
+  const B = await gw.token("tenant-b", ["ManageConfig", "ViewMetrics", "ViewLogs"], "bob");
   const call = async (method: string, path: string, json?: unknown, token = A) => {
     const r = await gw.api(`/api/v1/memory${path}`, { method, token, json });
     const text = await r.text();

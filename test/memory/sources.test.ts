@@ -84,14 +84,17 @@ describe("source CRUD", () => {
     expect((await e.call("GET", "/sources/bare-github/status")).body).toMatchObject({ enabled: true, syncCursor: "" });
     // an unconfigured source is never an action's target
     await e.call("PUT", "/sources/bare-slack", { enabled: true });
-    expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "bare-slack", text: "hi" } }), 400, "invalid_request_error", /not configured/);
+    // … it is answered 200 executed:false with the reason (doc1's {executed, action, result}), not 400
+    const bare = await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "bare-slack", text: "hi" } });
+    expect(bare.status).toBe(200);
+    expect(bare.body).toEqual({ executed: false, action: "post_slack", result: { error: expect.stringMatching(/source 'bare-slack' is not configured/) } });
     for (const type of ["github", "jira", "confluence", "slack"]) expect((await e.call("DELETE", `/sources/bare-${type}`)).status).toBe(200);
   });
 
   test("without allow_private, a loopback or private baseUrl is refused (the MCP domain's outbound policy)", async () => {
     const gw = await startGateway({ outbound: { allow_private: false } });
     try {
-      const t = await gw.token("t");
+      const t = await gw.token("t", ["ManageConfig"]);
       await gw.api("/api/v1/memory/projects", { method: "POST", token: t, json: { projectId: "p", name: "p", roadmap: "" } });
       for (const baseUrl of [f.url, "http://10.0.0.5", "http://169.254.169.254", "http://localhost:9"]) {
         const r = await gw.api("/api/v1/memory/sources", { method: "POST", token: t, json: { sourceId: "x", projectId: "p", sourceType: "jira", config: { baseUrl, jql: "project = X" } } });
@@ -195,6 +198,26 @@ describe("github sync", () => {
     expectError(await e.call("POST", "/sources/gh-down/sync"), 502, "proxy_error", /github unreachable/);
     expect((await e.call("DELETE", "/sources/gh")).status).toBe(200);
     expect(docs("gh")).toEqual([]);
+  });
+
+  test("config {repo: 'owner/name'} (GitHub's own form) is accepted and syncs /repos/owner/name; malformed or disagreeing forms are 400", async () => {
+    const r = await e.call("POST", "/sources", { sourceId: "gh-slash", projectId: "other", sourceType: "github", config: { repo: "acme/widgets", baseUrl: f.url, tokenEnv: "MEMORY_SECRET_GH" } });
+    expect(r.status).toBe(201);
+    expect(r.body.config).toEqual({ repo: "acme/widgets", baseUrl: f.url, tokenEnv: "MEMORY_SECRET_GH" });
+    const before = f.of("/repos/").length;
+    const sync = await e.call("POST", "/sources/gh-slash/sync");
+    expect(sync.status).toBe(200);
+    const calls = f.of("/repos/").slice(before);
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.every((c) => c.path.startsWith("/repos/acme/widgets/issues"))).toBe(true);
+    // owner beside an owner/name repo must agree; one slash; names of GitHub's characters; a bare repo needs an owner
+    expect((await e.call("POST", "/sources", { sourceId: "gh-both", projectId: "other", sourceType: "github", config: { owner: "acme", repo: "acme/widgets", baseUrl: f.url } })).status).toBe(201);
+    expectError(await e.call("POST", "/sources", { sourceId: "gh-x", projectId: "other", sourceType: "github", config: { owner: "other", repo: "acme/widgets" } }), 400, "validation_error", /config\.owner.*disagrees/);
+    expectError(await e.call("POST", "/sources", { sourceId: "gh-x", projectId: "other", sourceType: "github", config: { repo: "acme/widgets/extra" } }), 400, "validation_error", /config\.repo/);
+    expectError(await e.call("POST", "/sources", { sourceId: "gh-x", projectId: "other", sourceType: "github", config: { repo: "/widgets" } }), 400, "validation_error", /config\.repo/);
+    expectError(await e.call("POST", "/sources", { sourceId: "gh-x", projectId: "other", sourceType: "github", config: { repo: "widgets" } }), 400, "validation_error", /config\.owner/);
+    expectError(await e.call("PUT", "/sources/gh-slash", { config: { repo: "acme/../x" } }), 400, "validation_error", /config\.repo/);
+    for (const id of ["gh-slash", "gh-both"]) expect((await e.call("DELETE", `/sources/${id}`)).status).toBe(200);
   });
 });
 
@@ -318,7 +341,7 @@ describe("intelligence actions", () => {
     expect(f.posted.at(-1)).toEqual({ channel: "C42", text: "Deploy finished" });
   });
 
-  test("a failing target → executed false with the error; unknown action 400; missing params 400; no source 400", async () => {
+  test("a failing target or no configured target → 200 executed false with the reason; unknown action 400; missing params 400; unknown source 404", async () => {
     f.failNext("/rest/api/3/issue", 500);
     const j = await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { summary: "x" } });
     expect(j.status).toBe(200);
@@ -337,7 +360,10 @@ describe("intelligence actions", () => {
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "sl" } }), 400, "validation_error", /params\.text/);
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "jira", text: "x" } }), 400, "validation_error", /sourceId/);
     expectError(await e.call("POST", "/intelligence/action", { action: "post_slack", params: { sourceId: "ghost", text: "x" } }), 404, "not_found");
-    expectError(await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { summary: "x" } }, e.B), 400, "invalid_request_error", /no enabled jira source/);
+    // no configured target: 200 executed false with the reason, nothing sent
+    const none = await e.call("POST", "/intelligence/action", { action: "create_jira_ticket", params: { summary: "x" } }, e.B);
+    expect(none.status).toBe(200);
+    expect(none.body).toEqual({ executed: false, action: "create_jira_ticket", result: { error: expect.stringMatching(/no enabled jira source is configured/) } });
     // bad params are a 400 before the source's credential or the target is touched (not a 200 executed:false about the credential)
     const unset = await e.call("POST", "/sources", { sourceId: "sl-unset", projectId: "src", sourceType: "slack", config: { channel: "C1", baseUrl: f.url, tokenEnv: "MEMORY_SECRET_NEVER_SET" } });
     expect(unset.status).toBe(201);

@@ -57,7 +57,7 @@ describe("chains CRUD", () => {
   });
 
   test("list pagination", async () => {
-    const t = await gw.token("tenant-many-chains", []);
+    const t = await gw.token("tenant-many-chains", ["ManageConfig", "ViewMetrics", "ViewLogs"]);
     for (let i = 0; i < 5; i++) await call("POST", C, t, { name: `c${i}`, steps: [{ modelId: "m" }] });
     const p = (await call("GET", `${C}?page=2&pageSize=2`, t)).body;
     expect(p).toMatchObject({ total: 5, page: 2, pageSize: 2, totalPages: 3 });

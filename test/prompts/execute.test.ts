@@ -26,7 +26,7 @@ beforeAll(async () => {
       cohere: { base_url: `http://127.0.0.1:${await closedPort()}`, api_key: "c-fake" },
     },
   });
-  A = await gw.token("tenant-exec", [], "alice");
+  A = await gw.token("tenant-exec", ["ManageConfig", "ViewMetrics", "ViewLogs"], "alice");
 });
 afterAll(async () => {
   await gw.stop();

@@ -20,7 +20,7 @@ async function folder(name: string, parentId?: string | null, token = A) {
 
 describe("folders", () => {
   test("create root and child folders (201); get; list root and children with the page envelope", async () => {
-    const t = await gw.token("tenant-tree", [], "carol");
+    const t = await gw.token("tenant-tree", ["ManageConfig", "ViewMetrics", "ViewLogs"], "carol");
     const root = (await call("POST", F, t, { name: "Marketing", parentId: null })).body;
     expect(root).toMatchObject({ name: "Marketing", parentId: null, createdBy: "carol" });
     expect(root.id).toMatch(/^[0-9a-f-]{36}$/);

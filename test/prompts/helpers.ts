@@ -39,7 +39,7 @@ export async function body(r: Response): Promise<any> {
  */
 export async function startTwoTenants(completer?: Completer): Promise<{ gw: TestGateway; A: string; B: string }> {
   const gw = await startGateway({ rate_limits: { enabled: false } }, {}, { completer });
-  return { gw, A: await gw.token("tenant-a", [], "alice"), B: await gw.token("tenant-b", [], "bob") };
+  return { gw, A: await gw.token("tenant-a", ["ManageConfig", "ViewMetrics", "ViewLogs"], "alice"), B: await gw.token("tenant-b", ["ManageConfig", "ViewMetrics", "ViewLogs"], "bob") };
 }
 
 /** `call(method, path, token, json?)` against the gateway getGw() returns (read at call time: it starts in beforeAll) */

@@ -110,7 +110,7 @@ describe("create and get", () => {
 
 describe("credentials", () => {
   test("an API key works as the bearer credential; createdBy is its sub", async () => {
-    const { key, record } = gw.ctx.apiKeys.create("tenant-a", "ci-bot");
+    const { key, record } = gw.ctx.apiKeys.create("tenant-a", "ci-bot", ["ManageConfig"]);
     const r = await call("POST", P, key, { name: "By key", template: "x" });
     expect(r.status).toBe(201);
     expect(r.body.createdBy).toBe(`key:${record.id}`);
@@ -123,7 +123,7 @@ describe("list", () => {
   let folder: string;
   let t: string;
   beforeAll(async () => {
-    t = await gw.token("tenant-list", [], "lister");
+    t = await gw.token("tenant-list", ["ManageConfig", "ViewMetrics", "ViewLogs"], "lister");
     folder = (await call("POST", "/api/v1/folders", t, { name: "F" })).body.id;
     for (let i = 0; i < 25; i++)
       await create({ name: `P${String(i).padStart(2, "0")}`, template: "t", tags: i % 5 === 0 ? ["five"] : [], folderId: i < 3 ? folder : undefined, status: i % 2 ? "PUBLISHED" : "DRAFT" }, t);
@@ -161,7 +161,7 @@ describe("list", () => {
     expect((await call("GET", `${P}?search=e_x`, t)).body.total).toBe(1);
     expect((await call("GET", `${P}?search=p0`, t)).body.total).toBe(10);
     // case-insensitive beyond ASCII, and a rename is searchable under the new name only
-    const u = await gw.token("tenant-unicode", [], "u");
+    const u = await gw.token("tenant-unicode", ["ManageConfig", "ViewMetrics", "ViewLogs"], "u");
     const e = await create({ name: "École d'été", template: "t", description: "ПРИВЕТ мир" }, u);
     for (const q of ["école", "ÉCOLE", "ÉTÉ", "привет", "МИР"]) expect((await call("GET", `${P}?search=${encodeURIComponent(q)}`, u)).body.total).toBe(1);
     await call("PUT", `${P}/${e.id}`, u, { name: "Summer school", description: "" });

@@ -9,7 +9,8 @@
  *   -> upstream call; a result that is not `isError` is stored for ttlSecs (unless an
  *      invalidation happened meanwhile)
  *   -> after any upstream execution: the tool's enabled rules and WRITE mappings invalidate
- *      (rules, entity instance, child entities)
+ *      (rules, entity instance, child entities); a WRITE/UNKNOWN/IDEMPOTENT tool with neither
+ *      rules nor WRITE mappings drops its server's cached results (the safe default, toolcache)
  *
  * Every call is recorded (analytics; queued by the call log and written just after the answer,
  * log.ts) and emitted on the activity stream (tool_call, and cache_hit / cache_miss for cacheable

@@ -107,12 +107,25 @@ export class EntityStore {
     return r && mappingOf(r);
   }
 
+  /**
+   * Insert or change a mapping. `cache_seq` is the newest cache entry of the tenant when the mapping
+   * appears or its parameter/operation changes: entries up to it were tagged without it (toolcache).
+   */
   upsertMapping(m: Mapping) {
     this.db.run(
-      `INSERT INTO mcp_tool_entities (tenant_id, tool_id, entity_id, param_name, operation, created_at) VALUES ($tenant, $tool_id, $entity_id, $param_name, $operation, $created_at)
-       ON CONFLICT (tenant_id, tool_id, entity_id) DO UPDATE SET param_name = excluded.param_name, operation = excluded.operation`,
+      `INSERT INTO mcp_tool_entities (tenant_id, tool_id, entity_id, param_name, operation, created_at, cache_seq)
+       VALUES ($tenant, $tool_id, $entity_id, $param_name, $operation, $created_at, (SELECT COALESCE(MAX(vec_key), 0) FROM mcp_cache_entries WHERE tenant_id = $tenant))
+       ON CONFLICT (tenant_id, tool_id, entity_id) DO UPDATE SET param_name = excluded.param_name, operation = excluded.operation,
+         cache_seq = CASE WHEN param_name != excluded.param_name OR operation != excluded.operation THEN excluded.cache_seq ELSE cache_seq END`,
       { tool_id: m.toolId, entity_id: m.entityId, param_name: m.paramName, operation: m.operation, created_at: m.createdAt },
     );
+  }
+
+  /** The READ mappings of an entity with the newest cache entry each could not have tagged. */
+  readMappingsOfEntity(entityId: string): Array<{ toolId: string; cacheSeq: number }> {
+    return this.db
+      .all<{ tool_id: string; cache_seq: number }>("SELECT tool_id, cache_seq FROM mcp_tool_entities WHERE tenant_id = $tenant AND entity_id = $entity_id AND operation = 'READ'", { entity_id: entityId })
+      .map((r) => ({ toolId: r.tool_id, cacheSeq: r.cache_seq }));
   }
 
   deleteMapping(toolId: string, entityId: string): boolean {
@@ -169,6 +182,11 @@ export class EntityStore {
 
   allRules(): Rule[] {
     return this.db.all<RuleRow>("SELECT * FROM mcp_rules WHERE tenant_id = $tenant ORDER BY created_at, id").map(ruleOf);
+  }
+
+  /** Whether any rule (enabled or not) names the tool as its write tool: its invalidation is configured precisely. */
+  hasRulesOf(writeToolId: string): boolean {
+    return this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM mcp_rules WHERE tenant_id = $tenant AND write_tool_id = $w", { w: writeToolId })!.n > 0;
   }
 
   /** Enabled rules fired by a tool's execution. */

@@ -53,6 +53,15 @@ export interface CacheCleaner {
 }
 
 const bad = (message: string) => new ApiError("validation_error", message);
+
+/**
+ * What a refused MCP server address is told (docs/security.md, "Outbound URLs"): the operator's
+ * switch that admits such addresses, and why the providers' base URLs are not checked the same way.
+ */
+/** refusals the operator's switches can lift (core/outbound.ts): the ranges `allow_private` admits, and localhost names */
+const ADMITTABLE = / is a (loopback|private|uniqueLocal|linkLocal|carrierGradeNat) address|is not allowed: localhost /;
+export const PRIVATE_ADDRESS_HINT =
+  "MCP server URLs are registered by tenants, so they must be public addresses; the operator of this gateway can admit loopback and private addresses with SVC_OUTBOUND__ALLOW_PRIVATE=true (development) or named networks with SVC_OUTBOUND__ALLOW_CIDRS. Provider base URLs (SVC_PROVIDERS__<P>__BASE_URL) are the operator's configuration, not a tenant's, and are not held to this rule";
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** an HTTP header name (RFC 9110 token) */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -141,7 +150,13 @@ export class RegistryService {
       return;
     }
     if (entry !== undefined) throw bad(`${STDIO_SCHEME} urls need transport STDIO`);
-    await this.d.outbound.check(url);
+    try {
+      await this.d.outbound.check(url);
+    } catch (e) {
+      // an address refusal says what would allow it and why a provider's base URL is not held to it
+      if (e instanceof ApiError && e.type === "validation_error" && ADMITTABLE.test(e.message)) throw bad(`${e.message}. ${PRIVATE_ADDRESS_HINT}`);
+      throw e;
+    }
   }
 
   /** A server definition checked as registration checks it (URL policy, STDIO allow-list, authConfig). */

@@ -1,6 +1,8 @@
 /**
  * /api/v1/mcp analytics, configuration export and connections (doc2 §4.6, §4.7), and
- * /api/v1/tool-cache (§4.5). Creating a connection and moving its state need ManageConfig.
+ * /api/v1/tool-cache (§4.5). Creating a connection and moving its state need ManageConfig (doc2),
+ * as does invalidating cached results; analytics and cache statistics need ViewMetrics; the rest
+ * any credential of the tenant (docs/security.md, "Access matrix").
  * Responses that carry a 64-bit cacheKey are rendered with exact integers (json.ts).
  */
 import type { Kernel } from "../../core/kernel";
@@ -16,6 +18,7 @@ export const activityRoutes = (kernel: Kernel, s: McpServices) =>
   kernel
     .routes("/api/v1/mcp")
     .get("/analytics", ({ principal, query }) => s.analytics.report(principal.tenantId, query), {
+      perm: "ViewMetrics",
       query: S.AnalyticsQuery,
       detail: { summary: "Tool-call analytics: hit rates, latency, estimated savings", ...tag("mcp") },
     })
@@ -47,10 +50,11 @@ export const toolCacheRoutes = (kernel: Kernel, s: McpServices) =>
       return jsonResponse(await s.cache.search(principal.tenantId, body));
     }, { body: S.CacheSearch, detail: { summary: "Cached tool results by similarity to a vector or a text", ...tag("tool-cache") } })
     .post("/invalidate", ({ principal, body }) => s.cache.invalidateByApi(principal.tenantId, body), {
+      perm: "ManageConfig",
       body: S.CacheInvalidate,
       detail: { summary: "Invalidate the cached results of an entity type (optionally one id, optionally cascading)", ...tag("tool-cache") },
     })
-    .get("/metrics", ({ principal }) => s.cache.metrics(principal.tenantId), { detail: { summary: "Entries, memory, hit rate, configuration", ...tag("tool-cache") } })
+    .get("/metrics", ({ principal }) => s.cache.metrics(principal.tenantId), { perm: "ViewMetrics", detail: { summary: "Entries, memory, hit rate, configuration", ...tag("tool-cache") } })
     .get("/:cache_key", ({ principal, params }) => jsonResponse(s.cache.get(principal.tenantId, parseCacheKey(params.cache_key))), {
       params: S.CacheKeyParams,
       detail: { summary: "A cached entry by its 64-bit key (404 if absent or expired)", ...tag("tool-cache") },

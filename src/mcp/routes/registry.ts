@@ -1,7 +1,8 @@
 /**
  * /api/v1/mcp servers, tools, tool calls, entities, mappings and rules (doc2 §4.1–§4.4). Thin
- * routes: TypeBox validates, a service works, the route shapes the answer. Any authenticated
- * caller of the tenant may use them; disabling/enabling a server needs ManageConfig.
+ * routes: TypeBox validates, a service works, the route shapes the answer. Access (docs/security.md,
+ * "Access matrix"): any credential of the tenant reads and calls tools; every change to servers,
+ * tools, entities, mappings and rules needs ManageConfig; statistics need ViewMetrics.
  */
 import type { Kernel } from "../../core/kernel";
 import { DOC2 } from "../../core/errors";
@@ -26,7 +27,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       // doc2 §4: "success status 200" — creates included (doc2 names no 201)
       const server = await s.registry.register(principal.tenantId, body);
       return { server, message: `server ${server.name} registered; it stays PENDING until a health check succeeds` };
-    }, { body: S.ServerCreate, detail: { summary: "Register an MCP server", ...tag("mcp") } })
+    }, { body: S.ServerCreate, perm: "ManageConfig", detail: { summary: "Register an MCP server", ...tag("mcp") } })
     .get("/servers/:id", ({ principal, params }) => publicServer(s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Get a server", ...tag("mcp") },
@@ -34,12 +35,13 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
     .delete("/servers/:id", ({ principal, params }) => {
       const server = s.registry.delete(principal.tenantId, params.id);
       return deleted(`server ${server.name} deleted with its tools, entity mappings, invalidation rules, connections and cached results`);
-    }, { params: S.IdParams, detail: { summary: "Delete a server (irreversible)", ...tag("mcp") } })
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a server (irreversible)", ...tag("mcp") } })
     .get("/servers/:id/health", ({ principal, params }) => s.health.get(principal.tenantId, s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Health of a server (cached 30 s)", ...tag("mcp") },
     })
     .post("/servers/:id/discover", ({ principal, params }) => s.registry.discover(principal.tenantId, params.id), {
+      perm: "ManageConfig",
       params: S.IdParams,
       detail: { summary: "List the server's tools (every page) and merge them", ...tag("mcp") },
     })
@@ -54,6 +56,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       detail: { summary: "Clear DISABLED: the server is PENDING until a check succeeds", ...tag("mcp") },
     })
     .get("/servers/:id/connection-stats", ({ principal, params }) => s.connectionStats(principal.tenantId, params.id), {
+      perm: "ViewMetrics",
       params: S.IdParams,
       detail: { summary: "Connection statistics of a server", ...tag("mcp") },
     })
@@ -68,6 +71,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       detail: { summary: "Get a tool", ...tag("mcp") },
     })
     .patch("/tools/:id/config", ({ principal, params, body }) => s.registry.configure(principal.tenantId, params.id, body), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.ToolConfig,
       detail: { summary: "Set a tool's category and cache configuration", ...tag("mcp") },
@@ -87,9 +91,10 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
       return pageEnvelope("entities", items, total, page);
     }, { query: S.EntityListQuery, detail: { summary: "List entities", ...tag("mcp") } })
-    .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, detail: { summary: "Create an entity", ...tag("mcp") } })
+    .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, perm: "ManageConfig", detail: { summary: "Create an entity", ...tag("mcp") } })
     .get("/entities/:id", ({ principal, params }) => s.entities.entity(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get an entity", ...tag("mcp") } })
     .patch("/entities/:id", ({ principal, params, body }) => s.entities.update(principal.tenantId, params.id, body), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.EntityUpdate,
       detail: { summary: "Update an entity (parentId null removes the parent)", ...tag("mcp") },
@@ -100,21 +105,22 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
         ...deleted(`entity ${r.entity.name} deleted: ${r.invalidated} cached result(s) invalidated (cascade), ${r.mappingsRemoved} mapping(s) and ${r.rulesRemoved} rule(s) removed`),
         invalidated: r.invalidated,
       };
-    }, { params: S.IdParams, detail: { summary: "Delete an entity (cascade invalidation)", ...tag("mcp") } })
-    .post("/tool-entities", ({ principal, body }) => s.entities.map(principal.tenantId, body).mapping, { body: S.MappingCreate, detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete an entity (cascade invalidation)", ...tag("mcp") } })
+    .post("/tool-entities", ({ principal, body }) => s.entities.map(principal.tenantId, body).mapping, { body: S.MappingCreate, perm: "ManageConfig", detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
     .delete("/tool-entities/:tool_id/:entity_id", ({ principal, params }) => {
       s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
       return deleted("tool-entity mapping deleted");
-    }, { params: S.MappingParams, detail: { summary: "Delete a tool-entity mapping", ...tag("mcp") } })
+    }, { params: S.MappingParams, perm: "ManageConfig", detail: { summary: "Delete a tool-entity mapping", ...tag("mcp") } })
     // ---- rules ----
     .get("/rules", ({ principal, query }) => {
       const page = pageOf(query);
       const { items, total } = s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
       return pageEnvelope("rules", items, total, page);
     }, { query: S.RuleListQuery, detail: { summary: "List invalidation rules", ...tag("mcp") } })
-    .post("/rules", ({ principal, body }) => s.entities.createRule(principal.tenantId, body), { body: S.RuleCreate, detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
-    .post("/rules/generate", ({ principal }) => s.entities.generate(principal.tenantId), { detail: { summary: "Generate rules from entity mappings", ...tag("mcp") } })
+    .post("/rules", ({ principal, body }) => s.entities.createRule(principal.tenantId, body), { body: S.RuleCreate, perm: "ManageConfig", detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
+    .post("/rules/generate", ({ principal }) => s.entities.generate(principal.tenantId), { perm: "ManageConfig", detail: { summary: "Generate rules from entity mappings", ...tag("mcp") } })
     .patch("/rules/:id", ({ principal, params, body }) => s.entities.setRuleEnabled(principal.tenantId, params.id, body.enabled), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.RuleUpdate,
       detail: { summary: "Enable or disable a rule", ...tag("mcp") },
@@ -122,4 +128,4 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
     .delete("/rules/:id", ({ principal, params }) => {
       s.entities.deleteRule(principal.tenantId, params.id);
       return deleted("invalidation rule deleted");
-    }, { params: S.IdParams, detail: { summary: "Delete a rule", ...tag("mcp") } });
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a rule", ...tag("mcp") } });

@@ -233,20 +233,44 @@ export class ToolCache {
       n += this.removed(tenantId, store.removeTagged(children));
       entityIds.push(...children);
     }
+    n += this.removeUntagged(tenantId, entityIds);
+    return this.emitEntity(tenantId, entity, value, cascade, cause, emit, entityIds, n);
+  }
+
+  /**
+   * Results a READ tool cached before its mapping to one of the entities existed (or last changed)
+   * carry no tag for it, so the tag queries above cannot find them: every such result of the mapped
+   * tools goes (it may hold any instance of the entity). Results stored since then are tagged.
+   */
+  private removeUntagged(tenantId: string, entityIds: string[]): number {
+    const es = this.d.entities(tenantId);
+    const store = this.d.stores(tenantId);
+    let n = 0;
+    for (const id of entityIds) for (const m of es.readMappingsOfEntity(id)) n += this.removed(tenantId, store.removeToolUpTo(m.toolId, m.cacheSeq));
+    return n;
+  }
+
+  private emitEntity(tenantId: string, entity: Entity, value: string | undefined, cascade: boolean, cause: InvalidationCause, emit: boolean, entityIds: string[], n: number) {
     if (emit) this.emit(tenantId, cause, { entityId: entity.id, entityType: entity.name, value: value ?? null, cascade, entityIds, invalidated: n });
     return { invalidated: n, entityIds };
   }
 
   /**
-   * After a tool ran upstream: every enabled rule naming it as the write tool, and every entity
-   * it WRITE-maps (the parameter's value; the whole entity when the call lacks it), cascading to
-   * child entities. Returns how many cached results were dropped.
+   * After a tool ran upstream. Configured precisely (any rule naming it as the write tool, enabled
+   * or not, or a WRITE mapping): every enabled rule's read tool, and every entity it WRITE-maps
+   * (the parameter's value; the whole entity when the call lacks it), cascading to child entities.
+   * Not configured: the safe default (docs/decisions.md) — a tool that may change state (WRITE,
+   * UNKNOWN, and IDEMPOTENT: repeating it has no further effect, the first call has one) drops
+   * every cached result of its server; a READ tool drops nothing. Returns how many were dropped.
    */
   afterExecution(tenantId: string, tool: ToolRecord, args: Record<string, unknown>): number {
     const es = this.d.entities(tenantId);
     const rules = es.enabledRulesOf(tool.id);
     const writes = es.mappingsOfTool(tool.id).filter((m) => m.operation === "WRITE");
-    if (!rules.length && !writes.length) return 0;
+    if (!rules.length && !writes.length) {
+      if (tool.category === "READ" || es.hasRulesOf(tool.id)) return 0; // a read, or only disabled rules: configured to invalidate nothing now
+      return this.invalidateServerReads(tenantId, tool);
+    }
     this.bump(tenantId);
     const store = this.d.stores(tenantId);
     let n = rules.length ? this.removed(tenantId, store.removeTools(rules.map((r) => r.invalidateToolId))) : 0;
@@ -259,6 +283,14 @@ export class ToolCache {
       entities.push({ entityId: entity.id, entityType: entity.name, value });
     }
     this.emit(tenantId, { reason: "write", toolId: tool.id, toolName: tool.name }, { rules: rules.map((r) => r.id), invalidatedToolIds: rules.map((r) => r.invalidateToolId), entities, invalidated: n });
+    return n;
+  }
+
+  /** The default of a state-changing tool without rules or WRITE mappings: its server's cached results (its own kept). */
+  private invalidateServerReads(tenantId: string, tool: ToolRecord): number {
+    this.bump(tenantId);
+    const n = this.removed(tenantId, this.d.stores(tenantId).removeServerExcept(tool.serverId, tool.id));
+    this.emit(tenantId, { reason: "write", toolId: tool.id, toolName: tool.name }, { scope: "server", serverId: tool.serverId, rules: [], invalidatedToolIds: [], entities: [], invalidated: n });
     return n;
   }
 
@@ -382,11 +414,12 @@ export class ToolCache {
     };
   }
 
-  /** POST /tool-cache/invalidate: by entity type name (404 when the tenant has no such entity). */
+  /** POST /tool-cache/invalidate: by entity type name (0 when the tenant has no such entity: nothing is cached under it). */
   invalidateByApi(tenantId: string, input: { entityType: string; entityId?: string; cascade?: boolean }) {
     const entity = this.d.entities(tenantId).byName(input.entityType);
-    if (!entity) throw notFound(`entity type "${input.entityType}"`);
     const cascade = input.cascade ?? false;
+    // doc2 answers a count: an entity type this tenant never defined has nothing cached under it — 0, not 404
+    if (!entity) return { invalidated: 0, entityType: input.entityType, entityId: input.entityId ?? null, cascade, entityTypes: [] as string[] };
     const r = this.invalidateEntity(tenantId, entity, input.entityId, cascade, { reason: "manual" });
     const es = this.d.entities(tenantId);
     return {

@@ -209,6 +209,17 @@ export class ToolCacheStore {
     return this.removeWhere("server_id = $server_id", { server_id: serverId });
   }
 
+  /** A server's entries except one tool's (the write that invalidates by default keeps its own cached result, if any). */
+  removeServerExcept(serverId: string, toolId: string): Removed[] {
+    return this.removeWhere("server_id = $server_id AND tool_id != $tool_id", { server_id: serverId, tool_id: toolId });
+  }
+
+  /** A tool's entries up to a vec_key (stored before a READ mapping existed: untagged for its entity). */
+  removeToolUpTo(toolId: string, vecKey: number): Removed[] {
+    if (vecKey <= 0) return [];
+    return this.removeWhere("tool_id = $tool_id AND vec_key <= $seq", { tool_id: toolId, seq: vecKey });
+  }
+
   /**
    * Entries tagged with any of the entities: with `value`, those tagged with that id or with the
    * entity in general (a call without the parameter: a list depends on every instance).

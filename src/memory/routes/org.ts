@@ -1,6 +1,9 @@
 /**
  * /api/v1/memory/contributors/*, /sources/*, /intelligence/* (doc1 §4.12). Thin routes over the
  * services; routes under the same mount as projects.ts (kernel.routes: one policy for the prefix).
+ * Access (docs/security.md, "Access matrix"): any credential of the tenant reads, queries and runs
+ * actions; contributors (who an agent's work is attributed to) and external sources (their URLs
+ * and credentials) are configuration: writing them, and syncing a source, need ManageConfig.
  */
 import type { Kernel } from "../../core/kernel";
 import type { MemoryService } from "../service";
@@ -20,7 +23,7 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         const { contributor, created } = memory.upsertContributor(principal.tenantId, body);
         return jsonResponse(contributor, created ? 201 : 200);
       },
-      { body: S.Contributor, ...doc("Create or update a contributor") },
+      { body: S.Contributor, perm: "ManageConfig", ...doc("Create or update a contributor") },
     )
     .get(
       "/contributors",
@@ -39,14 +42,14 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         memory.deleteContributor(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
-      { params: S.IdParams, ...doc("Delete a contributor (their milestones stay)") },
+      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a contributor (their milestones stay)") },
     )
     .get("/contributors/:id/activity", ({ principal, params, query }) => jsonResponse(memory.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
       params: S.IdParams,
       query: S.ActivityQuery,
       ...doc("Milestones of a contributor's agents, newest first"),
     })
-    .post("/sources", async ({ principal, body }) => jsonResponse(await sources.create(principal.tenantId, body), 201), { body: S.SourceCreate, ...doc("Register an external source") })
+    .post("/sources", async ({ principal, body }) => jsonResponse(await sources.create(principal.tenantId, body), 201), { body: S.SourceCreate, perm: "ManageConfig", ...doc("Register an external source") })
     .get(
       "/sources",
       ({ principal, query }) => {
@@ -59,6 +62,7 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
     )
     .get("/sources/:id", ({ principal, params }) => jsonResponse(sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source") })
     .put("/sources/:id", async ({ principal, params, body }) => jsonResponse(await sources.update(principal.tenantId, params.id, body)), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.SourceUpdate,
       ...doc("Update a source (partial)"),
@@ -69,9 +73,9 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         sources.delete(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
-      { params: S.IdParams, ...doc("Delete a source and its synced documents") },
+      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a source and its synced documents") },
     )
-    .post("/sources/:id/sync", async ({ principal, params }) => jsonResponse(await sources.sync(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Synchronise now") })
+    .post("/sources/:id/sync", async ({ principal, params }) => jsonResponse(await sources.sync(principal.tenantId, params.id)), { params: S.IdParams, perm: "ManageConfig", ...doc("Synchronise now") })
     .get("/sources/:id/status", ({ principal, params }) => jsonResponse(sources.status(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Sync status") })
     .post(
       "/intelligence/query",

@@ -1,7 +1,10 @@
 /**
  * /api/v1/memory/projects/* (doc1 §4.12): projects, store, recall, log, branches, merge, roadmap,
  * project search, metrics, promote, metadata segments. Thin: TypeBox validates, one service call,
- * the answer is serialised with exact 64-bit integers (json.ts).
+ * the answer is serialised with exact 64-bit integers (json.ts). Access (docs/security.md, "Access
+ * matrix"): agents write memory with ordinary keys — any credential of the tenant creates projects
+ * and stores, branches, merges, logs and promotes; deleting a project (everything it holds, every
+ * agent's work) needs ManageConfig.
  */
 import type { Kernel } from "../../core/kernel";
 import { DOC1 } from "../../core/errors";
@@ -32,7 +35,7 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
         memory.deleteProject(principal.tenantId, params.id);
         return new Response(null, { status: 200 });
       },
-      { params: S.ProjectParams, ...doc("Delete a project with everything it holds (empty body)") },
+      { params: S.ProjectParams, perm: "ManageConfig", ...doc("Delete a project with everything it holds (empty body)") },
     )
     .put("/projects/:id/roadmap", ({ principal, params, body }) => jsonResponse(memory.updateRoadmap(principal.tenantId, params.id, body.roadmap)), {
       params: S.ProjectParams,

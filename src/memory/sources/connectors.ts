@@ -36,6 +36,8 @@ export interface Connector {
   keys: readonly string[];
   required: readonly string[];
   defaultBaseUrl?: string;
+  /** type-specific rules beyond the keys (400 naming the field) */
+  check?(config: Record<string, unknown>): void;
   pages(ctx: SyncContext): AsyncGenerator<Batch>;
 }
 
@@ -142,15 +144,40 @@ const htmlText = (html: string) =>
     .replace(/\n{3,}/g, "\n\n")
     .trim();
 
+/** GitHub owner and repository names: letters, digits, `-`, `_`, `.` (what GitHub allows). */
+const GITHUB_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/**
+ * The repository of a github config: `repo` in GitHub's own `owner/name` form, or `owner` and
+ * `repo` apart (both forms name the same repository; `owner` beside an `owner/name` repo must agree).
+ */
+export function githubRepo(config: Record<string, unknown>): { owner: string; repo: string } {
+  const repo = String(config.repo);
+  const owner = config.owner === undefined ? undefined : String(config.owner);
+  const slash = repo.indexOf("/");
+  if (slash < 0) {
+    if (owner === undefined) throw badRequest("body field 'config.owner': required for sourceType 'github' unless 'config.repo' is 'owner/name'");
+    if (!GITHUB_NAME.test(repo)) throw badRequest("body field 'config.repo': expected a repository name (letters, digits, - _ .) or 'owner/name'");
+    if (!GITHUB_NAME.test(owner)) throw badRequest("body field 'config.owner': expected a GitHub account name (letters, digits, - _ .)");
+    return { owner, repo };
+  }
+  const [o, r, ...rest] = repo.split("/");
+  if (rest.length > 0 || !GITHUB_NAME.test(o!) || !GITHUB_NAME.test(r!)) throw badRequest("body field 'config.repo': expected 'owner/name' (one slash, letters, digits, - _ .)");
+  if (owner !== undefined && owner !== o) throw badRequest(`body field 'config.owner': '${owner}' disagrees with the owner in 'config.repo' ('${o}')`);
+  return { owner: o!, repo: r! };
+}
+
 const github: Connector = {
   keys: ["baseUrl", "tokenEnv", "owner", "repo"],
-  required: ["owner", "repo"],
+  required: ["repo"],
   defaultBaseUrl: "https://api.github.com",
+  check: (config) => void githubRepo(config),
   async *pages(ctx) {
     const base = baseUrlOf("github", ctx.config);
     const q = new URLSearchParams({ state: "all", sort: "updated", direction: "asc", per_page: String(ctx.pageSize) });
     if (ctx.cursor) q.set("since", ctx.cursor);
-    let url: string | undefined = `${base}/repos/${encodeURIComponent(String(ctx.config.owner))}/${encodeURIComponent(String(ctx.config.repo))}/issues?${q}`;
+    const { owner, repo } = githubRepo(ctx.config);
+    let url: string | undefined = `${base}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues?${q}`;
     let cursor = ctx.cursor;
     const headers = { accept: "application/vnd.github+json", "x-github-api-version": "2022-11-28", "user-agent": "svc-memory", ...bearer(ctx.token) };
     while (url) {
@@ -295,6 +322,7 @@ export function checkConfig(type: SourceType, config: Record<string, unknown>, s
   }
   for (const k of c.required) if (config[k] === undefined) throw badRequest(`body field 'config.${k}': required for sourceType '${type}'`);
   if (type === "jira" && config.jql === undefined && config.projectKey === undefined) throw badRequest("body field 'config.jql': jql or projectKey is required for sourceType 'jira'");
+  c.check?.(config);
   const env = str(config.tokenEnv);
   if (env !== undefined && (!env.startsWith(secretPrefix) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(env)))
     throw badRequest(`body field 'config.tokenEnv': must be an environment variable name starting with ${secretPrefix}`);

@@ -1,4 +1,4 @@
-/** /api/v1/chains (doc1 §4.11). */
+/** /api/v1/chains (doc1 §4.11). Any credential of the tenant reads and executes; writes need ManageConfig (docs/security.md). */
 import type { Kernel } from "../../core/kernel";
 import { DOC1 } from "../../core/errors";
 import { pageEnvelope, pageOf } from "../../core/pagination";
@@ -20,9 +20,10 @@ export const chainRoutes = (kernel: Kernel, chains: ChainService) => {
     .post("", ({ principal, body, set }) => {
       set.status = 201;
       return chains.create(actorOf(principal), body);
-    }, { body: S.ChainBody, detail: { summary: "Create a chain", ...tag("chains") } })
+    }, { body: S.ChainBody, perm: "ManageConfig", detail: { summary: "Create a chain", ...tag("chains") } })
     .get("/:id", ({ principal, params }) => chains.get(actorOf(principal), params.id), { params: S.IdParams, detail: { summary: "Get a chain", ...tag("chains") } })
     .put("/:id", ({ principal, params, body }) => chains.replace(actorOf(principal), params.id, body), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.ChainBody,
       detail: { summary: "Replace a chain (whole steps array)", ...tag("chains") },
@@ -30,7 +31,7 @@ export const chainRoutes = (kernel: Kernel, chains: ChainService) => {
     .delete("/:id", ({ principal, params }) => {
       chains.delete(actorOf(principal), params.id);
       return deleted(params.id);
-    }, { params: S.IdParams, detail: { summary: "Delete a chain", ...tag("chains") } })
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a chain", ...tag("chains") } })
     .post(
       "/:id/execute",
       ({ principal, params, body, request }) =>

@@ -1,4 +1,4 @@
-/** /api/v1/folders (doc1 §4.10). */
+/** /api/v1/folders (doc1 §4.10). Any credential of the tenant reads; writes need ManageConfig (docs/security.md). */
 import type { Kernel } from "../../core/kernel";
 import { DOC1 } from "../../core/errors";
 import { pageEnvelope, pageOf } from "../../core/pagination";
@@ -17,9 +17,10 @@ export const folderRoutes = (kernel: Kernel, folders: FolderService) => {
     .post("", ({ principal, body, set }) => {
       set.status = 201;
       return folders.create(actorOf(principal), body);
-    }, { body: S.FolderCreate, detail: { summary: "Create a folder", ...tag("folders") } })
+    }, { body: S.FolderCreate, perm: "ManageConfig", detail: { summary: "Create a folder", ...tag("folders") } })
     .get("/:id", ({ principal, params }) => folders.get(actorOf(principal), params.id), { params: S.IdParams, detail: { summary: "Get a folder", ...tag("folders") } })
     .put("/:id", ({ principal, params, body }) => folders.update(actorOf(principal), params.id, body), {
+      perm: "ManageConfig",
       params: S.IdParams,
       body: S.FolderUpdate,
       detail: { summary: "Rename or move a folder", ...tag("folders") },
@@ -27,5 +28,5 @@ export const folderRoutes = (kernel: Kernel, folders: FolderService) => {
     .delete("/:id", ({ principal, params }) => {
       folders.delete(actorOf(principal), params.id);
       return deleted(params.id);
-    }, { params: S.IdParams, detail: { summary: "Delete an empty folder", ...tag("folders") } });
+    }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete an empty folder", ...tag("folders") } });
 };
