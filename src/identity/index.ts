@@ -15,7 +15,7 @@ import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { DocumentedOperation } from "../core/openapi";
 import type { IdentityConfig } from "./config";
-import type { AddCheck, KeyRegistry, OutboundFetch, TokenMinter, UsageReader } from "./ports";
+import type { AddCheck, KeyRegistry, OutboundCheck, OutboundFetch, TokenMinter, UsageReader } from "./ports";
 import type { WallClock } from "./types";
 import { IDENTITY_MIGRATIONS } from "./migrations";
 import { UserStore } from "./users/store";
@@ -63,7 +63,7 @@ export function nativeDocs(): DocumentedOperation[] {
     },
   ];
 }
-export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundFetch, TokenMinter } from "./ports";
+export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundCheck, OutboundFetch, TokenMinter } from "./ports";
 export type { User, Role, Team, Assignment } from "./types";
 
 export interface IdentityServices {
@@ -101,6 +101,8 @@ export interface IdentityDeps {
   clock: WallClock;
   /** fetch through the outbound URL policy (OIDC discovery, JWKS, token endpoint, https-file verification) */
   outbound: OutboundFetch;
+  /** the outbound policy's registration-time URL check (SSO connection URLs at create/update) */
+  checkUrl?: OutboundCheck;
   /** http:// identity providers admitted (the outbound policy admits private targets: development, tests) */
   allowInsecureIdp: boolean;
   /** mints the access token an SSO sign-in answers */
@@ -119,10 +121,20 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const teamStore = (t: string) => new TeamStore(storage.tenant(t));
   let access: AccessCheck | undefined;
   let guard: BudgetGuard | undefined;
+  // a key revoked here is refused at once to the tokens exchanged for it (access.ts caches keys' state)
+  const keys: KeyRegistry = {
+    create: (t, name, permissions) => deps.keys.create(t, name, permissions),
+    list: (t) => deps.keys.list(t),
+    get: (t, id) => deps.keys.get(t, id),
+    revoke: (t, id) => {
+      deps.keys.revoke(t, id);
+      access?.forgetKey(t, id);
+    },
+  };
   const users = new UserService(userStore, clock, (t, u) => access?.forget(t, u));
   const roles = new RoleService((t) => new RoleStore(storage.tenant(t)), users, clock, (t, u) => access?.forget(u === undefined ? undefined : t, u));
-  const teams = new TeamService(teamStore, userStore, deps.keys, deps.usage, clock, (t) => guard?.invalidate(t));
-  access = new AccessCheck(userStore, roles, deps.keys, clock, deps.config.user_cache_ms);
+  const teams = new TeamService(teamStore, userStore, keys, deps.usage, clock, (t) => guard?.invalidate(t));
+  access = new AccessCheck(userStore, roles, keys, clock, deps.config.user_cache_ms);
   guard = new BudgetGuard(teamStore, deps.usage, clock);
   const mailer = smtpMailer(deps.config.smtp);
   const invitationKey = createHmac("sha256", deps.secret).update("svc identity invitations").digest();
@@ -142,7 +154,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const directory = () => new SsoDirectory(storage.global("verified SSO domains are unique across workspaces; a sign-in state names its workspace"));
   const box = new SecretBox(resolveSecretKey(sc.secret_key, deps.dataPath, deps.warn));
   const dns = deps.dns ?? dnsTxtLookup(sc.dns_servers, sc.dns_timeout_ms);
-  const sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp);
+  const sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp, deps.checkUrl);
   const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn);
   const signin = new SignInService(ssoStore, directory, sso, users, roles, deps.tokens, deps.outbound, spKeys, clock, {
     publicUrl: deps.config.public_url,
@@ -160,8 +172,8 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     teams,
     invitations,
     audit: new AuditService(users, roles),
-    keys: new VirtualKeyService(deps.keys, teams, teamStore),
-    analytics: new KeyAnalyticsService(deps.keys, deps.usage, clock),
+    keys: new VirtualKeyService(keys, teams, teamStore),
+    analytics: new KeyAnalyticsService(keys, deps.usage, clock),
     guard,
     access,
     sso,
