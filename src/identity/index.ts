@@ -48,8 +48,12 @@ import { ScimTokenService, ScimTokenStore } from "./scim/tokens";
 import { ActivityService, ActivityStore } from "./scim/activities";
 import { scimAdminRoutes } from "./scim/routes";
 import { ScimDirectory, scimProviderRoutes } from "./scim/provider";
+import { PasswordStore } from "./passwords/store";
+import { PasswordService } from "./passwords/service";
+import { passwordRoutes } from "./passwords/routes";
 
 export { IDENTITY_SECTIONS, type IdentityConfig } from "./config";
+export { PEER_ADDRESS_HEADER, AUTH_PATH_PREFIX } from "./passwords/peer";
 
 /** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
 export function nativeDocs(): DocumentedOperation[] {
@@ -83,6 +87,7 @@ export interface IdentityServices {
   scimTokens: ScimTokenService;
   scimActivities: ActivityService;
   scim: ScimDirectory;
+  passwords: PasswordService;
 }
 
 export interface IdentityDeps {
@@ -138,11 +143,25 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   guard = new BudgetGuard(teamStore, deps.usage, clock);
   const mailer = smtpMailer(deps.config.smtp);
   const invitationKey = createHmac("sha256", deps.secret).update("svc identity invitations").digest();
+  let sso: SsoService | undefined;
+  const passwords = new PasswordService(
+    (t) => new PasswordStore(storage.tenant(t)),
+    storage,
+    users,
+    deps.tokens,
+    mailer,
+    clock,
+    deps.config.passwords,
+    deps.config.public_url,
+    (t) => (sso?.list(t, { status: "active", offset: 0, limit: 1 }).total ?? 0) > 0,
+    deps.warn,
+  );
   const invitations = new InvitationService(
     (t) => new InvitationStore(storage.tenant(t)),
     storage,
     users,
     roles,
+    passwords,
     mailer,
     invitationKey,
     deps.config.invitation_ttl_hours * 3_600_000,
@@ -154,7 +173,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const directory = () => new SsoDirectory(storage.global("verified SSO domains are unique across workspaces; a sign-in state names its workspace"));
   const box = new SecretBox(resolveSecretKey(sc.secret_key, deps.dataPath, deps.warn));
   const dns = deps.dns ?? dnsTxtLookup(sc.dns_servers, sc.dns_timeout_ms);
-  const sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp, deps.checkUrl);
+  sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp, deps.checkUrl);
   const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn);
   const signin = new SignInService(ssoStore, directory, sso, users, roles, deps.tokens, deps.outbound, spKeys, clock, {
     publicUrl: deps.config.public_url,
@@ -181,6 +200,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     scimTokens,
     scimActivities,
     scim: new ScimDirectory(users, teams),
+    passwords,
     mailer,
   };
 }
@@ -200,7 +220,8 @@ export function create(deps: IdentityDeps): Domain<IdentityServices> {
       .use(keyRoutes(deps.kernel, s.keys, s.analytics))
       .use(ssoRoutes(deps.kernel, s.sso, s.signin, (t) => s.sso.list(t, { offset: 0, limit: 100 }).items.some((c) => c.samlConfig?.signRequests)))
       .use(scimAdminRoutes(deps.kernel, s.scimTokens, s.scimActivities))
-      .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities)),
+      .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities))
+      .use(passwordRoutes(deps.kernel, s.passwords, deps.config.passwords.forwarded_for_hops)),
     native: ssoNative(s.signin),
     service: s,
     close: () => mailer?.close(),
