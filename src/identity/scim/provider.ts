@@ -30,7 +30,7 @@ import type { UserService } from "../users/service";
 import type { TeamService } from "../teams/service";
 import type { ActivityService, Operation, ResourceType } from "./activities";
 import type { ScimTokenService } from "./tokens";
-import { canonicalPatch, listParams, MAX_RESULTS, searchParams } from "./requests";
+import { canonicalPatch, listParams, MAX_RESULTS, normaliseBooleans, searchParams } from "./requests";
 
 export const SCIM_BASE = "/scim/v2";
 export const SCIM_CONTENT_TYPE = "application/scim+json";
@@ -67,29 +67,6 @@ function asScim(e: unknown): never {
     throw new SCIMMY.Types.Error(e.status, scimType as never, e.message);
   }
   throw e;
-}
-
-const BOOLEAN_ATTRS = new Set(["active", "primary"]);
-
-/** "True"/"false" strings of boolean attributes as booleans (Entra ID), in resources and PatchOp values. */
-export function normaliseBooleans(value: unknown, key?: string): unknown {
-  if (typeof value === "string" && key !== undefined && BOOLEAN_ATTRS.has(key.toLowerCase())) {
-    const v = value.trim().toLowerCase();
-    if (v === "true") return true;
-    if (v === "false") return false;
-    return value;
-  }
-  if (Array.isArray(value)) return value.map((v) => normaliseBooleans(v, key));
-  if (value && typeof value === "object") {
-    const o = value as Record<string, unknown>;
-    // a PatchOp operation: the path names the attribute its value is for
-    if (typeof o.op === "string" && "value" in o) {
-      const leaf = typeof o.path === "string" ? o.path.replace(/\[[^\]]*\]/g, "").split(/[.:]/).at(-1) : undefined;
-      return { ...o, value: normaliseBooleans(o.value, leaf) };
-    }
-    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, normaliseBooleans(v, k.split(".").at(-1))]));
-  }
-  return value;
 }
 
 /**

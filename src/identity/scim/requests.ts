@@ -7,7 +7,8 @@
  *  - list parameters from a query string or a SearchRequest body (`POST /.search`, RFC 7644 §3.4.3,
  *    validated by SCIMMY's own SearchRequest message);
  *  - attribute names in PATCH paths and values in the schema's spelling (RFC 7643 §2.1: attribute
- *    names are case-insensitive; SCIMMY matches them exactly and fails with a JavaScript error).
+ *    names are case-insensitive; SCIMMY matches them exactly and fails with a JavaScript error);
+ *  - "True"/"False" strings of boolean attributes as booleans (Entra ID sends them).
  */
 import SCIMMY from "scimmy";
 import { ApiError } from "../../core/errors";
@@ -210,4 +211,29 @@ export function canonicalPatch(kind: "Users" | "Groups", body: unknown): unknown
     return o;
   });
   return { ...b, Operations: ops };
+}
+
+// ---------------------------------------------------------------- booleans as strings
+
+const BOOLEAN_ATTRS = new Set(["active", "primary"]);
+
+/** "True"/"false" strings of boolean attributes as booleans (Entra ID), in resources and PatchOp values. */
+export function normaliseBooleans(value: unknown, key?: string): unknown {
+  if (typeof value === "string" && key !== undefined && BOOLEAN_ATTRS.has(key.toLowerCase())) {
+    const v = value.trim().toLowerCase();
+    if (v === "true") return true;
+    if (v === "false") return false;
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((v) => normaliseBooleans(v, key));
+  if (value && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    // a PatchOp operation: the path names the attribute its value is for
+    if (typeof o.op === "string" && "value" in o) {
+      const leaf = typeof o.path === "string" ? o.path.replace(/\[[^\]]*\]/g, "").split(/[.:]/).at(-1) : undefined;
+      return { ...o, value: normaliseBooleans(o.value, leaf) };
+    }
+    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, normaliseBooleans(v, k.split(".").at(-1))]));
+  }
+  return value;
 }
