@@ -218,3 +218,17 @@ describe("GET /api/v1/permissions/me", () => {
     expectError(await env.call("GET", "/api/v1/permissions/me", undefined), 401, "authentication_error");
   });
 });
+
+describe("the client address", () => {
+  test("is the peer address the server saw: a client's own x-svc-peer-address or X-Forwarded-For does not dodge the per-address lockout (no proxies configured)", async () => {
+    const own = await startIdentity({ identity: { passwords: { argon2_memory_kib: 8_192, argon2_time_cost: 1, max_failures_per_address: 3 } } });
+    try {
+      const attempt = (i: number) =>
+        own.gw.api(LOGIN, { method: "POST", json: { email: `dodger${i}@example.com`, password: "guessing away" }, headers: { "x-svc-peer-address": `10.9.9.${i}`, "x-forwarded-for": `10.8.8.${i}` } });
+      for (let i = 0; i < 3; i++) expect((await attempt(i)).status).toBe(401);
+      expect((await attempt(3)).status).toBe(429);
+    } finally {
+      await own.gw.stop();
+    }
+  });
+});
