@@ -165,7 +165,7 @@ export class PasswordService {
       this.store(a.tenantId).insertReset({ id: uuid(), tenant_id: a.tenantId, user_id: a.userId, expires_at: expires, used_at: null, created_at: iso(nowMs) }, sha256(token));
       const link = `${(this.publicUrl ?? origin).replace(/\/$/, "")}${RESET_PATH}?token=${token}`;
       const text = [
-        `Someone asked to reset the password of ${input.email.trim()} in the workspace ${a.tenantId} on svc.`,
+        `Someone asked to reset the password of ${a.email} in the workspace ${a.tenantId} on svc.`,
         "",
         `Choose a new password: ${link}`,
         `(POST ${RESET_PATH}/confirm with {"token", "password"}; the link works once, until ${expires}.)`,
@@ -173,7 +173,8 @@ export class PasswordService {
         "If it was not you, ignore this message: your password stays as it is.",
       ].join("\n");
       // after the answer: its timing must not say whether the address has an account
-      void this.mailer.send({ to: input.email.trim(), subject: `Reset your svc password (${a.tenantId})`, text }).catch((e) => this.warn(`password reset e-mail to ${a.tenantId}/${a.userId} failed: ${String((e as Error)?.message ?? e)}`));
+      // to the address on record, not as typed (a mailbox's local part may be case-sensitive)
+      void this.mailer.send({ to: a.email, subject: `Reset your svc password (${a.tenantId})`, text }).catch((e) => this.warn(`password reset e-mail to ${a.tenantId}/${a.userId} failed: ${String((e as Error)?.message ?? e)}`));
     }
     return { accepted: true, message: `if a user with a password has this address, a link to choose a new one was sent to it; it works once, for ${this.s.reset_ttl_minutes} minutes` };
   }
