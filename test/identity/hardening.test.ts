@@ -30,12 +30,12 @@ describe("a revoked API key's exchanged token", () => {
     expectError(r, 401, "authentication_error", "revoked");
     // the key itself too
     expect((await call("GET", "/api/v1/virtual-keys", k.key)).status).toBe(401);
-  });
+  }, 30_000);
 
   test("a token naming a key that never existed in its workspace is refused", async () => {
     const forged = await env.gw.token("tenant-a", ["ViewKeys"], `key:${crypto.randomUUID()}`);
     expectError(await env.call("GET", "/api/v1/virtual-keys", forged), 401, "authentication_error");
-  });
+  }, 30_000);
 
   test("another process's revocation (the CLI writes the row) holds within the key cache's 5 s", async () => {
     const { call, A } = env;
@@ -60,7 +60,7 @@ describe("permission names that are Object.prototype's own", () => {
       const t = await env.gw.token("tenant-a", [name], "proto");
       expectError(await env.call("GET", "/api/v1/roles", t), 403, "authorization_error");
       expectError(await env.call("GET", "/api/v1/virtual-keys", t), 403, "authorization_error");
-    });
+    }, 30_000);
 });
 
 describe("custom roles grant only what their creator holds", () => {
@@ -72,7 +72,7 @@ describe("custom roles grant only what their creator holds", () => {
     expect(listed.roles).toEqual([]);
     // what it holds (ViewKeys is covered by ManageKeys) it may grant
     expect((await env.call("POST", "/api/v1/roles", km, { name: "key readers", permissions: ["ViewKeys", "ManageKeys"] })).status).toBe(201);
-  });
+  }, 30_000);
 });
 
 describe("SSO connection URLs go through the outbound policy at create and update", () => {
@@ -94,5 +94,5 @@ describe("SSO connection URLs go through the outbound policy at create and updat
     expect(ok.status).toBe(201);
     expectError(await env.call("PUT", `${C}/${ok.body.id}`, env.A, { oidcConfig: { issuerUrl: "https://192.168.0.1" } }), 400, "validation_error", "not allowed");
     expect((await env.call("GET", `${C}/${ok.body.id}`, env.A)).body.oidcConfig.issuerUrl).toBe("https://93.184.216.34");
-  });
+  }, 30_000);
 });

@@ -83,7 +83,7 @@ describe("accepting an invitation sets a password", () => {
     const userId = ok.body.user.id;
     expect((await env.call("DELETE", `/api/v1/users/${userId}/roles/${editorId}`, env.A)).status).toBe(200);
     expectError(await env.call("GET", "/api/v1/roles", r.body.accessToken), 403, "authorization_error");
-  });
+  }, 30_000);
 });
 
 describe("POST /api/v1/auth/login", () => {
@@ -108,7 +108,7 @@ describe("POST /api/v1/auth/login", () => {
       (Bun.password as { verify: typeof verify }).verify = verify;
     }
     expectDoc1(await login({ email: "known@example.com" }), 400, "validation_error");
-  });
+  }, 30_000);
 
   test("five failures lock the account (also an unknown one, identically) with a clear message, even for the right password; it opens again after the lockout", async () => {
     await invitedUser("locked@example.com");
@@ -121,7 +121,7 @@ describe("POST /api/v1/auth/login", () => {
     }
     clock.advance(15 * 60_000 + 1_000);
     expect((await login({ email: "locked@example.com", password: PW }, "203.0.113.99")).status).toBe(200);
-  });
+  }, 30_000);
 
   test("failures from one address lock that address for every account; other addresses still sign in", async () => {
     await invitedUser("victim@example.com");
@@ -130,7 +130,7 @@ describe("POST /api/v1/auth/login", () => {
     expectDoc1(await login({ email: "victim@example.com", password: PW }, attacker), 429, "rate_limit_error", "locked");
     expect((await login({ email: "victim@example.com", password: PW }, "192.0.2.67")).status).toBe(200);
     clock.advance(15 * 60_000 + 1_000);
-  });
+  }, 30_000);
 });
 
 describe("password reset by e-mail", () => {
@@ -185,7 +185,7 @@ describe("a workspace turns password sign-in off while SSO is active", () => {
     expect((await env.call("POST", "/api/v1/invitations/accept", undefined, { token: tokenOf(inv.link) })).body.passwordSet).toBe(false);
     expect((await env.call("PUT", "/api/v1/auth/settings", env.A, { passwordLogin: true })).body.passwordLogin).toBe(true);
     expect((await login({ email: "sso-user@example.com", password: PW })).status).toBe(200);
-  });
+  }, 30_000);
 });
 
 describe("GET /api/v1/permissions/me", () => {
@@ -207,7 +207,7 @@ describe("GET /api/v1/permissions/me", () => {
         ["viewer", expiresAt, true],
       ]),
     );
-  });
+  }, 30_000);
 
   test("an API key and an admin token: the credential's own permissions; no credential 401", async () => {
     const k = (await env.call("POST", "/api/v1/virtual-keys", env.A, { name: "me-key", permissions: ["ViewMetrics"] })).body;
@@ -217,7 +217,7 @@ describe("GET /api/v1/permissions/me", () => {
     expect(byAdmin.body).toMatchObject({ permissions: ["WorkspaceAdmin"], sources: [{ type: "credential", permissions: ["WorkspaceAdmin"] }] });
     expect((await env.call("GET", "/api/v1/permissions/me", env.none)).body.permissions).toEqual([]);
     expectError(await env.call("GET", "/api/v1/permissions/me", undefined), 401, "authentication_error");
-  });
+  }, 30_000);
 });
 
 describe("the client address", () => {
@@ -231,5 +231,5 @@ describe("the client address", () => {
     } finally {
       await own.gw.stop();
     }
-  });
+  }, 30_000);
 });

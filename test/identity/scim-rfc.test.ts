@@ -37,7 +37,7 @@ describe("PATCH attribute names are case-insensitive (RFC 7643 §2.1)", () => {
     const got = (await scim("GET", `/Users/${u.id}`)).body;
     expect(got).toMatchObject({ displayName: "Casey D", name: { givenName: "Casey" }, active: false, [ENTERPRISE]: { department: "R&D" } });
     expect(got.emails[0].value).toBe("casey.d@rfc.test");
-  });
+  }, 30_000);
 
   test("a path-less replace with odd-case keys, and a Group's DisplayName / Members", async () => {
     const u = await newUser("valery");
@@ -51,14 +51,14 @@ describe("PATCH attribute names are case-insensitive (RFC 7643 §2.1)", () => {
     ]);
     expect(gr.status).toBe(200);
     expect(gr.body).toMatchObject({ displayName: "Case Group 2", members: [{ value: u.id }] });
-  });
+  }, 30_000);
 
   test("an unknown attribute is still refused in SCIM's error schema, not with a JavaScript error", async () => {
     const u = await newUser("unknownattr");
     const r = await patch(`/Users/${u.id}`, [{ op: "replace", path: "noSuchThing", value: "x" }]);
     expect(r.status).toBe(400);
     expect(r.body.detail).not.toContain("not extensible");
-  });
+  }, 30_000);
 });
 
 describe("paging and .search", () => {
@@ -70,7 +70,7 @@ describe("paging and .search", () => {
     expect(r.body).toMatchObject({ schemas: [LIST], totalResults: all.totalResults, startIndex: all.totalResults + 1, itemsPerPage: 0, Resources: [] });
     const far = await scim("GET", "/Users?startIndex=100000&count=5");
     expect(far.body.Resources).toEqual([]);
-  });
+  }, 30_000);
 
   test("POST /Users/.search and /Groups/.search take a SearchRequest (filter, attributes, startIndex, count)", async () => {
     const u = await newUser("searcher");
@@ -88,7 +88,7 @@ describe("paging and .search", () => {
     expectScimError(await scim("POST", "/Users/.search", { schemas: [SEARCH], filter: "userName zz" }), 400, "invalidFilter");
     const writeOnly = scimClient(env.gw.url, (await scimToken(env, ["users:write"])).plain);
     expectScimError(await writeOnly("POST", "/Users/.search", { schemas: [SEARCH] }), 403);
-  });
+  }, 30_000);
 });
 
 describe("bounds before SCIMMY parses", () => {
@@ -102,5 +102,5 @@ describe("bounds before SCIMMY parses", () => {
     expectScimError(await patch(`/Users/${u.id}`, [{ op: "replace", path: `emails[${"[".repeat(10_000)}]`, value: "x" }]), 400, "invalidPath");
     // a realistic filter still works
     expect((await scim("GET", `/Users?filter=${encodeURIComponent(many(10))}`)).status).toBe(200);
-  });
+  }, 30_000);
 });

@@ -407,7 +407,7 @@ describe("SAML: Recipient, Destination and bounds before parsing", () => {
     // Destination is optional on a response that is not itself signed (profiles §4.1.4.2)
     const req = await samlStart(email);
     expect((await post(samlIdp.signedResponse(opts(req.id, { destination: null })), req.relayState)).status).toBe(200);
-  });
+  }, 30_000);
 
   test("deep nesting, a DOCTYPE and an oversized SAMLResponse are refused with 400 before parsing; the sign-in state survives", async () => {
     const { domain } = await activeConnection("saml", { jitProvisioning: true });
@@ -426,7 +426,7 @@ describe("SAML: Recipient, Destination and bounds before parsing", () => {
     for (const [body, hint] of cases) expectError(await post(body, req.relayState), 400, "validation_error", hint);
     // the refused posts consumed nothing: the real answer still signs in
     expect((await post(b64(good), req.relayState)).status).toBe(200);
-  });
+  }, 30_000);
 });
 
 describe("OIDC: iat", () => {
@@ -445,5 +445,5 @@ describe("OIDC: iat", () => {
     } finally {
       idp.tweaks = {};
     }
-  });
+  }, 30_000);
 });
