@@ -121,6 +121,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     secret: jwtSecret,
     clock: wallClock,
     outbound: outbound.fetch,
+    checkUrl: (url) => outbound.check(url),
     allowInsecureIdp: config.outbound.allow_private,
     tokens,
     dataPath: config.storage.path,

@@ -10,6 +10,7 @@ import { createApp, startApp, closeApp, type App, type AppOptions } from "./app"
 import { ApiError, DOC1, errorResponse } from "./core/errors";
 import { pathOf } from "./core/kernel";
 import type { SocketData } from "./core/domain";
+import { AUTH_PATH_PREFIX, PEER_ADDRESS_HEADER } from "./identity";
 
 export interface RunningServer {
   url: string;
@@ -41,6 +42,8 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
       inFlight++;
       try {
         const socket = request.headers.get("upgrade")?.toLowerCase() === "websocket" ? sockets.get(pathOf(request.url)) : undefined;
+        // the peer address, for identity's per-address sign-in limits (a client's own value is overwritten)
+        if (pathOf(request.url).startsWith(AUTH_PATH_PREFIX)) request.headers.set(PEER_ADDRESS_HEADER, srv.requestIP(request)?.address ?? "");
         if (!socket) return await app.fetch(request);
         const admitted = await app.kernel.admit(request);
         if ("response" in admitted) return admitted.response;

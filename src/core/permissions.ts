@@ -59,7 +59,9 @@ export const PERMISSION_GRANTS = {
 export type PermissionName = keyof typeof PERMISSION_GRANTS;
 export const PERMISSION_NAMES = Object.keys(PERMISSION_GRANTS) as PermissionName[];
 
-const grantsOf = (name: string): readonly Grant[] | undefined => (PERMISSION_GRANTS as Record<string, readonly Grant[]>)[name];
+/** own entries only: a held name like `__proto__` or `constructor` must not reach Object.prototype */
+const grantsOf = (name: string): readonly Grant[] | undefined =>
+  Object.hasOwn(PERMISSION_GRANTS, name) ? (PERMISSION_GRANTS as Record<string, readonly Grant[]>)[name] : undefined;
 
 const covers = (g: Grant, resource: string, action: Action) =>
   (g.resource === "*" || g.resource === resource) && (g.actions === "*" || g.actions.includes(action));

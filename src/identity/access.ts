@@ -5,8 +5,12 @@
  *    assignments or roles, and never past the earliest expiry of its assignments); unknown,
  *    soft-deleted or SUSPENDED → 401 `authentication_error`; otherwise the principal carries the
  *    token's permissions ∪ those of the user's unexpired workspace-wide role assignments.
- *  - `sub = "key:<id>"` on an access token exchanged for an API key: the key id is attached
- *    (`keyId`), so the key's team budget and analytics apply to the token like to the key.
+ *  - `sub = "key:<id>"` on an access token exchanged for an API key: the key must still exist and
+ *    be unrevoked (401 otherwise, like a suspended user's token); the key id is attached (`keyId`),
+ *    so the key's team budget and analytics apply to the token like to the key. The answer is
+ *    cached per key for `KEY_CACHE_MS` (5 s, as long as the API key memo of src/keys): a revocation
+ *    in this process is forgotten at once (`forgetKey`), one by another process (the CLI) holds
+ *    within 5 s.
  * Everything else passes untouched at the cost of two string prefix tests.
  */
 import { LRUCache } from "lru-cache";
@@ -20,6 +24,8 @@ import type { WallClock } from "./types";
 
 export const USER_SUB = "user:";
 const KEY_SUB = "key:";
+/** how long a key's "still active" answer is believed (another process's revocation holds within it) */
+export const KEY_CACHE_MS = 5_000;
 
 interface Entry {
   /** wall-clock ms until which this answer holds */
@@ -31,7 +37,7 @@ interface Entry {
 
 export class AccessCheck {
   private readonly users = new LRUCache<string, Entry>({ max: 50_000 });
-  private readonly keys = new LRUCache<string, boolean>({ max: 50_000, ttl: 60_000 });
+  private readonly keys = new LRUCache<string, boolean>({ max: 50_000, ttl: KEY_CACHE_MS });
   /** the enriched principal per verified principal (those are memoised), rebuilt when its entry changes */
   private readonly merged = new WeakMap<Principal, { entry: Entry; principal: Principal }>();
   /** the principal with its keyId, per verified principal */
@@ -55,6 +61,11 @@ export class AccessCheck {
   forget(tenantId?: string, userId?: string) {
     if (tenantId !== undefined && userId !== undefined) this.users.delete(`${tenantId}\u0000${userId}`);
     else this.users.clear();
+  }
+
+  /** Forget the cached state of one key (it was revoked in this process). */
+  forgetKey(tenantId: string, keyId: string) {
+    this.keys.delete(`${tenantId}\u0000${keyId}`);
   }
 
   private user(p: Principal, userId: string): Principal {
@@ -83,14 +94,15 @@ export class AccessCheck {
     return { until: Math.min(until, eff.validUntil), permissions: eff.permissions };
   }
 
-  private key(p: Principal, keyId: string): Principal | void {
+  private key(p: Principal, keyId: string): Principal {
     const cacheKey = `${p.tenantId}\u0000${keyId}`;
-    let known = this.keys.get(cacheKey);
-    if (known === undefined) {
-      known = this.keyRegistry.get(p.tenantId, keyId) !== undefined;
-      this.keys.set(cacheKey, known);
+    let active = this.keys.get(cacheKey);
+    if (active === undefined) {
+      const record = this.keyRegistry.get(p.tenantId, keyId);
+      active = record !== undefined && record.revokedAt === null;
+      this.keys.set(cacheKey, active);
     }
-    if (!known) return;
+    if (!active) throw unauthenticated("the token's API key was revoked or does not exist");
     let out = this.withKey.get(p);
     if (!out) this.withKey.set(p, (out = { ...p, keyId }));
     return out;

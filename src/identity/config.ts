@@ -1,4 +1,4 @@
-/** The identity domain's settings: `SVC_IDENTITY__*` (invitations, SMTP delivery, the user-status cache). */
+/** The identity domain's settings: `SVC_IDENTITY__*` (invitations, SMTP delivery, the user-status cache, password sign-in, SSO). */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Section } from "../core/config";
 
@@ -22,6 +22,31 @@ export const IDENTITY_SECTIONS = {
       password: T.Optional(T.String()),
       from: T.String({ default: "svc <no-reply@localhost>", minLength: 3 }),
       timeout_ms: T.Integer({ default: 10_000, minimum: 100 }),
+    }),
+    /** password sign-in (POST /api/v1/auth/login) for users who accepted an invitation */
+    passwords: Section({
+      /** operator-wide switch; a workspace may also turn it off while SSO is active */
+      enabled: T.Boolean({ default: true }),
+      /** lifetime of the access token a password sign-in answers (capped by auth.max_token_ttl_secs) */
+      token_ttl_secs: T.Integer({ default: 28_800, minimum: 60 }),
+      /** how long a password reset link works */
+      reset_ttl_minutes: T.Integer({ default: 30, minimum: 5, maximum: 1_440 }),
+      /** failed sign-ins per e-mail address within the window before it is locked */
+      max_failures_per_account: T.Integer({ default: 5, minimum: 1, maximum: 1_000 }),
+      /** failed sign-ins (and reset requests) per client address within the window before it is locked */
+      max_failures_per_address: T.Integer({ default: 30, minimum: 1, maximum: 100_000 }),
+      /** reset requests per e-mail address within the window */
+      max_resets_per_account: T.Integer({ default: 3, minimum: 1, maximum: 1_000 }),
+      /** the window failures are counted in */
+      lockout_window_secs: T.Integer({ default: 900, minimum: 1 }),
+      /** how long a locked account or address is refused */
+      lockout_secs: T.Integer({ default: 900, minimum: 1 }),
+      /** behind reverse proxies: the X-Forwarded-For entry this many hops from the right is the client (0 = the peer address) */
+      forwarded_for_hops: T.Integer({ default: 0, minimum: 0, maximum: 10 }),
+      /** argon2id cost (OWASP's minimum: 19 MiB, 2 passes) */
+      argon2_memory_kib: T.Integer({ default: 19_456, minimum: 8_192, maximum: 1_048_576 }),
+      /** argon2id passes over the memory */
+      argon2_time_cost: T.Integer({ default: 2, minimum: 1, maximum: 10 }),
     }),
     /** SSO connections and sign-in (OIDC, SAML), domain verification */
     sso: Section({

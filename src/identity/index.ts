@@ -15,7 +15,7 @@ import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { DocumentedOperation } from "../core/openapi";
 import type { IdentityConfig } from "./config";
-import type { AddCheck, KeyRegistry, OutboundFetch, TokenMinter, UsageReader } from "./ports";
+import type { AddCheck, KeyRegistry, OutboundCheck, OutboundFetch, TokenMinter, UsageReader } from "./ports";
 import type { WallClock } from "./types";
 import { IDENTITY_MIGRATIONS } from "./migrations";
 import { UserStore } from "./users/store";
@@ -48,8 +48,12 @@ import { ScimTokenService, ScimTokenStore } from "./scim/tokens";
 import { ActivityService, ActivityStore } from "./scim/activities";
 import { scimAdminRoutes } from "./scim/routes";
 import { ScimDirectory, scimProviderRoutes } from "./scim/provider";
+import { PasswordStore } from "./passwords/store";
+import { PasswordService } from "./passwords/service";
+import { passwordRoutes } from "./passwords/routes";
 
 export { IDENTITY_SECTIONS, type IdentityConfig } from "./config";
+export { PEER_ADDRESS_HEADER, AUTH_PATH_PREFIX } from "./passwords/peer";
 
 /** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
 export function nativeDocs(): DocumentedOperation[] {
@@ -63,7 +67,7 @@ export function nativeDocs(): DocumentedOperation[] {
     },
   ];
 }
-export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundFetch, TokenMinter } from "./ports";
+export type { KeyRegistry, KeyRecord, UsageReader, HourlyUsage, AddCheck, OutboundCheck, OutboundFetch, TokenMinter } from "./ports";
 export type { User, Role, Team, Assignment } from "./types";
 
 export interface IdentityServices {
@@ -83,6 +87,7 @@ export interface IdentityServices {
   scimTokens: ScimTokenService;
   scimActivities: ActivityService;
   scim: ScimDirectory;
+  passwords: PasswordService;
 }
 
 export interface IdentityDeps {
@@ -101,6 +106,8 @@ export interface IdentityDeps {
   clock: WallClock;
   /** fetch through the outbound URL policy (OIDC discovery, JWKS, token endpoint, https-file verification) */
   outbound: OutboundFetch;
+  /** the outbound policy's registration-time URL check (SSO connection URLs at create/update) */
+  checkUrl?: OutboundCheck;
   /** http:// identity providers admitted (the outbound policy admits private targets: development, tests) */
   allowInsecureIdp: boolean;
   /** mints the access token an SSO sign-in answers */
@@ -119,18 +126,42 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const teamStore = (t: string) => new TeamStore(storage.tenant(t));
   let access: AccessCheck | undefined;
   let guard: BudgetGuard | undefined;
+  // a key revoked here is refused at once to the tokens exchanged for it (access.ts caches keys' state)
+  const keys: KeyRegistry = {
+    create: (t, name, permissions) => deps.keys.create(t, name, permissions),
+    list: (t) => deps.keys.list(t),
+    get: (t, id) => deps.keys.get(t, id),
+    revoke: (t, id) => {
+      deps.keys.revoke(t, id);
+      access?.forgetKey(t, id);
+    },
+  };
   const users = new UserService(userStore, clock, (t, u) => access?.forget(t, u));
   const roles = new RoleService((t) => new RoleStore(storage.tenant(t)), users, clock, (t, u) => access?.forget(u === undefined ? undefined : t, u));
-  const teams = new TeamService(teamStore, userStore, deps.keys, deps.usage, clock, (t) => guard?.invalidate(t));
-  access = new AccessCheck(userStore, roles, deps.keys, clock, deps.config.user_cache_ms);
+  const teams = new TeamService(teamStore, userStore, keys, deps.usage, clock, (t) => guard?.invalidate(t));
+  access = new AccessCheck(userStore, roles, keys, clock, deps.config.user_cache_ms);
   guard = new BudgetGuard(teamStore, deps.usage, clock);
   const mailer = smtpMailer(deps.config.smtp);
   const invitationKey = createHmac("sha256", deps.secret).update("svc identity invitations").digest();
+  let sso: SsoService | undefined;
+  const passwords = new PasswordService(
+    (t) => new PasswordStore(storage.tenant(t)),
+    storage,
+    users,
+    deps.tokens,
+    mailer,
+    clock,
+    deps.config.passwords,
+    deps.config.public_url,
+    (t) => (sso?.list(t, { status: "active", offset: 0, limit: 1 }).total ?? 0) > 0,
+    deps.warn,
+  );
   const invitations = new InvitationService(
     (t) => new InvitationStore(storage.tenant(t)),
     storage,
     users,
     roles,
+    passwords,
     mailer,
     invitationKey,
     deps.config.invitation_ttl_hours * 3_600_000,
@@ -142,7 +173,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const directory = () => new SsoDirectory(storage.global("verified SSO domains are unique across workspaces; a sign-in state names its workspace"));
   const box = new SecretBox(resolveSecretKey(sc.secret_key, deps.dataPath, deps.warn));
   const dns = deps.dns ?? dnsTxtLookup(sc.dns_servers, sc.dns_timeout_ms);
-  const sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp);
+  sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp, deps.checkUrl);
   const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn);
   const signin = new SignInService(ssoStore, directory, sso, users, roles, deps.tokens, deps.outbound, spKeys, clock, {
     publicUrl: deps.config.public_url,
@@ -160,8 +191,8 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     teams,
     invitations,
     audit: new AuditService(users, roles),
-    keys: new VirtualKeyService(deps.keys, teams, teamStore),
-    analytics: new KeyAnalyticsService(deps.keys, deps.usage, clock),
+    keys: new VirtualKeyService(keys, teams, teamStore),
+    analytics: new KeyAnalyticsService(keys, deps.usage, clock),
     guard,
     access,
     sso,
@@ -169,6 +200,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     scimTokens,
     scimActivities,
     scim: new ScimDirectory(users, teams),
+    passwords,
     mailer,
   };
 }
@@ -188,7 +220,8 @@ export function create(deps: IdentityDeps): Domain<IdentityServices> {
       .use(keyRoutes(deps.kernel, s.keys, s.analytics))
       .use(ssoRoutes(deps.kernel, s.sso, s.signin, (t) => s.sso.list(t, { offset: 0, limit: 100 }).items.some((c) => c.samlConfig?.signRequests)))
       .use(scimAdminRoutes(deps.kernel, s.scimTokens, s.scimActivities))
-      .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities)),
+      .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities))
+      .use(passwordRoutes(deps.kernel, s.passwords, deps.config.passwords.forwarded_for_hops)),
     native: ssoNative(s.signin),
     service: s,
     close: () => mailer?.close(),

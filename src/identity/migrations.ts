@@ -224,4 +224,33 @@ export const IDENTITY_MIGRATIONS: Migration[] = [
       CREATE INDEX scim_activities_token ON scim_activities(tenant_id, token_id);
     `,
   },
+  {
+    id: "0006_passwords",
+    up: `
+      CREATE TABLE user_passwords (
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, user_id)
+      );
+
+      CREATE TABLE password_resets (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX password_resets_user ON password_resets(tenant_id, user_id);
+
+      CREATE TABLE identity_settings (
+        tenant_id TEXT PRIMARY KEY,
+        password_login INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `,
+  },
 ];

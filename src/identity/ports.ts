@@ -54,6 +54,9 @@ export type AddCheck = (check: PrincipalCheck) => void;
 /** fetch through the shared outbound URL policy (core/outbound.ts): OIDC discovery, JWKS, token endpoint, https-file verification */
 export type OutboundFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
+/** the outbound URL policy's registration-time check (core/outbound.ts OutboundPolicy.check): throws for a URL svc must never call */
+export type OutboundCheck = (url: string) => Promise<unknown>;
+
 /** mints svc access tokens (core's TokenService): SSO sign-in issues one for the user */
 export interface TokenMinter {
   sign(claims: { tenantId: string; sub?: string; permissions?: string[] }, ttlSecs?: number): Promise<string>;

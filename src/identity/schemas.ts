@@ -113,7 +113,12 @@ export const InvitationListQuery = t.Object({
 });
 const Token = t.String({ minLength: 1, maxLength: 256 });
 export const AcceptQuery = t.Object({ token: Token });
-export const AcceptBody = t.Object({ token: Token, name: t.Optional(t.Nullable(t.String({ maxLength: USER_LIMITS.name }))) });
+export const AcceptBody = t.Object({
+  token: Token,
+  name: t.Optional(t.Nullable(t.String({ maxLength: USER_LIMITS.name }))),
+  /** the password the user will sign in with (policy: passwords/policy.ts) */
+  password: t.Optional(t.String({ minLength: 1, maxLength: 1_024 })),
+});
 
 // ---- permission audit (snake_case query)
 

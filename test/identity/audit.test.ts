@@ -116,6 +116,10 @@ describe("permission audit", () => {
     const { call, A, gw } = env;
     const r = (await call("POST", "/api/v1/invitations", A, { emails: ["manual@example.com"] })).body;
     expect(r.invitations[0]).toMatchObject({ emailStatus: "not_configured", link: expect.stringMatching(new RegExp(`^${gw.url}/api/v1/invitations/accept\\?token=`)) });
+    // the answer does not claim an e-mail went out: none was sent, and it says why and what to do
+    expect(r).toMatchObject({ sent: 0, created: 1, unsent: 1, failed: 0 });
+    expect(r.message).toContain("no SMTP server is configured");
+    expect(r.message).toContain("link");
   });
 });
 

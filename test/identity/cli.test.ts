@@ -37,5 +37,6 @@ describe("svc keys create --team", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000); // two CLI processes, each loading the whole gateway
+    // two CLI processes and two app openings: seconds each on a busy 2-core machine
+  }, 60_000);
 });

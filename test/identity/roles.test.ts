@@ -33,7 +33,7 @@ describe("roles", () => {
   });
 
   test("custom role CRUD with PATCH, filters name / is_system / permission, duplicate name 409", async () => {
-    const t = await env.gw.token("tenant-roles", ["ManageKeys"]);
+    const t = await env.gw.token("tenant-roles", ["ManageKeys", "ViewLogs", "ManageConfig"]);
     const { call } = env;
     const c = await call("POST", R, t, { name: "Key Auditor", description: "reads keys and logs", permissions: ["ViewKeys", "ViewLogs"] });
     expect(c.status).toBe(201);

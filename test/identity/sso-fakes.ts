@@ -69,6 +69,8 @@ export interface IdTokenTweaks {
   aud?: string;
   nonce?: string;
   expSecs?: number;
+  /** iat relative to now, seconds (default: now, or before exp for an expired token) */
+  iatSecs?: number;
   iss?: string;
   email?: string;
   emailVerified?: boolean;
@@ -175,7 +177,7 @@ export class FakeOidcProvider {
         .setIssuer(t.iss ?? this.issuer)
         .setAudience(t.aud ?? this.clientId)
         .setSubject(t.sub ?? "idp-user-1")
-        .setIssuedAt(t.expSecs !== undefined && t.expSecs < 0 ? now + t.expSecs - 600 : now)
+        .setIssuedAt(t.iatSecs !== undefined ? now + t.iatSecs : t.expSecs !== undefined && t.expSecs < 0 ? now + t.expSecs - 600 : now)
         .setExpirationTime(now + (t.expSecs ?? 300))
         .sign(t.foreignKey ? this.foreign : this.key);
       const accessToken = randomUUID();
@@ -205,6 +207,10 @@ export interface AssertionOptions {
   /** the bearer confirmation's own NotOnOrAfter (default: notOnOrAfterSecs) */
   confirmationNotOnOrAfterSecs?: number;
   assertionId?: string;
+  /** SubjectConfirmationData/@Recipient (default acsUrl; null: left out) */
+  recipient?: string | null;
+  /** Response/@Destination (default acsUrl; null: left out) */
+  destination?: string | null;
 }
 
 const xmlEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -229,7 +235,7 @@ export class SamlIdp {
       `<saml:Assertion xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ID="${id}" Version="2.0" IssueInstant="${t(0)}">` +
       `<saml:Issuer>${xmlEscape(o.issuer ?? this.entityId)}</saml:Issuer>` +
       `<saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">${xmlEscape(email)}</saml:NameID>` +
-      `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData InResponseTo="${o.inResponseTo}" NotOnOrAfter="${t(o.confirmationNotOnOrAfterSecs ?? o.notOnOrAfterSecs ?? 300)}" Recipient="${xmlEscape(o.acsUrl)}"/></saml:SubjectConfirmation></saml:Subject>` +
+      `<saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData InResponseTo="${o.inResponseTo}" NotOnOrAfter="${t(o.confirmationNotOnOrAfterSecs ?? o.notOnOrAfterSecs ?? 300)}" ${o.recipient === null ? "" : ` Recipient="${xmlEscape(o.recipient ?? o.acsUrl)}"`}/></saml:SubjectConfirmation></saml:Subject>` +
       `<saml:Conditions NotBefore="${t(o.notBeforeSecs ?? -60)}" NotOnOrAfter="${t(o.notOnOrAfterSecs ?? 300)}"><saml:AudienceRestriction><saml:Audience>${xmlEscape(o.audience)}</saml:Audience></saml:AudienceRestriction></saml:Conditions>` +
       `<saml:AuthnStatement AuthnInstant="${t(0)}" SessionIndex="_s1"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>` +
       `<saml:AttributeStatement>` +
@@ -254,7 +260,7 @@ export class SamlIdp {
   response(o: AssertionOptions, assertion: string): string {
     const now = new Date().toISOString();
     return (
-      `<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_r${randomUUID().replace(/-/g, "")}" Version="2.0" IssueInstant="${now}" Destination="${xmlEscape(o.acsUrl)}" InResponseTo="${o.inResponseTo}">` +
+      `<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_r${randomUUID().replace(/-/g, "")}" Version="2.0" IssueInstant="${now}" ${o.destination === null ? "" : `Destination="${xmlEscape(o.destination ?? o.acsUrl)}" `}InResponseTo="${o.inResponseTo}">` +
       `<saml:Issuer>${xmlEscape(o.issuer ?? this.entityId)}</saml:Issuer>` +
       `<samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status>` +
       assertion +

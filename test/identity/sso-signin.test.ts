@@ -387,3 +387,63 @@ describe("SAML sign-in", () => {
     expectError(await post(samlIdp.signedResponse({ inResponseTo: req2.id, acsUrl: ACS(), audience: ENTITY(), email: `grace@${domain}` }), req2.relayState), 403, "authorization_error");
   });
 });
+
+describe("SAML: Recipient, Destination and bounds before parsing", () => {
+  test("a signed assertion whose Recipient or Response Destination names another SP's ACS is refused with the reason; a missing Recipient too; no Destination is accepted", async () => {
+    const { domain } = await activeConnection("saml", { jitProvisioning: true });
+    const email = `rec@${domain}`;
+    const other = "https://other-sp.test/api/v1/sso/saml/acs";
+    const opts = (id: string, over: Record<string, unknown> = {}) => ({ inResponseTo: id, acsUrl: ACS(), audience: ENTITY(), email, ...over });
+    for (const [over, hint] of [
+      [{ recipient: other }, "Recipient"],
+      [{ destination: other }, "Destination"],
+      [{ recipient: other, destination: other }, "Destination"],
+      [{ recipient: null }, "no Recipient"],
+    ] as const) {
+      const req = await samlStart(email);
+      const r = await post(samlIdp.signedResponse(opts(req.id, over)), req.relayState);
+      expectError(r, 401, "authentication_error", hint);
+    }
+    // Destination is optional on a response that is not itself signed (profiles §4.1.4.2)
+    const req = await samlStart(email);
+    expect((await post(samlIdp.signedResponse(opts(req.id, { destination: null })), req.relayState)).status).toBe(200);
+  }, 30_000);
+
+  test("deep nesting, a DOCTYPE and an oversized SAMLResponse are refused with 400 before parsing; the sign-in state survives", async () => {
+    const { domain } = await activeConnection("saml", { jitProvisioning: true });
+    const email = `deep@${domain}`;
+    const req = await samlStart(email);
+    const b64 = (xml: string) => Buffer.from(xml).toString("base64");
+    const good = samlIdp.response({ inResponseTo: req.id, acsUrl: ACS(), audience: ENTITY(), email }, samlIdp.signAssertion(samlIdp.assertionXml({ inResponseTo: req.id, acsUrl: ACS(), audience: ENTITY(), email })));
+    const deep = good.replace("<samlp:Status>", "<x>".repeat(30_000) + "</x>".repeat(30_000) + "<samlp:Status>");
+    const cases: Array<[string, string]> = [
+      [b64(deep), "nested deeper than"],
+      [b64(`<!DOCTYPE r [<!ENTITY a "aaaa">]>${good}`), "entity declarations"],
+      [b64(good.replace("<samlp:Status>", `<pad>${"x".repeat(600_000)}</pad><samlp:Status>`)), "larger than"],
+      [b64("<notSaml/>"), "not a SAML Response"],
+      [b64("<samlp:Response"), "unterminated"],
+    ];
+    for (const [body, hint] of cases) expectError(await post(body, req.relayState), 400, "validation_error", hint);
+    // the refused posts consumed nothing: the real answer still signs in
+    expect((await post(b64(good), req.relayState)).status).toBe(200);
+  }, 30_000);
+});
+
+describe("OIDC: iat", () => {
+  test("an ID token issued a day in the future is refused; one within the clock skew is accepted", async () => {
+    const { domain } = await activeConnection("oidc", { jitProvisioning: true });
+    const email = `iat@${domain}`;
+    idp.tweaks = { iatSecs: 86_400 };
+    try {
+      expectError(await oidcSignIn(email), 401, "authentication_error", "iat");
+    } finally {
+      idp.tweaks = {};
+    }
+    idp.tweaks = { iatSecs: 5 };
+    try {
+      expect((await oidcSignIn(email)).status).toBe(200);
+    } finally {
+      idp.tweaks = {};
+    }
+  }, 30_000);
+});

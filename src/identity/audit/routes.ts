@@ -1,4 +1,5 @@
-/** /api/v1/permissions (doc3 §4.7): permission tree and check of a user; WorkspaceAdmin. */
+/** /api/v1/permissions (doc3 §4.7): permission tree and check of a user (WorkspaceAdmin); the caller's own (`/me`, any credential). */
+import { decodeJwt } from "jose";
 import type { Kernel } from "../../core/kernel";
 import { DOC3 } from "../../core/errors";
 import * as S from "../schemas";
@@ -8,6 +9,9 @@ import type { AuditService } from "./service";
 export const auditRoutes = (kernel: Kernel, audit: AuditService) =>
   kernel
     .mount({ prefix: "/api/v1/permissions", envelope: DOC3 })
+    .get("/me", ({ principal, request }) => audit.me(principal, principal.via === "jwt" ? claimsOf(request) : undefined), {
+      detail: { summary: "What the caller may do: effective permissions and their sources (the credential, role assignments with scope and expiry); any credential", ...tag("permissions") },
+    })
     .get("/tree", ({ principal, query }) => audit.tree(principal.tenantId, query.user_id, query.resource_type), {
       query: S.TreeQuery,
       perm: "WorkspaceAdmin",
@@ -18,3 +22,14 @@ export const auditRoutes = (kernel: Kernel, audit: AuditService) =>
       perm: "WorkspaceAdmin",
       detail: { summary: "Whether a user may perform an action on a resource type, and the roles that grant or do not", ...tag("permissions") },
     });
+
+/** the payload of the bearer token the kernel has already verified (its claims and expiry) */
+function claimsOf(request: Request): { permissions?: unknown; exp?: unknown } | undefined {
+  const m = /^Bearer\s+(\S+)$/i.exec(request.headers.get("authorization") ?? "");
+  if (!m) return undefined;
+  try {
+    return decodeJwt(m[1]!);
+  } catch {
+    return undefined;
+  }
+}

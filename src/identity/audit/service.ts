@@ -6,6 +6,9 @@
  *  - check: whether the user's unexpired assignments allow `action` on `resource_type` (and, for
  *    an assignment scoped to one resource, `resource_id`), with the assignments that grant and
  *    those that do not (and why).
+ *  - me: what the caller itself may do (any credential): its effective permissions and where each
+ *    comes from — the credential (an API key's permissions, a token's claims, with the token's
+ *    expiry) and, for a token acting for a user, the user's role assignments (scope, expiry).
  * A workspace-wide assignment (`scope: workspace`) applies to every resource; a scoped one
  * (`<resource_type>:<id>`) only to that resource.
  */
@@ -13,6 +16,8 @@ import { pairsOf, permits, type Action, type ResourceType } from "../../core/per
 import type { RoleService, Held } from "../roles/service";
 import { WORKSPACE_SCOPE } from "../roles/service";
 import type { UserService } from "../users/service";
+import type { Principal } from "../../core/auth";
+import { USER_SUB } from "../access";
 
 export interface RoleRef {
   assignment_id: string;
@@ -62,6 +67,36 @@ export class AuditService {
       resource_type: resourceType ?? null,
       roles,
       effective_permissions: [...effective].sort(),
+    };
+  }
+
+  /**
+   * The caller's own permissions. `claims`: the verified token's payload (for its own permissions
+   * and expiry), absent for an API key or another credential.
+   */
+  me(p: Principal, claims?: { permissions?: unknown; exp?: unknown }) {
+    const expiresAt = typeof claims?.exp === "number" ? new Date(claims.exp * 1000).toISOString() : null;
+    const own = claims ? (Array.isArray(claims.permissions) ? claims.permissions.filter((x): x is string => typeof x === "string") : []) : [...p.permissions];
+    const userId = p.sub.startsWith(USER_SUB) ? p.sub.slice(USER_SUB.length) : undefined;
+    const user = userId ? this.users.get(p.tenantId, userId) : undefined;
+    const held = user ? this.roles.held(p.tenantId, user.id) : [];
+    const sources = [
+      { type: "credential" as const, via: p.via, keyId: p.keyId ?? null, permissions: [...new Set(own)].sort(), expiresAt },
+      ...held.map((h) => ({
+        type: "role" as const,
+        ...refOf(h),
+        expired: h.expired,
+        // what the assignment adds to the caller's permissions now (a scoped one: only on its resource)
+        effective: !h.expired && h.row.scope === WORKSPACE_SCOPE,
+        permissions: [...h.role.permissions].sort(),
+      })),
+    ];
+    return {
+      workspace: p.tenantId,
+      subject: p.sub,
+      user: user ? { id: user.id, email: user.email, name: user.name, status: user.status } : null,
+      permissions: [...p.permissions].sort(),
+      sources,
     };
   }
 

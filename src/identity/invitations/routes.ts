@@ -21,7 +21,10 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
         }, {
           body: S.InviteBody,
           perm: "WorkspaceAdmin",
-          detail: { summary: "Invite several addresses with a role and message: {invitations, failures, sent, failed}", ...tag("invitations") },
+          detail: {
+            summary: "Invite several addresses with a role and message: {invitations, failures, sent (e-mails delivered), failed (addresses refused), created, unsent, message}",
+            ...tag("invitations"),
+          },
         })
         .get("", ({ principal, query, request }) => {
           if (query.page_size !== undefined && query.pageSize !== undefined && query.page_size !== query.pageSize)
@@ -53,11 +56,15 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
           query: S.AcceptQuery,
           detail: { summary: "What an invitation link shows (changes nothing)", ...tag("invitations"), security: [] },
         })
-        .post("", ({ body }) => {
-          const { workspace, user, invitation } = invitations.accept(body.token, { name: body.name });
-          return { workspace, user, invitation };
+        .post("", async ({ body }) => {
+          const { workspace, user, invitation, passwordSet } = await invitations.accept(body.token, { name: body.name, password: body.password });
+          return { workspace, user, invitation, passwordSet };
         }, {
           body: S.AcceptBody,
-          detail: { summary: "Accept an invitation: the user is created or linked and gets the role", ...tag("invitations"), security: [] },
+          detail: {
+            summary: "Accept an invitation: the user is created or linked, gets the role and sets the password they sign in with (POST /api/v1/auth/login)",
+            ...tag("invitations"),
+            security: [],
+          },
         }),
     );

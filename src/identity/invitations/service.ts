@@ -4,9 +4,13 @@
  * The acceptance token is `<invitation id>.<HMAC(key, id.version)>`: nothing secret is stored,
  * the link can be rebuilt for an admin at any time, and a resend (new version) voids the old one.
  * The link leads to GET /api/v1/invitations/accept?token=… (shows the invitation, changes nothing:
- * mail scanners follow links) and POST /api/v1/invitations/accept {token, name?} accepts it: the
- * user is created (or the live user with that address linked), the role assigned, the invitation
+ * mail scanners follow links) and POST /api/v1/invitations/accept {token, name?, password} accepts
+ * it: the user is created (or the live user with that address linked), the role assigned, the
+ * password set (required while the workspace signs in with passwords: passwords/), the invitation
  * `accepted`. Expired (past `expiresAt`), revoked or already accepted invitations are refused.
+ * The create answer counts what happened: `sent` e-mails the SMTP server accepted, `unsent`
+ * invitations whose e-mail did not go out (SMTP not configured, or delivery failed) with a
+ * `message` saying so, `failed` addresses that got no invitation.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { ApiError, badRequest, conflict, notFound } from "../../core/errors";
@@ -18,6 +22,7 @@ import { validEmail, type UserService } from "../users/service";
 import type { RoleService } from "../roles/service";
 import { ownerOf, type EmailStatus, type InvitationRow, type InvitationStore } from "./store";
 import type { Mailer } from "./mail";
+import type { PasswordService } from "../passwords/service";
 
 export const INVITATION_LIMITS = { emails: 100, message: 2_000 } as const;
 export const ACCEPT_PATH = "/api/v1/invitations/accept";
@@ -45,10 +50,16 @@ export interface Invitation {
 export interface InviteResult {
   invitations: Invitation[];
   failures: Array<{ email: string; reason: string }>;
-  /** invitations created */
+  /** invitation e-mails the SMTP server accepted */
   sent: number;
-  /** addresses that got none */
+  /** addresses that got no invitation (see failures) */
   failed: number;
+  /** invitations created */
+  created: number;
+  /** invitations created whose e-mail did not go out: hand their `link` to the invitee */
+  unsent: number;
+  /** what happened to the e-mail when not every invitation was sent, else null */
+  message: string | null;
 }
 
 
@@ -58,6 +69,7 @@ export class InvitationService {
     private readonly storage: Storage,
     private readonly users: UserService,
     private readonly roles: RoleService,
+    private readonly passwords: PasswordService,
     private readonly mailer: Mailer | undefined,
     private readonly key: Uint8Array,
     private readonly ttlMs: number,
@@ -71,7 +83,7 @@ export class InvitationService {
     if (input.message != null && input.message.length > INVITATION_LIMITS.message) throw badRequest(`message: at most ${INVITATION_LIMITS.message} characters`);
     if (input.roleId != null) this.roles.require(tenantId, input.roleId);
     const s = this.store(tenantId);
-    const out: InviteResult = { invitations: [], failures: [], sent: 0, failed: 0 };
+    const out: InviteResult = { invitations: [], failures: [], sent: 0, failed: 0, created: 0, unsent: 0, message: null };
     const seen = new Set<string>();
     const created: InvitationRow[] = [];
     for (const raw of input.emails) {
@@ -113,8 +125,14 @@ export class InvitationService {
       s.delivery(row.id, delivered.status, delivered.error);
       out.invitations.push(this.view({ ...row, email_status: delivered.status, email_error: delivered.error }, origin));
     }
-    out.sent = out.invitations.length;
+    out.created = out.invitations.length;
+    out.sent = out.invitations.filter((i) => i.emailStatus === "sent").length;
+    out.unsent = out.created - out.sent;
     out.failed = out.failures.length;
+    if (out.unsent > 0)
+      out.message = !this.mailer
+        ? `no e-mail was sent: no SMTP server is configured (identity.smtp.host); give each invitee the link in invitations[].link`
+        : `${out.unsent} of ${out.created} invitation e-mails could not be delivered (see invitations[].emailError); give those invitees the link in invitations[].link or resend`;
     return out;
   }
 
@@ -160,22 +178,33 @@ export class InvitationService {
     return { workspace: tenantId, email: row.email, status: this.statusOf(row), roleName: role?.name ?? null, message: row.message, expiresAt: row.expires_at };
   }
 
-  /** Accept: the user is created or linked, the role assigned, the invitation accepted. */
-  accept(token: string, input: { name?: string | null }): { workspace: string; user: User; invitation: Invitation } {
+  /**
+   * Accept: the user is created or linked, the role assigned, the password set, the invitation
+   * accepted. A password is required while the workspace signs in with passwords (400 otherwise).
+   */
+  async accept(token: string, input: { name?: string | null; password?: string }): Promise<{ workspace: string; user: User; invitation: Invitation; passwordSet: boolean }> {
     const { tenantId, row } = this.byToken(token);
+    if (this.statusOf(row) !== "pending") throw conflict(`invitation is ${this.statusOf(row)}; it can no longer be accepted`);
+    if (input.password === undefined && this.passwords.enabledFor(tenantId))
+      throw badRequest("password: required — choose the password you will sign in with (POST /api/v1/auth/login), at least 12 characters");
+    // hashed before the transaction (argon2id takes a while and runs off the event loop)
+    const hash = input.password === undefined ? undefined : await this.passwords.prepare(row.email, input.password);
     const s = this.store(tenantId);
     return s.db.tx(() => {
       const current = this.row(tenantId, row.id);
       const status = this.statusOf(current);
       if (status !== "pending") throw conflict(`invitation is ${status}; it can no longer be accepted`);
+      if (current.token_version !== row.token_version) throw new ApiError("authentication_error", "invalid or superseded invitation token");
       const user = this.users.findByEmail(tenantId, current.email) ?? this.users.create(tenantId, { email: current.email, name: input.name ?? null });
       if (current.role_id && this.roles.get(tenantId, current.role_id)) this.roles.assign(tenantId, user.id, { roleId: current.role_id }, current.invited_by ?? undefined);
+      if (hash) this.passwords.save(tenantId, user.id, hash);
       const at = iso(this.clock());
       s.accept(current.id, user.id, at);
       return {
         workspace: tenantId,
         user,
         invitation: this.view({ ...current, status: "accepted", accepted_at: at, accepted_user_id: user.id, updated_at: at }, ""),
+        passwordSet: hash !== undefined,
       };
     });
   }

@@ -17,8 +17,8 @@ export const roleRoutes = (kernel: Kernel, roles: RoleService) =>
     }, { query: S.RoleListQuery, perm: "ManageKeys", detail: { summary: "List roles: built-in first, then custom, by name", ...tag("roles") } })
     .post("", ({ principal, body, set }) => {
       set.status = 201;
-      return roles.create(principal.tenantId, body);
-    }, { body: S.RoleCreate, perm: "ManageKeys", detail: { summary: "Create a custom role (409 on a duplicate name)", ...tag("roles") } })
+      return roles.create(principal.tenantId, body, principal.permissions);
+    }, { body: S.RoleCreate, perm: "ManageKeys", detail: { summary: "Create a custom role (409 on a duplicate name; 403 for a permission the caller does not hold)", ...tag("roles") } })
     .get("/:id", ({ principal, params }) => roles.require(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "ManageKeys",

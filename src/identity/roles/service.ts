@@ -83,9 +83,11 @@ export class RoleService {
     return { items: [...pageBuiltins, ...(pageBuiltins.length < q.limit ? custom.items : [])], total: builtins.length + custom.total };
   }
 
-  create(tenantId: string, input: RoleInput): Role {
+  /** `held`: the caller's permissions — a role may not grant what its creator does not hold (403) */
+  create(tenantId: string, input: RoleInput, held?: ReadonlySet<string>): Role {
     const permissions = input.permissions ?? [];
     checkPermissions(permissions);
+    if (held) for (const p of permissions) if (!implies(held, p)) throw forbidden(`cannot create a role with permission ${p}: the caller does not hold it`);
     const s = this.store(tenantId);
     const at = iso(this.clock());
     const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(permissions)], is_system: false, created_at: at, updated_at: at };

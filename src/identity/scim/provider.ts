@@ -30,12 +30,12 @@ import type { UserService } from "../users/service";
 import type { TeamService } from "../teams/service";
 import type { ActivityService, Operation, ResourceType } from "./activities";
 import type { ScimTokenService } from "./tokens";
+import { canonicalPatch, listParams, MAX_RESULTS, normaliseBooleans, searchParams } from "./requests";
 
 export const SCIM_BASE = "/scim/v2";
 export const SCIM_CONTENT_TYPE = "application/scim+json";
 const ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error";
 const ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
-const MAX_RESULTS = 200;
 
 const SCIM_TYPE_OF: Partial<Record<ErrorType, string>> = { validation_error: "invalidValue", invalid_request_error: "invalidSyntax", conflict: "uniqueness" };
 
@@ -67,29 +67,6 @@ function asScim(e: unknown): never {
     throw new SCIMMY.Types.Error(e.status, scimType as never, e.message);
   }
   throw e;
-}
-
-const BOOLEAN_ATTRS = new Set(["active", "primary"]);
-
-/** "True"/"false" strings of boolean attributes as booleans (Entra ID), in resources and PatchOp values. */
-export function normaliseBooleans(value: unknown, key?: string): unknown {
-  if (typeof value === "string" && key !== undefined && BOOLEAN_ATTRS.has(key.toLowerCase())) {
-    const v = value.trim().toLowerCase();
-    if (v === "true") return true;
-    if (v === "false") return false;
-    return value;
-  }
-  if (Array.isArray(value)) return value.map((v) => normaliseBooleans(v, key));
-  if (value && typeof value === "object") {
-    const o = value as Record<string, unknown>;
-    // a PatchOp operation: the path names the attribute its value is for
-    if (typeof o.op === "string" && "value" in o) {
-      const leaf = typeof o.path === "string" ? o.path.replace(/\[[^\]]*\]/g, "").split(/[.:]/).at(-1) : undefined;
-      return { ...o, value: normaliseBooleans(o.value, leaf) };
-    }
-    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, normaliseBooleans(v, k.split(".").at(-1))]));
-  }
-  return value;
 }
 
 /**
@@ -385,20 +362,6 @@ function requireScope(p: Principal, kind: Kind, access: "read" | "write") {
   if (!p.permissions.has(scope)) throw new ApiError("authorization_error", `the SCIM token lacks the scope ${scope}`);
 }
 
-/** list query parameters as SCIMMY takes them (numbers as numbers; count capped at maxResults) */
-function listParams(q: Record<string, string | undefined>) {
-  const out: Record<string, unknown> = {};
-  for (const k of ["filter", "attributes", "excludedAttributes", "sortBy", "sortOrder"]) if (q[k] !== undefined) out[k] = q[k];
-  for (const k of ["startIndex", "count"]) {
-    if (q[k] === undefined) continue;
-    const n = Number(q[k]);
-    if (!Number.isInteger(n)) throw new ApiError("validation_error", `${k}: expected an integer`, { scimType: "invalidValue" });
-    out[k] = k === "count" ? Math.min(Math.max(n, 0), MAX_RESULTS) : Math.max(n, 1);
-  }
-  if (out.count === undefined) out.count = MAX_RESULTS;
-  return out;
-}
-
 export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir: ScimDirectory, activities: ActivityService) => {
   declareOnce();
   const ctxOf = (p: Principal): Ctx => ({ tenantId: p.tenantId, dir, by: p.sub });
@@ -422,6 +385,34 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
 
   const summary = (kind: Kind, body: any) =>
     kind === "Users" ? { userName: body?.userName ?? null, externalId: body?.externalId ?? null } : { displayName: body?.displayName ?? null, externalId: body?.externalId ?? null, members: Array.isArray(body?.members) ? body.members.length : 0 };
+
+  /** a list (GET or .search): parameters bounded and parsed, a startIndex past the total answers an empty page (RFC 7644 §3.4.2.4) */
+  async function list(principal: Principal, kind: Kind, paramsOf: () => Record<string, unknown>, request: Request) {
+    requireScope(principal, kind, "read");
+    const R = resource(kind) as any;
+    try {
+      const params = paramsOf();
+      let r: any;
+      try {
+        r = new R(params);
+      } catch (e) {
+        // a filter or attribute list that does not parse (RFC 7644 §3.4.2.2: invalidFilter)
+        const err = scimError(e);
+        if (err.status === 400) throw new ApiError("validation_error", err.message, { scimType: "invalidFilter" });
+        throw err;
+      }
+      const out = await r.read(ctxOf(principal));
+      // SCIMMY pages only when startIndex is within the results; past them the page is empty
+      const startIndex = (params.startIndex as number | undefined) ?? 1;
+      if (startIndex > out.totalResults) {
+        out.Resources = [];
+        out.startIndex = startIndex;
+      }
+      return reply(request, 200, out);
+    } catch (e) {
+      throw scimError(e);
+    }
+  }
 
   let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: async (request) => tokens.authenticate(request) });
 
@@ -447,24 +438,13 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
   for (const kind of ["Users", "Groups"] as const) {
     const R = resource(kind) as any;
     app = app
-      .get(`/${kind}`, async ({ principal, query, request }) => {
-        requireScope(principal, kind, "read");
-        try {
-          const params = listParams(query as Record<string, string>);
-          let r: any;
-          try {
-            r = new R(params);
-          } catch (e) {
-            // a filter or attribute list that does not parse (RFC 7644 §3.4.2.2: invalidFilter)
-            const err = scimError(e);
-            if (err.status === 400) throw new ApiError("validation_error", err.message, { scimType: "invalidFilter" });
-            throw err;
-          }
-          return reply(request, 200, await r.read(ctxOf(principal)));
-        } catch (e) {
-          throw scimError(e);
-        }
-      }, { detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, tags: ["scim-provider"] } })
+      .get(`/${kind}`, async ({ principal, query, request }) => list(principal, kind, () => listParams(query as Record<string, string>), request), {
+        detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, tags: ["scim-provider"] },
+      })
+      // RFC 7644 §3.4.3: the same query as a SearchRequest body (filters too long for a URL)
+      .post(`/${kind}/.search`, async ({ principal, body, request }) => list(principal, kind, () => searchParams(body), request), {
+        detail: { summary: `Search ${kind} with a SearchRequest body (RFC 7644 §3.4.3)`, tags: ["scim-provider"] },
+      })
       .get(`/${kind}/:id`, async ({ principal, params, query, request }) => {
         requireScope(principal, kind, "read");
         try {
@@ -488,7 +468,8 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
         return reply(request, 200, out);
       }, { detail: { summary: `Replace one of ${kind}`, tags: ["scim-provider"] } })
       .patch(`/${kind}/:id`, async ({ principal, params, body, request }) => {
-        const input = normaliseBooleans(body) as { Operations?: Array<{ op?: string; path?: string }> };
+        // attribute names in paths and values case-insensitively (RFC 7643 §2.1), paths bounded before SCIMMY parses them
+        const input = normaliseBooleans(canonicalPatch(kind, body)) as { Operations?: Array<{ op?: string; path?: string }> };
         const ops = Array.isArray(input?.Operations) ? input.Operations.slice(0, 50).map((o) => ({ op: String(o?.op ?? ""), path: o?.path ?? null })) : [];
         const out = await write(principal, kind, "update", params.id, { method: "PATCH", operations: ops }, () => new R(params.id).patch(input, ctxOf(principal)));
         // no change: SCIMMY answers nothing; RFC 7644 §3.5.2 allows 204

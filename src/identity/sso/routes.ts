@@ -21,7 +21,8 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
     .use(
       kernel
         .mount({ prefix: "/api/v1/sso", envelope: DOC3 })
-        .post("/connections", ({ principal, body, set }) => {
+        .post("/connections", async ({ principal, body, set }) => {
+          await sso.checkUrls(body);
           set.status = 201;
           return sso.create(principal.tenantId, body, actor(principal));
         }, { body: S.ConnectionCreate, perm: "WorkspaceAdmin", detail: { summary: "Create an SSO connection (status inactive; the client secret is encrypted at rest and never shown)", ...T } })
@@ -35,7 +36,10 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
           perm: "WorkspaceAdmin",
           detail: { summary: "Get an SSO connection with its domains", ...T },
         })
-        .put("/connections/:id", ({ principal, params, body }) => sso.update(principal.tenantId, params.id, body), {
+        .put("/connections/:id", async ({ principal, params, body }) => {
+          await sso.checkUrls(body);
+          return sso.update(principal.tenantId, params.id, body);
+        }, {
           params: S.ConnParams,
           body: S.ConnectionUpdate,
           perm: "WorkspaceAdmin",

@@ -160,7 +160,28 @@ export class SsoService {
     private readonly fileScheme: "https" | "http",
     /** http:// identity providers admitted (development, tests); sign-in refuses them otherwise */
     private readonly allowHttp: boolean,
+    /** the outbound URL policy's registration-time check (throws for a private or metadata address) */
+    private readonly checkUrl: (url: string) => Promise<unknown> = async () => {},
   ) {}
+
+  /**
+   * The identity-provider URLs svc will fetch (oidcConfig.issuerUrl, discoveryUrl) through the outbound
+   * URL policy, before a create or update is stored: a private or metadata address is refused with 400
+   * now, like an MCP server's or memory source's URL, not only when the connection is tested.
+   */
+  async checkUrls(input: { oidcConfig?: OidcInput }): Promise<void> {
+    const o = input.oidcConfig;
+    if (!o) return;
+    for (const [field, url] of [["issuerUrl", o.issuerUrl], ["discoveryUrl", o.discoveryUrl]] as const) {
+      if (!url) continue;
+      httpUrl(`oidcConfig.${field}`, url);
+      try {
+        await this.checkUrl(url);
+      } catch (e) {
+        throw badRequest(`oidcConfig.${field}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+  }
 
   // ------------------------------------------------------------------ connections
 

@@ -9,12 +9,15 @@
  *                    SAML AuthnRequest (HTTP-Redirect binding, signed when signRequests; node-saml)
  *   OIDC callback -> state looked up and consumed (one use), code exchanged at the token endpoint
  *                    (through the outbound URL policy), ID token checked by openid-client: signature
- *                    against the provider's JWKS, issuer, audience, exp/iat, nonce, PKCE
+ *                    against the provider's JWKS, issuer, audience, exp, nonce, PKCE; iat not in
+ *                    the future beyond the clock skew (checked here)
  *   SAML ACS      -> RelayState = the sign-in record (consumed), response validated by node-saml:
  *                    XML signature of the assertion with the configured certificate (signature
  *                    wrapping refused), issuer, audience = our entity id, NotBefore/NotOnOrAfter,
  *                    InResponseTo = our AuthnRequest; the assertion id is remembered until it
- *                    expires, so a replayed assertion is refused even with a fresh RelayState
+ *                    expires, so a replayed assertion is refused even with a fresh RelayState;
+ *                    checked here: the XML is bounded before parsing (xml-bounds.ts), the Response's
+ *                    Destination and the bearer confirmation's Recipient are this ACS URL
  *   finish        -> the connection must still be active, the asserted e-mail in one of its
  *                    verified domains; the live user with that e-mail (SCIM-provisioned users
  *                    included) is signed in; unknown users are created with defaultRole when
@@ -35,6 +38,7 @@ import type { RoleService } from "../roles/service";
 import type { SsoService } from "./service";
 import { pemOf } from "./service";
 import type { SpKeys } from "./secrets";
+import { SAML_XML_LIMITS, startTags, XmlRefused, type StartTag } from "./xml-bounds";
 import { oidcOf, samlOf, type ConnectionRow, type LoginRow, type SsoDirectory, type SsoStore } from "./store";
 
 export const SSO_PATHS = {
@@ -203,6 +207,10 @@ export class SignInService {
       throw refused(`ID token or code exchange rejected: ${oidcReason(e)}`);
     }
     if (!claims) throw refused("no ID token");
+    // an ID token issued in the future (beyond the clock skew) is refused: openid-client bounds exp, not iat
+    const nowSecs = Math.floor(this.clock() / 1000);
+    if (typeof claims.iat !== "number" || claims.iat > nowSecs + this.s.clockSkewSecs)
+      throw refused(`the ID token's iat ${claims.iat} is in the future (now ${nowSecs}, clock skew ${this.s.clockSkewSecs} s)`);
     let profile: Record<string, unknown> = claims;
     // OIDC Core §5.4: in the code flow the email and profile scopes' claims may be served only by the
     // UserInfo endpoint (Okta's default authorization server, Entra without optional claims ...)
@@ -232,6 +240,12 @@ export class SignInService {
     const relay = form.get("RelayState");
     if (!response) throw badRequest("SAMLResponse missing");
     if (!relay) throw refused("RelayState missing: only sign-ins started at svc are accepted (IdP-initiated sign-in is not)");
+    // bounded before any XML parser (and before the sign-in state is consumed): size, depth, no DTD
+    const root = boundedResponse(response);
+    const acs = this.acsUrl(origin);
+    // SAML profiles §4.1.4.3: the Destination, when present, is the ACS the response arrived at
+    if (root.attrs.Destination !== undefined && !sameUrl(root.attrs.Destination, acs))
+      throw refused(`the response's Destination ${JSON.stringify(root.attrs.Destination.slice(0, 300))} is not this service provider's ACS URL ${acs}`);
     const login = this.takeLogin(relay, "saml");
     const row = this.activeRow(login);
     const saml = await this.saml(row, origin, { inResponseTo: login.request_id!, since: Date.parse(login.created_at) });
@@ -247,6 +261,11 @@ export class SignInService {
     const xml = profile.getAssertionXml?.() ?? "";
     const assertionId = /<(?:\w+:)?Assertion\b[^>]*?\sID="([^"]+)"/.exec(xml)?.[1];
     if (!assertionId) throw refused("the assertion has no ID");
+    // SAML profiles §4.1.4.2/§4.1.4.3: the bearer confirmation names the ACS it is for (node-saml does not check it)
+    const recipients = startTags(xml).filter((t) => t.local === "SubjectConfirmationData").map((t) => t.attrs.Recipient);
+    if (recipients.length === 0 || recipients.some((r) => r === undefined)) throw refused("the assertion's SubjectConfirmationData has no Recipient");
+    const foreign = recipients.find((r) => !sameUrl(r!, acs));
+    if (foreign !== undefined) throw refused(`the assertion's Recipient ${JSON.stringify(foreign.slice(0, 300))} is not this service provider's ACS URL ${acs}`);
     const until = [...xml.matchAll(/NotOnOrAfter="([^"]+)"/g)].map((m) => Date.parse(m[1]!)).filter((n) => !Number.isNaN(n));
     const expires = until.length ? Math.max(...until) : this.clock() + 86_400_000;
     if (!this.store(login.tenant_id).rememberAssertion(row.id, assertionId, iso(expires + this.s.clockSkewSecs * 1000))) throw refused("assertion replayed");
@@ -390,6 +409,30 @@ export class SignInService {
       ...(keys ? { privateKey: keys.privateKey } : {}),
       ...(o.requestId ? { generateUniqueId: () => o.requestId! } : {}),
     });
+  }
+}
+
+/** the Response's root element, once the decoded XML passed the bounds (400 with the reason otherwise) */
+function boundedResponse(b64: string): StartTag {
+  if (b64.length > Math.ceil((SAML_XML_LIMITS.maxChars * 4) / 3) + 4096) throw badRequest(`SAMLResponse refused before parsing: larger than ${SAML_XML_LIMITS.maxChars} characters`);
+  let tags: StartTag[];
+  try {
+    tags = startTags(Buffer.from(b64, "base64").toString("utf8"));
+  } catch (e) {
+    if (e instanceof XmlRefused) throw badRequest(`SAMLResponse refused before parsing: ${e.message}`);
+    throw e;
+  }
+  const root = tags[0]!;
+  if (root.local !== "Response") throw badRequest(`SAMLResponse: the root element is ${root.name.slice(0, 100)}, not a SAML Response`);
+  return root;
+}
+
+/** two URLs equal once normalised (scheme and host case, default port); unparsable ones compared as text */
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return a === b;
   }
 }
 
