@@ -234,6 +234,8 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         return streamOf(frames, "text/event-stream", cut);
       }
     }
+    // token counting (docs.anthropic.com/en/api/messages-count-tokens): {input_tokens}, no max_tokens in the body
+    if (kind === "anthropic" && p === "/v1/messages/count_tokens") return json({ input_tokens: lastUserText("anthropic", body).split(/\s+/).length });
     if (kind === "anthropic" && p === "/v1/messages") {
       const id = `msg_${num}`;
       const tool = wantsTool(body.tools);
