@@ -146,7 +146,11 @@ describe("generate-content proxy", () => {
     expect(env.fake.requests).toHaveLength(upstreamCalls); // no upstream call for the hit
 
     r = await post("/v1beta/models/gemini-1.5-pro/generateContent", { contents: [{ role: "user", parts: [{ text: "A brand new question about owls." }] }] });
-    expect((await r.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: expect.any(Number) });
+    // a miss: svc.similarity is the nearest cached question's (0.0-1.0), like svc_metadata's
+    const owls = (await r.json()).svc;
+    expect(owls).toEqual({ cache_hit: false, similarity: expect.any(Number), source: "provider", latency_ms: expect.any(Number) });
+    expect(owls.similarity).toBeGreaterThan(0);
+    expect(owls.similarity).toBeLessThan(0.85);
     r = await post("/v1beta/models/gemini-1.5-pro/generateContent", body, { "X-Svc-Skip-Cache": "true" });
     expect(r.headers.get("x-cache-status")).toBe("BYPASS");
     expect((await r.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: 0 });
