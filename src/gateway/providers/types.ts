@@ -91,6 +91,20 @@ export interface StreamCodec {
    * (e.g. the provider's newline-delimited JSON as Server-Sent Events); without it bytes pass as sent
    */
   reframe?(event: SseEvent): string;
+  /**
+   * live (upstream) streams re-encoded event by event by a stateful framer (instead of `reframe` and
+   * `errorFrame`): only complete events reach the client, so the error event of a failed stream
+   * always starts at an event boundary; `end` closes a completed stream (e.g. a JSON array's `]`)
+   */
+  framer?(): StreamFramer;
+}
+
+export interface StreamFramer {
+  event(ev: SseEvent): string;
+  /** after the last event of a stream that completed */
+  end(): string;
+  /** the in-band error that ends a failed stream (svc's error type: timeout_error, proxy_error) */
+  error(message: string, type?: string): string;
 }
 
 export interface RequestInput {
