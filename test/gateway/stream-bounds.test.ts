@@ -6,7 +6,7 @@
  * so a provider dripping one byte per 500 ms cannot hold a stream open, and a total bound
  * (stream_max_ms). Nothing of a failed stream is cached.
  */
-import { describe, test, expect, beforeAll, afterAll } from "bun:test";
+import { describe, test, expect, beforeAll, afterAll, setDefaultTimeout } from "bun:test";
 import { GoogleGenAI } from "@google/genai";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -19,6 +19,9 @@ const STYLES = ["openai", "anthropic", "gemini", "cohere"] as const;
 
 let env: ProxyEnv;
 let ai: GoogleGenAI;
+
+// each test waits out idle bounds and slow drips by design (a few seconds); room for a busy machine
+setDefaultTimeout(30_000);
 
 beforeAll(async () => {
   env = await startProxyEnv({ providers: Object.fromEntries(STYLES.map((p) => [p, { stream_idle_ms: IDLE_MS }])) });
@@ -145,12 +148,25 @@ describe("every style's stream has the idle bound", () => {
     expect(performance.now() - t0).toBeLessThan(IDLE_MS + 4_000);
   });
 
-  test("chat style v1 (SSE) and the Responses API: the drip ends with their error events within the bound", async () => {
+  test("chat style v1 (SSE and NDJSON), v2 and the Responses API: the drip ends with their error events within the bound", async () => {
     env.fake.failNext(DRIP);
     let t0 = performance.now();
     const chat = await env.gw.api("/v1/chat", { method: "POST", token: env.token, json: { message: "Describe the Rhine in detail.", model: "command-r", stream: true } });
     const events = sseData(await chat.text());
     expect(events.at(-1)).toMatchObject({ event_type: "stream-end", finish_reason: "ERROR", error: expect.stringContaining(`did not answer within ${IDLE_MS} ms`) });
+    expect(performance.now() - t0).toBeLessThan(IDLE_MS + 4_000);
+
+    // the v1 SDK's NDJSON framing, and the v2 API
+    env.fake.failNext(DRIP);
+    t0 = performance.now();
+    const ndjson = await env.gw.api("/v1/chat", { method: "POST", token: env.token, headers: { accept: "application/stream+json" }, json: { message: "Describe the Oder in detail.", model: "command-r", stream: true } });
+    const lines = (await ndjson.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toMatchObject({ event_type: "stream-end", finish_reason: "ERROR", error: expect.stringContaining(`did not answer within ${IDLE_MS} ms`) });
+    expect(performance.now() - t0).toBeLessThan(IDLE_MS + 4_000);
+    env.fake.failNext(DRIP);
+    t0 = performance.now();
+    const v2 = await env.gw.api("/v2/chat", { method: "POST", token: env.token, json: { model: "command-r", stream: true, messages: [{ role: "user", content: "Describe the Weser in detail." }] } });
+    expect(sseData(await v2.text()).at(-1)).toMatchObject({ type: "message-end", delta: { finish_reason: "ERROR", error: expect.stringContaining(`did not answer within ${IDLE_MS} ms`) } });
     expect(performance.now() - t0).toBeLessThan(IDLE_MS + 4_000);
 
     env.fake.failNext(DRIP);
