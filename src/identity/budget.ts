@@ -3,7 +3,7 @@
  * implemented structurally here). A request made with a key of a team — or of a sub-team of a
  * team — whose period spend has reached its `maxBudgetCents` is refused with 429
  * `rate_limit_error` naming the team's budget, `retry_after_secs` = until the period resets, and
- * `x-should-retry: false` with a Retry-After of at most 60 s (so SDKs fail at once instead of
+ * `x-should-retry: false` with a Retry-After of at most 8 s (so SDKs fail at once instead of
  * sleeping until the period's end).
  *
  * Spend per budgeted team = the `cost_usd` of the usage records of every key of the team and its
@@ -146,13 +146,13 @@ export class BudgetGuard {
 
 /**
  * The longest Retry-After a budget refusal carries. The refusal also says `x-should-retry: false`,
- * which the official SDKs obey (no retry at all); clients that only read Retry-After wait at most
- * this long before asking again — a budget can be raised (or the key moved) at any time, so the
- * period's end is an upper bound, not the wait. 60 s is the smallest cap of the SDKs that have one
- * (the Python SDKs and openai-node before v5 ignore a longer Retry-After); openai-node 6 and
- * @anthropic-ai/sdk 1 have none and would sleep whatever the header says.
+ * which the official SDKs obey (no retry at all); a client that reads only Retry-After re-asks
+ * within this (a budget can be raised, or the key moved, at any time: the period's end is an upper
+ * bound, not the wait). 8 s is the SDKs' own cap: openai-node 6 and @anthropic-ai/sdk 1 back off at
+ * most `maxRetryDelay` = 8 s by themselves but sleep whatever a Retry-After says (no cap of their
+ * own on it); the Python SDKs and openai-node ≤ 4 ignore one above 60 s.
  */
-export const BUDGET_RETRY_AFTER_CAP_SECS = 60;
+export const BUDGET_RETRY_AFTER_CAP_SECS = 8;
 
 function exceeded(b: Budget, spentCents: number, end: number, nowMs: number): ApiError {
   const untilReset = Math.max(1, Math.ceil((end - nowMs) / 1000));
