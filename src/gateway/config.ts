@@ -9,8 +9,19 @@ const providerSection = (baseUrl: string) =>
     base_url: T.String({ default: baseUrl, format: "uri", minLength: 1 }),
     /** key svc sends upstream (callers never see it) */
     api_key: T.Optional(T.String()),
-    /** upstream timeout: to the response headers, and between two chunks of a stream (then 504 timeout_error) */
+    /** upstream timeout: to the response headers (then 504 timeout_error), and the default of stream_idle_ms */
     timeout_ms: T.Integer({ default: 120_000, minimum: 1 }),
+    /**
+     * longest wait for the next complete event of a stream (default: timeout_ms); bytes that complete
+     * no event (a partial event, an SSE comment, whitespace) are not progress, so a provider dripping
+     * bytes cannot hold a stream open; then the stream ends with the style's error event (timeout_error)
+     */
+    stream_idle_ms: T.Optional(T.Integer({ minimum: 1 })),
+    /**
+     * longest a stream may last in all (0 = no bound); default 1 h, the time the messages SDK itself
+     * allows a 128k-token answer; then the stream ends with the style's error event (timeout_error)
+     */
+    stream_max_ms: T.Optional(T.Integer({ minimum: 0 })),
     /** retries of one request on 429, 5xx and connection failures before a fallback deployment is tried (never once a stream has started) */
     max_retries: T.Integer({ default: 2, minimum: 0, maximum: 10 }),
     /** first retry delay; doubles per retry, with jitter (a Retry-After header wins) */

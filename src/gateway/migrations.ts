@@ -46,4 +46,10 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
       ALTER TABLE usage_records ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    // whether the model's list price was known (0: cost_usd / cost_saved_usd are 0 because the
+    // price is unknown, not because the request was free; /api/v1/usage reports it as unpriced)
+    id: "0004_usage_priced",
+    up: `ALTER TABLE usage_records ADD COLUMN priced INTEGER NOT NULL DEFAULT 1;`,
+  },
 ];

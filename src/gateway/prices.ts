@@ -1,7 +1,8 @@
 /**
  * List prices (USD per 1M tokens, input / output) used for the cost of what went upstream and
- * the cost a cache hit saved. Longest matching model-name prefix wins; unknown models use
- * DEFAULT_PRICE. Public list prices of the providers' standard (non-batch, non-cached-input) tier,
+ * the cost a cache hit saved. Longest matching model-name prefix wins. A model with no known price
+ * (a local model such as `llama3.1`, a new one) has none: it is charged nothing and reported as
+ * unpriced (`/api/v1/usage` unpricedRequests, costStatus), never given an invented price. Public list prices of the providers' standard (non-batch, non-cached-input) tier,
  * checked November 2026; estimates for analytics and budgets, not billing. Operators override or
  * extend the table with `prices.overrides` (SVC_PRICES__OVERRIDES, YAML/JSON:
  * `{"my-model": {"input": 1, "output": 2}}`) without a release.
@@ -67,8 +68,6 @@ export const PRICES: Record<string, Price> = {
   "embed-v4": { input: 0.12, output: 0 },
 };
 
-export const DEFAULT_PRICE: Price = { input: 1, output: 3 };
-
 /** The built-in table with the operator's overrides on top. */
 export class PriceTable {
   private readonly table: Record<string, Price>;
@@ -79,22 +78,29 @@ export class PriceTable {
     this.keys = Object.keys(this.table).sort((a, b) => b.length - a.length);
   }
 
-  priceOf(model: string): Price {
+  /** The model's list price; undefined when none is known. */
+  priceOf(model: string): Price | undefined {
     const m = model.toLowerCase().replace(/^models\//, "");
     for (const k of this.keys) if (m.startsWith(k)) return this.table[k]!;
-    return DEFAULT_PRICE;
+    return undefined;
   }
 
-  /** Estimated USD cost of a request of this size. */
+  /** Whether a request of this model and size has a known cost (no tokens cost nothing whatever the model). */
+  isPriced(model: string, inputTokens: number, outputTokens: number): boolean {
+    return inputTokens + outputTokens === 0 || this.priceOf(model) !== undefined;
+  }
+
+  /** Estimated USD cost of a request of this size; 0 for a model with no known price (never a made-up one). */
   costOf(model: string, inputTokens: number, outputTokens: number): number {
     const p = this.priceOf(model);
+    if (!p) return 0;
     return (inputTokens * p.input + outputTokens * p.output) / 1_000_000;
   }
 }
 
 const BUILT_IN = new PriceTable();
 
-export const priceOf = (model: string): Price => BUILT_IN.priceOf(model);
+export const priceOf = (model: string): Price | undefined => BUILT_IN.priceOf(model);
 
 /** Estimated USD cost at the built-in list prices. */
 export const costOf = (model: string, inputTokens: number, outputTokens: number): number => BUILT_IN.costOf(model, inputTokens, outputTokens);

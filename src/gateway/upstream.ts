@@ -127,23 +127,32 @@ export class ProviderReply extends Error {
 /** Thrown when the client went away; nothing is sent back. */
 export class ClientGone extends Error {}
 
+/** providers.<p>.stream_max_ms when unset: 1 h, what the messages SDK allows a 128k-token answer */
+export const DEFAULT_STREAM_MAX_MS = 3_600_000;
+
 /** Abort controller with a re-armable timer. */
 export class Deadline {
   readonly controller = new AbortController();
   timedOut = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  constructor(private readonly ms: number) {
+  constructor(private ms: number) {
     this.reset();
   }
   get signal() {
     return this.controller.signal;
   }
-  reset() {
+  /** Re-arm the timer (for `ms` from now on, when given). */
+  reset(ms?: number) {
+    if (ms !== undefined) this.ms = ms;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new DOMException("upstream deadline", "TimeoutError"));
-    }, this.ms);
+    this.timer = setTimeout(() => this.expire(), this.ms);
+  }
+  /** Time is up now: abort as a timeout. */
+  expire() {
+    this.clear();
+    if (this.controller.signal.aborted) return;
+    this.timedOut = true;
+    this.controller.abort(new DOMException("upstream deadline", "TimeoutError"));
   }
   clear() {
     if (this.timer) clearTimeout(this.timer);
@@ -188,6 +197,12 @@ export class Upstream {
 
   constructor(private readonly config: { providers: ProvidersConfig; upstream: UpstreamConfig }, private readonly metrics: UpstreamMetrics) {
     this.bases = effectiveBaseUrls(config.providers);
+  }
+
+  /** A provider's stream bounds: the longest wait for the next complete event, and the longest stream (0 = none). */
+  streamLimits(provider: ProviderName): { idleMs: number; maxMs: number } {
+    const p = this.config.providers[provider];
+    return { idleMs: p.stream_idle_ms ?? p.timeout_ms, maxMs: p.stream_max_ms ?? DEFAULT_STREAM_MAX_MS };
   }
 
   /** The provider's configured deployment. */

@@ -5,6 +5,13 @@
  * tenant's proxied requests (GatewayService.complete calls included): requests, cache hits /
  * misses / bypassed, hit ratio = hits / (hits + misses), tokens, list-price cost of what went
  * upstream and the list-price cost the cache saved. Buffered records are flushed before reading.
+ *
+ * Tokens: `inputTokens` / `outputTokens` / `totalTokens` count every answer served (cache hits
+ * included, as before); the split says where they came from — `cacheHit*Tokens` were served from
+ * the cache (nothing bought), `upstream*Tokens` were bought from a provider (misses and bypasses).
+ * Prices: a model with no known list price (prices.ts) is charged nothing; its requests are counted
+ * in `unpricedRequests` / `unpricedTokens` and `costStatus` says whether `costUsd` /
+ * `costSavedUsd` cover every request (`known`), some (`partial`) or none that had tokens (`unknown`).
  */
 import { t } from "elysia";
 import type { Kernel } from "../core/kernel";
@@ -37,7 +44,19 @@ export interface UsageTotals {
   totalTokens: number;
   costUsd: number;
   costSavedUsd: number;
+  cacheHitInputTokens: number;
+  cacheHitOutputTokens: number;
+  cacheHitTokens: number;
+  upstreamInputTokens: number;
+  upstreamOutputTokens: number;
+  upstreamTokens: number;
+  unpricedRequests: number;
+  unpricedTokens: number;
+  costStatus: CostStatus;
 }
+
+/** known: every request with tokens had a list price; unknown: none had; partial: some had */
+export type CostStatus = "known" | "partial" | "unknown";
 
 export interface UsageReport {
   from: string;
@@ -53,7 +72,12 @@ const SUMS = `COUNT(*) AS requests,
   COALESCE(SUM(input_tokens), 0) AS input,
   COALESCE(SUM(output_tokens), 0) AS output,
   COALESCE(SUM(cost_usd), 0) AS cost,
-  COALESCE(SUM(cost_saved_usd), 0) AS saved`;
+  COALESCE(SUM(cost_saved_usd), 0) AS saved,
+  COALESCE(SUM(CASE WHEN cache_status = 'HIT' THEN input_tokens END), 0) AS hit_input,
+  COALESCE(SUM(CASE WHEN cache_status = 'HIT' THEN output_tokens END), 0) AS hit_output,
+  COALESCE(SUM(input_tokens + output_tokens > 0), 0) AS with_tokens,
+  COALESCE(SUM(priced = 0), 0) AS unpriced,
+  COALESCE(SUM(CASE WHEN priced = 0 THEN input_tokens + output_tokens END), 0) AS unpriced_tokens`;
 
 interface SumRow {
   requests: number;
@@ -64,6 +88,11 @@ interface SumRow {
   output: number;
   cost: number;
   saved: number;
+  hit_input: number;
+  hit_output: number;
+  with_tokens: number;
+  unpriced: number;
+  unpriced_tokens: number;
 }
 
 /** USD kept to a millionth (sums of floats otherwise print 0.30000000000000004) */
@@ -81,6 +110,15 @@ function totalsOf(r: SumRow): UsageTotals {
     totalTokens: r.input + r.output,
     costUsd: usd(r.cost),
     costSavedUsd: usd(r.saved),
+    cacheHitInputTokens: r.hit_input,
+    cacheHitOutputTokens: r.hit_output,
+    cacheHitTokens: r.hit_input + r.hit_output,
+    upstreamInputTokens: r.input - r.hit_input,
+    upstreamOutputTokens: r.output - r.hit_output,
+    upstreamTokens: r.input + r.output - r.hit_input - r.hit_output,
+    unpricedRequests: r.unpriced,
+    unpricedTokens: r.unpriced_tokens,
+    costStatus: r.unpriced === 0 ? "known" : r.unpriced >= r.with_tokens ? "unknown" : "partial",
   };
 }
 
@@ -98,7 +136,8 @@ export class UsageQuery {
 
   report(tenantId: string, q: { from?: string; to?: string; group_by?: string }): UsageReport {
     const nowMs = this.now();
-    const to = instant("to", q.to, nowMs);
+    // the default end is the next millisecond: a request recorded in this millisecond is in the range
+    const to = instant("to", q.to, nowMs + 1);
     const from = instant("from", q.from, Date.parse(to) - DEFAULT_RANGE_DAYS * DAY_MS);
     if (from >= to) throw new ApiError("validation_error", `query 'from' (${from}) must be before 'to' (${to})`);
     const groups = q.group_by === undefined || q.group_by === "" ? (["model", "provider", "key", "day"] as UsageGroup[]) : q.group_by.split(",").map((g) => g.trim());
@@ -130,8 +169,17 @@ const Totals = {
   inputTokens: t.Integer(),
   outputTokens: t.Integer(),
   totalTokens: t.Integer(),
-  costUsd: t.Number(),
-  costSavedUsd: t.Number(),
+  costUsd: t.Number({ description: "list-price USD of what went upstream (requests of models with no known price count 0: see costStatus)" }),
+  costSavedUsd: t.Number({ description: "list-price USD the cache saved (hits of models with no known price count 0)" }),
+  cacheHitInputTokens: t.Integer({ description: "input tokens of answers served from the cache (nothing bought)" }),
+  cacheHitOutputTokens: t.Integer({ description: "output tokens of answers served from the cache" }),
+  cacheHitTokens: t.Integer(),
+  upstreamInputTokens: t.Integer({ description: "input tokens bought from providers (misses and bypasses)" }),
+  upstreamOutputTokens: t.Integer({ description: "output tokens bought from providers" }),
+  upstreamTokens: t.Integer(),
+  unpricedRequests: t.Integer({ description: "requests with tokens whose model has no known list price: charged nothing, not in costUsd/costSavedUsd" }),
+  unpricedTokens: t.Integer({ description: "tokens of those requests" }),
+  costStatus: t.Union([t.Literal("known"), t.Literal("partial"), t.Literal("unknown")], { description: "whether costUsd covers every request with tokens (known), some (partial) or none (unknown)" }),
 };
 const Group = t.Array(t.Object({ key: t.Union([t.String(), t.Null()]), ...Totals }));
 

@@ -1,6 +1,6 @@
 /**
  * Usage accounting: one row per proxied request (tenant, model, tokens in/out, cache status,
- * latency, estimated cost saved). Analytics and budgets read `usage_records`.
+ * latency, list-price cost and cost saved, whether the model's price was known). Analytics and budgets read `usage_records`.
  * Writes are batched off the request path (storage/write-behind.ts): buffered and flushed in one
  * transaction every FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within
  * ~FLUSH_MS; the readers that must see every row (usage API, budgets, key analytics) flush first.
@@ -40,6 +40,8 @@ export interface UsageRow extends UsageRecord {
   costUsd: number;
   /** list-price cost a hit avoided (0 otherwise) */
   costSavedUsd: number;
+  /** false: the model has no known price, so costUsd / costSavedUsd are 0 for want of one (default true) */
+  priced?: boolean;
 }
 
 /** One tenant's usage records. */
@@ -47,8 +49,8 @@ export class UsageStore {
   constructor(private readonly db: TenantDb) {}
   insert(r: UsageRow) {
     this.db.run(
-      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts)
-       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts)`,
+      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts, priced)
+       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts, $priced)`,
       {
         id: r.id,
         at: r.createdAt,
@@ -69,6 +71,7 @@ export class UsageStore {
         deployment: r.deployment ?? null,
         upmodel: r.upstreamModel ?? null,
         attempts: r.attempts ?? 0,
+        priced: r.priced === false ? 0 : 1,
       },
     );
   }
@@ -96,6 +99,7 @@ export class UsageStore {
         deployment: r.deployment ?? undefined,
         upstreamModel: r.upstream_model ?? undefined,
         attempts: r.attempts,
+        priced: r.priced === 1,
       }));
   }
 }
@@ -120,8 +124,10 @@ export class UsageRecorder {
   record(r: UsageRecord) {
     // an upstream answer costs what the answering model costs; a hit saved what the asked-for model would have cost
     const hit = r.cacheStatus === "HIT";
-    const cost = this.prices.costOf(hit ? r.model : r.upstreamModel ?? r.model, r.inputTokens, r.outputTokens);
-    this.queue.push(r.tenantId, { ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0 });
+    const model = hit ? r.model : (r.upstreamModel ?? r.model);
+    const cost = this.prices.costOf(model, r.inputTokens, r.outputTokens);
+    const priced = this.prices.isPriced(model, r.inputTokens, r.outputTokens);
+    this.queue.push(r.tenantId, { ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0, priced });
   }
 
   flush() {

@@ -2,7 +2,9 @@
  * Team budgets, enforced before a proxy request goes upstream (the gateway's SpendGuard port,
  * implemented structurally here). A request made with a key of a team — or of a sub-team of a
  * team — whose period spend has reached its `maxBudgetCents` is refused with 429
- * `rate_limit_error` naming the team's budget, `retry_after_secs` = until the period resets.
+ * `rate_limit_error` naming the team's budget, `retry_after_secs` = until the period resets, and
+ * `x-should-retry: false` with a Retry-After of at most 8 s (so SDKs fail at once instead of
+ * sleeping until the period's end).
  *
  * Spend per budgeted team = the `cost_usd` of the usage records of every key of the team and its
  * live sub-teams since the start of the team's period, read once (after the gateway's buffered
@@ -142,12 +144,29 @@ export class BudgetGuard {
   }
 }
 
+/**
+ * The longest Retry-After a budget refusal carries. The refusal also says `x-should-retry: false`,
+ * which the official SDKs obey (no retry at all); a client that reads only Retry-After re-asks
+ * within this (a budget can be raised, or the key moved, at any time: the period's end is an upper
+ * bound, not the wait). 8 s is the SDKs' own cap: openai-node 6 and @anthropic-ai/sdk 1 back off at
+ * most `maxRetryDelay` = 8 s by themselves but sleep whatever a Retry-After says (no cap of their
+ * own on it); the Python SDKs and openai-node ≤ 4 ignore one above 60 s.
+ */
+export const BUDGET_RETRY_AFTER_CAP_SECS = 8;
+
 function exceeded(b: Budget, spentCents: number, end: number, nowMs: number): ApiError {
-  const retry = Math.max(1, Math.ceil((end - nowMs) / 1000));
+  const untilReset = Math.max(1, Math.ceil((end - nowMs) / 1000));
   return new ApiError(
     "rate_limit_error",
     `budget exceeded: team "${b.name}" (${b.teamId}) has spent ${spentCents} of its ${b.period} budget of ${b.maxCents} cents; it resets at ${iso(end)}`,
-    { retry_after_secs: retry },
-    { "retry-after": String(retry) },
+    // doc1's retry_after_secs: when retrying can succeed without anyone raising the budget
+    { retry_after_secs: untilReset },
+    {
+      "retry-after": String(Math.min(untilReset, BUDGET_RETRY_AFTER_CAP_SECS)),
+      "x-should-retry": "false",
+      // the request-rate headers the front door adds would say requests are left: none are, until the period resets
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": String(untilReset),
+    },
   );
 }

@@ -8,6 +8,9 @@
  *   fake.failNext({ kind: "hold", until })             answers normally once the promise `until` resolves
  *   fake.failNext({ kind: "cut" })                      stream cut mid-way (or a truncated JSON body)
  *   fake.failNext({ kind: "stall" })                    stream sends half its frames, then nothing (idle timeouts)
+ *   fake.failNext({ kind: "drip", everyMs, by })        stream sends its first frame, then the rest one byte (by: "byte")
+ *                                                       or one whole frame (by: "frame") every `everyMs`
+ *   fake.failNext({ kind: "truncated" })                200 with a JSON body cut mid-way (not SSE, whatever was asked)
  *   fake.failNext({ kind: "finish", reason })           a JSON answer that ends with this finish reason (the provider's
  *                                                       own word: MALFORMED_FUNCTION_CALL, ERROR, pause_turn, ...)
  *   fake.reportUsage(n)                                 the next chat-completions answers report n prompt tokens
@@ -44,6 +47,8 @@ export type Failure =
   | { kind: "hold"; until: Promise<unknown> }
   | { kind: "cut" }
   | { kind: "stall" }
+  | { kind: "drip"; everyMs: number; by: "byte" | "frame" }
+  | { kind: "truncated" }
   | { kind: "finish"; reason: string };
 
 export interface FakeUpstream {
@@ -63,6 +68,9 @@ export interface FakeUpstream {
 }
 
 const enc = new TextEncoder();
+
+/** How a streamed answer goes: whole (false), cut mid-way (true), stalled, or dripped. */
+type Mode = boolean | "stall" | { everyMs: number; by: "byte" | "frame" };
 
 function words(text: string): string[] {
   const out = text.match(/\S+\s*/g) ?? [text];
@@ -117,8 +125,35 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
 
   const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json" } });
 
-  /** A stream of frames; "cut" errors it after the first half, "stall" stops sending (never closes). */
-  const streamOf = (frames: string[], contentType: string, cut: boolean | "stall") => {
+  /**
+   * A stream of frames; "cut" errors it after the first half, "stall" stops sending (never closes),
+   * a drip sends the first frame and then the rest slowly, byte by byte or frame by frame.
+   */
+  const streamOf = (frames: string[], contentType: string, cut: Mode) => {
+    if (typeof cut === "object") {
+      const drip = cut;
+      const rest = drip.by === "byte" ? [...enc.encode(frames.slice(1).join(""))].map((b) => new Uint8Array([b])) : frames.slice(1).map((f) => enc.encode(f));
+      let j = 0;
+      let first = true;
+      return new Response(
+        new ReadableStream({
+          async pull(c) {
+            if (first) {
+              first = false;
+              c.enqueue(enc.encode(frames[0] ?? ""));
+              return;
+            }
+            if (j >= rest.length) return c.close();
+            await Bun.sleep(drip.everyMs);
+            c.enqueue(rest[j++]!);
+          },
+          cancel() {
+            state.cancelled++;
+          },
+        }),
+        { headers: { "content-type": contentType } },
+      );
+    }
     let i = 0;
     const limit = cut ? Math.max(1, Math.floor(frames.length / 2)) : frames.length;
     return new Response(
@@ -126,8 +161,10 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         async pull(c) {
           if (i >= limit && cut === "stall") return new Promise<void>(() => {});
           if (i >= limit) {
-            if (cut) c.error(new Error("cut"));
-            else c.close();
+            if (!cut) return c.close();
+            // a connection reset drops what the peer has not read yet: give the frames sent a moment to arrive
+            await Bun.sleep(50);
+            c.error(new Error("cut"));
             return;
           }
           c.enqueue(enc.encode(frames[i++]!));
@@ -179,13 +216,14 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         if (failure.status >= 500) return new Response("upstream exploded", { status: failure.status, headers: extra });
         return new Response(JSON.stringify(ERROR_BODIES[kind === "cohere-v2" ? "cohere" : kind]!(failure.status)), { status: failure.status, headers: { "content-type": "application/json", ...extra } });
       }
-      const cut = failure?.kind === "stall" ? "stall" : failure?.kind === "cut";
+      if (failure?.kind === "truncated") return new Response('{"candidates": [{"content": {"role": "model", "parts": [{"text": "answer #', { headers: { "content-type": "application/json" } });
+      const cut: Mode = failure?.kind === "stall" ? "stall" : failure?.kind === "drip" ? failure : failure?.kind === "cut";
       const num = ++n;
       return route(kind, url, req.method, body, num, cut, failure?.kind === "finish" ? failure.reason : undefined);
     },
   });
 
-  function route(kind: string, url: URL, method: string, body: any, num: number, cut: boolean | "stall", finish?: string): Response {
+  function route(kind: string, url: URL, method: string, body: any, num: number, cut: Mode, finish?: string): Response {
     const p = url.pathname;
     // what the real API refuses (rules.ts), refused here with its own 400
     const refused = refusal(kind, p, body);
@@ -234,6 +272,8 @@ export async function startFakeUpstream(opts: { record?: boolean; port?: number 
         return streamOf(frames, "text/event-stream", cut);
       }
     }
+    // token counting (docs.anthropic.com/en/api/messages-count-tokens): {input_tokens}, no max_tokens in the body
+    if (kind === "anthropic" && p === "/v1/messages/count_tokens") return json({ input_tokens: lastUserText("anthropic", body).split(/\s+/).length });
     if (kind === "anthropic" && p === "/v1/messages") {
       const id = `msg_${num}`;
       const tool = wantsTool(body.tools);

@@ -15,6 +15,42 @@ afterAll(() => env.stop());
 const user = (text: string) => [{ role: "user" as const, content: text }];
 
 describe("messages proxy", () => {
+  test("messages.countTokens is forwarded with the version and key, never cached, charged nothing", async () => {
+    env.fake.reset();
+    const req = { model: "claude-3-5-haiku-latest", system: "Be brief.", messages: user("three little words") };
+    for (let i = 0; i < 2; i++) {
+      const c = await client.messages.countTokens(req).withResponse();
+      expect(c.data).toEqual({ input_tokens: 3 });
+      expect(c.response.headers.get("x-cache-status")).toBe("BYPASS");
+    }
+    // the beta namespace works too; a query (the API's ?beta=true) goes upstream with the request
+    expect((await client.beta.messages.countTokens(req)).input_tokens).toBe(3);
+    const q = await env.gw.api("/v1/messages/count_tokens?beta=true", { method: "POST", token: env.token, headers: { "anthropic-version": "2023-06-01" }, json: req });
+    expect(await q.json()).toEqual({ input_tokens: 3 });
+    const ups = env.fake.received("/v1/messages/count_tokens");
+    expect(ups.map((r) => r.path)).toEqual(["/v1/messages/count_tokens", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "/v1/messages/count_tokens?beta=true"]);
+    expect(ups[0]!.headers["x-api-key"]).toBe(KEYS.anthropic);
+    expect(ups[0]!.headers["anthropic-version"]).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(ups[0]!.body).toEqual(req);
+    // the messages style's checks: the version header and a body with messages
+    const raw = (headers: Record<string, string>, json: unknown) => env.gw.api("/v1/messages/count_tokens", { method: "POST", token: env.token, headers, json });
+    let r = await raw({}, req);
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as any).error.message).toContain("anthropic-version");
+    r = await raw({ "anthropic-version": "2023-06-01" }, { model: "claude-3-5-haiku-latest" });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as any).error).toMatchObject({ type: "validation_error", message: expect.stringContaining("messages") });
+    // a provider refusal passes through in its own shape with doc1's fields
+    env.fake.failNext({ kind: "status", status: 404 });
+    const err: any = await client.messages.countTokens({ ...req, model: "claude-nope" }).catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(env.fake.received("/v1/messages/count_tokens")).toHaveLength(5);
+    // nothing was charged: the counted model has requests but no tokens and no cost
+    const viewer = await env.gw.token("tenant-a", ["ViewMetrics"]);
+    const usage = (await (await env.gw.api("/api/v1/usage?group_by=model", { token: viewer })).json()) as any;
+    expect(usage.breakdowns.model.find((g: any) => g.key === "claude-3-5-haiku-latest")).toMatchObject({ requests: 4, cacheBypassed: 4, totalTokens: 0, costUsd: 0 });
+  });
+
   test("miss forwards the request with the configured key and version; repeat is a HIT", async () => {
     env.fake.reset();
     const system = [{ type: "text" as const, text: "You are a geography tutor.", cache_control: { type: "ephemeral" as const } }];

@@ -76,9 +76,33 @@ describe("chat-style proxy", () => {
     expect(r.headers.get("x-request-id")).toBeTruthy();
     const j = await r.json();
     expect(j).toMatchObject({ response_id: "resp-1", generation_id: "gen-1", finish_reason: "COMPLETE", meta: { api_version: { version: "1" }, billed_units: { input_tokens: 9 } } });
-    expect(j.svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: expect.any(Number) });
+    // a miss reports the nearest cached question's similarity (earlier tests cached questions of this tenant)
+    expect(j.svc).toEqual({ cache_hit: false, similarity: expect.any(Number), source: "provider", latency_ms: expect.any(Number) });
+    expect(j.svc.similarity).toBeGreaterThanOrEqual(0);
+    expect(j.svc.similarity).toBeLessThan(1);
     const b = await post("/v1/chat", { message: "What colour are bananas when ripe?" }, { "X-Svc-Skip-Cache": "1" });
     expect(b.headers.get("x-cache-status")).toBe("BYPASS");
+    expect((await b.json()).svc).toEqual({ cache_hit: false, similarity: 0, source: "provider", latency_ms: 0 });
+  });
+
+  test("SDK chat miss: svc.similarity is the nearest cached question's, the same as chat-completions' svc_metadata reports", async () => {
+    const token = await env.gw.token("tenant-nearest");
+    const c = new CohereClient({ token, baseUrl: env.gw.url, maxRetries: 0 } as any);
+    const ask = (message: string) => c.chat({ message, model: "command-r" } as any) as Promise<any>;
+    // nothing cached for this tenant yet: nothing compared, 0
+    const first = await ask("How tall is the Eiffel Tower in Paris?");
+    expect(first.svc).toMatchObject({ cache_hit: false, similarity: 0, source: "provider" });
+    // a related question that is not the same: a miss whose nearest candidate is the first question
+    const related = await ask("What is the best time of year to visit Paris?");
+    expect(related.svc.cache_hit).toBe(false);
+    expect(related.svc.similarity).toBeGreaterThan(0.2);
+    expect(related.svc.similarity).toBeLessThan(0.85);
+    // the same comparison seen through the chat-completions style reports the same nearest similarity
+    const oa = await env.gw.api("/v1/chat/completions", { method: "POST", token, json: { model: "gpt-4o-mini", messages: [{ role: "user", content: "How tall is the Eiffel Tower in Paris?" }] } });
+    await oa.json();
+    const oa2 = (await (await env.gw.api("/v1/chat/completions", { method: "POST", token, json: { model: "gpt-4o-mini", messages: [{ role: "user", content: "What is the best time of year to visit Paris?" }] } })).json()) as any;
+    expect(oa2.svc_metadata.cache_hit).toBe(false);
+    expect(oa2.svc_metadata.similarity).toBeCloseTo(related.svc.similarity, 4);
   });
 
   test("/v1/chat streams Server-Sent Events (doc1 §4.5) on a live miss and a rebuilt hit; newline-delimited JSON when asked", async () => {

@@ -55,7 +55,7 @@ describe("stalled stream", () => {
     expect(env.fake.received("/v1/messages")).toHaveLength(2);
   });
 
-  // the chat style (SSE by default, NDJSON for the v1 SDK) and generate-content (SSE; its format has no error frame)
+  // the chat style (SSE by default, NDJSON for the v1 SDK) and generate-content (SSE: an error chunk in the API's shape)
   const chatReq = (q: string, headers: Record<string, string> = {}) =>
     env.gw.api("/v1/chat", { method: "POST", token: env.token, headers, json: { message: q, model: "command-r", stream: true } });
   const geminiReq = (q: string) =>
@@ -80,18 +80,17 @@ describe("stalled stream", () => {
       }
     });
 
-    test(`generate-content, ${kind}: the client's stream is aborted (no completion chunk); nothing is cached`, async () => {
+    test(`generate-content, ${kind}: the stream ends with an error chunk (no completion chunk); nothing is cached`, async () => {
       env.fake.reset();
       const q = `Tell me about the Loire (${kind}).`;
       env.fake.failNext({ kind });
       const r = await geminiReq(q);
       expect(r.status).toBe(200);
-      const body = await r.text().then(
-        (t) => ({ ok: true, t }),
-        () => ({ ok: false, t: "" }),
-      );
-      // either the body errors, or it ends without the finishReason chunk: never a complete answer
-      if (body.ok) expect(body.t).not.toContain('"finishReason":"STOP"');
+      const body = await r.text();
+      expect(body).not.toContain('"finishReason":"STOP"');
+      const chunks = body.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => JSON.parse(b.slice(6)));
+      expect(chunks.some((c) => c.candidates)).toBe(true); // what came before the failure reached the client
+      expect(chunks.at(-1)).toEqual({ error: kind === "stall" ? { code: 504, message: expect.stringContaining("did not answer within 500 ms"), status: "DEADLINE_EXCEEDED" } : { code: 502, message: expect.any(String), status: "UNAVAILABLE" } });
       const again = await geminiReq(q);
       expect(again.headers.get("x-cache-status")).toBe("MISS");
       expect(await again.text()).toContain('"finishReason":"STOP"');

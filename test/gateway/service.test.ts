@@ -3,7 +3,7 @@ import { describe, test, expect, beforeAll, afterAll } from "bun:test";
 import { startProxyEnv, KEYS, type ProxyEnv } from "./setup";
 import { providerFor } from "../../src/gateway/routing";
 import { SseParser, NdjsonParser, chunkText } from "../../src/gateway/sse";
-import { costOf, priceOf, DEFAULT_PRICE } from "../../src/gateway/prices";
+import { costOf, priceOf, PriceTable } from "../../src/gateway/prices";
 import { splitModelPath } from "../../src/gateway/providers/gemini";
 import { ApiError } from "../../src/core/errors";
 
@@ -118,7 +118,12 @@ describe("building blocks", () => {
   test("price table and cost estimate", () => {
     expect(priceOf("gpt-4o-mini-2024-07-18")).toEqual({ input: 0.15, output: 0.6 });
     expect(priceOf("gpt-4o")).toEqual({ input: 2.5, output: 10 });
-    expect(priceOf("unknown-model")).toEqual(DEFAULT_PRICE);
+    // no known price: none is invented; such a request costs nothing and is reported as unpriced
+    expect(priceOf("llama3.1")).toBeUndefined();
+    expect(costOf("llama3.1", 1_000, 1_000)).toBe(0);
+    expect(new PriceTable().isPriced("llama3.1", 10, 0)).toBe(false);
+    expect(new PriceTable().isPriced("llama3.1", 0, 0)).toBe(true);
+    expect(new PriceTable({ llama: { input: 0, output: 0 } }).isPriced("llama3.1", 10, 0)).toBe(true);
     expect(costOf("gpt-4o", 1_000_000, 1_000_000)).toBeCloseTo(12.5);
   });
 

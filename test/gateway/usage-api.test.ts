@@ -39,11 +39,11 @@ const usage = async (query = "", token = admin) => {
   const r = await gw.api(`/api/v1/usage${query}`, { token });
   return { status: r.status, body: (await r.json()) as any };
 };
-const cost = (model: string, input: number, output: number) => (input * priceOf(model).input + output * priceOf(model).output) / 1e6;
+const cost = (model: string, input: number, output: number) => (input * priceOf(model)!.input + output * priceOf(model)!.output) / 1e6;
 
 describe("usage and cost", () => {
   // what the requests below reported: the expectations are built from the answers, not from the table
-  const seen = { openaiIn: 0, openaiOut: 0, anthropicIn: 0, anthropicOut: 0, cost: 0, saved: 0 };
+  const seen = { openaiIn: 0, openaiOut: 0, anthropicIn: 0, anthropicOut: 0, hitIn: 0, hitOut: 0, cost: 0, saved: 0 };
   let keyId = "";
 
   test("requests of two providers, an API key and a JWT, a miss, a hit and a bypass", async () => {
@@ -62,6 +62,8 @@ describe("usage and cost", () => {
     }
     seen.cost += cost("gpt-4o-mini", miss.usage!.prompt_tokens, miss.usage!.completion_tokens) + cost("gpt-4o-mini", bypass.usage!.prompt_tokens, bypass.usage!.completion_tokens);
     seen.saved += cost("gpt-4o-mini", hit.data.usage!.prompt_tokens, hit.data.usage!.completion_tokens);
+    seen.hitIn += hit.data.usage!.prompt_tokens;
+    seen.hitOut += hit.data.usage!.completion_tokens;
 
     const anthropic = new Anthropic({ apiKey: await gw.token("tenant-a"), baseURL: gw.url, maxRetries: 0 });
     const m = await anthropic.messages.create({ model: "claude-test-1", max_tokens: 20, messages: [{ role: "user", content: "Name a bird." }] });
@@ -87,12 +89,23 @@ describe("usage and cost", () => {
       totalTokens: inTok + outTok,
       costUsd: expect.any(Number),
       costSavedUsd: expect.any(Number),
+      // the hit's tokens were served from the cache; the rest were bought upstream
+      cacheHitInputTokens: seen.hitIn,
+      cacheHitOutputTokens: seen.hitOut,
+      cacheHitTokens: seen.hitIn + seen.hitOut,
+      upstreamInputTokens: inTok - seen.hitIn,
+      upstreamOutputTokens: outTok - seen.hitOut,
+      upstreamTokens: inTok + outTok - seen.hitIn - seen.hitOut,
+      unpricedRequests: 0,
+      unpricedTokens: 0,
+      costStatus: "known",
     });
+    expect(seen.hitIn).toBeGreaterThan(0);
     expect(body.totals.costUsd).toBeCloseTo(seen.cost, 6);
     expect(body.totals.costSavedUsd).toBeCloseTo(seen.saved, 6);
     expect(Date.parse(body.to) - Date.parse(body.from)).toBe(30 * 86_400_000);
     const byModel = Object.fromEntries(body.breakdowns.model.map((g: any) => [g.key, g]));
-    expect(byModel["gpt-4o-mini"]).toMatchObject({ requests: 3, cacheHits: 1, cacheMisses: 1, cacheBypassed: 1, hitRatio: 0.5, inputTokens: seen.openaiIn, outputTokens: seen.openaiOut });
+    expect(byModel["gpt-4o-mini"]).toMatchObject({ requests: 3, cacheHits: 1, cacheMisses: 1, cacheBypassed: 1, hitRatio: 0.5, inputTokens: seen.openaiIn, outputTokens: seen.openaiOut, cacheHitInputTokens: seen.hitIn, upstreamInputTokens: seen.openaiIn - seen.hitIn });
     expect(byModel["claude-test-1"]).toMatchObject({ requests: 1, cacheMisses: 1, inputTokens: seen.anthropicIn, outputTokens: seen.anthropicOut });
     expect(body.breakdowns.model[0].key).toBe("claude-test-1"); // most expensive first
     const byProvider = Object.fromEntries(body.breakdowns.provider.map((g: any) => [g.key, g.requests]));
@@ -177,6 +190,36 @@ describe("usage and cost", () => {
     expect(line).toMatchObject({ model: "gpt-4o-mini", provider: "openai", cache: "MISS", deployment: "openai", attempts: 1, input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, status: 200 });
     expect(line.cost_usd).toBeGreaterThan(0);
     expect(line.stream_ms).toBeGreaterThanOrEqual(line.latency_ms);
+  });
+});
+
+describe("usage and cost of models with no known price", () => {
+  test("a model with no known price (a local model) is charged nothing and reported as unpriced, never at a default price", async () => {
+    const token = await gw.token("tenant-local");
+    const viewer = await gw.token("tenant-local", ["ViewMetrics"]);
+    const local = new OpenAI({ apiKey: token, baseURL: gw.url + "/v1", maxRetries: 0 });
+    const q = { model: "llama3.1", messages: [{ role: "user" as const, content: "Which planet has rings?" }] };
+    const miss = await local.chat.completions.create(q);
+    const hit = await local.chat.completions.create(q).withResponse();
+    expect(hit.response.headers.get("x-cache-status")).toBe("HIT");
+    const tokens = (u: any) => u.prompt_tokens + u.completion_tokens;
+    let r = await usage("", viewer);
+    expect(r.body.totals).toMatchObject({ requests: 2, costUsd: 0, costSavedUsd: 0, unpricedRequests: 2, unpricedTokens: tokens(miss.usage) + tokens(hit.data.usage), costStatus: "unknown" });
+    expect(r.body.totals.upstreamTokens).toBe(tokens(miss.usage));
+    expect(r.body.totals.cacheHitTokens).toBe(tokens(hit.data.usage));
+    // a priced model beside it: its cost is known, the total only partly
+    await local.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Which planet is red?" }] });
+    r = await usage("?group_by=model", viewer);
+    expect(r.body.totals).toMatchObject({ requests: 3, costStatus: "partial" });
+    expect(r.body.totals.costUsd).toBeGreaterThan(0);
+    const byModel = Object.fromEntries(r.body.breakdowns.model.map((g: any) => [g.key, g]));
+    expect(byModel["llama3.1"]).toMatchObject({ costUsd: 0, unpricedRequests: 2, costStatus: "unknown" });
+    expect(byModel["gpt-4o-mini"]).toMatchObject({ unpricedRequests: 0, costStatus: "known" });
+    // the request log and /metrics invent no cost either
+    const text = await (await fetch(gw.url + "/metrics")).text();
+    expect(text).not.toContain('svc_llm_cost_usd_total{provider="openai",model="llama3.1"}');
+    const line = logs.map((l) => JSON.parse(l)).find((l) => l.msg === "request" && l.tenant === "tenant-local" && l.model === "llama3.1");
+    expect(line?.cost_usd).toBe(0);
   });
 });
 

@@ -46,11 +46,16 @@ export interface CacheMeta {
 }
 
 /** The `svc` object of the generate-content and chat/generate styles (doc1 §4.4, §4.5). */
-export function svcObject(meta: CacheMeta) {
+/**
+ * The `svc` object of the generate-content and chat styles. `similarity` is the hit's, and on a
+ * miss the nearest cached question's (as svc_metadata and /api/v1/query report it; 0 when nothing
+ * was compared, and on a bypass). `miss: "zero"` keeps 0.0 on a miss where doc1 spells it so
+ * (§4.5 legacy /v1/generate).
+ */
+export function svcObject(meta: CacheMeta, miss: "nearest" | "zero" = "nearest") {
   return {
     cache_hit: meta.status === "HIT",
-    // doc1 §4.5 spells a miss's similarity as 0.0 in this object; the nearest similarity is in svc_metadata and /api/v1/query
-    similarity: meta.status === "HIT" ? meta.similarity : 0,
+    similarity: meta.status === "HIT" || (meta.status === "MISS" && miss === "nearest") ? meta.similarity : 0,
     source: meta.status === "HIT" ? meta.tier ?? "exact" : "provider",
     latency_ms: Math.round(meta.lookupMs),
   };
@@ -86,6 +91,20 @@ export interface StreamCodec {
    * (e.g. the provider's newline-delimited JSON as Server-Sent Events); without it bytes pass as sent
    */
   reframe?(event: SseEvent): string;
+  /**
+   * live (upstream) streams re-encoded event by event by a stateful framer (instead of `reframe` and
+   * `errorFrame`): only complete events reach the client, so the error event of a failed stream
+   * always starts at an event boundary; `end` closes a completed stream (e.g. a JSON array's `]`)
+   */
+  framer?(): StreamFramer;
+}
+
+export interface StreamFramer {
+  event(ev: SseEvent): string;
+  /** after the last event of a stream that completed */
+  end(): string;
+  /** the in-band error that ends a failed stream (svc's error type: timeout_error, proxy_error) */
+  error(message: string, type?: string): string;
 }
 
 export interface RequestInput {

@@ -348,7 +348,31 @@ function replay(body: any): string[] {
   return frames;
 }
 
-export const anthropic = { wire: anthropicWire, messages };
+/** POST /v1/messages/count_tokens: the messages body without max_tokens (the SDK's messages.countTokens). */
+export const CountTokensBody = t.Object(
+  {
+    model: t.String({ minLength: 1 }),
+    messages: t.Array(t.Object({ role: t.String({ minLength: 1 }), content: t.Any() }, { additionalProperties: true }), { minItems: 1 }),
+    system: t.Optional(t.Union([t.String(), t.Array(SystemBlock)])),
+    tools: t.Optional(t.Array(t.Object({ name: t.String() }, { additionalProperties: true }))),
+  },
+  { additionalProperties: true },
+);
+
+/**
+ * Token counting: forwarded as is (the query too: the SDK's beta form adds `?beta=true`), never
+ * cached and charged nothing (the API bills it as free), like generate-content's countTokens.
+ */
+const countTokens: Endpoint = compile({
+  id: "anthropic.count_tokens",
+  provider: "anthropic",
+  method: "POST",
+  schema: CountTokensBody,
+  headerSchema: MessagesHeaders,
+  parse: ({ body, url }) => ({ model: body.model, stream: false, key: null, upstream: { method: "POST", path: "/v1/messages/count_tokens" + url.search, body }, meta: {} }),
+});
+
+export const anthropic = { wire: anthropicWire, messages, countTokens };
 
 /**
  * The messages API requires max_tokens; a request that sets no limit (another style's client, a

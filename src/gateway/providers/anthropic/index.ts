@@ -1,6 +1,6 @@
-/** The messages style (doc1 §4.3): /v1/messages. */
+/** The messages style (doc1 §4.3): /v1/messages, and /v1/messages/count_tokens (forwarded). */
 import type { ProviderDefinition } from "../types";
-import { anthropic, anthropicRequest, MessagesBody } from "./adapter";
+import { anthropic, anthropicRequest, CountTokensBody, MessagesBody } from "./adapter";
 
 export const anthropicProvider: ProviderDefinition = {
   defaultBaseUrl: "https://api.anthropic.com",
@@ -15,6 +15,12 @@ export const anthropicProvider: ProviderDefinition = {
       path: "/v1/messages",
       endpoint: anthropic.messages,
       docs: [{ path: "/v1/messages", summary: "Messages proxy", description: "Requires the anthropic-version header (YYYY-MM-DD). `stream: true` returns named SSE events. Headers X-Cache-Status, X-Request-ID.", body: MessagesBody, stream: "sse" }],
+    },
+    {
+      method: "POST",
+      path: "/v1/messages/count_tokens",
+      endpoint: anthropic.countTokens,
+      docs: [{ path: "/v1/messages/count_tokens", summary: "Count a message's tokens (forwarded, never cached)", description: "Requires the anthropic-version header. Answers the provider's `{input_tokens}`; X-Cache-Status is BYPASS.", body: CountTokensBody }],
     },
   ],
 };

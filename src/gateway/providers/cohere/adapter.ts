@@ -202,7 +202,8 @@ const generate: Endpoint = compile({
     return u;
   },
   textOf: (body) => body?.generations?.[0]?.text ?? "",
-  decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta) }),
+  // doc1 §4.5: "on a miss ... `similarity` 0.0" for the legacy generate
+  decorate: (body, _call, meta) => ({ ...body, svc: svcObject(meta, "zero") }),
   // the provider's v1 generate stream (what CohereClient.generateStream parses): one JSON event per
   // line, text-generation {text, index?}, then stream-end {finish_reason, response: the full body}
   stream: {
@@ -218,7 +219,7 @@ const generate: Endpoint = compile({
         for (const piece of chunkText(g.text ?? "")) frames.push(ev({ text: piece, ...(many ? { index: g.index ?? i } : {}), is_finished: false, event_type: "text-generation" }));
       });
       const finish = gens.every((g) => g.finish_reason === "MAX_TOKENS") && gens.length ? "MAX_TOKENS" : "COMPLETE";
-      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: finish, response: { ...body, svc: svcObject(meta) } }));
+      frames.push(ev({ is_finished: true, event_type: "stream-end", finish_reason: finish, response: { ...body, svc: svcObject(meta, "zero") } }));
       return frames;
     },
     errorFrame: (message) => JSON.stringify({ is_finished: true, event_type: "stream-error", finish_reason: "ERROR", err: message }) + "\n",

@@ -5,11 +5,14 @@
  * Streams: with `?alt=sse` (what the SDKs send) SSE chunks `data: {GenerateContentResponse}`;
  * without it, as the REST API does, one JSON array of those objects streamed element by element
  * (`application/json`). Upstream is asked for the same form the client asked for; both forms
- * share cache entries. The stream's end is its EOF.
+ * share cache entries. The stream's end is its EOF. Live streams are re-sent event by event (only
+ * complete events); one that fails (cut, truncated, idle past stream_idle_ms) ends with an error
+ * chunk in the API's shape — `data: {"error": {code, message, status}}`, or that object as the
+ * array's last element — which the SDK throws.
  */
 import { t } from "elysia";
 import { sseFrame, chunkText, parseJson, type SseEvent } from "../../sse";
-import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type Turn, type Usage, JsonInteger } from "../types";
+import { compile, compact, scopeOf, sha, svcObject, type Assembler, type CacheMeta, type Endpoint, type ProviderWire, type ProxyCall, type StreamFramer, type Turn, type Usage, JsonInteger } from "../types";
 import {
   argsObject,
   base64Image,
@@ -340,12 +343,39 @@ const generateContent: Endpoint = compile({
   },
 });
 
+/**
+ * The error a failed stream ends with, in the API's own error shape (what the SDK reads from a
+ * stream chunk and throws as ApiError): svc's status for its type (504 timeout_error, else 502
+ * proxy_error) with the nearest google.rpc status name.
+ */
+function streamError(message: string, type?: string) {
+  const timeout = type === "timeout_error";
+  return { error: { code: timeout ? 504 : 502, message, status: timeout ? "DEADLINE_EXCEEDED" : "UNAVAILABLE" } };
+}
+
+/** SSE chunks re-sent as complete events (a partial one never reaches the client), then the error chunk when the stream fails. */
+const sseFramer = (): StreamFramer => ({
+  event: (ev) => ev.data.split("\n").map((line) => `data: ${line}`).join("\n") + "\n\n",
+  end: () => "",
+  error: (message, type) => sseFrame(streamError(message, type)),
+});
+
+/** The JSON array re-sent element by element; a failed stream's array ends with the error object, so it stays valid JSON. */
+const jsonArrayFramer = (): StreamFramer => {
+  let sent = 0;
+  return {
+    event: (ev) => (sent++ === 0 ? "[" : "\n,\r\n") + ev.data,
+    end: () => (sent ? "\n]" : "[]"),
+    error: (message, type) => (sent ? "\n,\r\n" : "[") + JSON.stringify(streamError(message, type)) + "\n]",
+  };
+};
+
 const streamGenerateContent: Endpoint = compile({
   ...generateContent,
   check: undefined,
   id: "gemini.stream_generate_content",
   parse: ({ body, params }) => parseGenerate(body, params.model!, true),
-  stream: { format: "sse", contentType: "text/event-stream", assembler: () => new GenerateAssembler(), replay: replaySse },
+  stream: { format: "sse", contentType: "text/event-stream", assembler: () => new GenerateAssembler(), replay: replaySse, framer: sseFramer },
 });
 
 /** streamGenerateContent without `?alt=sse`: the JSON array form. */
@@ -354,7 +384,7 @@ const streamGenerateContentJson: Endpoint = compile({
   check: undefined,
   id: "gemini.stream_generate_content",
   parse: ({ body, params }) => parseGenerate(body, params.model!, true, false),
-  stream: { format: "json-array", contentType: "application/json; charset=UTF-8", assembler: () => new GenerateAssembler(), replay: replayJsonArray },
+  stream: { format: "json-array", contentType: "application/json; charset=UTF-8", assembler: () => new GenerateAssembler(), replay: replayJsonArray, framer: jsonArrayFramer },
 });
 
 const forward = (id: string, action: string, schema: any): Endpoint =>
