@@ -142,7 +142,7 @@ export class Retriever {
     let idfMax = 1;
     let items = 0;
     if (lexical.length) {
-      items = projectIds.reduce((sum, p) => sum + store.fingerprint(kind, p, this.embedder.id).count, 0);
+      items = projectIds.reduce((sum, p) => sum + this.vectors.size(store, p, kind, this.embedder.id, vec.length), 0);
       idfMax = Math.max(0.5, Math.log((items - 0.5) / 1.5));
     }
     const lin = fusion.kind === "linear" ? fusion : (FUSION as Extract<Fusion, { kind: "linear" }>);
