@@ -25,6 +25,7 @@ import {
 import { LRUCache } from "lru-cache";
 import type { Principal } from "../core/auth";
 import { ApiError } from "../core/errors";
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from "../core/validation";
 import type { ForTenant } from "../storage/scoped";
 import type { NativeHandler } from "../core/kernel";
 import type { RegistryStore, ToolRecord } from "./registry/store";
@@ -148,6 +149,8 @@ async function withBody(request: Request): Promise<{ request: Request; parsedBod
   }
   if (bytes.byteLength > MAX_MCP_BODY) return { request: again(bytes) };
   const text = new TextDecoder().decode(bytes);
+  // the kernel's depth bound, before JSON.parse (and the SDK's own parse) spend ~0.3 s on 1 MB of "["
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw new ApiError("validation_error", `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   let parsed: unknown;
   try {
     parsed = text.length === 0 ? undefined : JSON.parse(text);
