@@ -171,3 +171,26 @@ describe("9. text the store accepts", () => {
     expect((await raw("/api/v1/prompts", { method: "POST", body: JSON.stringify({ name: "emoji 🚀", template: "t" }), auth: true })).status).toBe(201);
   });
 });
+
+describe("issue 22 item 12: bytes that are not UTF-8 inside a JSON body", () => {
+  test("400 invalid_request_error instead of U+FFFD stored silently; nothing is stored; valid UTF-8 still accepted", async () => {
+    const before = (await (await raw("/api/v1/prompts", { auth: true })).json()).total;
+    const enc = new TextEncoder();
+    const bodies = [
+      [enc.encode('{"name":"bad '), Uint8Array.of(0xff), enc.encode('","template":"t"}')], // a byte that never occurs in UTF-8
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xc3), enc.encode('"}')], // a truncated two-byte sequence
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xed, 0xa0, 0x80), enc.encode('"}')], // an encoded surrogate (CESU-8)
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xc0, 0xaf), enc.encode('"}')], // an overlong "/"
+    ].map((parts) => Buffer.concat(parts));
+    for (const body of bodies) {
+      const message = await expectDoc1(await raw("/api/v1/prompts", { method: "POST", body, auth: true }), 400, "invalid_request_error");
+      expect(message).toContain("not valid UTF-8");
+    }
+    expect((await (await raw("/api/v1/prompts", { auth: true })).json()).total).toBe(before);
+    // without a token: 401 first, as always
+    await expectDoc1(await raw("/api/v1/prompts", { method: "POST", body: bodies[0] }), 401, "authentication_error");
+    const ok = await raw("/api/v1/prompts", { method: "POST", body: Buffer.from(JSON.stringify({ name: "naïve café", template: "t" })), auth: true });
+    expect(ok.status).toBe(201);
+    expect((await ok.json()).name).toBe("naïve café");
+  });
+});

@@ -18,7 +18,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import { ApiError, DOC1, errorResponse, toApiError, type Envelope } from "./errors";
 import { requirePermission, type Authenticator, type Permission, type Principal } from "./auth";
-import { describeValueError, parseJsonBody, safeDecodeURIComponent } from "./validation";
+import { describeValueError, parseJsonBody, readUtf8Body, safeDecodeURIComponent } from "./validation";
 import type { Logger } from "./log";
 import type { Metrics } from "./metrics";
 
@@ -391,7 +391,7 @@ export class Kernel {
     return new Elysia({ name: "svc-kernel-hooks" })
       .onParse({ as: "global" }, async ({ request }) => {
         if (!BODY_METHODS.has(request.method)) return;
-        const value = parseJsonBody(await request.text(), { wellFormed: true });
+        const value = parseJsonBody(await readUtf8Body(request), { wellFormed: true });
         return value === undefined ? EMPTY_BODY : value;
       })
       .onTransform({ as: "global" }, (c) => {

@@ -112,6 +112,21 @@ export function boundedParse<T>(text: string, bounds: ParseBounds, parse: (text:
   return parse(text);
 }
 
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A request body as text, refusing bytes that are not UTF-8 (400 invalid_request_error): Request.text()
+ * would replace them with U+FFFD and the replacement would be stored as if the client had sent it.
+ */
+export async function readUtf8Body(request: Request): Promise<string> {
+  const bytes = await request.arrayBuffer();
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_request_error", "malformed request body: not valid UTF-8");
+  }
+}
+
 const malformed = () => new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
 
 /** The first string (value or key) that holds NUL or a lone surrogate, as a path; undefined if none. */
