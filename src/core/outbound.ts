@@ -51,6 +51,10 @@ export function addressProblem(address: string, allowPrivate = false, allowed: C
   } catch {
     return `"${address}" is not an IP address`;
   }
+  // ::/96 other than :: and ::1: IPv4-compatible addresses (deprecated, RFC 4291 §2.5.5.1); some
+  // stacks route ::127.0.0.1 to 127.0.0.1, and ipaddr.js calls the whole range unicast
+  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0) && !["unspecified", "loopback"].includes(ip.range()))
+    return `${ip.toString()} is an IPv4-compatible IPv6 address (::/96)`;
   const range = ip.range();
   if (range === "unicast") return undefined;
   if (!NEVER.includes(range)) {
@@ -102,7 +106,9 @@ export class OutboundPolicy {
       if (why) throw blocked(raw, why);
       return { url, resolved: true };
     }
-    if (!this.settings.allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) throw blocked(raw, "localhost");
+    // "localhost." is the same name, fully qualified
+    const name = host.toLowerCase().replace(/\.$/, "");
+    if (!this.settings.allowPrivate && (name === "localhost" || name.endsWith(".localhost"))) throw blocked(raw, "localhost");
     let addresses: string[];
     try {
       addresses = await this.resolve(host);
