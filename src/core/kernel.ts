@@ -143,16 +143,9 @@ export interface KernelOptions {
   maxBodyBytes: number;
   /** total size of the request line's headers accepted (name + value bytes) */
   maxHeaderBytes: number;
-  /** most header fields accepted (default MAX_HEADER_FIELDS) */
-  maxHeaderFields?: number;
 }
 
-/**
- * Most request header fields accepted: more get 431 in the path's envelope with X-Request-ID.
- * Bun (uWS) answers a bare 431 itself, before any handler runs, from about 200 fields on (a
- * compile-time limit with no Bun.serve option); this bound below it gives the answers between an
- * envelope.
- */
+/** Most request header fields (431 in the envelope above; Bun answers a bare 431 itself from ~200, no option). */
 export const MAX_HEADER_FIELDS = 100;
 
 type Next = (request: Request, state: RequestState) => Response | Promise<Response>;
@@ -361,8 +354,7 @@ export class Kernel {
       size += k.length + v.length + 4;
       fields++;
     });
-    const maxFields = this.o.maxHeaderFields ?? MAX_HEADER_FIELDS;
-    if (fields > maxFields) throw new ApiError("invalid_request_error", `request has ${fields} header fields; at most ${maxFields} are accepted`, undefined, undefined, 431);
+    if (fields > MAX_HEADER_FIELDS) throw new ApiError("invalid_request_error", `request has ${fields} header fields; at most ${MAX_HEADER_FIELDS} are accepted`, undefined, undefined, 431);
     if (size > this.o.maxHeaderBytes)
       throw new ApiError("invalid_request_error", `request headers exceed ${this.o.maxHeaderBytes} bytes`, undefined, undefined, 431);
   }
