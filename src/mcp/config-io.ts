@@ -139,7 +139,10 @@ export class ConfigIO {
       try {
         return loadYaml(t, { schema: CORE_SCHEMA, maxDepth: IMPORT_BOUNDS.maxDepth, maxAliases: 100 });
       } catch (e) {
-        throw new ApiError("validation_error", `config: not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+        const first = (e as Error).message.split("\n")[0]!;
+        // the parser's own depth bound (block nesting, which the scan cannot see) in the scan's words
+        if (first.includes("maxDepth")) throw new ApiError("validation_error", `configuration nests deeper than ${IMPORT_BOUNDS.maxDepth} levels`);
+        throw new ApiError("validation_error", `config: not valid YAML: ${first}`);
       }
     });
     if (!isObj(doc)) throw new ApiError("validation_error", "config: expected a mapping with servers, tools and entities");
