@@ -148,7 +148,7 @@ describe("pathological bodies: refused at once in the route's envelope while /he
         // on an idle one; the unbounded parsers blocked for seconds to tens of seconds)
         const seen = { answeredMs: Math.round(answeredMs), blockedMs: Math.round(blockedMs), worstHealthMs: Math.round(Math.max(...latencies)) };
         if (process.env.SVC_TEST_VERBOSE) console.log(name, seen);
-        expect(seen.answeredMs < 1500 && seen.blockedMs < 250 && seen.worstHealthMs < 400 ? "within bounds" : JSON.stringify(seen)).toBe("within bounds");
+        expect(seen.answeredMs < 2000 && seen.blockedMs < 300 && seen.worstHealthMs < 500 ? "within bounds" : JSON.stringify(seen)).toBe("within bounds");
       },
       120_000,
     );
