@@ -133,6 +133,11 @@ describe("the outbound fetch itself", () => {
       await expect(f(`${p.a}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "client_secret=body-SECRET" })).rejects.toThrow(/another origin/);
       expect(p.atA).toHaveLength(1);
       expect(p.atB).toHaveLength(0);
+      // without a body there is nothing to protect: followed (credentials dropped as always)
+      p.reset();
+      await (await f(`${p.a}/empty`, { method: "POST", headers: { authorization: "Bearer empty-SECRET" } })).text();
+      expect(p.atB).toHaveLength(1);
+      expectNotForwarded(p, "empty-SECRET");
     }
   });
 });

@@ -230,7 +230,7 @@ export async function followRedirects(input: string | URL | Request, init: Reque
     }
     if (!sameTarget(url, next)) {
       // the body may carry a credential too (an OAuth client secret in a form): never resent to another origin
-      if (body != null && method !== "GET" && method !== "HEAD")
+      if (carriesBody(body) && method !== "GET" && method !== "HEAD")
         throw new ApiError("validation_error", `${url.origin} redirected a ${method} with a body to another origin (${next.origin}); not followed`);
       for (const name of [...headers.keys()]) if (!CROSS_ORIGIN_HEADERS.has(name)) headers.delete(name);
       if (tls) {
@@ -261,6 +261,10 @@ export const credentialSafeFetch: OutboundFetch = async (input, init = {}) => {
     },
   });
 };
+
+/** A body with content (a Request's empty ArrayBuffer, or "", is none). */
+const carriesBody = (body: RequestInit["body"]) =>
+  body != null && body !== "" && !((body instanceof ArrayBuffer || ArrayBuffer.isView(body)) && body.byteLength === 0);
 
 /** Same origin, or the same host moving from http to https on the default ports (an upgrade, not another party). */
 function sameTarget(from: URL, to: URL): boolean {
