@@ -5,6 +5,7 @@
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { SignJWT } from "jose";
+import { connect } from "node:net";
 import { startGateway, TEST_JWT_SECRET, type TestGateway } from "./helpers/gateway";
 
 const RID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -201,7 +202,7 @@ describe("issue 22 item 13: many request headers", () => {
     new Promise<string>((resolve, reject) => {
       const url = new URL(gw.url);
       let answer = "";
-      const socket = require("node:net").connect(Number(url.port), url.hostname);
+      const socket = connect(Number(url.port), url.hostname);
       socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
       socket.on("close", () => resolve(answer));
       socket.on("error", reject);
