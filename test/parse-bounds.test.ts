@@ -94,12 +94,16 @@ describe("pathological bodies: refused at once in the route's envelope while /he
   const send = (path: string, body: string, contentType: string, extra: Record<string, string> = {}) =>
     fetch(gw.url + path, { method: "POST", headers: { authorization: `Bearer ${editor}`, "content-type": contentType, ...extra }, body });
 
-  /** 400, X-Request-ID, and the envelope: doc2's flat {type, message} or doc1's {error: {message, type}} */
-  async function expectRefused(r: Response, envelope: "doc1" | "doc2", what: RegExp) {
+  /** 400, X-Request-ID, and the envelope: doc2's flat {type, message}, doc1's {error: {message, type}}, or MCP's JSON-RPC parse error */
+  async function expectRefused(r: Response, envelope: "doc1" | "doc2" | "jsonrpc", what: RegExp) {
     const text = await r.text();
     expect(`${r.status} ${text.slice(0, 300)}`).toMatch(/^400 /);
     expect(r.headers.get("x-request-id")).toMatch(RID);
     const body = JSON.parse(text);
+    if (envelope === "jsonrpc") {
+      expect(body).toEqual({ jsonrpc: "2.0", error: { code: -32700, message: expect.stringMatching(what) }, id: null });
+      return;
+    }
     const message = envelope === "doc2" ? body.message : body.error?.message;
     expect(envelope === "doc2" ? body.type : body.error?.type).toBe("validation_error");
     expect(message).toMatch(what);
@@ -117,7 +121,7 @@ describe("pathological bodies: refused at once in the route's envelope while /he
     return lines.join("\n");
   };
 
-  const cases: Array<[string, string, string, "doc1" | "doc2", RegExp, Record<string, string>?]> = [
+  const cases: Array<[string, string, string, "doc1" | "doc2" | "jsonrpc", RegExp, Record<string, string>?]> = [
     ["YAML import: 1 MB of [", "/api/v1/mcp/config/import", "[".repeat(MB), "doc2", /nests deeper than 32 levels/],
     ["YAML import: 1 MB of {a: ", "/api/v1/mcp/config/import", "{a: ".repeat(MB / 4), "doc2", /nests deeper than 32 levels/],
     ["YAML import: compact nested sequences on one line (- - - …)", "/api/v1/mcp/config/import", "- ".repeat(MB / 2 - 1) + "x", "doc2", /nests deeper than 32 levels/],
@@ -126,7 +130,7 @@ describe("pathological bodies: refused at once in the route's envelope while /he
     ["YAML import: 1 MB of flow items", "/api/v1/mcp/config/import", "[" + "1,".repeat(MB / 2 - 2) + "1]", "doc2", /more than 20000 entries/],
     ["JSON (kernel): a prompt of 1 MB of [", "/api/v1/prompts", "[".repeat(MB), "doc1", /nests deeper than 64 levels/],
     ["JSON (proxy): chat completions of 1 MB of [", "/v1/chat/completions", `{"model":"m","messages":${"[".repeat(MB - 30)}`, "doc1", /nests deeper than 64 levels/],
-    ["JSON (MCP endpoint): 1 MB of [", "/mcp", "[".repeat(MB), "doc2", /nests deeper than 64 levels/, { accept: "application/json, text/event-stream" }],
+    ["JSON (MCP endpoint): 1 MB of [", "/mcp", "[".repeat(MB), "jsonrpc", /nests deeper than 64 levels/, { accept: "application/json, text/event-stream" }],
     ["JSON (tool-cache stats): 1 MB of [", "/api/v1/tool-cache/stats", "[".repeat(MB), "doc2", /nests deeper than 64 levels/],
   ];
 
