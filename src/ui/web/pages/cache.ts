@@ -1,0 +1,109 @@
+import { useState } from "preact/hooks";
+import { api, can } from "../api";
+import { html, int, Status, useLoad, when } from "../kit";
+
+interface Stats {
+  entries: number;
+  lookups: number;
+  hits: { exact: number; semantic: number; l2_context: number };
+  misses: number;
+  stores: number;
+  evictions: number;
+}
+interface Entry {
+  id: string;
+  model: string;
+  mode: string;
+  query: string | null;
+  hits: number;
+  createdAt: string;
+  lastUsedAt: string;
+}
+interface Settings {
+  decisionThreshold: number | null;
+  learned: boolean;
+  effectiveThreshold: number | null;
+  source: string | null;
+  modelThreshold: number | null;
+}
+const PAGE = 20;
+
+export function CachePage() {
+  const [offset, setOffset] = useState(0);
+  const [message, setMessage] = useState<string>();
+  const stats = useLoad<Stats>(() => api("/api/v1/cache/stats"));
+  const settings = useLoad<Settings>(() => api("/api/v1/cache/settings"));
+  const entries = useLoad<{ entries: Entry[]; total: number }>(() => api(`/api/v1/cache/entries?limit=${PAGE}&offset=${offset}`), [offset]);
+  const manage = can("ManageConfig");
+  const act = async (f: () => Promise<string>) => {
+    try {
+      setMessage(await f());
+    } catch (e) {
+      setMessage(`Failed: ${(e as Error).message}`);
+    }
+    stats.reload();
+    entries.reload();
+  };
+  const purge = () =>
+    confirm("Purge every cached answer of this workspace?") &&
+    act(async () => `Purged ${int((await api<{ deleted: number }>("/api/v1/cache", { method: "DELETE" })).deleted)} entries.`);
+  const remove = (e: Entry) => act(async () => (await api(`/api/v1/cache/entries/${encodeURIComponent(e.id)}`, { method: "DELETE" }), `Deleted entry ${e.id}.`));
+  const [threshold, setThreshold] = useState("");
+  const saveThreshold = (ev: Event) => {
+    ev.preventDefault();
+    void act(async () => {
+      const v = threshold.trim() === "" ? null : Number(threshold);
+      await api("/api/v1/cache/settings", { method: "PUT", json: { decisionThreshold: v } });
+      settings.reload();
+      return v === null ? "Operating point reset to the default." : `Operating point set to ${v}.`;
+    });
+  };
+  const s = stats.data;
+  const o = settings.data;
+  return html`<section aria-labelledby="h-cache">
+    <h1 id="h-cache">Cache</h1>
+    <${Status} error=${stats.error} loading=${stats.loading && !s} />
+    ${message ? html`<p class="notice" role="status">${message}</p>` : null}
+    ${s &&
+    html`<dl class="stats">
+      <div class="stat"><dt>Entries</dt><dd>${int(s.entries)}</dd></div>
+      <div class="stat"><dt>Lookups</dt><dd>${int(s.lookups)}</dd></div>
+      <div class="stat"><dt>Exact hits</dt><dd>${int(s.hits.exact)}</dd></div>
+      <div class="stat"><dt>Semantic hits</dt><dd>${int(s.hits.semantic)}</dd></div>
+      <div class="stat"><dt>Multi-turn hits</dt><dd>${int(s.hits.l2_context)}</dd></div>
+      <div class="stat"><dt>Misses</dt><dd>${int(s.misses)}</dd></div>
+      <div class="stat"><dt>Evictions</dt><dd>${int(s.evictions)}</dd></div>
+    </dl>
+    <p class="muted">Counters since the gateway started.</p>`}
+    ${o &&
+    html`<div class="card">
+      <h2>Operating point</h2>
+      <p>${o.learned
+        ? html`The learned hit decision accepts a semantic hit at probability ≥ <strong>${o.effectiveThreshold ?? "—"}</strong> (${o.source ?? "default"}; the model's own default is ${o.modelThreshold ?? "—"}).
+          Higher means fewer, surer hits (precision); lower means more hits (recall). The trade-off measured for each value is in BENCHMARKS.md, "Learned hit decision".`
+        : "The learned hit decision is not in use on this gateway (its embedder is not the one the decision was trained on)."}</p>
+      ${manage &&
+      html`<form class="toolbar" onSubmit=${saveThreshold}>
+        <label for="c-threshold">Decision threshold (0–1, empty for the default)</label>
+        <input id="c-threshold" type="number" min="0" max="1" step="0.01" value=${threshold} onInput=${(e: Event) => setThreshold((e.target as HTMLInputElement).value)} />
+        <button type="submit">Save operating point</button>
+      </form>`}
+    </div>`}
+    ${manage && html`<p><button type="button" class="danger" onClick=${purge}>Purge cache</button></p>`}
+    <${Status} error=${entries.error} />
+    <table>
+      <caption>Cached answers (${int(entries.data?.total)})</caption>
+      <thead><tr><th scope="col">Question</th><th scope="col">Model</th><th scope="col">Mode</th><th scope="col" class="num">Hits</th><th scope="col">Created</th><th scope="col">Last used</th>${manage && html`<th scope="col">Actions</th>`}</tr></thead>
+      <tbody>${(entries.data?.entries ?? []).map(
+        (e) => html`<tr>
+          <td class="clip">${e.query ?? "—"}</td><td>${e.model}</td><td>${e.mode}</td><td class="num">${int(e.hits)}</td><td>${when(e.createdAt)}</td><td>${when(e.lastUsedAt)}</td>
+          ${manage && html`<td><button type="button" onClick=${() => remove(e)}>Delete<span class="sr-only"> entry ${e.id}</span></button></td>`}
+        </tr>`,
+      )}</tbody>
+    </table>
+    <nav class="pager" aria-label="Entry pages">
+      <button type="button" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - PAGE))}>Newer</button>
+      <button type="button" disabled=${offset + PAGE >= (entries.data?.total ?? 0)} onClick=${() => setOffset(offset + PAGE)}>Older</button>
+    </nav>
+  </section>`;
+}
