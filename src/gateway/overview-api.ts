@@ -5,10 +5,12 @@
  * minute / hour / day) for the charts.
  * GET /api/v1/usage/requests (ViewLogs): the per-request usage records, newest first, with filters.
  *
- * The overview never scans usage_records: a trigger keeps a per-minute rollup
- * (`usage_rollup_minute`, one row per tenant and minute, latency as a fixed histogram), so 30 days
- * are at most 43,200 rows per tenant whatever the traffic. Ranges are aligned to whole minutes
- * (UTC); percentiles are interpolated within a histogram bucket (buckets grow ~25% each).
+ * The overview never scans usage_records: a trigger keeps two rollups, one row per tenant and
+ * minute (`usage_rollup_minute`, read for the last hour: ≤ 60 rows) and per tenant and hour
+ * (`usage_rollup_hour`, read for the last day and 30 days: ≤ 720 rows), each with latency as a
+ * fixed histogram — whatever the traffic. Ranges are whole units (UTC), the current one included:
+ * the last 60 minutes, 24 hours, 720 hours; percentiles are interpolated within a histogram bucket
+ * (buckets grow ~25% each).
  */
 import { Elysia, t } from "elysia";
 import type { Kernel } from "../core/kernel";
@@ -35,50 +37,66 @@ const rowOf = (r: string) =>
   `${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'l2_context', ${r}.cache_status = 'MISS', ${r}.cache_status = 'BYPASS', ` +
   `${r}.input_tokens, ${r}.output_tokens, ${r}.cost_usd, ${r}.cost_saved_usd`;
 
+/** One rollup table: per tenant and `unit` (minute: created_at's first 16 characters, hour: 13). */
+const rollupTable = (table: string, unit: string) => `
+  CREATE TABLE ${table} (
+    tenant_id TEXT NOT NULL,
+    ${unit} TEXT NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    hits_exact INTEGER NOT NULL DEFAULT 0,
+    hits_semantic INTEGER NOT NULL DEFAULT 0,
+    hits_context INTEGER NOT NULL DEFAULT 0,
+    misses INTEGER NOT NULL DEFAULT 0,
+    bypassed INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    cost_saved_usd REAL NOT NULL DEFAULT 0,
+    ${L.map((c) => `${c} INTEGER NOT NULL DEFAULT 0`).join(",\n    ")},
+    PRIMARY KEY (tenant_id, ${unit})
+  ) WITHOUT ROWID;`;
+
+/** The trigger's statement adding NEW to a rollup table. */
+const upsert = (table: string, unit: string, chars: number) => `
+    INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
+    SELECT NEW.tenant_id, substr(NEW.created_at, 1, ${chars}), ${rowOf("NEW")}, ${L.map((_, i) => `b = ${i}`).join(", ")}
+    FROM (SELECT ${bucketCase} AS b) WHERE true
+    ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET
+      requests = requests + 1,
+      hits_exact = hits_exact + excluded.hits_exact,
+      hits_semantic = hits_semantic + excluded.hits_semantic,
+      hits_context = hits_context + excluded.hits_context,
+      misses = misses + excluded.misses,
+      bypassed = bypassed + excluded.bypassed,
+      input_tokens = input_tokens + excluded.input_tokens,
+      output_tokens = output_tokens + excluded.output_tokens,
+      cost_usd = cost_usd + excluded.cost_usd,
+      cost_saved_usd = cost_saved_usd + excluded.cost_saved_usd,
+      ${L.map((c) => `${c} = ${c} + excluded.${c}`).join(",\n      ")};`;
+
+/** Records written before the rollups existed. */
+const backfill = (table: string, unit: string, chars: number) => `
+  INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
+  SELECT tenant_id, substr(created_at, 1, ${chars}), COUNT(*),
+    SUM(cache_status = 'HIT' AND cache_tier = 'exact'), SUM(cache_status = 'HIT' AND cache_tier = 'semantic'),
+    SUM(cache_status = 'HIT' AND cache_tier = 'l2_context'), SUM(cache_status = 'MISS'), SUM(cache_status = 'BYPASS'),
+    SUM(input_tokens), SUM(output_tokens), SUM(cost_usd), SUM(cost_saved_usd),
+    ${L.map((_, i) => `SUM(${bucketCase.replaceAll("NEW.", "")} = ${i})`).join(", ")}
+  FROM usage_records GROUP BY tenant_id, substr(created_at, 1, ${chars});`;
+
 export const OVERVIEW_MIGRATIONS: Migration[] = [
   {
-    id: "0004_usage_rollup_minute",
+    // per-minute rows serve the last hour, per-hour rows the last day and 30 days (at most 720 rows)
+    id: "0004_usage_rollups",
     up: `
-      CREATE TABLE usage_rollup_minute (
-        tenant_id TEXT NOT NULL,
-        minute TEXT NOT NULL,
-        requests INTEGER NOT NULL DEFAULT 0,
-        hits_exact INTEGER NOT NULL DEFAULT 0,
-        hits_semantic INTEGER NOT NULL DEFAULT 0,
-        hits_context INTEGER NOT NULL DEFAULT 0,
-        misses INTEGER NOT NULL DEFAULT 0,
-        bypassed INTEGER NOT NULL DEFAULT 0,
-        input_tokens INTEGER NOT NULL DEFAULT 0,
-        output_tokens INTEGER NOT NULL DEFAULT 0,
-        cost_usd REAL NOT NULL DEFAULT 0,
-        cost_saved_usd REAL NOT NULL DEFAULT 0,
-        ${L.map((c) => `${c} INTEGER NOT NULL DEFAULT 0`).join(",\n        ")},
-        PRIMARY KEY (tenant_id, minute)
-      ) WITHOUT ROWID;
-      CREATE TRIGGER usage_rollup_minute_insert AFTER INSERT ON usage_records BEGIN
-        INSERT INTO usage_rollup_minute (tenant_id, minute, ${ROLLUP_COLUMNS})
-        SELECT NEW.tenant_id, substr(NEW.created_at, 1, 16), ${rowOf("NEW")}, ${L.map((_, i) => `b = ${i}`).join(", ")}
-        FROM (SELECT ${bucketCase} AS b) WHERE true
-        ON CONFLICT (tenant_id, minute) DO UPDATE SET
-          requests = requests + 1,
-          hits_exact = hits_exact + excluded.hits_exact,
-          hits_semantic = hits_semantic + excluded.hits_semantic,
-          hits_context = hits_context + excluded.hits_context,
-          misses = misses + excluded.misses,
-          bypassed = bypassed + excluded.bypassed,
-          input_tokens = input_tokens + excluded.input_tokens,
-          output_tokens = output_tokens + excluded.output_tokens,
-          cost_usd = cost_usd + excluded.cost_usd,
-          cost_saved_usd = cost_saved_usd + excluded.cost_saved_usd,
-          ${L.map((c) => `${c} = ${c} + excluded.${c}`).join(",\n          ")};
+      ${rollupTable("usage_rollup_minute", "minute")}
+      ${rollupTable("usage_rollup_hour", "hour")}
+      CREATE TRIGGER usage_rollups_insert AFTER INSERT ON usage_records BEGIN
+        ${upsert("usage_rollup_minute", "minute", 16)}
+        ${upsert("usage_rollup_hour", "hour", 13)}
       END;
-      INSERT INTO usage_rollup_minute (tenant_id, minute, ${ROLLUP_COLUMNS})
-      SELECT tenant_id, substr(created_at, 1, 16), COUNT(*),
-        SUM(cache_status = 'HIT' AND cache_tier = 'exact'), SUM(cache_status = 'HIT' AND cache_tier = 'semantic'),
-        SUM(cache_status = 'HIT' AND cache_tier = 'l2_context'), SUM(cache_status = 'MISS'), SUM(cache_status = 'BYPASS'),
-        SUM(input_tokens), SUM(output_tokens), SUM(cost_usd), SUM(cost_saved_usd),
-        ${L.map((_, i) => `SUM(${bucketCase.replaceAll("NEW.", "")} = ${i})`).join(", ")}
-      FROM usage_records GROUP BY tenant_id, substr(created_at, 1, 16);
+      ${backfill("usage_rollup_minute", "minute", 16)}
+      ${backfill("usage_rollup_hour", "hour", 13)}
     `,
   },
   {
@@ -88,7 +106,12 @@ export const OVERVIEW_MIGRATIONS: Migration[] = [
   },
 ];
 
-export const RANGES = { hour: { minutes: 60, step: 16 }, day: { minutes: 1440, step: 13 }, "30d": { minutes: 43200, step: 10 } } as const;
+/** Each range: the rollup it reads, how many of its units (the current one included), and the series' step (characters of the unit kept). */
+export const RANGES = {
+  hour: { table: "usage_rollup_minute", unit: "minute", count: 60, ms: 60_000, chars: 16, step: 16, bucket: "minute" },
+  day: { table: "usage_rollup_hour", unit: "hour", count: 24, ms: 3_600_000, chars: 13, step: 13, bucket: "hour" },
+  "30d": { table: "usage_rollup_hour", unit: "hour", count: 720, ms: 3_600_000, chars: 13, step: 10, bucket: "day" },
+} as const;
 export type OverviewRange = keyof typeof RANGES;
 
 const usd = (v: number) => Math.round(v * 1e6) / 1e6;
@@ -119,29 +142,30 @@ export class OverviewQuery {
     if (!spec) throw new ApiError("validation_error", `query 'range': expected one of ${Object.keys(RANGES).join(", ")}`);
     this.flush();
     const nowMs = this.now();
-    // whole minutes: [from, to] where `to` is the current minute
-    const to = new Date(nowMs).toISOString().slice(0, 16);
-    const from = new Date(nowMs - (spec.minutes - 1) * 60_000).toISOString().slice(0, 16);
+    // whole units: [from, to] where `to` is the current minute / hour
+    const to = new Date(nowMs).toISOString().slice(0, spec.chars);
+    const from = new Date(nowMs - (spec.count - 1) * spec.ms).toISOString().slice(0, spec.chars);
     const db = this.storage.tenant(tenantId);
-    const where = "tenant_id = $tenant AND minute >= $from AND minute <= $to";
+    const where = `tenant_id = $tenant AND ${spec.unit} >= $from AND ${spec.unit} <= $to`;
     const sums = `SUM(requests) AS requests, SUM(hits_exact) AS exact, SUM(hits_semantic) AS semantic, SUM(hits_context) AS context, SUM(misses) AS misses,
       SUM(bypassed) AS bypassed, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved`;
-    const row = db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM usage_rollup_minute WHERE ${where}`, { from, to })!;
+    const row = db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM ${spec.table} WHERE ${where}`, { from, to })!;
     const n = (k: string) => Number(row[k] ?? 0);
     const hist = L.map((c) => n(c));
     const hits = n("exact") + n("semantic") + n("context");
     const series = db
       .all<{ t: string; requests: number; hits: number; misses: number; cost: number; saved: number }>(
-        `SELECT substr(minute, 1, ${spec.step}) AS t, SUM(requests) AS requests, SUM(hits_exact + hits_semantic + hits_context) AS hits, SUM(misses) AS misses,
-           SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM usage_rollup_minute WHERE ${where} GROUP BY t ORDER BY t`,
+        `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(requests) AS requests, SUM(hits_exact + hits_semantic + hits_context) AS hits, SUM(misses) AS misses,
+           SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM ${spec.table} WHERE ${where} GROUP BY t ORDER BY t`,
         { from, to },
       )
       .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved) }));
+    const startOf = (u: string) => Date.parse(spec.chars === 16 ? `${u}:00.000Z` : `${u}:00:00.000Z`);
     return {
       range,
-      from: `${from}:00.000Z`,
-      to: new Date(Date.parse(`${to}:00.000Z`) + 60_000).toISOString(),
-      bucket: spec.step === 16 ? "minute" : spec.step === 13 ? "hour" : "day",
+      from: new Date(startOf(from)).toISOString(),
+      to: new Date(startOf(to) + spec.ms).toISOString(),
+      bucket: spec.bucket,
       totals: {
         requests: n("requests"),
         hits: { exact: n("exact"), semantic: n("semantic"), l2_context: n("context"), total: hits },

@@ -226,7 +226,7 @@ describe("dashboard in Chromium", () => {
       await Bun.sleep(100);
     }
     await page.evaluate((token) => sessionStorage.setItem("svc.session", JSON.stringify({ ...JSON.parse(sessionStorage.getItem("svc.session")!), token, exp: Date.now() / 1000 + 3600 })), dead);
-    await goto(page, "Usage").catch(() => undefined);
+    await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name: "Usage", exact: true }).click();
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await expect(page.getByText("Your session has expired").isVisible()).resolves.toBe(true);
     expect(await page.evaluate(() => sessionStorage.getItem("svc.session"))).toBeNull();

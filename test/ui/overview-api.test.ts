@@ -47,12 +47,12 @@ function records(n: number, seed: number): UsageRow[] {
 }
 
 /** What the overview must say, computed by scanning usage_records over the same whole minutes. */
-function scan(db: Db, tenant: string, fromMinute: string, toMinute: string) {
+function scan(db: Db, tenant: string, from: string, to: string) {
   const rows = db.sqlite
     .query<{ cache_status: string; cache_tier: string | null; latency_ms: number; cost_usd: number; cost_saved_usd: number; input_tokens: number }, [string, string, string]>(
-      "SELECT * FROM usage_records WHERE tenant_id = ? AND substr(created_at, 1, 16) >= ? AND substr(created_at, 1, 16) <= ?",
+      "SELECT * FROM usage_records WHERE tenant_id = ? AND substr(created_at, 1, length(?2)) >= ?2 AND substr(created_at, 1, length(?2)) <= ?3",
     )
-    .all(tenant, fromMinute, toMinute);
+    .all(tenant, from, to);
   const hit = (t: string) => rows.filter((x) => x.cache_status === "HIT" && x.cache_tier === t).length;
   const lat = rows.map((x) => x.latency_ms).sort((a, b) => a - b);
   return {
@@ -74,12 +74,13 @@ const bucketOf = (ms: number) => {
 
 function expectOverviewMatches(db: Db, q: OverviewQuery) {
   for (const tenant of ["a", "b"])
-    for (const [range, minutes] of [["hour", 60], ["day", 1440], ["30d", 43200]] as const) {
+    // the last 60 whole minutes, 24 whole hours, 720 whole hours (the current one included)
+    for (const [range, count, unitMs, chars] of [["hour", 60, 60_000, 16], ["day", 24, 3_600_000, 13], ["30d", 720, 3_600_000, 13]] as const) {
       const o = q.overview(tenant, range);
-      const to = new Date(NOW).toISOString().slice(0, 16);
-      const from = new Date(NOW - (minutes - 1) * 60_000).toISOString().slice(0, 16);
+      const to = new Date(NOW).toISOString().slice(0, chars);
+      const from = new Date(NOW - (count - 1) * unitMs).toISOString().slice(0, chars);
       const s = scan(db, tenant, from, to);
-      expect(o.from).toBe(`${from}:00.000Z`);
+      expect(o.from).toBe(new Date(Date.parse(from.padEnd(16, ":00").slice(0, 16) + ":00.000Z")).toISOString());
       expect(o.totals.requests).toBe(s.requests);
       expect(o.totals.hits).toEqual({ ...s.hits, total: s.hits.exact + s.hits.semantic + s.hits.l2_context });
       expect(o.totals.misses).toBe(s.misses);

@@ -28,7 +28,7 @@ export const int = (n: number | null | undefined) => (n ?? 0).toLocaleString("en
 export const usd = (n: number | null | undefined) =>
   `$${(n ?? 0).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n ?? 0) < 1 && n !== 0 ? 6 : 2 })}`;
 export const pct = (n: number | null | undefined) => `${((n ?? 0) * 100).toFixed(1)}%`;
-export const ms = (n: number | null | undefined) => `${(n ?? 0).toLocaleString("en-US", { maximumFractionDigits: 1 })} ms`;
+export const ms = (n: number | null | undefined) => `${(n ?? 0).toLocaleString("en-US", { maximumFractionDigits: (n ?? 0) >= 100 ? 0 : 1 })} ms`;
 export const when = (iso: string | null | undefined) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "—");
 
 export const Status = ({ error, loading }: { error?: string; loading?: boolean }) =>
