@@ -164,6 +164,12 @@ describe("dashboard in Chromium", () => {
     await page.reload();
     await bar.waitFor();
     expect(Number(await bar.getAttribute("aria-valuenow"))).toBeCloseTo(spend.totalSpendCents, 4);
+    // the usage page's team breakdown: the team's key made exactly one request
+    await goto(page, "Usage");
+    await page.getByLabel("Break down by").selectOption("team");
+    const row = page.getByRole("row", { name: /^Platform/ });
+    await row.waitFor();
+    await expect(row.locator("td").nth(1).textContent()).resolves.toBe("1");
     expect(page.errors).toEqual([]);
     await page.close();
   }, 60_000);
@@ -190,7 +196,7 @@ describe("dashboard in Chromium", () => {
     const page = await browser.page();
     await signIn(page, viewer);
     const nav = page.getByRole("navigation", { name: "Pages" });
-    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Usage", "Cache", "System"]);
+    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Usage", "Cache", "Prompts", "MCP", "Memory", "System"]);
     await checkPage(page, "viewer-overview");
     await goto(page, "Cache");
     await stat(page, "Entries").waitFor();
@@ -232,6 +238,28 @@ describe("dashboard in Chromium", () => {
     expect(await page.evaluate(() => sessionStorage.getItem("svc.session"))).toBeNull();
     // the only console errors: the browser's report of the refused calls
     expect(page.errors.filter((e) => !/status of 401/.test(e))).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  test("prompts, MCP, memory and identity pages list what the API holds", async () => {
+    await api("POST", "/api/v1/prompts", { name: "Greeting", template: "Hello {{name}}" });
+    await api("POST", "/api/v1/memory/projects", { projectId: "dashboard-project", name: "dashboard-project", roadmap: "Ship the dashboard" });
+    const page = await browser.page();
+    await signIn(page, adminKey);
+    await goto(page, "Prompts");
+    await page.getByRole("cell", { name: "Greeting" }).waitFor();
+    await checkPage(page, "prompts");
+    await goto(page, "MCP");
+    await page.locator("table caption", { hasText: "Servers (0)" }).waitFor();
+    await stat(page, "Tool calls").waitFor();
+    await checkPage(page, "mcp");
+    await goto(page, "Memory");
+    await page.getByRole("cell", { name: "dashboard-project" }).waitFor();
+    await checkPage(page, "memory");
+    await goto(page, "Identity");
+    await page.locator("table caption", { hasText: "SSO connections" }).waitFor();
+    await page.locator("table caption", { hasText: "Recent SCIM activity" }).waitFor();
+    await checkPage(page, "identity");
     await page.close();
   }, 60_000);
 

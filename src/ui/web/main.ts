@@ -16,6 +16,7 @@ import { KeysPage } from "./pages/keys";
 import { CachePage } from "./pages/cache";
 import { TeamsPage } from "./pages/teams";
 import { SystemPage } from "./pages/system";
+import { IdentityPage, McpPage, MemoryPage, PromptsPage } from "./pages/lists";
 
 const PAGES = [
   { id: "overview", label: "Overview", perm: "ViewMetrics", view: OverviewPage },
@@ -24,6 +25,10 @@ const PAGES = [
   { id: "keys", label: "Keys", perm: "ViewKeys", view: KeysPage },
   { id: "cache", label: "Cache", perm: "ViewMetrics", view: CachePage },
   { id: "teams", label: "Teams", perm: "WorkspaceAdmin", view: TeamsPage },
+  { id: "prompts", label: "Prompts", perm: undefined, view: PromptsPage },
+  { id: "mcp", label: "MCP", perm: undefined, view: McpPage },
+  { id: "memory", label: "Memory", perm: undefined, view: MemoryPage },
+  { id: "identity", label: "Identity", perm: "WorkspaceAdmin", view: IdentityPage },
   { id: "system", label: "System", perm: undefined, view: SystemPage },
 ] as const;
 
