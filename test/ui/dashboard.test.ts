@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Page } from "playwright-core";
 import { startProxyEnv, type ProxyEnv } from "../gateway/setup";
+import { join } from "node:path";
 import { axeViolations, launchBrowser, screenshot, type Browser } from "./browser";
+import { operatingPoints } from "../../src/ui/bundle";
 
 const TENANT = "ui-tenant";
 let env: ProxyEnv;
@@ -182,6 +184,19 @@ describe("dashboard in Chromium", () => {
     await goto(page, "Cache");
     await stat(page, "Entries").waitFor();
     expect(Number(await stat(page, "Entries").textContent())).toBeGreaterThan(0);
+    // the operating point in use, beside BENCHMARKS.md's measured trade-off of every point
+    const settings = await api("GET", "/api/v1/cache/settings");
+    const points = operatingPoints(await Bun.file(join(import.meta.dir, "../../BENCHMARKS.md")).text());
+    const tradeOff = page.getByRole("table", { name: /Measured on the dev set/ });
+    await tradeOff.waitFor();
+    expect(await tradeOff.locator("tbody tr").count()).toBe(points.length);
+    const inUse = points.find((p) => p.threshold === settings.effectiveThreshold)!;
+    expect(await tradeOff.locator('tr[aria-current="true"] td').allTextContents()).toEqual([
+      `${inUse.label} — in use`,
+      inUse.precision.toFixed(3),
+      inUse.recall.toFixed(3),
+      inUse.falseHitRate.toFixed(3),
+    ]);
     await checkPage(page, "cache");
     await page.getByRole("button", { name: "Purge cache" }).click();
     await page.getByText(/^Purged \d+ entries\.$/).waitFor();

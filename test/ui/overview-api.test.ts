@@ -13,6 +13,9 @@ import { GATEWAY_MIGRATIONS } from "../../src/gateway/migrations";
 import { LATENCY_BOUNDS, OVERVIEW_MIGRATIONS, OverviewQuery, quantile } from "../../src/gateway/overview-api";
 import { UsageStore, type UsageRow } from "../../src/gateway/usage";
 import { startProxyEnv, type ProxyEnv } from "../gateway/setup";
+import { operatingPoints } from "../../src/ui/bundle";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 const NOW = Date.parse("2026-11-20T12:34:56.000Z");
 const TIERS = ["exact", "semantic", "l2_context"] as const;
@@ -130,6 +133,25 @@ describe("overview rollup", () => {
     counts[bucketOf(100)] = 10; // (80, 100]
     expect(quantile(counts, 0.5)).toBe(90);
     expect(quantile(counts, 1)).toBe(100);
+  });
+});
+
+describe("operating points compiled into the dashboard", () => {
+  const table = (rows: string) =>
+    `## x\n\n| decisionThreshold | hits | precision | recall | false-hit rate | other |\n|---|---|---|---|---|---|\n${rows}\n\nafter`;
+  test("read from BENCHMARKS.md's decisionThreshold table (bold, footnotes and labels kept readable)", () => {
+    expect(operatingPoints(table("| 1 (the rules alone)¹ | 177 | 0.977 | 0.346 | 0.008 | x |\n| **0.92 (default)** | 184 | **0.978** | 0.360 | 0.008 | y |"))).toEqual([
+      { threshold: 1, label: "1 (the rules alone)", precision: 0.977, recall: 0.346, falseHitRate: 0.008 },
+      { threshold: 0.92, label: "0.92 (default)", precision: 0.978, recall: 0.36, falseHitRate: 0.008 },
+    ]);
+    // the real file parses, and has the default operating point
+    const real = operatingPoints(readFileSync(join(import.meta.dir, "../../BENCHMARKS.md"), "utf8"));
+    expect(real.length).toBeGreaterThan(3);
+  });
+  test("a table that cannot be read fails the build instead of vanishing from the page", () => {
+    expect(() => operatingPoints("no table here")).toThrow("no `| decisionThreshold |` table");
+    expect(() => operatingPoints(table("| 0.9 | 187 | n/a | 0.364 | 0.010 | z |"))).toThrow("unreadable row");
+    expect(() => operatingPoints(table(""))).toThrow("has no rows");
   });
 });
 

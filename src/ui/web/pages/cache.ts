@@ -28,6 +28,18 @@ interface Settings {
 }
 const PAGE = 20;
 
+/** BENCHMARKS.md's measured trade-off per operating point; the row in use is marked. */
+const TradeOff = ({ current }: { current: number | null }) =>
+  html`<table class="compact">
+    <caption>Measured on the dev set (BENCHMARKS.md, "Learned hit decision")</caption>
+    <thead><tr><th scope="col">Threshold</th><th scope="col" class="num">Precision</th><th scope="col" class="num">Recall</th><th scope="col" class="num">False-hit rate</th></tr></thead>
+    <tbody>${__SVC_OPERATING_POINTS__.map(
+      (p) => html`<tr class=${p.threshold === current ? "current" : ""} aria-current=${p.threshold === current ? "true" : undefined}>
+        <td>${p.label}${p.threshold === current ? " — in use" : ""}</td><td class="num">${p.precision.toFixed(3)}</td><td class="num">${p.recall.toFixed(3)}</td><td class="num">${p.falseHitRate.toFixed(3)}</td>
+      </tr>`,
+    )}</tbody>
+  </table>`;
+
 export function CachePage() {
   const [offset, setOffset] = useState(0);
   const [message, setMessage] = useState<string>();
@@ -80,8 +92,9 @@ export function CachePage() {
       <h2>Operating point</h2>
       <p>${o.learned
         ? html`The learned hit decision accepts a semantic hit at probability ≥ <strong>${o.effectiveThreshold ?? "—"}</strong> (${o.source ?? "default"}; the model's own default is ${o.modelThreshold ?? "—"}).
-          Higher means fewer, surer hits (precision); lower means more hits (recall). The trade-off measured for each value is in BENCHMARKS.md, "Learned hit decision".`
+          Higher means fewer, surer hits (precision); lower means more hits (recall).`
         : "The learned hit decision is not in use on this gateway (its embedder is not the one the decision was trained on)."}</p>
+      ${o.learned && html`<${TradeOff} current=${o.effectiveThreshold} />`}
       ${manage &&
       html`<form class="toolbar" onSubmit=${saveThreshold}>
         <label for="c-threshold">Decision threshold (0–1, empty for the default)</label>
