@@ -1,6 +1,6 @@
 /** Small shared pieces of the pages: loading data, formatting, a sortable table, CSV export. */
 import { html } from "htm/preact";
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure } from "./api";
 
 export { html };
@@ -9,10 +9,20 @@ export { html };
 export function useLoad<T>(f: () => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [n, setN] = useState(0);
+  // the first load starts while the component first renders, not a frame later in the effect
+  const first = useRef<Promise<T> | null>(null);
+  const started = useRef(false);
+  if (!started.current) {
+    started.current = true;
+    first.current = f();
+    first.current.catch(() => undefined); // handled by the effect below
+  }
   useEffect(() => {
     let live = true;
-    setState((s) => ({ ...s, loading: true }));
-    f().then(
+    const p = first.current ?? f();
+    first.current = null;
+    setState((s) => (s.loading ? s : { ...s, loading: true }));
+    p.then(
       (data) => live && setState({ data, loading: false }),
       (e) => live && !(e instanceof ApiFailure && e.status === 401) && setState({ error: String(e instanceof Error ? e.message : e), loading: false }),
     );
