@@ -271,10 +271,74 @@ describe("dashboard in Chromium", () => {
     await goto(page, "Memory");
     await page.getByRole("cell", { name: "dashboard-project" }).waitFor();
     await checkPage(page, "memory");
-    await goto(page, "Identity");
+    await goto(page, "SSO / SCIM");
     await page.locator("table caption", { hasText: "SSO connections" }).waitFor();
     await page.locator("table caption", { hasText: "Recent SCIM activity" }).waitFor();
     await checkPage(page, "identity");
+    await page.close();
+  }, 60_000);
+
+  test("users: invite with a role, suspend and reactivate, assign a role with an expiry", async () => {
+    const user = await api("POST", "/api/v1/users", { email: "ada@example.com", name: "Ada" });
+    const roles = (await api("GET", "/api/v1/roles")).roles as Array<{ id: string; name: string }>;
+    const page = await browser.page();
+    await signIn(page, adminKey);
+    await goto(page, "Users");
+    await page.getByLabel("E-mail").fill("grace@example.com");
+    await page.getByLabel("Role", { exact: true }).selectOption({ label: roles[1]!.name });
+    await page.getByRole("button", { name: "Send invitation" }).click();
+    await page.getByRole("row", { name: /grace@example\.com/ }).waitFor();
+    const invites = (await api("GET", "/api/v1/invitations")).invitations;
+    expect(invites.map((i: any) => [i.email, i.roleId, i.status])).toEqual([["grace@example.com", roles[1]!.id, "pending"]]);
+
+    const row = page.getByRole("row", { name: /ada@example\.com/ });
+    await row.getByRole("button", { name: "Suspend ada@example.com" }).click();
+    await row.getByRole("button", { name: "Reactivate ada@example.com" }).waitFor();
+    expect((await api("GET", `/api/v1/users/${user.id}`)).status).toBe("SUSPENDED");
+    await checkPage(page, "users");
+    await row.getByRole("button", { name: "Reactivate ada@example.com" }).click();
+    await row.getByRole("button", { name: "Suspend ada@example.com" }).waitFor();
+    expect((await api("GET", `/api/v1/users/${user.id}`)).status).toBe("ACTIVE");
+
+    await row.getByLabel("Role for ada@example.com").selectOption({ label: roles[0]!.name });
+    await row.getByLabel("Role expiry for ada@example.com (optional)").fill("2099-12-31");
+    await row.getByRole("button", { name: "Assign role to ada@example.com" }).click();
+    await row.getByText(`${roles[0]!.name} (until 2099-12-31 23:59:59Z)`).waitFor();
+    const held = (await api("GET", `/api/v1/users/${user.id}/roles`)).assignments;
+    expect(held.map((a: any) => [a.roleId, a.expiresAt])).toEqual([[roles[0]!.id, "2099-12-31T23:59:59.000Z"]]);
+    expect(page.errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  test("keyboard only: sign in, skip to the content, reach every page and Sign out", async () => {
+    const page = await browser.page();
+    await page.goto(`${env.gw.url}/ui`);
+    await page.getByLabel("API key").waitFor();
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("apikey");
+    await page.keyboard.type(adminKey);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+    // a page opened moves focus to its content; Shift+Tab from there is Sign out
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("main");
+    await page.keyboard.press("Shift+Tab");
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe("Sign out");
+    // from the top, Tab walks through "Skip to content", every page link, then Sign out
+    await page.getByRole("link", { name: "Skip to content" }).focus();
+    const seen: string[] = ["Skip to content"];
+    for (let i = 0; i < 20 && !seen.includes("Sign out"); i++) {
+      await page.keyboard.press("Tab");
+      seen.push(await page.evaluate(() => ((globalThis as any).document.activeElement?.textContent ?? "").trim()));
+    }
+    expect(seen).toEqual(["Skip to content", "Overview", "Usage", "Requests", "Keys", "Cache", "Teams", "Prompts", "MCP", "Memory", "Users", "SSO / SCIM", "System", "Sign out"]);
+    await page.getByRole("link", { name: "Skip to content" }).focus();
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("main");
+    // a page link opens with Enter
+    await page.getByRole("link", { name: "Usage", exact: true }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Usage", level: 1 }).waitFor();
+    expect(page.errors).toEqual([]);
     await page.close();
   }, 60_000);
 

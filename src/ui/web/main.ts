@@ -17,6 +17,7 @@ import { CachePage } from "./pages/cache";
 import { TeamsPage } from "./pages/teams";
 import { SystemPage } from "./pages/system";
 import { IdentityPage, McpPage, MemoryPage, PromptsPage } from "./pages/lists";
+import { UsersPage } from "./pages/users";
 
 const PAGES = [
   { id: "overview", label: "Overview", perm: "ViewMetrics", view: OverviewPage },
@@ -28,7 +29,8 @@ const PAGES = [
   { id: "prompts", label: "Prompts", perm: undefined, view: PromptsPage },
   { id: "mcp", label: "MCP", perm: undefined, view: McpPage },
   { id: "memory", label: "Memory", perm: undefined, view: MemoryPage },
-  { id: "identity", label: "Identity", perm: "WorkspaceAdmin", view: IdentityPage },
+  { id: "users", label: "Users", perm: "WorkspaceAdmin", view: UsersPage },
+  { id: "identity", label: "SSO / SCIM", perm: "WorkspaceAdmin", view: IdentityPage },
   { id: "system", label: "System", perm: undefined, view: SystemPage },
 ] as const;
 

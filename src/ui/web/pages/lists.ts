@@ -1,7 +1,7 @@
 /**
  * Read-only pages over the other domains' list endpoints: prompts and chains, MCP servers, tools
- * and tool-cache analytics, memory projects, and the workspace's users, invitations, SSO
- * connections and SCIM tokens. Each section is one paged list call of the public API.
+ * and tool-cache analytics, memory projects, and the workspace's SSO connections and SCIM tokens
+ * and activity. Each section is one paged list call of the public API.
  */
 import { api } from "../api";
 import { html, int, ms, pct, Status, usd, useLoad, when } from "../kit";
@@ -92,9 +92,7 @@ export const MemoryPage = page("memory", "Memory", [
   },
 ]);
 
-export const IdentityPage = page("identity", "Identity", [
-  { title: "Users", path: "/api/v1/users?page_size=100", key: "users", columns: [["Email", (r) => r.email], ["Name", (r) => r.name], ["Status", (r) => r.status], ["Provider", (r) => r.identity_provider], ["Created", (r) => when(r.created_at)]] },
-  { title: "Invitations", path: "/api/v1/invitations?pageSize=100", key: "invitations", columns: [["Email", (r) => r.email], ["Status", (r) => r.status], ["Expires", (r) => when(r.expiresAt)]] },
+export const IdentityPage = page("identity", "SSO / SCIM", [
   { title: "SSO connections", path: "/api/v1/sso/connections?pageSize=100", key: "connections", columns: [["Name", (r) => r.name], ["Protocol", (r) => r.protocol], ["Domains (verification)", (r) => (r.domains ?? []).map((d: Row) => `${d.domain} (${d.status})`)], ["Status", (r) => r.status], ["Last tested", (r) => when(r.lastTestedAt)]] },
   { title: "SCIM tokens", path: "/api/v1/scim/tokens?pageSize=100", key: "tokens", columns: [["Name", (r) => r.name], ["Status", (r) => r.status], ["Scopes", (r) => r.scopes], ["Token", (r) => r.maskedValue], ["Expires", (r) => (r.expiresAt ? when(r.expiresAt) : "never")], ["Last used", (r) => when(r.lastUsedAt)]] },
   { title: "Recent SCIM activity", path: "/api/v1/scim/activities?pageSize=20", key: "activities", columns: [["Time", (r) => when(r.timestamp)], ["Operation", (r) => r.operation], ["Resource", (r) => r.resourceType], ["Status", (r) => r.status], ["Error", (r) => r.errorMessage]] },
