@@ -257,12 +257,27 @@ describe("dashboard in Chromium", () => {
   }, 60_000);
 
   test("prompts, MCP, memory and identity pages list what the API holds", async () => {
-    await api("POST", "/api/v1/prompts", { name: "Greeting", template: "Hello {{name}}" });
+    const prompt = await api("POST", "/api/v1/prompts", { name: "Greeting", template: "Hello {{name}}\nHave a nice day.", model: "gpt-4o-mini" });
+    await api("POST", `/api/v1/prompts/${prompt.id}/versions`, { template: "Hi {{name}}, welcome!\nHave a nice day.", message: "friendlier" });
     await api("POST", "/api/v1/memory/projects", { projectId: "dashboard-project", name: "dashboard-project", roadmap: "Ship the dashboard" });
     const page = await browser.page();
     await signIn(page, adminKey);
     await goto(page, "Prompts");
-    await page.getByRole("cell", { name: "Greeting" }).waitFor();
+    await page.getByRole("button", { name: "Open Greeting" }).click();
+    // side by side: v1 on the left, v2 on the right, the changed line marked on each side
+    const diff = page.getByRole("table", { name: "Template v1 (left) and v2 (right)" });
+    await diff.waitFor();
+    expect(await diff.locator("tbody tr").evaluateAll((rows) => rows.map((r) => [...(r as any).cells].map((c: any) => [c.className, c.textContent])))).toEqual([
+      [["del", "removed: Hello {{name}}"], ["add", "added: Hi {{name}}, welcome!"]],
+      [["", "Have a nice day."], ["", "Have a nice day."]],
+    ]);
+    await page.getByLabel(/^name/).fill("Ada");
+    await page.getByRole("button", { name: "Render" }).click();
+    await page.locator("pre.out", { hasText: "Hi Ada, welcome!" }).waitFor();
+    const before = env.fake.received("/v1/chat/completions").length;
+    await page.getByRole("button", { name: "Execute" }).click();
+    await page.locator("pre.out", { hasText: /^answer #\d+: Hi Ada, welcome!/ }).waitFor();
+    expect(env.fake.received("/v1/chat/completions").length).toBe(before + 1);
     await checkPage(page, "prompts");
     await goto(page, "MCP");
     await page.locator("table caption", { hasText: "Servers (0)" }).waitFor();

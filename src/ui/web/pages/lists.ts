@@ -1,5 +1,5 @@
 /**
- * Read-only pages over the other domains' list endpoints: prompts and chains, MCP servers, tools
+ * Read-only pages over the other domains' list endpoints: MCP servers, tools
  * and tool-cache analytics, memory projects, and the workspace's SSO connections and SCIM tokens
  * and activity. Each section is one paged list call of the public API.
  */
@@ -40,16 +40,6 @@ const page = (id: string, title: string, sections: Section[], intro?: () => unkn
       ${sections.map((s) => html`<${List} key=${s.path} s=${s} />`)}
     </section>`;
   };
-
-export const PromptsPage = page("prompts", "Prompts", [
-  {
-    title: "Prompts",
-    path: "/api/v1/prompts?pageSize=100",
-    key: "prompts",
-    columns: [["Name", (r) => r.name], ["Status", (r) => r.status], ["Version", (r) => r.currentVersion], ["Model", (r) => r.model], ["Tags", (r) => r.tags], ["Updated", (r) => when(r.updatedAt)]],
-  },
-  { title: "Chains", path: "/api/v1/chains?pageSize=100", key: "chains", columns: [["Name", (r) => r.name], ["Steps", (r) => r.steps?.length], ["Updated", (r) => when(r.updatedAt)]] },
-]);
 
 function ToolCacheSummary() {
   const a = useLoad<Row>(() => api("/api/v1/mcp/analytics"));
