@@ -198,6 +198,16 @@ describe("dashboard in Chromium", () => {
       inUse.falseHitRate.toFixed(3),
     ]);
     await checkPage(page, "cache");
+    // search the cache for a question: an exact hit; deleting its entry makes the SDK's next ask a miss
+    await page.getByLabel("Question").fill("Who wrote Hamlet?");
+    await page.getByRole("button", { name: "Look up" }).click();
+    const found = page.getByRole("status").filter({ hasText: "HIT" });
+    await found.waitFor();
+    expect(await found.textContent()).toContain("exact · similarity 1.000");
+    await page.getByRole("button", { name: "Delete this entry" }).click();
+    await page.getByText(/^Deleted entry /).waitFor();
+    expect((await ask(client, "Who wrote Hamlet?")).response.headers.get("x-cache-status")).toBe("MISS");
+    expect((await ask(client, "Who wrote Hamlet?")).response.headers.get("x-cache-status")).toBe("HIT");
     await page.getByRole("button", { name: "Purge cache" }).click();
     await page.getByText(/^Purged \d+ entries\.$/).waitFor();
     await page.locator('.stat:has(dt:text-is("Entries")) dd:text-is("0")').waitFor();

@@ -40,6 +40,55 @@ const TradeOff = ({ current }: { current: number | null }) =>
     )}</tbody>
   </table>`;
 
+interface Lookup {
+  hit: boolean;
+  tier: string | null;
+  similarity: number;
+  learnedScore: number | null;
+  entryId: string | null;
+  lookupMs: number;
+}
+
+/** "Would this question hit?": POST /api/v1/query looks a chat request up without calling upstream or storing. */
+function Probe({ manage, onDeleted }: { manage: boolean; onDeleted: (m: string) => void }) {
+  const [model, setModel] = useState("gpt-4o-mini");
+  const [question, setQuestion] = useState("");
+  const [r, setR] = useState<Lookup>();
+  const [error, setError] = useState<string>();
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      setR(await api<Lookup>("/api/v1/query", { method: "POST", json: { model: model.trim(), messages: [{ role: "user", content: question }] } }));
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const remove = async () => {
+    await api(`/api/v1/cache/entries/${encodeURIComponent(r!.entryId!)}`, { method: "DELETE" });
+    setR(undefined);
+    onDeleted(`Deleted entry ${r!.entryId}.`);
+  };
+  return html`<form class="card" onSubmit=${submit} aria-labelledby="h-probe">
+    <h2 id="h-probe">Search the cache</h2>
+    <p class="muted">Looks a question up as the chat-completions proxy would, without calling the provider or storing anything.</p>
+    <div class="toolbar">
+      <label for="p-model">Model</label>
+      <input id="p-model" type="text" required value=${model} onInput=${(e: Event) => setModel((e.target as HTMLInputElement).value)} />
+      <label for="p-question">Question</label>
+      <input id="p-question" type="text" required class="wide" value=${question} onInput=${(e: Event) => setQuestion((e.target as HTMLInputElement).value)} />
+      <button type="submit">Look up</button>
+    </div>
+    ${error ? html`<p class="error" role="alert">${error}</p>` : null}
+    ${r &&
+    html`<p role="status">
+      ${r.hit ? html`<span class="badge hit">HIT</span> ${r.tier} · similarity ${r.similarity.toFixed(3)}${r.learnedScore !== null ? ` · learned score ${r.learnedScore.toFixed(3)}` : ""} · entry <code>${r.entryId}</code>` : html`<span class="badge miss">MISS</span> nearest similarity ${r.similarity.toFixed(3)}`}
+      · ${r.lookupMs.toFixed(1)} ms
+      ${r.hit && manage ? html` <button type="button" class="danger" onClick=${remove}>Delete this entry</button>` : null}
+    </p>`}
+  </form>`;
+}
+
 export function CachePage() {
   const [offset, setOffset] = useState(0);
   const [message, setMessage] = useState<string>();
@@ -102,6 +151,7 @@ export function CachePage() {
         <button type="submit">Save operating point</button>
       </form>`}
     </div>`}
+    <${Probe} manage=${manage} onDeleted=${(m: string) => act(async () => m)} />
     ${manage && html`<p><button type="button" class="danger" onClick=${purge}>Purge cache</button></p>`}
     <${Status} error=${entries.error} />
     <table>
