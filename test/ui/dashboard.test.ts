@@ -367,6 +367,40 @@ describe("dashboard in Chromium", () => {
     await page.close();
   }, 60_000);
 
+  test("behind a reverse proxy's path prefix (/svc/ui and /svc/ui/), with no rewrite rules", async () => {
+    // a proxy that serves svc under /svc/ and forwards everything else nowhere
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async (req) => {
+        const url = new URL(req.url);
+        if (!url.pathname.startsWith("/svc/")) return new Response("not here", { status: 404 });
+        const upstream = await fetch(env.gw.url + url.pathname.slice(4) + url.search, { method: req.method, headers: req.headers, body: req.body, redirect: "manual" });
+        return new Response(upstream.body, { status: upstream.status, headers: upstream.headers });
+      },
+    });
+    try {
+      for (const path of ["/svc/ui", "/svc/ui/"]) {
+        const page = await browser.page();
+        const outside: string[] = [];
+        page.on("request", (r) => {
+          if (!new URL(r.url()).pathname.startsWith("/svc/")) outside.push(r.url());
+        });
+        await page.goto(`http://127.0.0.1:${proxy.port}${path}`);
+        await page.getByLabel("API key").fill(adminKey);
+        await page.getByRole("button", { name: "Sign in" }).click();
+        await stat(page, "Requests").waitFor();
+        await goto(page, "Keys");
+        await page.getByRole("cell", { name: "dashboard admin", exact: true }).waitFor();
+        expect(outside).toEqual([]);
+        expect(page.errors).toEqual([]);
+        await page.close();
+      }
+    } finally {
+      proxy.stop(true);
+    }
+  }, 60_000);
+
   test("Sign out ends the session", async () => {
     const page = await browser.page();
     await signIn(page, adminKey);
