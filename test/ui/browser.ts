@@ -18,26 +18,35 @@ const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
 export const OUTPUT = resolve(process.env.SVC_TEST_OUTPUT ?? join(import.meta.dir, "../../tmp/test-output"), "ui");
 
-function findChromium(): string | undefined {
-  const env = process.env.CHROMIUM_PATH;
+interface Where {
+  /** where to look (default /usr/bin/chromium, /usr/bin/chromium-browser) */
+  candidates?: string[];
+  /** the user id deciding whether apt-get may run (default: this process's) */
+  uid?: number;
+  /** CHROMIUM_PATH (default: the environment's) */
+  chromiumPath?: string;
+}
+
+function findChromium(w: Where): string | undefined {
+  const env = "chromiumPath" in w ? w.chromiumPath : process.env.CHROMIUM_PATH;
   if (env) {
     if (!existsSync(env)) throw new Error(`CHROMIUM_PATH=${env} does not exist`);
     return env;
   }
-  return CANDIDATES.find((p) => existsSync(p));
+  return (w.candidates ?? CANDIDATES).find((p) => existsSync(p));
 }
 
 /** The Chromium executable, installed with apt-get when missing and allowed (root). */
-export function ensureChromium(): string {
-  const found = findChromium();
+export function ensureChromium(w: Where = {}): string {
+  const found = findChromium(w);
   if (found) return found;
-  if (process.getuid?.() !== 0)
+  if ((w.uid ?? process.getuid?.()) !== 0)
     throw new Error(`the dashboard's browser tests need Chromium and this user cannot install it: run \`${INSTALL}\` as root (or set CHROMIUM_PATH)`);
   for (const cmd of [["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]]) {
     const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
     if (r.exitCode !== 0) throw new Error(`installing Chromium failed (\`${cmd.join(" ")}\` exited ${r.exitCode}): ${r.stderr.toString().slice(-2000)}\nrun \`${INSTALL}\` by hand`);
   }
-  const installed = findChromium();
+  const installed = findChromium(w);
   if (!installed) throw new Error(`\`${INSTALL}\` ran but no chromium executable is at ${CANDIDATES.join(" or ")}`);
   return installed;
 }

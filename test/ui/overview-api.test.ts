@@ -14,6 +14,7 @@ import { LATENCY_BOUNDS, OVERVIEW_MIGRATIONS, OverviewQuery, quantile } from "..
 import { UsageStore, type UsageRow } from "../../src/gateway/usage";
 import { startProxyEnv, type ProxyEnv } from "../gateway/setup";
 import { operatingPoints } from "../../src/ui/bundle";
+import { ensureChromium, INSTALL } from "./browser";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -133,6 +134,13 @@ describe("overview rollup", () => {
     counts[bucketOf(100)] = 10; // (80, 100]
     expect(quantile(counts, 0.5)).toBe(90);
     expect(quantile(counts, 1)).toBe(100);
+  });
+});
+
+describe("the browser tests' Chromium", () => {
+  test("missing and not root: the setup fails naming the command to run (never a silent skip)", () => {
+    expect(() => ensureChromium({ candidates: ["/nonexistent/chromium"], uid: 1000, chromiumPath: undefined })).toThrow(`run \`${INSTALL}\` as root`);
+    expect(() => ensureChromium({ chromiumPath: "/nonexistent/chromium" })).toThrow("CHROMIUM_PATH=/nonexistent/chromium does not exist");
   });
 });
 
