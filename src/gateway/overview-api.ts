@@ -10,7 +10,8 @@
  * (`usage_rollup_hour`, read for the last day and 30 days: ≤ 720 rows), each with latency as a
  * fixed histogram — whatever the traffic. Ranges are whole units (UTC), the current one included:
  * the last 60 minutes, 24 hours, 720 hours; percentiles are interpolated within a histogram bucket
- * (buckets grow ~25% each).
+ * (buckets grow ~25% each). usage_records are never deleted today; whatever deletes them later (a
+ * retention job) must subtract from, or delete, the rollup rows of the same minutes and hours.
  */
 import { Elysia, t } from "elysia";
 import type { Kernel } from "../core/kernel";
