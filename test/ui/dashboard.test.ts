@@ -239,13 +239,13 @@ describe("dashboard in Chromium", () => {
   test("an expired token returns to sign-in (by the clock, and when the server refuses it)", async () => {
     const page = await browser.page();
     await signIn(page, adminKey);
-    // a token that expires in 2 s, as the exchange would have issued it
-    const short = await env.gw.ctx.tokens.sign({ tenantId: TENANT, sub: "admin", permissions: ["WorkspaceAdmin"] }, 2);
+    // a token that expires in 5 s, as the exchange would have issued it (time enough to see the overview first on a busy machine)
+    const short = await env.gw.ctx.tokens.sign({ tenantId: TENANT, sub: "admin", permissions: ["WorkspaceAdmin"] }, 5);
     const exp = JSON.parse(atob(short.split(".")[1]!)).exp as number;
     await page.evaluate(([token, exp]) => sessionStorage.setItem("svc.session", JSON.stringify({ ...JSON.parse(sessionStorage.getItem("svc.session")!), token, exp })), [short, exp] as const);
     await page.reload();
     await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
-    await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: 15_000 });
+    await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: 20_000 });
     await expect(page.getByText("Your session has expired").isVisible()).resolves.toBe(true);
     expect(page.errors).toEqual([]);
 
