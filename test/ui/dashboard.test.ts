@@ -270,6 +270,12 @@ describe("dashboard in Chromium", () => {
     const prompt = await api("POST", "/api/v1/prompts", { name: "Greeting", template: "Hello {{name}}\nHave a nice day.", model: "gpt-4o-mini" });
     await api("POST", `/api/v1/prompts/${prompt.id}/versions`, { template: "Hi {{name}}, welcome!\nHave a nice day.", message: "friendlier" });
     await api("POST", "/api/v1/memory/projects", { projectId: "dashboard-project", name: "dashboard-project", roadmap: "Ship the dashboard" });
+    await api("POST", "/api/v1/memory/projects/dashboard-project/store", {
+      branchPurpose: "build the admin dashboard",
+      cumulativeProgress: "overview and usage pages render real aggregates",
+      thisContribution: "charted requests and cache hits per hour with uPlot",
+      agentId: "agent-1",
+    });
     const page = await browser.page();
     await signIn(page, adminKey);
     await goto(page, "Prompts");
@@ -294,7 +300,14 @@ describe("dashboard in Chromium", () => {
     await stat(page, "Tool calls").waitFor();
     await checkPage(page, "mcp");
     await goto(page, "Memory");
-    await page.getByRole("cell", { name: "dashboard-project" }).waitFor();
+    await page.getByRole("cell", { name: "dashboard-project", exact: true }).waitFor();
+    await page.getByLabel("Search milestones").fill("uPlot charts of cache hits");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.getByRole("cell", { name: "charted requests and cache hits per hour with uPlot" }).waitFor();
+    await page.getByRole("button", { name: "Show branches of dashboard-project" }).click();
+    const branches = page.getByRole("table", { name: /Branches of dashboard-project/ });
+    await branches.waitFor();
+    expect(await branches.locator("tbody tr td").allTextContents()).toEqual(expect.arrayContaining(["main", "1"]));
     await checkPage(page, "memory");
     await goto(page, "SSO / SCIM");
     await page.locator("table caption", { hasText: "SSO connections" }).waitFor();

@@ -16,7 +16,8 @@ import { KeysPage } from "./pages/keys";
 import { CachePage } from "./pages/cache";
 import { TeamsPage } from "./pages/teams";
 import { SystemPage } from "./pages/system";
-import { IdentityPage, McpPage, MemoryPage } from "./pages/lists";
+import { IdentityPage, McpPage } from "./pages/lists";
+import { MemoryPage } from "./pages/memory";
 import { PromptsPage } from "./pages/prompts";
 import { UsersPage } from "./pages/users";
 

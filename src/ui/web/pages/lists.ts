@@ -1,6 +1,6 @@
 /**
  * Read-only pages over the other domains' list endpoints: MCP servers, tools
- * and tool-cache analytics, memory projects, and the workspace's SSO connections and SCIM tokens
+ * and tool-cache analytics, and the workspace's SSO connections and SCIM tokens
  * and activity. Each section is one paged list call of the public API.
  */
 import { api } from "../api";
@@ -72,15 +72,6 @@ export const McpPage = page(
   ],
   () => html`<${ToolCacheSummary} />`,
 );
-
-export const MemoryPage = page("memory", "Memory", [
-  {
-    title: "Projects",
-    path: "/api/v1/memory/projects?limit=100",
-    key: "projects",
-    columns: [["Name", (r) => r.name], ["Milestones", (r) => r.milestoneCount], ["Active branches", (r) => r.activeBranches], ["Updated", (r) => when(r.updatedAt)]],
-  },
-]);
 
 export const IdentityPage = page("identity", "SSO / SCIM", [
   { title: "SSO connections", path: "/api/v1/sso/connections?pageSize=100", key: "connections", columns: [["Name", (r) => r.name], ["Protocol", (r) => r.protocol], ["Domains (verification)", (r) => (r.domains ?? []).map((d: Row) => `${d.domain} (${d.status})`)], ["Status", (r) => r.status], ["Last tested", (r) => when(r.lastTestedAt)]] },
