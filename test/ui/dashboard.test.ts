@@ -146,12 +146,17 @@ describe("dashboard in Chromium", () => {
   test("a team's budget bar moves after spend", async () => {
     const team = await api("POST", "/api/v1/teams", { name: "Platform", maxBudgetCents: 1000, budgetPeriod: "monthly" });
     const key = (await api("POST", "/api/v1/virtual-keys", { name: "platform key", teamId: team.id })).key;
+    const member = await api("POST", "/api/v1/users", { email: "lin@example.com" });
+    await api("POST", `/api/v1/teams/${team.id}/members`, { userIds: [member.id] });
+    await api("POST", "/api/v1/teams", { name: "Platform / Search", parentTeamId: team.id });
     const page = await browser.page();
     await signIn(page, adminKey);
     await goto(page, "Teams");
-    const bar = page.getByRole("progressbar", { name: /Spend this monthly/ });
+    const bar = page.getByRole("progressbar", { name: "Spend this month" });
     await bar.waitFor();
     expect(await bar.getAttribute("aria-valuenow")).toBe("0");
+    await page.getByText("1 active keys · 1 members · sub-teams: Platform / Search").waitFor();
+    await page.getByText("0 active keys · 0 members · sub-team of Platform").waitFor();
     await checkPage(page, "teams");
 
     // 100k prompt tokens of gpt-4o at list price: a measurable share of the $10 budget

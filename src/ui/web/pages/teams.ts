@@ -11,16 +11,19 @@ interface Team {
 interface Spend {
   teamId: string;
   totalSpendCents: number;
+  teamSpendCents: number;
   maxBudgetCents: number | null;
   totalKeys: number;
   activeKeys: number;
   periodEnd: string;
 }
 
-function Budget({ team }: { team: Team }) {
+const PERIOD: Record<string, string> = { daily: "today", weekly: "this week", monthly: "this month" };
+
+function Budget({ team, parent, children }: { team: Team; parent?: string; children: string[] }) {
   const s = useLoad<Spend>(() => api(`/api/v1/teams/${encodeURIComponent(team.id)}/spend`), [team.id]);
-  const m = useLoad<{ members: unknown[] } | unknown[]>(() => api(`/api/v1/teams/${encodeURIComponent(team.id)}/members`), [team.id]);
-  const members = Array.isArray(m.data) ? m.data.length : (m.data as { members?: unknown[] } | undefined)?.members?.length;
+  const m = useLoad<{ userIds: string[]; total: number }>(() => api(`/api/v1/teams/${encodeURIComponent(team.id)}/members`), [team.id]);
+  const members = m.data?.total;
   const spent = s.data?.totalSpendCents ?? 0;
   const max = s.data?.maxBudgetCents ?? null;
   const ratio = max ? Math.min(1, spent / max) : 0;
@@ -29,7 +32,7 @@ function Budget({ team }: { team: Team }) {
     <${Status} error=${s.error} />
     ${s.data &&
     html`<p>
-        <span id=${`b-${team.id}`}>Spend this ${team.budgetPeriod}</span>:
+        <span id=${`b-${team.id}`}>Spend ${PERIOD[team.budgetPeriod] ?? `this ${team.budgetPeriod}`}</span>:
         <strong>${usd(spent / 100)}</strong>${max !== null ? html` of ${usd(max / 100)}` : " (no budget)"}
       </p>
       ${max !== null &&
@@ -37,7 +40,8 @@ function Budget({ team }: { team: Team }) {
           aria-valuetext=${`${usd(spent / 100)} of ${usd(max / 100)}`}>
           <div class=${ratio >= 1 ? "fill over" : ratio >= 0.8 ? "fill warn" : "fill"} style=${{ width: `${(ratio * 100).toFixed(1)}%` }}></div>
         </div>`}
-      <p class="muted">${s.data.activeKeys} active keys · ${members ?? "?"} members${team.parentTeamId ? " · sub-team" : ""}</p>`}
+      <p class="muted">${s.data.activeKeys} active keys · ${members ?? "…"} members${parent ? ` · sub-team of ${parent}` : ""}${children.length ? ` · sub-teams: ${children.join(", ")}` : ""}${
+        s.data.totalSpendCents !== s.data.teamSpendCents ? ` · its own keys ${usd(s.data.teamSpendCents / 100)}` : ""}</p>`}
   </li>`;
 }
 
@@ -47,6 +51,9 @@ export function TeamsPage() {
     <h1 id="h-teams">Teams</h1>
     <${Status} error=${teams.error} loading=${teams.loading && !teams.data} />
     ${teams.data && teams.data.teams.length === 0 ? html`<p class="muted">No teams yet.</p>` : null}
-    <ul class="teams">${(teams.data?.teams ?? []).map((t) => html`<${Budget} key=${t.id} team=${t} />`)}</ul>
+    <ul class="teams">${(teams.data?.teams ?? []).map((t) => {
+      const all = teams.data!.teams;
+      return html`<${Budget} key=${t.id} team=${t} parent=${all.find((x) => x.id === t.parentTeamId)?.name} children=${all.filter((x) => x.parentTeamId === t.id).map((x) => x.name)} />`;
+    })}</ul>
   </section>`;
 }
