@@ -88,7 +88,7 @@ const backfill = (table: string, unit: string, chars: number) => `
 export const OVERVIEW_MIGRATIONS: Migration[] = [
   {
     // per-minute rows serve the last hour, per-hour rows the last day and 30 days (at most 720 rows)
-    id: "0004_usage_rollups",
+    id: "0005_usage_rollups",
     up: `
       ${rollupTable("usage_rollup_minute", "minute")}
       ${rollupTable("usage_rollup_hour", "hour")}
@@ -102,7 +102,7 @@ export const OVERVIEW_MIGRATIONS: Migration[] = [
   },
   {
     // the requests page filters one tenant's records by time (usage_records_tenant_time) and, often, by cache status
-    id: "0005_usage_records_status",
+    id: "0006_usage_records_status",
     up: `CREATE INDEX usage_records_tenant_status_time ON usage_records(tenant_id, cache_status, created_at);`,
   },
 ];
