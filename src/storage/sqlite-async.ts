@@ -1,0 +1,147 @@
+/**
+ * The async storage interface over today's bun:sqlite Db (db.ts): the same connection the sync
+ * TenantDb uses, so converted and not-yet-converted domains share one file. Statements run
+ * synchronously and return resolved promises — no extra work on the hot paths.
+ *
+ * A transaction (BEGIN IMMEDIATE … COMMIT) stays open across the awaits of its callback. SQLite
+ * has one connection, so while it is open, statements from other async flows wait for it to end
+ * (they would otherwise land inside it); statements of the transaction's own flow run at once.
+ * Nested transactions are savepoints. Caveat while domains are half converted: a SYNC statement
+ * (scoped.ts) that runs while an async transaction is open joins that transaction.
+ */
+import type { Db, Params } from "./db";
+import { sqliteDialect } from "./dialect";
+import { SchemaTooNewError, StorageConstraintError, type ConstraintKind } from "./errors";
+import { knownIds, orderedMigrations, type MigrationSet } from "./migrations";
+import { txOf, withTx, type Backend, type Changes } from "./async";
+
+interface Open {
+  /** resolves when the transaction has ended */
+  done: Promise<void>;
+}
+
+const CONSTRAINT: Record<string, ConstraintKind> = {
+  SQLITE_CONSTRAINT_UNIQUE: "unique",
+  SQLITE_CONSTRAINT_PRIMARYKEY: "unique",
+  SQLITE_CONSTRAINT_FOREIGNKEY: "foreign_key",
+  SQLITE_CONSTRAINT_NOTNULL: "not_null",
+  SQLITE_CONSTRAINT_CHECK: "check",
+};
+
+function mapError(e: unknown): unknown {
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === "string" && code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(CONSTRAINT[code] ?? "other", (e as Error).message, { cause: e });
+  return e;
+}
+
+export class SqliteBackend implements Backend {
+  readonly dialect = sqliteDialect;
+  readonly description: string;
+  private open: Open | undefined;
+  private savepoints = 0;
+  private known = new Set<string>();
+
+  constructor(readonly db: Db) {
+    this.description = `sqlite ${db.path}`;
+  }
+
+  /** true when the caller must wait: a transaction of another flow is open */
+  private blocked(): boolean {
+    return this.open !== undefined && txOf(this) === undefined;
+  }
+
+  private async afterOpen<T>(fn: () => T): Promise<T> {
+    while (this.blocked()) await this.open!.done;
+    try {
+      return fn();
+    } catch (e) {
+      throw mapError(e);
+    }
+  }
+
+  get<T>(sql: string, params?: Params): Promise<T | undefined> {
+    if (this.blocked()) return this.afterOpen(() => this.db.get<T>(sql, params));
+    try {
+      return Promise.resolve(this.db.get<T>(sql, params));
+    } catch (e) {
+      return Promise.reject(mapError(e));
+    }
+  }
+  all<T>(sql: string, params?: Params): Promise<T[]> {
+    if (this.blocked()) return this.afterOpen(() => this.db.all<T>(sql, params));
+    try {
+      return Promise.resolve(this.db.all<T>(sql, params));
+    } catch (e) {
+      return Promise.reject(mapError(e));
+    }
+  }
+  run(sql: string, params?: Params): Promise<Changes> {
+    if (this.blocked()) return this.afterOpen(() => ({ changes: this.db.run(sql, params).changes }));
+    try {
+      return Promise.resolve({ changes: this.db.run(sql, params).changes });
+    } catch (e) {
+      return Promise.reject(mapError(e));
+    }
+  }
+
+  async tx<T>(fn: () => Promise<T>): Promise<T> {
+    if (txOf(this)) return this.savepoint(fn);
+    while (this.open) await this.open.done;
+    let end!: () => void;
+    this.open = { done: new Promise<void>((r) => (end = r)) };
+    try {
+      this.db.sqlite.run("BEGIN IMMEDIATE");
+      let value: T;
+      try {
+        value = await withTx(this, null, fn);
+      } catch (e) {
+        if (this.db.sqlite.inTransaction) this.db.sqlite.run("ROLLBACK");
+        throw mapError(e);
+      }
+      this.db.sqlite.run("COMMIT");
+      return value;
+    } finally {
+      this.open = undefined;
+      end();
+    }
+  }
+
+  private async savepoint<T>(fn: () => Promise<T>): Promise<T> {
+    const name = `sp${++this.savepoints}`;
+    this.db.sqlite.run(`SAVEPOINT ${name}`);
+    try {
+      const value = await withTx(this, name, fn);
+      this.db.sqlite.run(`RELEASE ${name}`);
+      return value;
+    } catch (e) {
+      this.db.sqlite.run(`ROLLBACK TO ${name}`);
+      this.db.sqlite.run(`RELEASE ${name}`);
+      throw mapError(e);
+    }
+  }
+
+  async migrate(sets: readonly MigrationSet[]): Promise<void> {
+    const known = knownIds(sets);
+    const hasTable = this.db.get("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+    if (hasTable) {
+      const unknown = this.db.appliedMigrations().filter((id) => !known.has(id));
+      if (unknown.length) throw new SchemaTooNewError(unknown, this.description);
+    }
+    await this.afterOpen(() => this.db.migrate(sets));
+    this.known = new Set(orderedMigrations(sets).map((m) => m.id));
+  }
+
+  async pendingMigrations(): Promise<string[]> {
+    const done = new Set(this.db.appliedMigrations());
+    return [...this.known].filter((id) => !done.has(id));
+  }
+
+  async ping(): Promise<void> {
+    this.db.get("SELECT 1");
+  }
+
+  async close(): Promise<void> {
+    while (this.open) await this.open.done;
+    this.db.close();
+  }
+}
