@@ -9,7 +9,8 @@
  * milliseconds and counters), DOUBLE PRECISION (PostgreSQL's REAL is 4 bytes), TEXT holding JSON
  * (rows read back the same string on both; query it through json* below). What differs:
  * `autoId`, `blob`, and full-text search tables (`fts`). Flags are INTEGER 0/1 (booleans bind as
- * 1/0 on both backends).
+ * 1/0 on both backends). PostgreSQL fragments cast JSON through `::text::jsonb`: a bare `$p::jsonb`
+ * would make Bun send the string parameter as a JSON string scalar.
  */
 export type DialectName = "sqlite" | "postgres";
 export type TimeUnit = "minute" | "hour" | "day" | "month";
@@ -128,9 +129,9 @@ CREATE INDEX ${table}_tsv ON ${table} USING GIN (tsv)`;
   ciEquals: (expr, param) => `lower(${expr}) = lower(${param})`,
   ciLike: (expr, param) => `${expr} ILIKE ${param} ESCAPE '\\'`,
   ciOrder: (expr) => `lower(${expr})`,
-  jsonText: (expr, path) => `((${expr})::jsonb #>> ${jsonPathPg(path)})`,
-  jsonEach: (expr) => `jsonb_array_elements_text((${expr})::jsonb) AS value`,
-  inJsonArray: (param) => `(SELECT jsonb_array_elements_text((${param})::jsonb))`,
+  jsonText: (expr, path) => `((${expr})::text::jsonb #>> ${jsonPathPg(path)})`,
+  jsonEach: (expr) => `jsonb_array_elements_text((${expr})::text::jsonb) AS value`,
+  inJsonArray: (param) => `(SELECT jsonb_array_elements_text((${param})::text::jsonb))`,
   jsonArrayAgg: (inner) => `(json_agg(${inner}))::text`,
   nowMs: "(extract(epoch from clock_timestamp()) * 1000)::bigint",
   msToIso: (ms) => `to_char(to_timestamp((${ms}) / 1000.0) AT TIME ZONE 'UTC', ${ISO_MS_PG})`,

@@ -1,0 +1,91 @@
+/**
+ * Migrations through the async interface, on both backends: three runners starting at once against
+ * an empty database apply each migration once; a newer build migrates what an older one left; an
+ * older build refuses a newer schema with a clear message; `{ sqlite, postgres }` and portable().
+ */
+import { expect, test } from "bun:test";
+import { SchemaTooNewError } from "../../src/storage/errors";
+import { portable, type MigrationSet } from "../../src/storage/migrations";
+import { eachBackend, SETUP_TIMEOUT } from "./backends";
+
+const V1: MigrationSet = {
+  domain: "notes",
+  migrations: [
+    { id: "0001_notes", up: portable((d) => `CREATE TABLE notes (key ${d.autoId}, tenant_id TEXT NOT NULL, body TEXT NOT NULL, vec ${d.blob})`) },
+    // a data migration: a second application would insert a second row
+    { id: "0002_seed", up: "INSERT INTO notes (tenant_id, body) VALUES ('seed', 'inserted by 0002')" },
+  ],
+};
+const V2: MigrationSet = {
+  domain: "notes",
+  migrations: [
+    ...V1.migrations,
+    {
+      id: "0003_stamp",
+      up: {
+        sqlite: (db) => {
+          db.run("ALTER TABLE notes ADD COLUMN stamped TEXT");
+          db.run("UPDATE notes SET stamped = 'sqlite-fn'");
+        },
+        postgres: async (sql) => {
+          await sql.run("ALTER TABLE notes ADD COLUMN stamped TEXT");
+          await sql.run("UPDATE notes SET stamped = $s", { s: "pg-fn" });
+        },
+      },
+    },
+  ],
+};
+const OTHER: MigrationSet = { domain: "other", migrations: [{ id: "0001_t", up: "CREATE TABLE other_t (id TEXT PRIMARY KEY)" }] };
+
+eachBackend("migrations", (b) => {
+  test(
+    "three runners starting at once against an empty database apply each migration once",
+    async () => {
+      const replicas = await Promise.all([b.open(), b.open(), b.open()]);
+      await Promise.all(replicas.map((r) => r.migrate([V1, OTHER])));
+      const g = replicas[0]!.global("test: inspect the schema");
+      expect(await g.all("SELECT id FROM schema_migrations ORDER BY id")).toEqual([{ id: "notes/0001_notes" }, { id: "notes/0002_seed" }, { id: "other/0001_t" }]);
+      expect(await g.all("SELECT body FROM notes")).toEqual([{ body: "inserted by 0002" }]);
+      for (const r of replicas) expect(await r.pendingMigrations()).toEqual([]);
+    },
+    SETUP_TIMEOUT,
+  );
+
+  test("a newer build migrates what an older one left (a function migration per backend)", async () => {
+    const newer = await b.open();
+    expect(await newer.pendingMigrations()).toEqual([]); // knows nothing before migrate
+    await newer.migrate([V2, OTHER]);
+    expect(await newer.pendingMigrations()).toEqual([]);
+    const g = newer.global("test: inspect the schema");
+    expect(await g.all("SELECT stamped FROM notes")).toEqual([{ stamped: b.name === "sqlite" ? "sqlite-fn" : "pg-fn" }]);
+    // autoId assigns keys; RETURNING reads them on both backends
+    const k = await g.get<{ key: number }>("INSERT INTO notes (tenant_id, body) VALUES ('t', 'x') RETURNING key");
+    expect(k!.key).toBe(2);
+  });
+
+  test("an older build refuses a newer schema, naming the migrations it does not know", async () => {
+    const older = await b.open();
+    const e = await older.migrate([V1, OTHER]).catch((x) => x);
+    expect(e).toBeInstanceOf(SchemaTooNewError);
+    expect((e as SchemaTooNewError).unknown).toEqual(["notes/0003_stamp"]);
+    expect((e as Error).message).toMatch(/notes\/0003_stamp.*newer build/);
+    // and changed nothing
+    expect(await older.global("test").all("SELECT id FROM schema_migrations WHERE id = 'notes/0003_stamp'")).toEqual([{ id: "notes/0003_stamp" }]);
+  });
+
+  test("a failing migration leaves nothing of itself behind and is retried by the next start", async () => {
+    const s = await b.open();
+    const broken: MigrationSet = { domain: "broken", migrations: [{ id: "0001_half", up: "CREATE TABLE half_t (id TEXT); INSERT INTO no_such_table VALUES (1)" }] };
+    await expect(s.migrate([V2, OTHER, broken])).rejects.toThrow(/no_such_table/);
+    const g = s.global("test");
+    expect(await g.all("SELECT id FROM schema_migrations WHERE id LIKE 'broken/%'")).toEqual([]);
+    const fixed: MigrationSet = { domain: "broken", migrations: [{ id: "0001_half", up: "CREATE TABLE half_t (id TEXT)" }] };
+    await s.migrate([V2, OTHER, fixed]);
+    expect(await g.all("SELECT id FROM schema_migrations WHERE id LIKE 'broken/%'")).toEqual([{ id: "broken/0001_half" }]);
+  });
+});
+
+test("a SQLite-only function migration cannot run on PostgreSQL: it must say { sqlite, postgres }", async () => {
+  const { orderedPostgresMigrations } = await import("../../src/storage/migrations");
+  expect(() => orderedPostgresMigrations([{ domain: "x", migrations: [{ id: "0001", up: () => {} }] }])).toThrow(/x\/0001 is a SQLite function/);
+});
