@@ -41,6 +41,12 @@ export interface PostgresOptions {
   txAttempts?: number;
 }
 
+interface Inflight {
+  q: { cancel(): unknown };
+  reject(e: unknown): void;
+  deadline: number;
+}
+
 /** the (classid, objid) pair of the advisory lock migrations hold: "svc" and 1 */
 const MIGRATION_LOCK = [0x737663, 1] as const;
 
@@ -112,6 +118,8 @@ export class PostgresBackend implements Backend {
   private readonly retryAfter: number;
   private readonly txAttempts: number;
   private known: string[] = [];
+  private readonly inflight = new Set<Inflight>();
+  private sweeper: ReturnType<typeof setInterval> | undefined;
   private readonly migrationSql: MigrationSql;
 
   constructor(opts: PostgresOptions) {
@@ -173,23 +181,46 @@ export class PostgresBackend implements Backend {
       return Promise.reject(this.mapError(e));
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        try {
-          q.cancel();
-        } catch {}
-        reject(this.unavailable(`no answer within ${this.queryTimeoutMs} ms`));
-      }, this.queryTimeoutMs);
+      const entry: Inflight = { q, reject, deadline: performance.now() + this.queryTimeoutMs };
+      this.track(entry);
       q.then(
         (rows) => {
-          clearTimeout(timer);
+          this.inflight.delete(entry);
           resolve(normalize<T>(rows as unknown as unknown[]) as T[] & { affectedRows?: number });
         },
         (e) => {
-          clearTimeout(timer);
+          this.inflight.delete(entry);
           reject(this.mapError(e));
         },
       );
     });
+  }
+
+  /**
+   * Deadlines: one sweeper (while statements are in flight) instead of a timer per statement,
+   * which costs more than the rest of the wrapper. A statement is failed within
+   * queryTimeoutMs + one sweep interval.
+   */
+  private track(entry: Inflight) {
+    this.inflight.add(entry);
+    if (this.sweeper) return;
+    const every = Math.max(10, Math.min(250, this.queryTimeoutMs / 4));
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const e of this.inflight) {
+        if (e.deadline > now) continue;
+        this.inflight.delete(e);
+        try {
+          e.q.cancel();
+        } catch {}
+        e.reject(this.unavailable(`no answer within ${this.queryTimeoutMs} ms`));
+      }
+      if (this.inflight.size === 0) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
+    }, every);
+    (this.sweeper as { unref?: () => void }).unref?.();
   }
 
   async get<T>(sql: string, params?: Params): Promise<T | undefined> {
@@ -279,5 +310,7 @@ export class PostgresBackend implements Backend {
 
   async close(): Promise<void> {
     await this.sql.close({ timeout: 5 });
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 }

@@ -97,10 +97,15 @@ function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }, t
   });
 }
 
-/** A detached shell that, once `owner` has exited, shuts the server in `dir` down and removes `dir`. */
+/**
+ * A shell that, once `owner` has exited, shuts the server in `dir` down and removes `dir`. It runs
+ * as a grandchild (the shell we spawn backgrounds it and exits): Bun ends a process's own children
+ * when that process exits (a --parallel worker exits before the run ends), not their children.
+ */
 function spawnReaper(owner: number, dir: string) {
   const data = join(dir, "data");
   const script = `
+trap '' HUP INT TERM
 while kill -0 ${owner} 2>/dev/null; do sleep 0.3; done
 PID=$(head -n 1 '${data}/postmaster.pid' 2>/dev/null)
 if [ -n "$PID" ]; then
@@ -109,7 +114,9 @@ if [ -n "$PID" ]; then
   kill -KILL "$PID" 2>/dev/null
 fi
 rm -rf '${dir}'`;
-  spawn("sh", ["-c", script], { detached: true, stdio: "ignore" }).unref();
+  const r = spawnSync("sh", ["-c", `(${script}
+) </dev/null >/dev/null 2>&1 &`], { stdio: "ignore" });
+  if (r.status !== 0) throw new Error(`could not start the clean-up of ${dir}: ${r.error ?? r.status}`);
 }
 
 class Cluster implements OwnPostgres {
