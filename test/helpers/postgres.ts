@@ -266,7 +266,8 @@ export async function freshDatabase(label: string): Promise<string> {
   const name = `t_${label.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 30)}_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
   const admin = new SQL(cluster.url(), { max: 1 });
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
+    // FILE_COPY: with fsync off, copying the template files beats WAL-logging them (~0.3-0.5 s vs ~0.5-1.5 s here)
+    await admin.unsafe(`CREATE DATABASE "${name}" STRATEGY FILE_COPY`);
   } finally {
     await admin.close();
   }
