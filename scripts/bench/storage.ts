@@ -5,7 +5,9 @@
  *   sqlite-async  AsyncTenantDb over the same file (src/storage/sqlite-async.ts)
  *   pg-async      AsyncTenantDb over PostgreSQL (src/storage/postgres.ts: $name translation, row shapes, deadline timer)
  *   pg-raw        Bun's SQL `unsafe` with $1 directly (what the wrapper adds on top of the driver)
- * Rounds interleave the variants; each figure is the median over rounds of a round's mean.
+ * Rounds interleave the variants in a shuffled order (a fixed order biased whichever ran after the
+ * PostgreSQL variants); each figure is the median over rounds of a round's mean, and the wrappers'
+ * cost is also given paired within rounds.
  *
  *   bun scripts/bench/storage.ts [--rounds 15] [--n 2000] [--url postgres://…]
  * Without --url a throwaway PostgreSQL is started (test/helpers/postgres.ts: fsync off, loopback),
@@ -19,7 +21,7 @@ import { Db } from "../../src/storage/db";
 import { storageOf } from "../../src/storage/scoped";
 import { openStorage } from "../../src/storage/open";
 import { upsert } from "../../src/storage/dialect";
-import { cliArg } from "./data";
+import { cliArg, mulberry32 } from "./data";
 import { startPostgres } from "../../test/helpers/postgres";
 
 const ROUNDS = Number(cliArg("rounds") ?? 15);
@@ -67,8 +69,14 @@ try {
     await v.select(i);
     await v.upsert(i);
   }
+  const rand = mulberry32(23);
   for (let r = 0; r < ROUNDS; r++) {
-    for (const v of variants) {
+    const order = [...variants];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    for (const v of order) {
       for (const op of ["select", "upsert"] as const) {
         const t0 = Bun.nanoseconds();
         for (let i = 0; i < N; i++) await v[op](i * 7 + r);
@@ -84,6 +92,13 @@ try {
   console.log(`storage bench: ${ROUNDS} rounds × ${N} sequential ops, ${ROWS} rows; µs/op median of round means (p10–p90 of rounds)`);
   console.log("variant        SELECT by key            upsert");
   for (const [name, r] of results) console.log(`${name.padEnd(14)} ${median(r.select).toFixed(1).padStart(7)} (${spread(r.select)})`.padEnd(40) + `${median(r.upsert).toFixed(1).padStart(7)} (${spread(r.upsert)})`);
+  // what each wrapper adds, paired within a round (the box's load moves whole rounds, not pairs)
+  const paired = (x: string, base: string, op: "select" | "upsert") => {
+    const a = results.get(x)![op];
+    const b = results.get(base)![op];
+    return median(a.map((v, i) => v - b[i]!)).toFixed(1);
+  };
+  console.log(`added by the async wrapper, paired per round (µs/op): sqlite-async − sqlite-sync SELECT ${paired("sqlite-async", "sqlite-sync", "select")}, upsert ${paired("sqlite-async", "sqlite-sync", "upsert")}; pg-async − pg-raw SELECT ${paired("pg-async", "pg-raw", "select")}, upsert ${paired("pg-async", "pg-raw", "upsert")}`);
   await raw.close();
   await pgStorage.close();
   db.close();
