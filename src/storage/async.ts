@@ -4,7 +4,9 @@
  * with open.ts. It keeps today's rules (scoped.ts):
  *
  * - every domain query goes through `storage.tenant(id)`: an AsyncTenantDb binds `$tenant` itself
- *   and refuses SQL that does not use it, so a query without tenant scoping cannot be written;
+ *   and refuses SQL that does not use it as a parameter (a `'$tenant'` literal, a comment or
+ *   `$tenant_id` does not count: the text is parsed once, cached), so a query without tenant
+ *   scoping cannot be written;
  * - the few cross-tenant lookups use `storage.global(reason)`, which says why at the call site;
  * - stores are the only code that speaks SQL; they write `$name` parameters (translated for
  *   PostgreSQL once per text) and take dialect differences from `storage.dialect` (dialect.ts).
@@ -25,6 +27,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { Params } from "./db";
 import type { Dialect } from "./dialect";
 import { UnscopedQueryError } from "./errors";
+import { toPositional } from "./named-params";
 import type { MigrationSet } from "./migrations";
 
 export type { Params };
@@ -63,7 +66,7 @@ export class AsyncTenantDb implements AsyncSql {
   ) {}
 
   private bind(sql: string, params: Params | undefined): Params {
-    if (!sql.includes("$tenant")) throw new UnscopedQueryError(sql);
+    if (!toPositional(sql).names.includes("tenant")) throw new UnscopedQueryError(sql);
     return params ? { ...params, tenant: this.tenantId } : { tenant: this.tenantId };
   }
   get<T>(sql: string, params?: Params): Promise<T | undefined> {

@@ -31,6 +31,10 @@ eachBackend("contract", (b) => {
     const a = s.tenant("ta");
     await expect(a.get("SELECT * FROM items")).rejects.toBeInstanceOf(UnscopedQueryError);
     await expect(a.run("DELETE FROM items WHERE id = $id", { id: "x" })).rejects.toBeInstanceOf(UnscopedQueryError);
+    // $tenant only in a literal or a comment, or a longer name, is not scoping
+    await expect(a.all("SELECT * FROM items WHERE note = '$tenant'")).rejects.toBeInstanceOf(UnscopedQueryError);
+    await expect(a.all("SELECT * FROM items -- WHERE tenant_id = $tenant")).rejects.toBeInstanceOf(UnscopedQueryError);
+    await expect(a.all("SELECT * FROM items WHERE tenant_id = $tenant_id", { tenant_id: "tb" })).rejects.toBeInstanceOf(UnscopedQueryError);
     await a.run("INSERT INTO items (tenant_id, id, n) VALUES ($tenant, $id, $n)", { id: "one", n: 1 });
     await s.tenant("tb").run("INSERT INTO items (tenant_id, id, n) VALUES ($tenant, $id, $n)", { id: "one", n: 2 });
     expect(await a.all<{ id: string; n: number }>("SELECT id, n FROM items WHERE tenant_id = $tenant")).toEqual([{ id: "one", n: 1 }]);

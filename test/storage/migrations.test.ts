@@ -85,6 +85,19 @@ eachBackend("migrations", (b) => {
   });
 });
 
+eachBackend("legacy_ids", (b) => {
+  test("a migration recorded under its legacy global id counts as applied: not re-run, not unknown", async () => {
+    const s = await b.open();
+    const g = s.global("test: an older build's bookkeeping");
+    await g.run("CREATE TABLE schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
+    await g.run("CREATE TABLE legacy_t (id TEXT PRIMARY KEY)");
+    await g.run("INSERT INTO schema_migrations (id, applied_at) VALUES ('0100_legacy_t', '2025-01-01T00:00:00Z')");
+    await s.migrate([{ domain: "legacy", migrations: [{ id: "0001_legacy_t", legacyId: "0100_legacy_t", up: "CREATE TABLE legacy_t (id TEXT PRIMARY KEY)" }] }]);
+    expect(await g.all("SELECT id FROM schema_migrations ORDER BY id")).toEqual([{ id: "0100_legacy_t" }, { id: "legacy/0001_legacy_t" }]);
+    expect(await s.pendingMigrations()).toEqual([]);
+  });
+});
+
 test("a SQLite-only function migration cannot run on PostgreSQL: it must say { sqlite, postgres }", async () => {
   const { orderedPostgresMigrations } = await import("../../src/storage/migrations");
   expect(() => orderedPostgresMigrations([{ domain: "x", migrations: [{ id: "0001", up: () => {} }] }])).toThrow(/x\/0001 is a SQLite function/);

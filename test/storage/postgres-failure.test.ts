@@ -4,6 +4,7 @@
  * kernel) within a bound, never hang; after a server restart the same pool serves again by itself.
  */
 import { afterAll, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import type { AsyncStorage } from "../../src/storage/async";
 import { StorageUnavailableError } from "../../src/storage/errors";
@@ -127,6 +128,12 @@ test(
     expect(ids).toHaveLength(21);
     expect(ids).toContain("after");
     expect(ids).not.toContain("down");
+
+    // the test's own cluster leaves nothing behind
+    await s.close();
+    await own.destroy();
+    expect(existsSync(own.dir)).toBe(false);
+    own = undefined;
   },
   SETUP_TIMEOUT,
 );
