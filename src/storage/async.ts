@@ -17,7 +17,9 @@
  * On PostgreSQL the transaction holds one pooled connection and is SERIALIZABLE, retried on a
  * serialization failure; on SQLite it is BEGIN IMMEDIATE and other work waits for it. So `fn` must
  * touch only the database (no effects outside it: it may run more than once), and must await every
- * query it starts. A tx inside a tx is a savepoint.
+ * query it starts. A tx inside a tx is a savepoint; run nested ones one after the other, not in
+ * parallel. Work the body schedules to run later (a timer, a write-behind flush) runs outside the
+ * transaction once it has ended.
  *
  * Errors (errors.ts): StorageUnavailableError (→ 503 with Retry-After), StorageConstraintError,
  * SchemaTooNewError, UnscopedQueryError. `run` reports `changes`; a generated key is read with
@@ -135,6 +137,8 @@ export interface TxFrame {
   owner: object;
   handle: unknown;
   parent: TxFrame | undefined;
+  /** false once the transaction ended: work it scheduled (a timer, a queued flush) runs outside it */
+  open: boolean;
 }
 
 /** The transactions the current async flow runs in (set by the backends' tx). */
@@ -142,11 +146,16 @@ export const txContext = new AsyncLocalStorage<TxFrame>();
 
 /** The innermost transaction of `owner` open in the current async flow, if any. */
 export function txOf(owner: object): TxFrame | undefined {
-  for (let f = txContext.getStore(); f; f = f.parent) if (f.owner === owner) return f;
+  for (let f = txContext.getStore(); f; f = f.parent) if (f.owner === owner && f.open) return f;
   return undefined;
 }
 
 /** Run fn with a transaction of `owner` open (nested in whatever the flow already has). */
-export function withTx<T>(owner: object, handle: unknown, fn: () => Promise<T>): Promise<T> {
-  return txContext.run({ owner, handle, parent: txContext.getStore() }, fn);
+export async function withTx<T>(owner: object, handle: unknown, fn: () => Promise<T>): Promise<T> {
+  const frame: TxFrame = { owner, handle, parent: txContext.getStore(), open: true };
+  try {
+    return await txContext.run(frame, fn);
+  } finally {
+    frame.open = false;
+  }
 }

@@ -177,6 +177,23 @@ eachBackend("contract", (b) => {
     expect(await t.all("SELECT id FROM items WHERE tenant_id = $tenant")).toEqual([{ id: "outside" }]);
   });
 
+  test("work a transaction schedules for later runs outside it once it has ended", async () => {
+    const t = s.tenant("later");
+    let later!: Promise<unknown>;
+    await t.tx(async () => {
+      await t.run("INSERT INTO items (tenant_id, id) VALUES ($tenant, 'in')");
+      later = new Promise((resolve, reject) =>
+        setTimeout(() => {
+          t.tx(async () => {
+            await t.run("INSERT INTO items (tenant_id, id) VALUES ($tenant, 'later')");
+          }).then(resolve, reject);
+        }, 10),
+      );
+    });
+    await later;
+    expect(await t.all("SELECT id FROM items WHERE tenant_id = $tenant ORDER BY id")).toEqual([{ id: "in" }, { id: "later" }]);
+  });
+
   test("a second storage on the same database (another replica) reads what this one committed", async () => {
     const other = await b.open();
     await s.tenant("rep").run("INSERT INTO items (tenant_id, id, n) VALUES ($tenant, 'shared', 7)");
