@@ -30,20 +30,27 @@ eachBackend("write_behind", (b) => {
     await s.migrate([{ domain: "wb", migrations: [{ id: "0001", up: "CREATE TABLE usage_rows (tenant_id TEXT NOT NULL, id TEXT NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (tenant_id, id))" }] }]);
   }, SETUP_TIMEOUT);
 
-  test("queued rows are written flushMs after the first, at once at max; flush(tenant) writes that tenant's and waits", async () => {
-    const wb = new AsyncWriteBehind<Row>(s, { write: insert, flushMs: 30, max: 5 });
+  test("queued rows wait; flush(tenant) writes that tenant's and waits; max writes at once; the timer writes flushMs after the first row", async () => {
+    const wb = new AsyncWriteBehind<Row>(s, { write: insert, flushMs: 60_000, max: 5 });
     wb.push("a", { id: "a1", n: 1 });
     wb.push("b", { id: "b1", n: 1 });
     expect(await ids("a")).toEqual([]);
     await wb.flush("a");
     expect(await ids("a")).toEqual(["a1"]);
+    expect(await ids("b")).toEqual([]);
     expect(wb.pending).toBe(1);
-    await until(async () => (await ids("b")).length === 1); // the timer
-    for (let i = 0; i < 5; i++) wb.push("c", { id: `c${i}`, n: i });
-    expect(wb.pending).toBe(0); // max reached: taken at once
+    for (let i = 0; i < 4; i++) wb.push("c", { id: `c${i}`, n: i });
+    expect(wb.pending).toBe(0); // the 5th queued row reached max: everything taken at once
     await wb.flush();
-    expect(await ids("c")).toHaveLength(5);
+    expect(await ids("b")).toEqual(["b1"]);
+    expect(await ids("c")).toHaveLength(4);
     await wb.close();
+
+    const timed = new AsyncWriteBehind<Row>(s, { write: insert, flushMs: 20, max: 1000 });
+    timed.push("d", { id: "d1", n: 1 });
+    await until(async () => (await ids("d")).length === 1); // nobody flushed: the timer did
+    expect(timed.pending).toBe(0);
+    await timed.close();
   });
 
   test("close writes what is queued and stops queueing", async () => {
