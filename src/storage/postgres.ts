@@ -25,6 +25,11 @@ import { txOf, withTx, type Backend, type Changes, type Params } from "./async";
 export interface PostgresOptions {
   /** postgres://user:password@host:port/database[?sslmode=…] */
   url: string;
+  /**
+   * the schema svc's tables live in (search_path of every connection); default: the server's
+   * (`public`). Lets several deployments, or test files, share one database.
+   */
+  schema?: string;
   /** connections in the pool (SVC_STORAGE__POOL_SIZE); default 10 */
   poolSize?: number;
   /** seconds to open a connection before giving up; default 5 */
@@ -126,7 +131,8 @@ export class PostgresBackend implements Backend {
     const u = new URL(opts.url);
     if (u.protocol !== "postgres:" && u.protocol !== "postgresql:") throw new Error(`not a postgres:// URL: ${u.protocol}`);
     const database = decodeURIComponent(u.pathname.replace(/^\//, "")) || decodeURIComponent(u.username) || "postgres";
-    this.description = `postgres ${u.hostname}:${u.port || 5432}/${database}`;
+    if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(opts.schema)) throw new Error(`storage schema must be a lower-case identifier: "${opts.schema}"`);
+    this.description = `postgres ${u.hostname}:${u.port || 5432}/${database}${opts.schema ? ` schema ${opts.schema}` : ""}`;
     this.queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
     this.retryAfter = opts.retryAfterSeconds ?? 2;
     this.txAttempts = opts.txAttempts ?? 10;
@@ -139,7 +145,7 @@ export class PostgresBackend implements Backend {
       idleTimeout: 60,
       bigint: false,
       prepare: true,
-      connection: { application_name: "svc" },
+      connection: opts.schema ? { application_name: "svc", search_path: opts.schema } : { application_name: "svc" },
     });
     this.migrationSql = { get: (s, p) => this.get(s, p as Params), all: (s, p) => this.all(s, p as Params), run: (s, p) => this.run(s, p as Params) };
   }

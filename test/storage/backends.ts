@@ -1,7 +1,7 @@
 /**
  * The storage contract tests run every test against both backends: `eachBackend(label, body)`
  * declares `describe("sqlite")` and `describe("postgres")`, each with a case whose `open()` gives a
- * new AsyncStorage on that case's own database (a temp SQLite file; a fresh database on the run's
+ * new AsyncStorage on that case's own database (a temp SQLite file; a fresh schema in the run's
  * throwaway PostgreSQL). Each `open()` is its own connection / pool on the same database (several
  * "replicas"); everything opened is closed, and the database removed, after the describe block.
  */
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { openStorage } from "../../src/storage/open";
 import type { AsyncStorage } from "../../src/storage/async";
 import type { PostgresOptions } from "../../src/storage/postgres";
-import { dropDatabase, freshDatabase } from "../helpers/postgres";
+import { dropSchema, freshSchema } from "../helpers/postgres";
 
 export type BackendName = "sqlite" | "postgres";
 
@@ -29,15 +29,16 @@ export function eachBackend(label: string, body: (b: BackendCase) => void) {
   for (const name of ["sqlite", "postgres"] as const) {
     describe(name, () => {
       const opened: AsyncStorage[] = [];
-      let url: Promise<string> | undefined;
+      let pg: Promise<{ url: string; schema: string }> | undefined;
       let dir: string | undefined;
       const c: BackendCase = {
         name,
         async open(opts = {}) {
           let s: AsyncStorage;
           if (name === "postgres") {
-            url ??= freshDatabase(label);
-            s = openStorage({ ...opts, url: await url, path: "" });
+            pg ??= freshSchema(label);
+            const { url, schema } = await pg;
+            s = openStorage({ ...opts, url, schema, path: "" });
           } else {
             dir ??= mkdtempSync(join(tmpdir(), `svc-storage-${label}-`));
             s = openStorage({ path: join(dir, "test.db") });
@@ -48,7 +49,10 @@ export function eachBackend(label: string, body: (b: BackendCase) => void) {
       };
       afterAll(async () => {
         await Promise.all(opened.map((s) => s.close().catch(() => {})));
-        if (url) await dropDatabase(await url);
+        if (pg) {
+          const { url, schema } = await pg;
+          await dropSchema(url, schema);
+        }
         if (dir) rmSync(dir, { recursive: true, force: true });
       }, SETUP_TIMEOUT);
       body(c);

@@ -102,3 +102,32 @@ test("a SQLite-only function migration cannot run on PostgreSQL: it must say { s
   const { orderedPostgresMigrations } = await import("../../src/storage/migrations");
   expect(() => orderedPostgresMigrations([{ domain: "x", migrations: [{ id: "0001", up: () => {} }] }])).toThrow(/x\/0001 is a SQLite function/);
 });
+
+test(
+  "PostgreSQL schemas: two storages on one database with different schemas each migrate and see only their own tables",
+  async () => {
+    const { freshSchema, dropSchema } = await import("../helpers/postgres");
+    const { openStorage } = await import("../../src/storage/open");
+    const a = await freshSchema("iso_a");
+    const b = await freshSchema("iso_b");
+    expect(a.url).toBe(b.url);
+    const sa = openStorage({ url: a.url, schema: a.schema, path: "" });
+    const sb = openStorage({ url: b.url, schema: b.schema, path: "" });
+    try {
+      expect(sa.description).toContain(`schema ${a.schema}`);
+      await sa.migrate([V1, OTHER]);
+      await expect(sb.global("test").all("SELECT * FROM notes")).rejects.toThrow(/notes/);
+      await sb.migrate([V1, OTHER]);
+      await sb.global("test").run("INSERT INTO notes (tenant_id, body) VALUES ('b', 'only in b')");
+      expect(await sa.global("test").all("SELECT body FROM notes ORDER BY key")).toEqual([{ body: "inserted by 0002" }]);
+      expect(await sb.global("test").all("SELECT body FROM notes ORDER BY key")).toEqual([{ body: "inserted by 0002" }, { body: "only in b" }]);
+      expect(() => openStorage({ url: a.url, schema: "Bad-Name", path: "" })).toThrow(/lower-case identifier/);
+    } finally {
+      await sa.close();
+      await sb.close();
+      await dropSchema(a.url, a.schema);
+      await dropSchema(b.url, b.schema);
+    }
+  },
+  SETUP_TIMEOUT,
+);
