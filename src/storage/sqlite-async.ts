@@ -11,7 +11,7 @@
  */
 import type { Db, Params } from "./db";
 import { sqliteDialect } from "./dialect";
-import { SchemaTooNewError, StorageConstraintError, type ConstraintKind } from "./errors";
+import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
 import { knownIds, orderedMigrations, type MigrationSet } from "./migrations";
 import { txOf, withTx, type Backend, type Changes } from "./async";
 
@@ -30,7 +30,10 @@ const CONSTRAINT: Record<string, ConstraintKind> = {
 
 function mapError(e: unknown): unknown {
   const code = (e as { code?: unknown }).code;
-  if (typeof code === "string" && code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(CONSTRAINT[code] ?? "other", (e as Error).message, { cause: e });
+  if (typeof code !== "string") return e;
+  if (code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(CONSTRAINT[code] ?? "other", (e as Error).message, { cause: e });
+  // another process held the write lock past busy_timeout (5 s): a 503, retried by the client
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return new StorageUnavailableError(`database busy: ${(e as Error).message}`, 1, { cause: e });
   return e;
 }
 
@@ -90,7 +93,11 @@ export class SqliteBackend implements Backend {
     let end!: () => void;
     this.open = { done: new Promise<void>((r) => (end = r)) };
     try {
-      this.db.sqlite.run("BEGIN IMMEDIATE");
+      try {
+        this.db.sqlite.run("BEGIN IMMEDIATE");
+      } catch (e) {
+        throw mapError(e);
+      }
       let value: T;
       try {
         value = await withTx(this, null, fn);
@@ -98,7 +105,13 @@ export class SqliteBackend implements Backend {
         if (this.db.sqlite.inTransaction) this.db.sqlite.run("ROLLBACK");
         throw mapError(e);
       }
-      this.db.sqlite.run("COMMIT");
+      try {
+        this.db.sqlite.run("COMMIT");
+      } catch (e) {
+        // e.g. a deferred foreign key: the transaction is still open and must not stay so
+        if (this.db.sqlite.inTransaction) this.db.sqlite.run("ROLLBACK");
+        throw mapError(e);
+      }
       return value;
     } finally {
       this.open = undefined;
