@@ -6,7 +6,8 @@
  * - `sharedPostgres()`: ONE cluster per `bun test` run. Under `--parallel` each worker runs its files
  *   in a fresh global (`--isolate`), so module state cannot carry the cluster from file to file: the
  *   run's cluster lives in `<tmp>/svc-test-pg-<owner>/`, where the owner is the `bun test` process
- *   (the workers' parent, or this process without --parallel). The first caller creates that
+ *   (the workers' parent, or this process without --parallel; with its start time, so a pid reused
+ *   after a crash does not find an old directory). The first caller creates that
  *   directory (mkdir is atomic), initialises and starts the cluster and writes `state.json`; every
  *   other caller waits for that file (or `error.txt`).
  * - `freshSchema(label)`: a new, empty schema in the shared cluster's test database (one per test
@@ -221,6 +222,15 @@ export async function startPostgres(): Promise<OwnPostgres> {
   }
 }
 
+/** a process's start time (Linux /proc), "x" where there is none */
+function startTimeOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19] ?? "x";
+  } catch {
+    return "x";
+  }
+}
+
 let shared: Promise<PgCluster> | undefined;
 
 /** The run's shared cluster (see the header). */
@@ -232,7 +242,8 @@ export function sharedPostgres(): Promise<PgCluster> {
 async function openShared(): Promise<PgCluster> {
   // under --parallel the workers are children of the `bun test` process, which outlives them all
   const owner = process.env.BUN_TEST_WORKER_ID !== undefined ? process.ppid : process.pid;
-  const dir = join(tmpdir(), `svc-test-pg-${owner}`);
+  // the owner's start time in the name: a directory left by an earlier process with the same pid is not this run's
+  const dir = join(tmpdir(), `svc-test-pg-${owner}-${startTimeOf(owner)}`);
   const stateFile = join(dir, "state.json");
   const errorFile = join(dir, "error.txt");
   let mine = false;
