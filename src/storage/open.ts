@@ -14,7 +14,7 @@ export interface StorageSettings extends Partial<Omit<PostgresOptions, "url">> {
   url?: string;
   /** SQLite file (or ":memory:") when no url */
   path: string;
-  /** an already open SQLite Db to wrap instead of opening path */
+  /** an already open SQLite Db to wrap instead of opening path (its opener closes it, not close()) */
   db?: Db;
 }
 
@@ -27,5 +27,5 @@ export function openStorage(s: StorageSettings): AsyncStorage {
     if (!isPostgresUrl(s.url)) throw new Error(`storage url must be postgres://… or postgresql://… (got "${s.url.replace(/\/\/[^@/]*@/, "//…@")}")`);
     return asyncStorageOver(new PostgresBackend({ ...s, url: s.url }));
   }
-  return asyncStorageOver(new SqliteBackend(s.db ?? new Db(s.path)));
+  return s.db ? asyncStorageOver(new SqliteBackend(s.db, false)) : asyncStorageOver(new SqliteBackend(new Db(s.path)));
 }

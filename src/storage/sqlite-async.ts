@@ -44,7 +44,11 @@ export class SqliteBackend implements Backend {
   private savepoints = 0;
   private known = new Set<string>();
 
-  constructor(readonly db: Db) {
+  /** @param owned close() closes the Db (false: the caller opened it and closes it) */
+  constructor(
+    readonly db: Db,
+    private readonly owned = true,
+  ) {
     this.description = `sqlite ${db.path}`;
   }
 
@@ -155,6 +159,6 @@ export class SqliteBackend implements Backend {
 
   async close(): Promise<void> {
     while (this.open) await this.open.done;
-    this.db.close();
+    if (this.owned) this.db.close();
   }
 }

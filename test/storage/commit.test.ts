@@ -28,6 +28,9 @@ test("another process holding the write lock past busy_timeout is StorageUnavail
   expect(await s.global("test").all("SELECT id FROM t")).toEqual([{ id: "after" }]);
   holder.close();
   await s.close();
+  // the Db was opened by the caller (as app.ts will during the conversion): closing the storage leaves it open
+  expect(db.get("SELECT 1 AS one")).toEqual({ one: 1 });
+  db.close();
 });
 
 eachBackend("commit_fk", (b) => {

@@ -97,6 +97,7 @@ test(
     );
     expect(hits).toHaveLength(13);
     expect(hits[0]!.body).toBe("deploy report 0");
+    db.close();
   },
   SETUP_TIMEOUT,
 );
