@@ -131,3 +131,16 @@ test(
   },
   SETUP_TIMEOUT,
 );
+
+test("today's synchronous Db.migrate runs the sqlite side of a { sqlite, postgres } migration (domains can adopt the shape before the switch)", async () => {
+  const { Db } = await import("../../src/storage/db");
+  const db = new Db(":memory:");
+  try {
+    db.migrate([V2, OTHER]);
+    expect(db.all("SELECT id FROM schema_migrations ORDER BY id").map((r: any) => r.id)).toEqual(["notes/0001_notes", "notes/0002_seed", "notes/0003_stamp", "other/0001_t"]);
+    expect(db.all("SELECT stamped FROM notes")).toEqual([{ stamped: "sqlite-fn" }]);
+    expect(db.pendingMigrations()).toEqual([]);
+  } finally {
+    db.close();
+  }
+});
