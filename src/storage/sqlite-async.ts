@@ -4,11 +4,15 @@
  * synchronously and return resolved promises — no extra work on the hot paths.
  *
  * A transaction (BEGIN IMMEDIATE … COMMIT) stays open across the awaits of its callback. SQLite
- * has one connection, so while it is open, statements from other async flows wait for it to end
- * (they would otherwise land inside it); statements of the transaction's own flow run at once.
+ * has one writer, so while it is open, statements from other async flows wait for it to end (on
+ * the same connection they would land inside it; on another connection to the same file in this
+ * process a write would block the event loop for busy_timeout, holding up the very transaction it
+ * waits for): the open transaction is tracked per file, for every backend of the process.
+ * Statements of the transaction's own flow run at once.
  * Nested transactions are savepoints. Caveat while domains are half converted: a SYNC statement
  * (scoped.ts) that runs while an async transaction is open joins that transaction.
  */
+import { resolve } from "node:path";
 import type { Db, Params } from "./db";
 import { sqliteDialect } from "./dialect";
 import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
@@ -18,6 +22,20 @@ import { txOf, withTx, type Backend, type Changes } from "./async";
 interface Open {
   /** resolves when the transaction has ended */
   done: Promise<void>;
+}
+
+/** The open transaction of one database file, shared by every backend of this process on that file. */
+interface Gate {
+  open: Open | undefined;
+}
+const gates = new Map<string, Gate>();
+
+function gateOf(path: string): Gate {
+  if (path === ":memory:" || path === "") return { open: undefined };
+  const key = resolve(path);
+  let g = gates.get(key);
+  if (!g) gates.set(key, (g = { open: undefined }));
+  return g;
 }
 
 const CONSTRAINT: Record<string, ConstraintKind> = {
@@ -40,7 +58,8 @@ function mapError(e: unknown): unknown {
 export class SqliteBackend implements Backend {
   readonly dialect = sqliteDialect;
   readonly description: string;
-  private open: Open | undefined;
+  /** shared with other backends on the same file: a second connection's write would otherwise block the event loop for busy_timeout while a transaction holds the lock across awaits */
+  private readonly gate: Gate;
   private savepoints = 0;
   private known = new Set<string>();
 
@@ -50,15 +69,16 @@ export class SqliteBackend implements Backend {
     private readonly owned = true,
   ) {
     this.description = `sqlite ${db.path}`;
+    this.gate = gateOf(db.path);
   }
 
   /** true when the caller must wait: a transaction of another flow is open */
   private blocked(): boolean {
-    return this.open !== undefined && txOf(this) === undefined;
+    return this.gate.open !== undefined && txOf(this.gate) === undefined;
   }
 
   private async afterOpen<T>(fn: () => T): Promise<T> {
-    while (this.blocked()) await this.open!.done;
+    while (this.blocked()) await this.gate.open!.done;
     try {
       return fn();
     } catch (e) {
@@ -92,10 +112,10 @@ export class SqliteBackend implements Backend {
   }
 
   async tx<T>(fn: () => Promise<T>): Promise<T> {
-    if (txOf(this)) return this.savepoint(fn);
-    while (this.open) await this.open.done;
+    if (txOf(this.gate)) return this.savepoint(fn);
+    while (this.gate.open) await this.gate.open.done;
     let end!: () => void;
-    this.open = { done: new Promise<void>((r) => (end = r)) };
+    this.gate.open = { done: new Promise<void>((r) => (end = r)) };
     try {
       try {
         this.db.sqlite.run("BEGIN IMMEDIATE");
@@ -104,7 +124,7 @@ export class SqliteBackend implements Backend {
       }
       let value: T;
       try {
-        value = await withTx(this, null, fn);
+        value = await withTx(this.gate, null, fn);
       } catch (e) {
         if (this.db.sqlite.inTransaction) this.db.sqlite.run("ROLLBACK");
         throw mapError(e);
@@ -118,7 +138,7 @@ export class SqliteBackend implements Backend {
       }
       return value;
     } finally {
-      this.open = undefined;
+      this.gate.open = undefined;
       end();
     }
   }
@@ -127,7 +147,7 @@ export class SqliteBackend implements Backend {
     const name = `sp${++this.savepoints}`;
     this.db.sqlite.run(`SAVEPOINT ${name}`);
     try {
-      const value = await withTx(this, name, fn);
+      const value = await withTx(this.gate, name, fn);
       this.db.sqlite.run(`RELEASE ${name}`);
       return value;
     } catch (e) {
@@ -158,7 +178,7 @@ export class SqliteBackend implements Backend {
   }
 
   async close(): Promise<void> {
-    while (this.open) await this.open.done;
+    while (this.blocked()) await this.gate.open!.done;
     if (this.owned) this.db.close();
   }
 }

@@ -153,6 +153,21 @@ eachBackend("contract", (b) => {
     expect(await t.get("SELECT v FROM counters WHERE tenant_id = $tenant AND name = 'hits'")).toEqual({ v: N });
   });
 
+  test("read-then-write transactions from two storages (two replicas' pools) lose no update", async () => {
+    const other = await b.open();
+    const mine = s.tenant("tc2");
+    const theirs = other.tenant("tc2");
+    await mine.run("INSERT INTO counters (tenant_id, name, v) VALUES ($tenant, 'hits', 0)");
+    const bump = (t: typeof mine) =>
+      t.tx(async () => {
+        const cur = await t.get<{ v: number }>("SELECT v FROM counters WHERE tenant_id = $tenant AND name = 'hits'");
+        await Bun.sleep(1);
+        await t.run("UPDATE counters SET v = $v WHERE tenant_id = $tenant AND name = 'hits'", { v: cur!.v + 1 });
+      });
+    await Promise.all([bump(mine), bump(theirs), bump(mine), bump(theirs), bump(mine), bump(theirs)]);
+    expect(await theirs.get("SELECT v FROM counters WHERE tenant_id = $tenant AND name = 'hits'")).toEqual({ v: 6 });
+  });
+
   test("another flow does not see, nor write into, an open transaction", async () => {
     const t = s.tenant("tiso");
     let inside!: () => void;
