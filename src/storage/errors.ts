@@ -1,0 +1,58 @@
+/**
+ * The errors the async storage interface (async.ts) raises, the same on both backends, so callers
+ * never look at a driver's codes:
+ *
+ * - StorageUnavailableError: the database cannot be reached, dropped the connection, or did not
+ *   answer within the operation's deadline. The kernel maps it to 503 `service_unavailable` in the
+ *   mount's envelope with `Retry-After: retryAfterSeconds` (that mapping lives in core).
+ * - StorageConstraintError: a unique / foreign-key / not-null / check constraint refused a write.
+ * - SchemaTooNewError: the database records migrations this build does not know (an older build
+ *   against a newer schema): the process must refuse to start.
+ * - UnscopedQueryError: a tenant handle got SQL without `$tenant`.
+ */
+export class StorageUnavailableError extends Error {
+  override readonly name = "StorageUnavailableError";
+  readonly code = "storage_unavailable";
+  constructor(
+    message: string,
+    /** seconds a client should wait before retrying (Retry-After) */
+    readonly retryAfterSeconds = 2,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export type ConstraintKind = "unique" | "foreign_key" | "not_null" | "check" | "other";
+
+export class StorageConstraintError extends Error {
+  override readonly name = "StorageConstraintError";
+  constructor(
+    readonly kind: ConstraintKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export class SchemaTooNewError extends Error {
+  override readonly name = "SchemaTooNewError";
+  constructor(
+    /** applied migration ids this build does not know */
+    readonly unknown: readonly string[],
+    where: string,
+  ) {
+    super(
+      `the database (${where}) has ${unknown.length} applied migration(s) this build does not know: ${unknown.slice(0, 10).join(", ")}${unknown.length > 10 ? ", …" : ""}. ` +
+        "It was migrated by a newer build of svc; run that build (or newer) against it. This build refuses to start so it cannot misread or damage the newer schema.",
+    );
+  }
+}
+
+export class UnscopedQueryError extends Error {
+  override readonly name = "UnscopedQueryError";
+  constructor(sql: string) {
+    super(`unscoped query (no $tenant): ${sql}`);
+  }
+}
