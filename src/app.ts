@@ -9,6 +9,8 @@ import { Elysia } from "elysia";
 import type { Config } from "./config";
 import { Db } from "./storage/db";
 import { storageOf, type Storage } from "./storage/scoped";
+import { openStorage } from "./storage/open";
+import type { AsyncStorage } from "./storage/async";
 import { Logger } from "./core/log";
 import { Metrics } from "./core/metrics";
 import { Authenticator, TokenService, resolveJwtSecret } from "./core/auth";
@@ -28,8 +30,16 @@ import * as ui from "./ui";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
+import { ConfigError } from "./core/config";
 import { OutboundPolicy } from "./core/outbound";
 import pkg from "../package.json";
+
+/**
+ * Domains whose stores still speak the synchronous SQLite interface (src/storage/scoped.ts). Each
+ * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
+ * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
+ */
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts", "identity", "mcp", "memory"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -51,6 +61,11 @@ export interface App {
   log: Logger;
   db: Db;
   storage: Storage;
+  /**
+   * the async storage (docs/notes/postgres-plan.md): converted domains get this one; on SQLite it
+   * wraps the same connection as `storage`, so both see every write at once
+   */
+  data: AsyncStorage;
   metrics: Metrics;
   tokens: TokenService;
   auth: Authenticator;
@@ -84,8 +99,14 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
   const metrics = new Metrics();
+  if (config.storage.url !== undefined && SYNC_DOMAINS.length)
+    throw new ConfigError(
+      `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
+        `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
+    );
   const db = new Db(config.storage.path);
   const storage = storageOf(db);
+  const data = openStorage({ path: config.storage.path, db, poolSize: config.storage.pool_size });
   const jwtSecret = resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m));
   const tokens = new TokenService(jwtSecret, {
     ttlSecs: config.auth.token_ttl_secs,
@@ -187,6 +208,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     log,
     db,
     storage,
+    data,
     metrics,
     tokens,
     auth,

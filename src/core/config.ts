@@ -45,6 +45,10 @@ export const CORE_SECTIONS = {
   }),
   storage: Section({
     path: T.String({ default: "./data/svc.db", minLength: 1 }),
+    /** postgres://user:pass@host:5432/db keeps durable state in PostgreSQL (several replicas); unset: bun:sqlite at path */
+    url: T.Optional(T.String({ pattern: "^postgres(ql)?://", minLength: 12 })),
+    /** connections in the PostgreSQL pool of each replica */
+    pool_size: T.Integer({ default: 10, minimum: 1, maximum: 1000 }),
   }),
   outbound: Section({
     /** admit loopback/private/link-local targets for URLs tenants supply (MCP servers, connectors, SSO): development and tests only */

@@ -7,6 +7,7 @@
  *   DOC3 (identity):                               {"error": {"type", "message"}}
  * A domain with an envelope of its own (SCIM's error schema) declares another Envelope.
  */
+import { StorageUnavailableError } from "../storage/errors";
 
 export type ErrorType =
   | "authentication_error"
@@ -106,6 +107,11 @@ export function errorResponse(err: ApiError, envelope: Envelope, headers?: Recor
 /** Anything thrown that is not an ApiError becomes a 500 without leaking internals. */
 export function toApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
+  if (e instanceof StorageUnavailableError) {
+    // the database is down, restarting or did not answer in time: the client may retry shortly
+    const secs = Math.max(1, Math.ceil(e.retryAfterSeconds));
+    return new ApiError("service_unavailable", "database unavailable; retry shortly", { retry_after_secs: secs }, { "retry-after": String(secs) });
+  }
   const name = (e as Error)?.name ?? "";
   if (name === "SQLiteError") return new ApiError("database_error", "database error");
   return new ApiError("internal_error", "internal error");
