@@ -45,7 +45,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const page = pageOf(query);
       const { items, total } = s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
       return pageEnvelope("servers", items, total, page);
-    }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", description: "Lists the tenant's registered MCP servers (paged), filtered by status or name, with their health status; authentication secrets are never shown.", ...tag("mcp") } })
+    }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", description: "Lists the tenant's registered MCP servers (paged), filtered by status or name, with their status and health figures (never their authentication settings).", ...tag("mcp") } })
     .post("/servers", async ({ principal, body }) => {
       // doc2 §4: "success status 200" — creates included (doc2 names no 201)
       const server = await s.registry.register(principal.tenantId, body);
@@ -114,7 +114,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
       return pageEnvelope("entities", items, total, page);
     }, { query: S.EntityListQuery, detail: { summary: "List entities", description: "Lists the tenant's entities (paged), the things tools read and write (e.g. issue, repository), filtered by parent or name.", ...tag("mcp") } })
-    .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, perm: "ManageConfig", detail: { summary: "Create an entity", description: "Creates an entity type, optionally under a parent (a child's cached results are invalidated with its parent's); names are unique in the tenant.", ...tag("mcp") } })
+    .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, perm: "ManageConfig", detail: { summary: "Create an entity", description: "Creates an entity type, optionally under a parent (an invalidation of the parent can cascade to its children); names are unique in the tenant.", ...tag("mcp") } })
     .get("/entities/:id", ({ principal, params }) => s.entities.entity(principal.tenantId, params.id), { params: S.IdParams, detail: { summary: "Get an entity", description: "Answers one entity with its parent; 404 if the tenant has none with this id.", ...tag("mcp") } })
     .patch("/entities/:id", ({ principal, params, body }) => s.entities.update(principal.tenantId, params.id, body), {
       perm: "ManageConfig",

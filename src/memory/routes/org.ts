@@ -60,7 +60,7 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         const { items, total } = sources.list(principal.tenantId, limit, offset, query.projectId);
         return jsonResponse({ sources: items, total, limit, offset });
       },
-      { query: S.SourceListQuery, ...doc("List external sources", "Lists the tenant's external sources (limit/offset), optionally of one project, with their sync status.") },
+      { query: S.SourceListQuery, ...doc("List external sources", "Lists the tenant's external sources (limit/offset), optionally of one project, with their last sync, items synced and last error.") },
     )
     .get("/sources/:id", ({ principal, params }) => jsonResponse(sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source", "Answers one external source with its settings and sync status; 404 if the tenant has none with this id.") })
     .put("/sources/:id", async ({ principal, params, body }) => jsonResponse(await sources.update(principal.tenantId, params.id, body)), {
