@@ -262,7 +262,15 @@ export function buildOpenApi(input: OpenApiInput): Json {
     components: {
       ...(base.components ?? {}),
       schemas,
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token (JWT) or an svc API key (svc_...)" } },
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "An svc API key (svc_…: `svc keys create --tenant T --name N`, or POST /api/v1/virtual-keys) or an access token (JWT) from POST /api/v1/auth/token or /api/v1/auth/login",
+        },
+      },
     },
     // every route needs a credential unless it says otherwise (ops endpoints, token exchange)
     security: [{ bearer: [] }],

@@ -39,7 +39,7 @@ export const keyRoutes = (kernel: Kernel, keys: VirtualKeyService, analytics: Ke
     }, {
       body: S.KeyCreate,
       perm: "ManageKeys",
-      detail: { ...examples(KEY_CREATE_EXAMPLE), summary: "Create a virtual key, optionally for a team; `key` is returned only here", description: "Mints an svc API key with the permissions given (only ones the caller holds; with none it may call the proxies and every route open to any credential), optionally assigned to a team whose budget it then spends. The key itself is in this answer only; svc stores its hash. Use it as the SDKs' API key, or exchange it at POST /api/v1/auth/token.", ...tag("virtual-keys") },
+      detail: { ...examples(KEY_CREATE_EXAMPLE), summary: "Create a virtual key, optionally for a team; `key` is returned only here", description: "Mints an svc API key with the permissions given (only ones the caller holds; with none it may call the proxies and every route that needs no permission), optionally assigned to a team whose budget it then spends. The key itself is in this answer only; svc stores its hash. Use it as the SDKs' API key, or exchange it at POST /api/v1/auth/token.", ...tag("virtual-keys") },
     })
     .get("", ({ principal, query }) => {
       const page = pageOf(query);

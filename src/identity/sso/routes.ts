@@ -111,7 +111,7 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
         .get("/metadata", async ({ request }) => {
           const m = await signin.spMetadata(originOf(request), true);
           return new Response(m.metadataXml, { headers: { "content-type": "application/samlmetadata+xml" } });
-        }, { detail: { summary: "SAML SP metadata XML (public, for identity providers)", description: "Serves svc's SAML service provider metadata as XML, for identity providers that import it by URL.", ...T } }),
+        }, { detail: { summary: "SAML SP metadata XML, for identity providers", description: "Serves svc's SAML service provider metadata as XML, for identity providers that import it by URL.", ...T } }),
     );
 
 /** The ACS takes an HTML form post (application/x-www-form-urlencoded), so it is served natively. */
