@@ -71,6 +71,20 @@ SVC_STORAGE__PATH names it explicitly.
 ${DATA_NOTE}`,
 };
 
+/**
+ * The last start-up line: where the API reference (and the dashboard, when a domain serves /ui) is,
+ * and the command that mints a first credential (stdout = the key alone, so KEY=$(...) captures it).
+ */
+function nextSteps(base: string, domains: { routes?: { routes: { path: string }[] }; native?: Record<string, unknown> }[]) {
+  const serves = (path: string) => domains.some((d) => d.routes?.routes.some((r) => r.path === path) || (d.native && path in d.native));
+  return {
+    docs: `${base}/docs`,
+    ...(serves("/ui") ? { dashboard: `${base}/ui` } : {}),
+    credential: "KEY=$(npm start --silent -- keys create --tenant acme --name admin --permissions WorkspaceAdmin)  (binary: svc keys create ...; same SVC_STORAGE__PATH)",
+    then: `curl -H "authorization: Bearer $KEY" ${base}/api/v1/cache/stats  (guides: README.md, docs/)`,
+  };
+}
+
 /** The data directory as it resolves from here: what the CLI and the server log and check. */
 function dataPaths(config: Config, cwd = process.cwd()) {
   const database = config.storage.path === ":memory:" ? ":memory:" : resolve(cwd, config.storage.path);
@@ -149,6 +163,7 @@ async function main(argv: string[]) {
     });
     const unknown = unknownSettings();
     if (unknown.length) running.ctx.log.warn("ignoring environment variables that name no setting", { variables: unknown });
+    running.ctx.log.info("next steps", nextSteps(running.url, running.ctx.domains));
     let signals = 0;
     const shutdown = async (signal: string) => {
       if (++signals > 1) process.exit(1);

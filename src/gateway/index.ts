@@ -6,7 +6,7 @@
 import type { Storage } from "../storage/scoped";
 import type { Logger } from "../core/log";
 import type { Metrics } from "../core/metrics";
-import { DOC1 } from "../core/errors";
+import { ApiError, DOC1 } from "../core/errors";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { GatewayConfig } from "./config";
@@ -69,6 +69,24 @@ export class BoundedLabel {
   }
 }
 
+/** The spend guard, counting its refusals (a team's budget spent) for /metrics. */
+function countRefusals(guard: SpendGuard, refused: { inc(): void }): SpendGuard {
+  const count = (e: unknown) => {
+    if (e instanceof ApiError && e.type === "rate_limit_error") refused.inc();
+    throw e;
+  };
+  return {
+    admit(spender, model) {
+      try {
+        const ticket = guard.admit(spender, model);
+        return ticket instanceof Promise ? ticket.catch(count) : ticket;
+      } catch (e) {
+        return count(e);
+      }
+    },
+  };
+}
+
 export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   const upstreamErrors = deps.metrics.counter("svc_upstream_errors_total", "Upstream failures by provider and kind", ["provider", "kind"]);
   const upstream = new Upstream(deps.config, {
@@ -94,7 +112,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     meter: deps.meter,
     usage,
     providers: deps.config.providers,
-    guard: deps.guard ?? NO_GUARD,
+    guard: deps.guard ? countRefusals(deps.guard, deps.metrics.counter("svc_budget_rejections_total", "Requests refused before going upstream because a team's budget is spent")) : NO_GUARD,
     log: deps.log,
     incompleteStream: (provider) => upstreamErrors.inc({ provider, kind: "incomplete_stream" }),
     fallbacks: () => deps.config.models.fallbacks,

@@ -89,6 +89,11 @@ export class MemoryVectors {
     return this.indexOf(store, projectId, kind, embedderId, query.length).search(query, k);
   }
 
+  /** Items in a project's index (the searched scope's size: how rare a word is among them). */
+  size(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): number {
+    return this.indexOf(store, projectId, kind, embedderId, dimensions).size;
+  }
+
   dropProject(tenantId: string, projectId: string) {
     for (const kind of ["milestone", "knowledge", "document"] as ItemKind[]) {
       this.indexes.delete(this.key(tenantId, projectId, kind));
