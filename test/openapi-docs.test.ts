@@ -254,8 +254,13 @@ describe("the API reference (/openapi.json)", () => {
     const project = await gw.api("/api/v1/memory/projects", { method: "POST", token, json: { projectId: "checkout-service", name: "Checkout service", roadmap: "" } });
     expect(project.status).toBe(201);
     await gw.ctx.embedder?.load();
-    await send("POST /api/v1/memory/projects/{id}/store", { path: { id: "checkout-service" } });
-    await send("POST /api/v1/memory/projects/{id}/search", { path: { id: "checkout-service" } });
+    const stored = await send("POST /api/v1/memory/projects/{id}/store", { path: { id: "checkout-service" } });
+    // the example's hash is the one svc computes for its content (exact 64-bit integer and hex)
+    const shown = exampleOf("POST /api/v1/memory/projects/{id}/store").response as Json;
+    expect([stored.contentHash, stored.contentHashHex]).toEqual([shown.contentHash, shown.contentHashHex]);
+    // and the search example finds it, past the relevance cut
+    const found = await send("POST /api/v1/memory/projects/{id}/search", { path: { id: "checkout-service" } });
+    expect(found.milestones.map((m: Json) => m.milestoneId)).toEqual([stored.milestoneId]);
   }, 120_000);
 
   test("the shape check above can fail: a missing, an extra and a mistyped field are named", () => {

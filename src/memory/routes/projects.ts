@@ -19,10 +19,10 @@ const MILESTONE = {
   projectId: "checkout-service",
   branchName: "main",
   branchPurpose: "Harden the login flow",
-  cumulativeProgress: "Rate limiting in place; lockout pending",
-  thisContribution: "Added per-account lockout after 5 failed sign-ins, for 15 minutes",
-  contentHash: 5180191069190893614,
-  contentHashHex: "47e3bc54e3c6302e",
+  cumulativeProgress: "Rate limiting done; lockout pending",
+  thisContribution: "Added per-account lockout after 6 failed sign-ins, for 45 minutes",
+  contentHash: 8002580031035559,
+  contentHashHex: "001c6e4ddc0958a7",
   sequenceNumber: 1,
   agentId: "claude-code-1",
   agentType: "coding-agent",
@@ -42,7 +42,7 @@ const MEMORY_STORE_EXAMPLE: Examples = {
 };
 const MEMORY_SEARCH_EXAMPLE: Examples = {
   request: { query: "brute force protection for logins", limit: 5 },
-  response: { milestones: [{ ...MILESTONE, score: 0.0328, similarity: 0.7412, lexicalRank: 1 }], query: "brute force protection for logins", count: 1 },
+  response: { milestones: [{ ...MILESTONE, score: 0.408264, similarity: 0.469504, lexicalRank: 1 }], query: "brute force protection for logins", count: 1 },
 };
 
 const doc = (summary: string, description: string, e?: Examples) => ({ detail: { summary, description, tags: ["memory"], ...(e ? examples(e) : {}) } });
@@ -130,7 +130,7 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
     .post("/projects/:id/search", async ({ principal, params, body }) => jsonResponse(await memory.search(principal.tenantId, body, params.id)), {
       params: S.ProjectParams,
       body: S.ProjectSearch,
-      ...doc("Search a project's milestones (semantic + lexical)", "Ranks the project's milestones for a query by meaning (vector similarity) and by words (BM25), fused into one ranking, best first; each hit carries its score, similarity and lexical rank.", MEMORY_SEARCH_EXAMPLE),
+      ...doc("Search a project's milestones (semantic + lexical)", "Ranks the project's milestones for a query by meaning (embedding similarity) and by words (BM25), fused into one score from 0 to 1, best first; milestones close to the query in neither way are left out, so an unrelated question finds (almost) nothing. Each hit carries its score, similarity and lexical rank.", MEMORY_SEARCH_EXAMPLE),
     })
     .post(
       "/projects/:id/metrics",
@@ -152,4 +152,4 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
       },
       { params: S.ProjectParams, body: S.Promote, ...doc("Promote a cached response to project knowledge", "Keeps a reusable answer (a response cache key with its summary and reuse score) as knowledge of the project, searchable by intelligence queries; the same key again is deduplicated, and promotions per project are rate-limited.") },
     )
-    .post("/search", async ({ principal, body }) => jsonResponse(await memory.search(principal.tenantId, body)), { body: S.CrossSearch, ...doc("Search milestones across projects", "Ranks milestones of the listed projects (default: every project of the tenant) for a query, by meaning and by words fused, best first.") });
+    .post("/search", async ({ principal, body }) => jsonResponse(await memory.search(principal.tenantId, body)), { body: S.CrossSearch, ...doc("Search milestones across projects", "Ranks milestones of the listed projects (default: every project of the tenant) for a query, as the project search does: meaning and words fused into one score, best first, unrelated milestones left out.") });
