@@ -172,7 +172,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     });
   const probes = new ops.UpstreamProbes(config.readiness, { providers: gateway.PROVIDER_NAMES, probe: (p, ms) => gatewayD.probe(p, ms) });
   if (config.readiness.require_upstream && probes.enabled) readiness.upstreams = () => probes.ready();
-  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes });
+  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes, settings: config.metrics });
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { SignJWT } from "jose";
+import { connect } from "node:net";
 import { startGateway, TEST_JWT_SECRET, type TestGateway } from "./helpers/gateway";
 
 const RID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -169,5 +170,64 @@ describe("9. text the store accepts", () => {
     expect((await (await raw("/api/v1/prompts", { auth: true })).json()).total).toBe(before);
     // well-formed text outside the BMP is fine
     expect((await raw("/api/v1/prompts", { method: "POST", body: JSON.stringify({ name: "emoji 🚀", template: "t" }), auth: true })).status).toBe(201);
+  });
+});
+
+describe("issue 22 item 12: bytes that are not UTF-8 inside a JSON body", () => {
+  test("400 invalid_request_error instead of U+FFFD stored silently; nothing is stored; valid UTF-8 still accepted", async () => {
+    const before = (await (await raw("/api/v1/prompts", { auth: true })).json()).total;
+    const enc = new TextEncoder();
+    const bodies = [
+      [enc.encode('{"name":"bad '), Uint8Array.of(0xff), enc.encode('","template":"t"}')], // a byte that never occurs in UTF-8
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xc3), enc.encode('"}')], // a truncated two-byte sequence
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xed, 0xa0, 0x80), enc.encode('"}')], // an encoded surrogate (CESU-8)
+      [enc.encode('{"name":"ok","template":"'), Uint8Array.of(0xc0, 0xaf), enc.encode('"}')], // an overlong "/"
+    ].map((parts) => Buffer.concat(parts));
+    for (const body of bodies) {
+      const message = await expectDoc1(await raw("/api/v1/prompts", { method: "POST", body, auth: true }), 400, "invalid_request_error");
+      expect(message).toContain("not valid UTF-8");
+    }
+    expect((await (await raw("/api/v1/prompts", { auth: true })).json()).total).toBe(before);
+    // without a token: 401 first, as always
+    await expectDoc1(await raw("/api/v1/prompts", { method: "POST", body: bodies[0] }), 401, "authentication_error");
+    const ok = await raw("/api/v1/prompts", { method: "POST", body: Buffer.from(JSON.stringify({ name: "naïve café", template: "t" })), auth: true });
+    expect(ok.status).toBe(201);
+    expect((await ok.json()).name).toBe("naïve café");
+  });
+});
+
+describe("issue 22 item 13: many request headers", () => {
+  /** One raw HTTP/1.1 request with `n` extra header lines; the raw answer. */
+  const rawRequest = (path: string, n: number, extra = "") =>
+    new Promise<string>((resolve, reject) => {
+      const url = new URL(gw.url);
+      let answer = "";
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on("data", (d: Buffer) => (answer += d.toString("latin1")));
+      socket.on("close", () => resolve(answer));
+      socket.on("error", reject);
+      let head = `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n${extra}`;
+      for (let i = 0; i < n; i++) head += `X-Filler-${i}: v\r\n`;
+      socket.write(head + "\r\n");
+    });
+
+  test("more than 100 header fields: 431 in the path's envelope with X-Request-ID, for doc1 and doc2 paths, before authentication", async () => {
+    for (const [path, envelope] of [
+      ["/api/v1/prompts", { error: { type: "invalid_request_error", message: "request has 150 header fields; at most 100 are accepted" } }],
+      ["/api/v1/mcp/servers", { type: "invalid_request_error", message: "request has 150 header fields; at most 100 are accepted" }],
+    ] as const) {
+      // 148 filler lines + Host + Connection = 150 fields; no credential: the bound comes before authentication (not 401)
+      const [head, body] = (await rawRequest(path, 148)).split("\r\n\r\n");
+      expect(head).toStartWith("HTTP/1.1 431");
+      expect(head).toMatch(new RegExp(`x-request-id: ${RID.source.slice(1, -1)}`, "i"));
+      expect(JSON.parse(body!.replace(/^[0-9a-f]+\r\n|\r\n0\r\n$/g, ""))).toEqual(envelope);
+    }
+    // fetch with as many: the same answer; 100 fields still pass
+    const many = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`x-filler-${i}`, "v"]));
+    const r = await raw("/api/v1/prompts", { headers: many, auth: true });
+    expect(r.status).toBe(431);
+    expect(r.headers.get("x-request-id")).toMatch(RID);
+    const fine = Object.fromEntries(Array.from({ length: 90 }, (_, i) => [`x-filler-${i}`, "v"]));
+    expect((await raw("/api/v1/prompts", { headers: fine, auth: true })).status).toBe(200);
   });
 });

@@ -53,6 +53,18 @@ describe("check (registration)", () => {
       expect(`${u}: ${await refused(policy.check(u))}`).toContain("not allowed");
     }
   });
+  test("issue 22 item 14: the fully qualified localhost (trailing dot) and IPv4-compatible IPv6 (::/96) are refused at registration", async () => {
+    // the resolver here does not know these names (registration would otherwise accept them as "not resolved yet")
+    for (const u of ["http://localhost./", "http://LOCALHOST./mcp", "http://api.localhost./", "http://[::127.0.0.1]/", "http://[::169.254.169.254]/", "http://[::10.0.0.1]:8080/", "http://[::8.8.8.8]/"])
+      expect(`${u}: ${await refused(policy.check(u))}`).toContain("not allowed");
+    expect(addressProblem("::7f00:1")).toContain("IPv4-compatible");
+    // never admitted, even where private targets are (development)
+    expect(addressProblem("::7f00:1", true)).toContain("IPv4-compatible");
+    await refused(new OutboundPolicy({ allowPrivate: true }).check("http://[::127.0.0.1]/"));
+    // :: and ::1 keep their own classification
+    expect(addressProblem("::1")).toContain("loopback");
+    expect(addressProblem("::1", true)).toBeUndefined();
+  });
   test("public names and addresses pass; a name that does not resolve yet is accepted (checked again at every connection)", async () => {
     expect((await policy.check("https://public.example/mcp")).resolved).toBe(true);
     expect((await policy.check("https://8.8.8.8/")).resolved).toBe(true);

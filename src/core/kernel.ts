@@ -18,7 +18,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import { ApiError, DOC1, errorResponse, toApiError, type Envelope } from "./errors";
 import { requirePermission, type Authenticator, type Permission, type Principal } from "./auth";
-import { describeValueError, parseJsonBody, safeDecodeURIComponent } from "./validation";
+import { describeValueError, parseJsonBody, readUtf8Body, safeDecodeURIComponent } from "./validation";
 import type { Logger } from "./log";
 import type { Metrics } from "./metrics";
 
@@ -144,6 +144,9 @@ export interface KernelOptions {
   /** total size of the request line's headers accepted (name + value bytes) */
   maxHeaderBytes: number;
 }
+
+/** Most request header fields (431 in the envelope above; Bun answers a bare 431 itself from ~200, no option). */
+export const MAX_HEADER_FIELDS = 100;
 
 type Next = (request: Request, state: RequestState) => Response | Promise<Response>;
 
@@ -346,7 +349,12 @@ export class Kernel {
 
   private checkHeaderSize(request: Request) {
     let size = 0;
-    request.headers.forEach((v, k) => (size += k.length + v.length + 4));
+    let fields = 0;
+    request.headers.forEach((v, k) => {
+      size += k.length + v.length + 4;
+      fields++;
+    });
+    if (fields > MAX_HEADER_FIELDS) throw new ApiError("invalid_request_error", `request has ${fields} header fields; at most ${MAX_HEADER_FIELDS} are accepted`, undefined, undefined, 431);
     if (size > this.o.maxHeaderBytes)
       throw new ApiError("invalid_request_error", `request headers exceed ${this.o.maxHeaderBytes} bytes`, undefined, undefined, 431);
   }
@@ -391,7 +399,7 @@ export class Kernel {
     return new Elysia({ name: "svc-kernel-hooks" })
       .onParse({ as: "global" }, async ({ request }) => {
         if (!BODY_METHODS.has(request.method)) return;
-        const value = parseJsonBody(await request.text(), { wellFormed: true });
+        const value = parseJsonBody(await readUtf8Body(request), { wellFormed: true });
         return value === undefined ? EMPTY_BODY : value;
       })
       .onTransform({ as: "global" }, (c) => {

@@ -138,7 +138,7 @@ export function accessOf(mount: Mount, perm: Permission | undefined): string {
     const also = PERMISSIONS.filter((p) => p !== perm && implies(new Set([p]), perm)).map((p) => `\`${p}\``);
     return `${ACCESS_PREFIX}needs the \`${perm}\` permission${also.length ? ` (${also.join(" and ")} include${also.length === 1 ? "s" : ""} it)` : ""}, held by the credential or granted through a role.`;
   }
-  if (mount.auth === "public") return `${ACCESS_PREFIX}public: no \`Authorization\` header needed.`;
+  if (mount.auth === "public") return `${ACCESS_PREFIX}public: no svc API key or access token needed.`;
   if (mount.auth === "bearer") return `${ACCESS_PREFIX}any credential of the tenant (an svc API key or an access token in \`Authorization: Bearer\`); no permission needed.`;
   if (mount.auth === "sdk")
     return `${ACCESS_PREFIX}any credential of the tenant (an svc API key or an access token), wherever the provider's SDK sends its key: \`Authorization: Bearer\`, \`x-api-key\`, \`x-goog-api-key\` or \`?key=\`; no permission needed.`;

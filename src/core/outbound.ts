@@ -13,7 +13,9 @@
  *  - `fetch` resolves the name again at every call and connects to the checked address (the URL's
  *    host is replaced by the address; Host and the TLS server name stay the name, so certificates
  *    are still verified against it), so DNS rebinding between check and connect cannot redirect it;
- *  - redirects are followed by hand (at most 5), each target checked the same way.
+ *  - redirects are followed by hand (at most 5), each target checked the same way; a hop to another
+ *    origin carries no credential (followRedirects: only CROSS_ORIGIN_HEADERS go on, no client
+ *    certificate). credentialSafeFetch does the same for URLs the operator configured.
  * `allowPrivate` (configuration, off by default) admits private and loopback targets for
  * development and tests; `allowCidrs` admits named networks (an operator's internal MCP subnet).
  * Unspecified, multicast and broadcast addresses are never admitted.
@@ -49,6 +51,10 @@ export function addressProblem(address: string, allowPrivate = false, allowed: C
   } catch {
     return `"${address}" is not an IP address`;
   }
+  // ::/96 other than :: and ::1: IPv4-compatible addresses (deprecated, RFC 4291 §2.5.5.1); some
+  // stacks route ::127.0.0.1 to 127.0.0.1, and ipaddr.js calls the whole range unicast
+  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0) && !["unspecified", "loopback"].includes(ip.range()))
+    return `${ip.toString()} is an IPv4-compatible IPv6 address (::/96)`;
   const range = ip.range();
   if (range === "unicast") return undefined;
   if (!NEVER.includes(range)) {
@@ -100,7 +106,9 @@ export class OutboundPolicy {
       if (why) throw blocked(raw, why);
       return { url, resolved: true };
     }
-    if (!this.settings.allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) throw blocked(raw, "localhost");
+    // "localhost." is the same name, fully qualified
+    const name = host.toLowerCase().replace(/\.$/, "");
+    if (!this.settings.allowPrivate && (name === "localhost" || name.endsWith(".localhost"))) throw blocked(raw, "localhost");
     let addresses: string[];
     try {
       addresses = await this.resolve(host);
@@ -126,43 +134,22 @@ export class OutboundPolicy {
     return addresses[0]!;
   }
 
-  /** fetch through the policy: every hop resolved, checked and pinned (see above). */
-  fetch: OutboundFetch = async (input, init = {}) => {
-    const request = input instanceof Request ? input : undefined;
-    let url = this.parse(request ? request.url : String(input));
-    let method = (init.method ?? request?.method ?? "GET").toUpperCase();
-    let body: RequestInit["body"] = init.body ?? (request ? await request.arrayBuffer() : undefined);
-    const headers = new Headers(request?.headers);
-    new Headers(init.headers).forEach((v, k) => headers.set(k, v));
-    const maxRedirects = this.settings.maxRedirects ?? 5;
-    for (let hop = 0; ; hop++) {
-      const address = await this.pin(url);
-      const target = new URL(url);
-      target.hostname = address.includes(":") ? `[${address}]` : address;
-      headers.set("host", url.host);
-      const response = await fetch(target, {
-        ...init,
-        method,
-        headers,
-        body: method === "GET" || method === "HEAD" ? undefined : body,
-        redirect: "manual",
-        signal: init.signal ?? request?.signal,
+  /** fetch through the policy: every hop resolved, checked and pinned (see above); credentials never cross origins (followRedirects). */
+  fetch: OutboundFetch = (input, init = {}) =>
+    followRedirects(input, init, {
+      maxRedirects: this.settings.maxRedirects ?? 5,
+      parse: (raw) => this.parse(raw),
+      send: async (url, hopInit) => {
+        const address = await this.pin(url);
+        const target = new URL(url);
+        target.hostname = address.includes(":") ? `[${address}]` : address;
+        const headers = new Headers(hopInit.headers);
+        headers.set("host", url.host);
         // a caller's TLS options (a client certificate, a CA) are kept; the server name is always the URL's host
-        tls: url.protocol === "https:" ? { ...(init as { tls?: object }).tls, serverName: hostOf(url) } : undefined,
-      } as RequestInit);
-      const location = response.headers.get("location");
-      if (response.status < 300 || response.status >= 400 || !location) return response;
-      if (hop >= maxRedirects) throw new ApiError("validation_error", `too many redirects from ${url.origin}`);
-      await response.body?.cancel().catch(() => {});
-      url = this.parse(new URL(location, url).toString());
-      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
-        method = "GET";
-        body = undefined;
-        headers.delete("content-type");
-        headers.delete("content-length");
-      }
-    }
-  };
+        const tls = url.protocol === "https:" ? { ...hopInit.tls, serverName: hostOf(url) } : undefined;
+        return fetch(target, { ...hopInit, headers, tls } as RequestInit);
+      },
+    });
 
   private parse(raw: string): URL {
     let url: URL;
@@ -175,6 +162,114 @@ export class OutboundPolicy {
     if (url.username || url.password) throw blocked(raw, "credentials in the URL");
     return url;
   }
+}
+
+/**
+ * Request headers that may follow a redirect to another origin. Every other header is dropped when
+ * a hop changes origin (scheme, host or port): authorization, cookie, proxy-authorization, and
+ * whatever header a caller configured to carry a secret (x-api-key, x-goog-api-key, an MCP
+ * server's API-key header, ...) without having to name each. A client certificate (tls cert/key)
+ * is dropped too. A safelist, because a credential header's name is configuration.
+ */
+export const CROSS_ORIGIN_HEADERS: ReadonlySet<string> = new Set([
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "content-type",
+  "content-language",
+  "user-agent",
+  "cache-control",
+  "last-event-id",
+  "mcp-protocol-version",
+]);
+
+type HopInit = RequestInit & { tls?: Record<string, unknown> };
+
+interface RedirectOptions {
+  maxRedirects: number;
+  /** a hop's URL, checked (throws to refuse it) */
+  parse: (raw: string) => URL;
+  /** one request, redirects not followed */
+  send: (url: URL, init: HopInit) => Promise<Response>;
+}
+
+/**
+ * Follow redirects by hand (at most `maxRedirects`): 303, and 301/302 after a POST, become a GET
+ * without body; when a hop changes origin, only CROSS_ORIGIN_HEADERS are sent on and a client
+ * certificate is not presented again (RFC 9110 §15.4 leaves this to the client; fetch drops only
+ * authorization, and Bun's fetch forwards x-api-key and the like to any origin).
+ */
+export async function followRedirects(input: string | URL | Request, init: RequestInit, o: RedirectOptions): Promise<Response> {
+  const request = input instanceof Request ? input : undefined;
+  let url = o.parse(request ? request.url : String(input));
+  let method = (init.method ?? request?.method ?? "GET").toUpperCase();
+  let body: RequestInit["body"] = init.body ?? (request ? await request.arrayBuffer() : undefined);
+  const headers = new Headers(request?.headers);
+  new Headers(init.headers).forEach((v, k) => headers.set(k, v));
+  let tls = (init as HopInit).tls;
+  for (let hop = 0; ; hop++) {
+    const response = await o.send(url, {
+      ...init,
+      method,
+      headers,
+      body: method === "GET" || method === "HEAD" ? undefined : body,
+      redirect: "manual",
+      signal: init.signal ?? request?.signal,
+      tls,
+    });
+    const location = response.headers.get("location");
+    if (response.status < 300 || response.status >= 400 || !location) return response;
+    if (hop >= o.maxRedirects) throw new ApiError("validation_error", `too many redirects from ${url.origin}`);
+    await response.body?.cancel().catch(() => {});
+    const next = o.parse(new URL(location, url).toString());
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+      method = "GET";
+      body = undefined;
+      headers.delete("content-type");
+      headers.delete("content-length");
+    }
+    if (!sameTarget(url, next)) {
+      // the body may carry a credential too (an OAuth client secret in a form): never resent to another origin
+      if (carriesBody(body) && method !== "GET" && method !== "HEAD")
+        throw new ApiError("validation_error", `${url.origin} redirected a ${method} with a body to another origin (${next.origin}); not followed`);
+      for (const name of [...headers.keys()]) if (!CROSS_ORIGIN_HEADERS.has(name)) headers.delete(name);
+      if (tls) {
+        const { cert: _cert, key: _key, passphrase: _passphrase, ...rest } = tls;
+        tls = rest;
+      }
+    }
+    url = next;
+  }
+}
+
+/**
+ * fetch for URLs the operator configured (providers, remote embeddings, provider probes): no
+ * address policy (a local Ollama is a private address), but redirects followed like
+ * OutboundPolicy.fetch, so an upstream's key never reaches the origin a redirect names.
+ */
+export const credentialSafeFetch: OutboundFetch = async (input, init = {}) => {
+  // the hot path (a provider call) costs one spread: only a redirect takes the hand-followed path
+  let first: Response | undefined = input instanceof Request ? undefined : await fetch(input, { ...init, redirect: "manual" });
+  if (first && (first.status < 300 || first.status >= 400 || !first.headers.has("location"))) return first;
+  return followRedirects(input, init, {
+    maxRedirects: 5,
+    parse: (raw) => new URL(raw),
+    send: (url, hopInit) => {
+      const answered = first;
+      first = undefined;
+      return answered ? Promise.resolve(answered) : fetch(url, hopInit as RequestInit);
+    },
+  });
+};
+
+/** A body with content (a Request's empty ArrayBuffer, or "", is none). */
+const carriesBody = (body: RequestInit["body"]) =>
+  body != null && body !== "" && !((body instanceof ArrayBuffer || ArrayBuffer.isView(body)) && body.byteLength === 0);
+
+/** Same origin, or the same host moving from http to https on the default ports (an upgrade, not another party). */
+function sameTarget(from: URL, to: URL): boolean {
+  if (from.origin === to.origin) return true;
+  return from.protocol === "http:" && to.protocol === "https:" && from.hostname === to.hostname && from.port === "" && to.port === "";
 }
 
 /** The URL's host without IPv6 brackets. */

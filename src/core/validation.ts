@@ -1,5 +1,7 @@
 /**
  * Input bounds and validation messages, shared by every route:
+ *  - boundedParse: size, nesting and entry bounds checked by linear scans before any other
+ *    parser of request text runs (YAML, XML, filters) — nestingExceeds generalises the JSON scan;
  *  - parseJsonBody: JSON text -> value, refusing nesting deeper than MAX_JSON_DEPTH *before*
  *    JSON.parse runs (a 60 KB `{"a":{"a":…}}` must cost microseconds, not seconds), and optionally
  *    strings that are not well-formed text (NUL, lone surrogates);
@@ -14,29 +16,115 @@ import { ApiError } from "./errors";
 /** Deepest accepted nesting of arrays/objects in a JSON body (tool schemas nest ~10 levels). */
 export const MAX_JSON_DEPTH = 64;
 
-/** Nesting depth of JSON text, scanning at most until it exceeds `limit` (strings skipped). */
-export function jsonDepthExceeds(text: string, limit: number): boolean {
-  if (!hasMoreOpenings(text, limit)) return false; // the common case, with native searches only
+/**
+ * How a text nests, for a depth scan before its parser runs: the brackets that open and close a
+ * level, and the quotes whose content is skipped. `quoteAt` says whether a quote character at that
+ * position starts a quoted string (YAML: only where a node can start, so the apostrophe of a plain
+ * `it's` does not hide the brackets after it); default: everywhere (JSON).
+ */
+export interface NestingSyntax {
+  open: string;
+  close: string;
+  /** quote characters; a backslash escapes the next character inside `"` only */
+  quotes: string;
+  quoteAt?: (text: string, i: number) => boolean;
+}
+
+export const JSON_NESTING: NestingSyntax = { open: "{[", close: "}]", quotes: '"' };
+
+/** YAML flow collections; a quote opens a scalar only at a node's start (after space, `[`, `{`, `,`, `:` or at a line start). */
+export const YAML_FLOW_NESTING: NestingSyntax = {
+  open: "{[",
+  close: "}]",
+  quotes: "\"'",
+  quoteAt: (text, i) => i === 0 || " \t\n\r[{,:-?".includes(text[i - 1]!),
+};
+
+/** Nesting deeper than `limit` in `text` (by `syntax`, JSON by default), scanning at most until it exceeds. */
+export function nestingExceeds(text: string, limit: number, syntax: NestingSyntax = JSON_NESTING): boolean {
+  if (!hasMoreOpenings(text, limit, syntax.open)) return false; // the common case, with native searches only
+  const open = new Set([...syntax.open].map((c) => c.charCodeAt(0)));
+  const close = new Set([...syntax.close].map((c) => c.charCodeAt(0)));
+  const quotes = new Set([...syntax.quotes].map((c) => c.charCodeAt(0)));
   let depth = 0;
-  let inString = false;
+  let quote = 0; // the open quote's character code, 0 outside
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
+    if (quote) {
+      if (c === 92 /* \ */ && quote === 34 /* " */) i++;
+      else if (c === quote) quote = 0;
+    } else if (quotes.has(c) && (!syntax.quoteAt || syntax.quoteAt(text, i))) quote = c;
+    else if (open.has(c)) {
       if (++depth > limit) return true;
-    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+    } else if (close.has(c) && depth > 0) depth--;
   }
   return false;
 }
 
+/** Nesting depth of JSON text above `limit` (strings skipped). */
+export const jsonDepthExceeds = (text: string, limit: number) => nestingExceeds(text, limit, JSON_NESTING);
+
 /** More than `n` opening brackets anywhere (strings included: an upper bound of the nesting depth). */
-function hasMoreOpenings(text: string, n: number): boolean {
+function hasMoreOpenings(text: string, n: number, openers: string): boolean {
   let count = 0;
-  for (const bracket of ["{", "["]) for (let i = text.indexOf(bracket); i >= 0; i = text.indexOf(bracket, i + 1)) if (++count > n) return true;
+  for (const bracket of openers) for (let i = text.indexOf(bracket); i >= 0; i = text.indexOf(bracket, i + 1)) if (++count > n) return true;
   return false;
+}
+
+/** Occurrences of any of `chars` in `text`, counting at most until it exceeds `limit`. */
+function countExceeds(text: string, chars: string, limit: number): boolean {
+  let count = 0;
+  for (const ch of chars) for (let i = text.indexOf(ch); i >= 0; i = text.indexOf(ch, i + 1)) if (++count > limit) return true;
+  return false;
+}
+
+export interface ParseBounds {
+  /** what the text is, for the messages ("configuration", "filter") */
+  what: string;
+  /** largest accepted text, in UTF-8 bytes (413 above) */
+  maxBytes: number;
+  /** deepest accepted nesting, by `syntax` */
+  maxDepth: number;
+  syntax: NestingSyntax;
+  /**
+   * most entries: occurrences of `separators` (e.g. newlines and commas), an upper bound of the
+   * nodes a parser builds — its cost grows with them even when the nesting is flat
+   */
+  maxEntries?: number;
+  separators?: string;
+}
+
+/**
+ * The one rule for every parser of request text that is not the kernel's JSON (YAML imports,
+ * SAML XML, SCIM filters): size, nesting and entry count are checked by linear scans *before* the
+ * parser runs, so a pathological body costs a scan, never a parse (a YAML parser given 1 MB of
+ * `[` ran 28 s). Too large -> 413; too deep or too many entries -> 400 validation_error naming
+ * the bound. Returns what `parse` returns (its own errors pass through).
+ */
+export function boundedParse<T>(text: string, bounds: ParseBounds, parse: (text: string) => T): T {
+  const { what } = bounds;
+  // length is UTF-16 units: at most the UTF-8 byte count for ASCII, and at least a third of it
+  if (text.length > bounds.maxBytes || (text.length * 3 > bounds.maxBytes && Buffer.byteLength(text, "utf8") > bounds.maxBytes))
+    throw new ApiError("invalid_request_error", `${what} larger than ${bounds.maxBytes} bytes`, undefined, undefined, 413);
+  if (nestingExceeds(text, bounds.maxDepth, bounds.syntax)) throw new ApiError("validation_error", `${what} nests deeper than ${bounds.maxDepth} levels`);
+  if (bounds.maxEntries !== undefined && countExceeds(text, bounds.separators ?? "\n,", bounds.maxEntries))
+    throw new ApiError("validation_error", `${what} has more than ${bounds.maxEntries} entries (lines and list items)`);
+  return parse(text);
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A request body as text, refusing bytes that are not UTF-8 (400 invalid_request_error): Request.text()
+ * would replace them with U+FFFD and the replacement would be stored as if the client had sent it.
+ */
+export async function readUtf8Body(request: Request): Promise<string> {
+  const bytes = await request.arrayBuffer();
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_request_error", "malformed request body: not valid UTF-8");
+  }
 }
 
 const malformed = () => new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
@@ -68,7 +156,7 @@ export function illFormedStringPath(value: unknown, path = ""): string | undefin
 export function parseJsonBody(text: string, opts: { wellFormed?: boolean; maxDepth?: number } = {}): unknown {
   if (text.length === 0 || /^\s*$/.test(text)) return undefined;
   const limit = opts.maxDepth ?? MAX_JSON_DEPTH;
-  if (jsonDepthExceeds(text, limit)) throw new ApiError("validation_error", `request body nests deeper than ${limit} levels`);
+  if (nestingExceeds(text, limit, JSON_NESTING)) throw new ApiError("validation_error", `request body nests deeper than ${limit} levels`);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -8,6 +8,7 @@
  */
 import { EmbeddingError, l2normalize, type Embedder } from "./types";
 import { normaliseBaseUrl } from "../core/base-url";
+import { credentialSafeFetch } from "../core/outbound";
 
 /** The embeddings endpoint a configured base URL means. */
 export const embeddingsUrl = (baseUrl: string) => normaliseBaseUrl(baseUrl.trim().replace(/\/+$/, "").replace(/\/embeddings$/, "")) + "/v1/embeddings";
@@ -48,7 +49,7 @@ export class RemoteEmbedder implements Embedder {
     this.dims = opts.dimensions ?? 0;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
-    this.doFetch = opts.fetch ?? fetch;
+    this.doFetch = opts.fetch ?? (credentialSafeFetch as typeof fetch);
   }
 
   get dimensions(): number {

@@ -7,6 +7,7 @@
 import { PROVIDERS, type ProviderName } from "./providers";
 import type { ProvidersConfig } from "./config";
 import { normaliseBaseUrl } from "../core/base-url";
+import { credentialSafeFetch } from "../core/outbound";
 
 export interface ProbeResult {
   /** up: 2xx; down: unreachable, timeout, 5xx or 429; error: a 4xx (usually the key) */
@@ -24,7 +25,7 @@ export async function probeProvider(providers: ProvidersConfig, provider: Provid
   const started = performance.now();
   const ms = () => Math.round((performance.now() - started) * 10) / 10;
   try {
-    const r = await fetch(normaliseBaseUrl(settings.base_url) + def.probe.path, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    const r = await credentialSafeFetch(normaliseBaseUrl(settings.base_url) + def.probe.path, { headers, signal: AbortSignal.timeout(timeoutMs) });
     await r.arrayBuffer().catch(() => undefined);
     if (r.ok) return { status: "up", httpStatus: r.status, latencyMs: ms() };
     if (r.status >= 500 || r.status === 429) return { status: "down", httpStatus: r.status, latencyMs: ms(), error: `answered ${r.status}` };

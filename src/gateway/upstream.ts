@@ -19,6 +19,7 @@ import type { ProviderWire } from "./providers/types";
 import type { ProviderName } from "./providers";
 import type { ProvidersConfig, UpstreamConfig } from "./config";
 import { normaliseBaseUrl } from "../core/base-url";
+import { credentialSafeFetch } from "../core/outbound";
 
 export interface UpstreamMetrics {
   duration: Histogram;
@@ -335,7 +336,7 @@ export class Upstream {
     const startedAt = performance.now();
     let response: Response;
     try {
-      response = await fetch(target.baseUrl + req.path, {
+      response = await credentialSafeFetch(target.baseUrl + req.path, {
         method: req.method,
         headers,
         body: req.body === undefined ? undefined : JSON.stringify(req.body),

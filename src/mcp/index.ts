@@ -23,6 +23,7 @@ import type { OutboundPolicy } from "../core/outbound";
 import type { Logger } from "../core/log";
 import { ApiError, DOC2 } from "../core/errors";
 import { requirePermission, type Permission } from "../core/auth";
+import { jsonDepthExceeds, MAX_JSON_DEPTH, readUtf8Body } from "../core/validation";
 import type { McpConfig } from "./config";
 import type { CredentialAuthenticator, Embedder, WallClock } from "./ports";
 import { MCP_MIGRATIONS } from "./migrations";
@@ -116,8 +117,10 @@ export function create(deps: McpDeps): Domain<McpServices> {
 
   const stats: NativeHandler = async (request, state) => {
     let body: unknown;
+    const text = await readUtf8Body(request);
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) throw new ApiError("validation_error", `request body nests deeper than ${MAX_JSON_DEPTH} levels`);
     try {
-      body = parseJsonExact(await request.text());
+      body = parseJsonExact(text);
     } catch {
       throw new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
     }
@@ -126,7 +129,7 @@ export function create(deps: McpDeps): Domain<McpServices> {
   };
 
   const importConfig: NativeHandler = async (request, state) => {
-    const text = await request.text();
+    const text = await readUtf8Body(request);
     if (text.length > MAX_IMPORT_BYTES) throw new ApiError("invalid_request_error", `configuration larger than ${MAX_IMPORT_BYTES} bytes`, undefined, undefined, 413);
     return jsonResponse(await s.configIO.importText(state.principal!.tenantId, text));
   };

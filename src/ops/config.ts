@@ -1,8 +1,14 @@
-/** Ops settings: optional upstream probes reported by /ready (see src/ops/probes.ts). */
+/** Ops settings: optional upstream probes reported by /ready (see src/ops/probes.ts); /metrics. */
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Section } from "../core/config";
 
 export const OPS_SECTIONS = {
+  metrics: Section({
+    /** when set (SVC_METRICS__TOKEN), GET /metrics requires `Authorization: Bearer <token>` */
+    token: T.Optional(T.String({ minLength: 16 })),
+    /** /metrics serves the text rendered at most this long ago (scrapers share one render); 0 = render at every scrape */
+    render_interval_ms: T.Integer({ default: 5_000, minimum: 0 }),
+  }),
   readiness: Section({
     /** providers probed in the background (their model list, with the configured key); empty = no probes */
     probe_providers: T.Array(T.String({ minLength: 1 }), { default: [] }),
@@ -16,4 +22,5 @@ export const OPS_SECTIONS = {
   }),
 };
 
+export type MetricsConfig = Static<(typeof OPS_SECTIONS)["metrics"]>;
 export type ReadinessConfig = Static<(typeof OPS_SECTIONS)["readiness"]>;

@@ -8,7 +8,7 @@ import { opsRoutes, readiness, stats, SERVICE, type OpsDeps } from "./routes";
 import { docsRoutes } from "./docs";
 
 export { readiness, stats, SERVICE, type OpsDeps };
-export { OPS_SECTIONS, type ReadinessConfig } from "./config";
+export { OPS_SECTIONS, type ReadinessConfig, type MetricsConfig } from "./config";
 export { UpstreamProbes } from "./probes";
 export type { UpstreamProbe } from "./ports";
 

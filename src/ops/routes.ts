@@ -1,14 +1,19 @@
 /**
  * Operational endpoints (doc1 §4.1): GET /health (liveness), /ready (readiness), /metrics
  * (Prometheus text), /stats (JSON), / (information document), /openapi.json and /docs.
- * They are unauthenticated, like the usual probes and scrape targets (docs/decisions.md).
+ * Probes and the documents are unauthenticated, like the usual probe targets; /metrics is too
+ * unless metrics.token is set (then `Authorization: Bearer <token>`), and serves text rendered at
+ * most once per metrics.render_interval_ms; /stats (totals across tenants) needs a credential
+ * with ViewMetrics (docs/decisions.md).
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import { t } from "elysia";
 import { ApiError, DOC1 } from "../core/errors";
 import type { Kernel, RequestObserver } from "../core/kernel";
 import type { Metrics, MetricValues } from "../core/metrics";
 import pkg from "../../package.json";
 import type { UpstreamProbes } from "./probes";
+import type { MetricsConfig } from "./config";
 
 export const SERVICE = "svc";
 
@@ -24,6 +29,20 @@ export interface OpsDeps {
   startedAt: number;
   /** background provider probes (readiness.probe_providers), reported by /ready */
   probes?: UpstreamProbes;
+  /** metrics.token and metrics.render_interval_ms (default: no token, render at every scrape) */
+  settings?: MetricsConfig;
+}
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
+
+/** The scrape token check: constant time, 401 in doc1's envelope without it. */
+function scrapeGuard(token: string | undefined): (request: Request) => void {
+  if (!token) return () => {};
+  const expected = digest(token);
+  return (request) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
+    if (!m || !timingSafeEqual(digest(m[1]!), expected)) throw new ApiError("authentication_error", "GET /metrics needs Authorization: Bearer <metrics token>");
+  };
 }
 
 export interface ReadinessReport {
@@ -102,11 +121,15 @@ const Ready = t.Object({
   upstreams: t.Optional(t.Record(t.String(), UpstreamState)),
 });
 
-/** The operational endpoints are public (probes and scrapers carry no tokens; no tenant data). */
-const OPS_PATHS = ["/health", "/ready", "/metrics", "/stats"] as const;
+/** Public mounts: probes carry no tokens; /metrics checks its own token when one is configured. */
+const OPS_PATHS = ["/health", "/ready", "/metrics"] as const;
 
 export const opsRoutes = (d: OpsDeps) => {
   for (const prefix of OPS_PATHS) d.kernel.register({ prefix, envelope: DOC1, auth: "public" });
+  // totals across tenants: a credential, like every tenant's own usage
+  d.kernel.register({ prefix: "/stats", envelope: DOC1 });
+  const guard = scrapeGuard(d.settings?.token);
+  const interval = d.settings?.render_interval_ms ?? 0;
   d.kernel.register({ prefix: "/", exact: true, envelope: DOC1, auth: "public" });
   return d.kernel
     .routes("")
@@ -137,17 +160,21 @@ export const opsRoutes = (d: OpsDeps) => {
     )
     .get(
       "/metrics",
-      async () => new Response(await d.metrics.render(), { headers: { "content-type": d.metrics.contentType } }),
+      async ({ request }) => {
+        guard(request);
+        return new Response(await d.metrics.renderCached(interval), { headers: { "content-type": d.metrics.contentType } });
+      },
       {
         detail: {
-          summary: "Prometheus metrics (text exposition format)",
-          description: "Every counter and histogram of the process for a Prometheus scrape: HTTP requests by route template, cache lookups per tier and entries, upstream calls, errors, retries and fallbacks, tokens, cost and savings, rate-limit rejections, process figures.",
+          summary: "Prometheus metrics (text exposition format), rendered at most once per metrics.render_interval_ms",
+          description:
+            "Every counter and histogram of the process for a Prometheus scrape: HTTP requests by route template, cache lookups per tier and entries, upstream calls, errors, retries and fallbacks, tokens, cost and savings, rate-limit and budget rejections, process figures. With `metrics.token` configured, the scraper must send it as `Authorization: Bearer <token>` (401 otherwise).",
           tags: ["ops"],
-          security: [],
         },
       },
     )
     .get("/stats", () => stats(d), {
+      perm: "ViewMetrics",
       response: t.Object({
         service: t.String(),
         version: t.String(),
@@ -163,10 +190,9 @@ export const opsRoutes = (d: OpsDeps) => {
         tenants: t.Object({ active: t.Integer() }),
       }),
       detail: {
-        summary: "Statistics: uptime, request counts, cache hits and misses per tier",
-        description: "A JSON summary of the process since it started: uptime, requests by status, rate-limited requests, cache hits and misses per tier, cache entries and the number of tenants seen.",
+        summary: "Statistics across tenants: uptime, request counts, cache hits and misses per tier",
+        description: "A JSON summary of the whole process since it started, across tenants: uptime, requests by status, rate-limited requests, cache hits and misses per tier, cache entries and the number of tenants seen.",
         tags: ["ops"],
-        security: [],
       },
     })
     .get(

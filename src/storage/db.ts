@@ -4,7 +4,7 @@
  * object: they get a Storage (scoped.ts), whose tenant handles bind $tenant to every statement.
  */
 import { Database, type Statement } from "bun:sqlite";
-import { existsSync, mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import { orderedMigrations, type MigrationSet } from "./migrations";
 
@@ -16,6 +16,22 @@ export interface RunResult {
   lastInsertRowid: number | bigint;
 }
 
+/**
+ * The database holds every tenant's data and the sealed secrets: only its owner may read it. A new
+ * file is created 0600 before SQLite opens it (an empty file is a new database), and SQLite gives
+ * its -wal and -shm files the database file's mode; an existing file (and its -wal/-shm, from an
+ * older build that left them 0644) is narrowed to 0600 — where the process may not (another
+ * owner, a read-only mount), it is left as it is.
+ */
+function ownerOnly(path: string, create: boolean) {
+  if (create) closeSync(openSync(path, "a", 0o600));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if (existsSync(file)) chmodSync(file, 0o600);
+    } catch {}
+  }
+}
+
 export class Db {
   readonly sqlite: Database;
   private stmts = new Map<string, Statement<unknown, [Params]>>();
@@ -25,12 +41,13 @@ export class Db {
   closed = false;
 
   constructor(readonly path: string, sets?: readonly MigrationSet[]) {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     // A new file gets its schema with synchronous=OFF, then NORMAL: creating it (journal, WAL
     // switch, migrations) otherwise costs ~6 fsyncs, ~10 ms of the first start. OFF loses nothing
     // if the process crashes; only an OS crash in those milliseconds could leave a broken, still
     // empty, database file.
     this.created = path !== ":memory:" && !existsSync(path);
+    if (path !== ":memory:") ownerOnly(path, this.created);
     this.sqlite = new Database(path, { create: true, strict: true });
     this.sqlite.run("PRAGMA busy_timeout = 5000");
     this.sqlite.run(`PRAGMA synchronous = ${this.created ? "OFF" : "NORMAL"}`);

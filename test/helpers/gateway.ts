@@ -30,7 +30,8 @@ export async function startGateway(overrides: Record<string, unknown> = {}, env:
     { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, ...env },
     // rate limits are off unless a test turns them on (starter allows 10 requests/s per tenant);
     // upstream retries are off unless a test turns them on (an injected failure is then seen by the client as is)
-    merged({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false }, providers: NO_RETRIES }, overrides),
+    // /metrics renders at every scrape unless a test asks for the cached text (tests scrape right after acting)
+    merged({ server: { host: "127.0.0.1", port: 0, request_log: false }, rate_limits: { enabled: false }, providers: NO_RETRIES, metrics: { render_interval_ms: 0 } }, overrides),
   );
   const logs: string[] = [];
   const running = await startServer(config, { logger: new Logger("warn", (l) => logs.push(l)), ...options });
