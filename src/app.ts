@@ -24,6 +24,7 @@ import * as ops from "./ops";
 import * as identity from "./identity";
 import * as mcp from "./mcp";
 import * as memory from "./memory";
+import * as ui from "./ui";
 import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
@@ -174,7 +175,9 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   if (config.readiness.require_upstream && probes.enabled) readiness.upstreams = () => probes.ready();
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes, settings: config.metrics });
 
-  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD];
+  const uiD = ui.create({ kernel });
+
+  const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD, uiD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
 
   for (const d of domains) if (d.routes) http = http.use(d.routes);

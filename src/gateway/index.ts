@@ -21,6 +21,7 @@ import { queryRoutes } from "./query";
 import { GatewayService } from "./service";
 import { PriceTable } from "./prices";
 import { UsageQuery, usageRoutes } from "./usage-api";
+import { OVERVIEW_MIGRATIONS, OverviewQuery, overviewRoutes } from "./overview-api";
 import { Elysia } from "elysia";
 import { probeProvider, type ProbeResult } from "./probe";
 import type { ProviderName } from "./providers";
@@ -132,8 +133,9 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   for (const prefix of PROXY_PREFIXES) deps.kernel.register({ prefix, envelope: DOC1, auth: "sdk", rateGroup: "proxy" });
   return {
     name: "gateway",
-    migrations: GATEWAY_MIGRATIONS,
-    routes: new Elysia({ name: "svc-gateway" }).use(queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled)).use(usageRoutes(deps.kernel, usageQuery)),
+    migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS],
+    routes: new Elysia({ name: "svc-gateway" }).use(queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled)).use(usageRoutes(deps.kernel, usageQuery))
+      .use(overviewRoutes(deps.kernel, new OverviewQuery(deps.storage, () => usage.flush()))),
     native: proxyRoutes(proxyServer({ pipeline, log: deps.log, isGatewayCredential: deps.isGatewayCredential })),
     service,
     pipeline,

@@ -1,0 +1,301 @@
+/**
+ * GET /api/v1/usage/overview (ViewMetrics): the dashboard's overview of the caller's tenant over
+ * the last hour, day or 30 days — requests, hits per tier (exact / semantic / l2_context =
+ * multi-turn), misses, bypassed, tokens, cost and cost saved, latency p50/p99, and a series (per
+ * minute / hour / day) for the charts.
+ * GET /api/v1/usage/requests (ViewLogs): the per-request usage records, newest first, with filters.
+ *
+ * The overview never scans usage_records: a trigger keeps two rollups, one row per tenant and
+ * minute (`usage_rollup_minute`, read for the last hour: ≤ 60 rows) and per tenant and hour
+ * (`usage_rollup_hour`, read for the last day and 30 days: ≤ 720 rows), each with latency as a
+ * fixed histogram — whatever the traffic. Ranges are whole units (UTC), the current one included:
+ * the last 60 minutes, 24 hours, 720 hours; percentiles are interpolated within a histogram bucket
+ * (buckets grow ~25% each). usage_records are never deleted today; whatever deletes them later (a
+ * retention job) must subtract from, or delete, the rollup rows of the same minutes and hours.
+ */
+import { Elysia, t } from "elysia";
+import type { Kernel } from "../core/kernel";
+import { ApiError, DOC1 } from "../core/errors";
+import { limitOffsetQuery } from "../core/pagination";
+import type { Migration } from "../storage/migrations";
+import type { Storage } from "../storage/scoped";
+
+/** upper bounds (ms) of the latency buckets; the last bucket is everything above */
+export const LATENCY_BOUNDS = [
+  1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50, 63, 80, 100, 125, 160, 200, 250, 320, 400, 500, 630, 800, 1000, 1250, 1600, 2000, 2500,
+  3200, 4000, 5000, 6300, 8000, 10000, 15000, 20000, 30000, 60000,
+] as const;
+const BUCKETS = LATENCY_BOUNDS.length + 1;
+const L = Array.from({ length: BUCKETS }, (_, i) => `l${i}`);
+
+const bucketCase = `CASE ${LATENCY_BOUNDS.map((b, i) => `WHEN NEW.latency_ms <= ${b} THEN ${i}`).join(" ")} ELSE ${LATENCY_BOUNDS.length} END`;
+
+const ROLLUP_COLUMNS = `requests, hits_exact, hits_semantic, hits_context, misses, bypassed, input_tokens, output_tokens, cost_usd, cost_saved_usd, ${L.join(", ")}`;
+
+/** The rollup's row for one usage record (used by the trigger, NEW.*). */
+const rowOf = (r: string) =>
+  `1, ${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'exact', ${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'semantic', ` +
+  `${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'l2_context', ${r}.cache_status = 'MISS', ${r}.cache_status = 'BYPASS', ` +
+  `${r}.input_tokens, ${r}.output_tokens, ${r}.cost_usd, ${r}.cost_saved_usd`;
+
+/** One rollup table: per tenant and `unit` (minute: created_at's first 16 characters, hour: 13). */
+const rollupTable = (table: string, unit: string) => `
+  CREATE TABLE ${table} (
+    tenant_id TEXT NOT NULL,
+    ${unit} TEXT NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    hits_exact INTEGER NOT NULL DEFAULT 0,
+    hits_semantic INTEGER NOT NULL DEFAULT 0,
+    hits_context INTEGER NOT NULL DEFAULT 0,
+    misses INTEGER NOT NULL DEFAULT 0,
+    bypassed INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    cost_saved_usd REAL NOT NULL DEFAULT 0,
+    ${L.map((c) => `${c} INTEGER NOT NULL DEFAULT 0`).join(",\n    ")},
+    PRIMARY KEY (tenant_id, ${unit})
+  ) WITHOUT ROWID;`;
+
+/** The trigger's statement adding NEW to a rollup table. */
+const upsert = (table: string, unit: string, chars: number) => `
+    INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
+    SELECT NEW.tenant_id, substr(NEW.created_at, 1, ${chars}), ${rowOf("NEW")}, ${L.map((_, i) => `b = ${i}`).join(", ")}
+    FROM (SELECT ${bucketCase} AS b) WHERE true
+    ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET
+      requests = requests + 1,
+      hits_exact = hits_exact + excluded.hits_exact,
+      hits_semantic = hits_semantic + excluded.hits_semantic,
+      hits_context = hits_context + excluded.hits_context,
+      misses = misses + excluded.misses,
+      bypassed = bypassed + excluded.bypassed,
+      input_tokens = input_tokens + excluded.input_tokens,
+      output_tokens = output_tokens + excluded.output_tokens,
+      cost_usd = cost_usd + excluded.cost_usd,
+      cost_saved_usd = cost_saved_usd + excluded.cost_saved_usd,
+      ${L.map((c) => `${c} = ${c} + excluded.${c}`).join(",\n      ")};`;
+
+/** Records written before the rollups existed. */
+const backfill = (table: string, unit: string, chars: number) => `
+  INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
+  SELECT tenant_id, substr(created_at, 1, ${chars}), COUNT(*),
+    SUM(cache_status = 'HIT' AND cache_tier = 'exact'), SUM(cache_status = 'HIT' AND cache_tier = 'semantic'),
+    SUM(cache_status = 'HIT' AND cache_tier = 'l2_context'), SUM(cache_status = 'MISS'), SUM(cache_status = 'BYPASS'),
+    SUM(input_tokens), SUM(output_tokens), SUM(cost_usd), SUM(cost_saved_usd),
+    ${L.map((_, i) => `SUM(${bucketCase.replaceAll("NEW.", "")} = ${i})`).join(", ")}
+  FROM usage_records GROUP BY tenant_id, substr(created_at, 1, ${chars});`;
+
+export const OVERVIEW_MIGRATIONS: Migration[] = [
+  {
+    // per-minute rows serve the last hour, per-hour rows the last day and 30 days (at most 720 rows)
+    id: "0004_usage_rollups",
+    up: `
+      ${rollupTable("usage_rollup_minute", "minute")}
+      ${rollupTable("usage_rollup_hour", "hour")}
+      CREATE TRIGGER usage_rollups_insert AFTER INSERT ON usage_records BEGIN
+        ${upsert("usage_rollup_minute", "minute", 16)}
+        ${upsert("usage_rollup_hour", "hour", 13)}
+      END;
+      ${backfill("usage_rollup_minute", "minute", 16)}
+      ${backfill("usage_rollup_hour", "hour", 13)}
+    `,
+  },
+  {
+    // the requests page filters one tenant's records by time (usage_records_tenant_time) and, often, by cache status
+    id: "0005_usage_records_status",
+    up: `CREATE INDEX usage_records_tenant_status_time ON usage_records(tenant_id, cache_status, created_at);`,
+  },
+];
+
+/** Each range: the rollup it reads, how many of its units (the current one included), and the series' step (characters of the unit kept). */
+export const RANGES = {
+  hour: { table: "usage_rollup_minute", unit: "minute", count: 60, ms: 60_000, chars: 16, step: 16, bucket: "minute" },
+  day: { table: "usage_rollup_hour", unit: "hour", count: 24, ms: 3_600_000, chars: 13, step: 13, bucket: "hour" },
+  "30d": { table: "usage_rollup_hour", unit: "hour", count: 720, ms: 3_600_000, chars: 13, step: 10, bucket: "day" },
+} as const;
+export type OverviewRange = keyof typeof RANGES;
+
+const usd = (v: number) => Math.round(v * 1e6) / 1e6;
+
+/** The q-quantile (0..1) of a histogram, interpolated linearly inside its bucket; 0 when empty. */
+export function quantile(counts: number[], q: number): number {
+  const total = counts.reduce((a, b) => a + b, 0);
+  if (total === 0) return 0;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < counts.length; i++) {
+    const n = counts[i]!;
+    if (n > 0 && seen + n >= rank) {
+      const lo = i === 0 ? 0 : LATENCY_BOUNDS[i - 1]!;
+      const hi = i < LATENCY_BOUNDS.length ? LATENCY_BOUNDS[i]! : lo * 2;
+      return Math.round((lo + ((rank - seen) / n) * (hi - lo)) * 100) / 100;
+    }
+    seen += n;
+  }
+  return LATENCY_BOUNDS[LATENCY_BOUNDS.length - 1]!;
+}
+
+export class OverviewQuery {
+  constructor(private readonly storage: Storage, private readonly flush: () => void, private readonly now: () => number = Date.now) {}
+
+  overview(tenantId: string, range: OverviewRange) {
+    const spec = RANGES[range];
+    if (!spec) throw new ApiError("validation_error", `query 'range': expected one of ${Object.keys(RANGES).join(", ")}`);
+    this.flush();
+    const nowMs = this.now();
+    // whole units: [from, to] where `to` is the current minute / hour
+    const to = new Date(nowMs).toISOString().slice(0, spec.chars);
+    const from = new Date(nowMs - (spec.count - 1) * spec.ms).toISOString().slice(0, spec.chars);
+    const db = this.storage.tenant(tenantId);
+    const where = `tenant_id = $tenant AND ${spec.unit} >= $from AND ${spec.unit} <= $to`;
+    const sums = `SUM(requests) AS requests, SUM(hits_exact) AS exact, SUM(hits_semantic) AS semantic, SUM(hits_context) AS context, SUM(misses) AS misses,
+      SUM(bypassed) AS bypassed, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved`;
+    const row = db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM ${spec.table} WHERE ${where}`, { from, to })!;
+    const n = (k: string) => Number(row[k] ?? 0);
+    const hist = L.map((c) => n(c));
+    const hits = n("exact") + n("semantic") + n("context");
+    const series = db
+      .all<{ t: string; requests: number; hits: number; misses: number; cost: number; saved: number }>(
+        `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(requests) AS requests, SUM(hits_exact + hits_semantic + hits_context) AS hits, SUM(misses) AS misses,
+           SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM ${spec.table} WHERE ${where} GROUP BY t ORDER BY t`,
+        { from, to },
+      )
+      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved) }));
+    const startOf = (u: string) => Date.parse(spec.chars === 16 ? `${u}:00.000Z` : `${u}:00:00.000Z`);
+    return {
+      range,
+      from: new Date(startOf(from)).toISOString(),
+      to: new Date(startOf(to) + spec.ms).toISOString(),
+      bucket: spec.bucket,
+      totals: {
+        requests: n("requests"),
+        hits: { exact: n("exact"), semantic: n("semantic"), l2_context: n("context"), total: hits },
+        misses: n("misses"),
+        bypassed: n("bypassed"),
+        hitRatio: hits + n("misses") > 0 ? hits / (hits + n("misses")) : 0,
+        inputTokens: n("input"),
+        outputTokens: n("output"),
+        costUsd: usd(n("cost")),
+        costSavedUsd: usd(n("saved")),
+        latencyMs: { p50: quantile(hist, 0.5), p99: quantile(hist, 0.99) },
+      },
+      series,
+    };
+  }
+
+  requests(tenantId: string, q: RequestsQuery) {
+    this.flush();
+    const limit = q.limit ?? 50;
+    const offset = q.offset ?? 0;
+    const clauses = ["tenant_id = $tenant"];
+    const args: Record<string, string | number> = { limit, offset };
+    if (q.cache_status) (clauses.push("cache_status = $status"), (args.status = q.cache_status));
+    if (q.model) (clauses.push("model = $model"), (args.model = q.model));
+    if (q.key_id) (clauses.push("key_id = $key"), (args.key = q.key_id));
+    if (q.before) (clauses.push("created_at < $before"), (args.before = q.before));
+    const db = this.storage.tenant(tenantId);
+    const where = clauses.join(" AND ");
+    const total = db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM usage_records WHERE ${where}`, args)!.n;
+    const rows = db.all<Record<string, any>>(
+      `SELECT created_at, request_id, key_id, style, provider, model, upstream_model, deployment, attempts, cache_status, cache_tier, streamed,
+         input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd
+       FROM usage_records WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`,
+      args,
+    );
+    return {
+      requests: rows.map((r) => ({
+        createdAt: r.created_at,
+        requestId: r.request_id,
+        keyId: r.key_id ?? null,
+        style: r.style,
+        provider: r.provider,
+        model: r.model,
+        upstreamModel: r.upstream_model ?? null,
+        deployment: r.deployment ?? null,
+        attempts: r.attempts,
+        cacheStatus: r.cache_status,
+        cacheTier: r.cache_tier ?? null,
+        streamed: r.streamed === 1,
+        inputTokens: r.input_tokens,
+        outputTokens: r.output_tokens,
+        latencyMs: r.latency_ms,
+        costUsd: r.cost_usd,
+        costSavedUsd: r.cost_saved_usd,
+      })),
+      total,
+      limit,
+      offset,
+    };
+  }
+}
+
+export interface RequestsQuery {
+  limit?: number;
+  offset?: number;
+  cache_status?: string;
+  model?: string;
+  key_id?: string;
+  before?: string;
+}
+
+const Count = t.Integer();
+export const OverviewSchema = t.Object({
+  range: t.String(),
+  from: t.String(),
+  to: t.String(),
+  bucket: t.String({ description: "step of `series`: minute (hour range), hour (day range) or day (30d range)" }),
+  totals: t.Object({
+    requests: Count,
+    hits: t.Object({ exact: Count, semantic: Count, l2_context: Count, total: Count }),
+    misses: Count,
+    bypassed: Count,
+    hitRatio: t.Number(),
+    inputTokens: Count,
+    outputTokens: Count,
+    costUsd: t.Number(),
+    costSavedUsd: t.Number(),
+    latencyMs: t.Object({ p50: t.Number(), p99: t.Number() }, { description: "interpolated within histogram buckets (~25% wide)" }),
+  }),
+  series: t.Array(t.Object({ t: t.String(), requests: Count, hits: Count, misses: Count, costUsd: t.Number(), costSavedUsd: t.Number() })),
+});
+
+const RequestSchema = t.Object({
+  createdAt: t.String(),
+  requestId: t.String(),
+  keyId: t.Nullable(t.String()),
+  style: t.String(),
+  provider: t.String(),
+  model: t.String(),
+  upstreamModel: t.Nullable(t.String()),
+  deployment: t.Nullable(t.String()),
+  attempts: Count,
+  cacheStatus: t.String(),
+  cacheTier: t.Nullable(t.String()),
+  streamed: t.Boolean(),
+  inputTokens: Count,
+  outputTokens: Count,
+  latencyMs: t.Number(),
+  costUsd: t.Number(),
+  costSavedUsd: t.Number(),
+});
+
+export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
+  new Elysia({ name: "svc-usage-overview" })
+    .use(kernel.mount({ prefix: "/api/v1/usage/overview", envelope: DOC1 }).get("", ({ principal, query }) => q.overview(principal.tenantId, (query.range ?? "day") as OverviewRange), {
+    perm: "ViewMetrics",
+    query: t.Object({ range: t.Optional(t.Union([t.Literal("hour"), t.Literal("day"), t.Literal("30d")], { description: "last hour, day or 30 days (default day)" })) }),
+    response: OverviewSchema,
+    detail: { summary: "Overview of the caller's tenant over the last hour, day or 30 days: requests, hits per tier, cost, saved, latency, a series", tags: ["usage"] },
+  }))
+    .use(kernel.mount({ prefix: "/api/v1/usage/requests", envelope: DOC1 }).get("", ({ principal, query }) => q.requests(principal.tenantId, query), {
+    perm: "ViewLogs",
+    query: t.Object({
+      ...limitOffsetQuery(50, 200),
+      cache_status: t.Optional(t.Union([t.Literal("HIT"), t.Literal("MISS"), t.Literal("BYPASS")])),
+      model: t.Optional(t.String({ minLength: 1, maxLength: 256 })),
+      key_id: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
+      before: t.Optional(t.String({ minLength: 10, maxLength: 40, description: "only records created before this ISO 8601 timestamp" })),
+    }),
+    response: t.Object({ requests: t.Array(RequestSchema), total: Count, limit: Count, offset: Count }),
+    detail: { summary: "The caller's per-request usage records, newest first, filtered by cache status, model or key", tags: ["usage"] },
+  }));
