@@ -30,5 +30,6 @@ export const API_TAGS: TagDoc[] = [
   { name: "sso", description: "Single sign-on: OIDC and SAML connections, their verified e-mail domains, and the sign-in flow." },
   { name: "scim", description: "Administration of SCIM provisioning: the tokens an identity provider uses, its activity and statistics." },
   { name: "scim-provider", description: "The SCIM 2.0 service (RFC 7643/7644) identity providers call to provision users and groups, with a SCIM token." },
+  { name: "dashboard", description: "The web dashboard at /ui: its page and assets, which hold no data; signed in, it shows usage, cache, keys, prompts, memory, teams and users from this API." },
   { name: "ops", description: "Operating svc: liveness and readiness probes, Prometheus metrics (optionally behind a scrape token), statistics across tenants and the information document." },
 ];
