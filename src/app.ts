@@ -31,6 +31,7 @@ import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
 import { ConfigError } from "./core/config";
+import { API_TAGS } from "./api-tags";
 import { OutboundPolicy } from "./core/outbound";
 import pkg from "../package.json";
 
@@ -187,6 +188,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       app: http,
       kernel,
       info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
+      tags: API_TAGS,
       operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs(), ...identity.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });

@@ -14,6 +14,7 @@ import { ApiError, DOC1, notFound } from "../core/errors";
 import { limitOffsetQuery } from "../core/pagination";
 import type { SemanticCacheEngine } from "./engine";
 import { CacheStatsSchema } from "./types";
+import { examples } from "../core/openapi";
 
 const EntrySchema = t.Object({
   id: t.String(),
@@ -56,7 +57,12 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
     .get("/stats", ({ principal }) => on().stats(principal.tenantId), {
       perm: "ViewMetrics",
       response: CacheStatsSchema,
-      detail: { summary: "Cache statistics of the caller's tenant (counters since start)", tags: ["cache"] },
+      detail: {
+        summary: "Cache statistics of the caller's tenant (counters since start)",
+        description: "Counts the tenant's cached answers and, since the process started, its lookups, hits per tier (exact, semantic, l2_context), misses, stores and evictions.",
+        tags: ["cache"],
+        ...examples({ response: { entries: 1250, lookups: 4800, hits: { exact: 1900, semantic: 610, l2_context: 42 }, misses: 2248, stores: 2248, evictions: 0 } }),
+      },
     })
     .get(
       "/entries",
@@ -75,7 +81,7 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         perm: "ViewMetrics",
         query: t.Object(limitOffsetQuery(20, 100)),
         response: t.Object({ entries: t.Array(EntrySchema), total: t.Integer(), limit: t.Integer(), offset: t.Integer() }),
-        detail: { summary: "List the caller's cache entries, newest first", tags: ["cache"] },
+        detail: { summary: "List the caller's cache entries, newest first", description: "Lists the tenant's cached answers, newest first (`limit`/`offset`): the API style, model, the question that keyed it, hit count, last use and expiry; never the cached answer itself.", tags: ["cache"] },
       },
     )
     .delete(
@@ -88,13 +94,17 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         perm: "ManageConfig",
         params: t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) }),
         response: t.Object({ id: t.String(), deleted: t.Boolean() }),
-        detail: { summary: "Delete one cache entry", tags: ["cache"] },
+        detail: { summary: "Delete one cache entry", description: "Removes one cached answer of the tenant, so the next such request goes to the provider; 404 when the tenant has no entry with this id.", tags: ["cache"] },
       },
     )
     .get("/settings", ({ principal }) => settingsOf(on(), principal.tenantId), {
       perm: "ViewMetrics",
       response: SettingsSchema,
-      detail: { summary: "The caller's operating point of the learned hit decision", tags: ["cache"] },
+      detail: {
+        summary: "The caller's operating point of the learned hit decision",
+        description: "Answers the tenant's own decision threshold (null: the default), the threshold lookups use and where it comes from (tenant, config or model), and whether the learned stage decides hits on this gateway.",
+        tags: ["cache"],
+      },
     })
     .put(
       "/settings",
@@ -116,7 +126,7 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         response: SettingsSchema,
         detail: {
           summary: "Set the caller's operating point of the learned hit decision",
-          description: "The precision / recall trade-off of each value, measured on the dev set, is in BENCHMARKS.md (\"Learned hit decision\").",
+          description: "Sets the probability a cached answer needs, by the learned hit decision, to be served for a request (0 to 1; null returns to the default), and answers the settings as GET does. The precision / recall trade-off of each value, measured on the dev set, is in BENCHMARKS.md (\"Learned hit decision\").",
           tags: ["cache"],
         },
       },
@@ -124,6 +134,6 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
     .delete("", async ({ principal }) => ({ deleted: await on().purge(principal.tenantId) }), {
       perm: "ManageConfig",
       response: t.Object({ deleted: t.Integer() }),
-      detail: { summary: "Purge the caller's whole cache", tags: ["cache"] },
+      detail: { summary: "Purge the caller's whole cache", description: "Deletes every cached answer of the tenant and answers how many were deleted; other tenants' caches are untouched.", tags: ["cache"] },
     });
 };

@@ -168,7 +168,7 @@ interface BodyCheck {
 
 const EMPTY_BODY = Symbol("empty body");
 /** marks the transform of a route's `perm`, so the body check can find the permission to check first */
-const PERM = Symbol("perm");
+export const PERM = Symbol("perm");
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export class Kernel {

@@ -9,6 +9,7 @@ import { ApiError, DOC1 } from "../core/errors";
 import { openai, ChatCompletionBody } from "./providers/openai";
 import { parseCodeContext } from "./serve";
 import type { ResponseCache } from "./ports";
+import { examples } from "../core/openapi";
 
 const QueryResponse = t.Object({
   hit: t.Boolean(),
@@ -42,7 +43,28 @@ export const queryRoutes = (kernel: Kernel, cache: ResponseCache, enabled: () =>
       response: QueryResponse,
       detail: {
         summary: "Look a chat-completions request up in the cache without calling upstream",
-        description: "Body: a chat-completions request (`stream` ignored); headers X-Svc-Workspace-Context and X-Svc-Code-Context as on the proxy.",
+        description:
+          "Answers whether the chat-completions proxy would serve this request from the tenant's cache, from which tier, with what similarity, and the cached answer; nothing is written and no provider is called. Body: a chat-completions request (`stream` ignored); headers X-Svc-Workspace-Context and X-Svc-Code-Context as on the proxy.",
+        ...examples({
+          request: { model: "gpt-4o-mini", messages: [{ role: "user", content: "How do I reverse a list in Python?" }] },
+          response: {
+            hit: true,
+            tier: "semantic",
+            similarity: 0.962,
+            contextSimilarity: 1,
+            learnedScore: 0.91,
+            entryId: "6f1c2a9e-4b7d-4e21-9a3f-2d8c5e7b1a04",
+            lookupMs: 3.4,
+            response: {
+              id: "chatcmpl-9x",
+              object: "chat.completion",
+              created: 1764230400,
+              model: "gpt-4o-mini",
+              choices: [{ index: 0, message: { role: "assistant", content: "Use reversed(items) or items[::-1]." }, finish_reason: "stop" }],
+              usage: { prompt_tokens: 15, completion_tokens: 11, total_tokens: 26 },
+            },
+          },
+        }),
         tags: ["cache"],
       },
     },

@@ -61,8 +61,9 @@ export function nativeDocs(): DocumentedOperation[] {
     {
       method: "POST",
       path: SSO_PATHS.acs,
-      summary: "SAML assertion consumer service (public): an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
-      description: "application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
+      summary: "SAML assertion consumer service: an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
+      description:
+        "Where the identity provider posts the browser's SAML response: the assertion is validated and the user with the asserted e-mail signed in (created with the connection's default role when just-in-time provisioning is on); the answer is an svc access token acting as that user. Body: application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
       tags: ["sso"],
     },
   ];

@@ -13,6 +13,7 @@ import type { TokenUsage } from "../../core/usage";
 import type { CacheKeyInput, CacheTier, Turn } from "../ports";
 import type { SseEvent } from "../sse";
 import type { CompletionInput, NeutralAnswer, NeutralRequest } from "./neutral";
+import type { Examples } from "../../core/openapi";
 
 /**
  * An integer field of a provider body (doc1 §4.2-§4.5 `max_tokens`, `k`, `num_generations`,
@@ -187,7 +188,7 @@ export interface ProxyRoute {
   /** when several styles declare the same method and path: this one serves the requests it claims */
   claims?: (request: Request, url: URL) => boolean;
   /** how the route appears in /openapi.json: each real path template it serves */
-  docs: Array<{ path: string; summary: string; description?: string; body?: TSchema; stream?: "sse" | "ndjson" | "json-array" }>;
+  docs: Array<{ path: string; summary: string; description?: string; body?: TSchema; stream?: "sse" | "ndjson" | "json-array"; examples?: Examples }>;
 }
 
 export interface ProviderDefinition {
