@@ -31,6 +31,8 @@ export const CACHE_SECTIONS = {
     index_ef_construction: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
     index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
+    /** wrong-hit budget: "wrong" feedback tightens a tenant's operating point until its reported wrong-hit rate is under this */
+    max_wrong_hit_rate: T.Number({ default: 0.01, minimum: 0.0001, maximum: 1 }),
     /** how long concurrent identical misses wait for the first one's upstream answer */
     single_flight_wait_ms: T.Integer({ default: 30_000, minimum: 0 }),
   }),

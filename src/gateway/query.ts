@@ -8,6 +8,7 @@ import type { Kernel } from "../core/kernel";
 import { ApiError, DOC1 } from "../core/errors";
 import { openai, ChatCompletionBody } from "./providers/openai";
 import { parseCodeContext } from "./serve";
+import { cacheRequestHeaders } from "./pipeline";
 import type { ResponseCache } from "./ports";
 
 const QueryResponse = t.Object({
@@ -16,6 +17,9 @@ const QueryResponse = t.Object({
   similarity: t.Number(),
   contextSimilarity: t.Union([t.Number(), t.Null()]),
   learnedScore: t.Union([t.Number(), t.Null()]),
+  /** the operating point (cosine floor) that decided and what set it */
+  decisionPoint: t.Union([t.Number(), t.Null()]),
+  pointSource: t.Union([t.Literal("config"), t.Literal("feedback"), t.Literal("request"), t.Literal("exact"), t.Null()]),
   entryId: t.Union([t.String(), t.Null()]),
   lookupMs: t.Number(),
   response: t.Any(),
@@ -32,17 +36,19 @@ export const queryRoutes = (kernel: Kernel, cache: ResponseCache, enabled: () =>
         ...call.key!,
         workspaceContext: request.headers.get("x-svc-workspace-context") ?? undefined,
         codeContext: parseCodeContext(request.headers.get("x-svc-code-context")),
+        ...cacheRequestHeaders(request.headers),
       });
+      const point = { decisionPoint: r.decisionPoint ?? null, pointSource: r.pointSource ?? null };
       // a miss reports the nearest cached question's similarity (0 when none was compared)
-      if (!r.hit) return { hit: false, tier: null, similarity: r.nearestSimilarity ?? 0, contextSimilarity: null, learnedScore: null, entryId: null, lookupMs: r.lookupMs, response: null };
-      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? 1, learnedScore: r.learnedScore ?? null, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
+      if (!r.hit) return { hit: false, tier: null, similarity: r.nearestSimilarity ?? 0, contextSimilarity: null, learnedScore: null, ...point, entryId: null, lookupMs: r.lookupMs, response: null };
+      return { hit: true, tier: r.tier, similarity: r.similarity, contextSimilarity: r.contextSimilarity ?? 1, learnedScore: r.learnedScore ?? null, ...point, entryId: r.entryId, lookupMs: r.lookupMs, response: r.payload.body };
     },
     {
       body: ChatCompletionBody,
       response: QueryResponse,
       detail: {
         summary: "Look a chat-completions request up in the cache without calling upstream",
-        description: "Body: a chat-completions request (`stream` ignored); headers X-Svc-Workspace-Context and X-Svc-Code-Context as on the proxy.",
+        description: "Body: a chat-completions request (`stream` ignored); headers X-Svc-Workspace-Context, X-Svc-Code-Context, X-Svc-Cache-Namespace and X-Svc-Cache-Min-Similarity as on the proxy.",
         tags: ["cache"],
       },
     },

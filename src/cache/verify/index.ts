@@ -58,6 +58,16 @@ export interface VerifyOptions {
    * cosine is still >= minScore, the embedding has seen through a rewording.
    */
   rephraseMinWords: number;
+  /**
+   * Small-edit rule: when 1..editMaxWords content words differ in total (one replaced, added or
+   * removed: "best"/"worst", "hours"/"months") and the texts are not a rewording, the cosine must
+   * reach editMinScore (0 = off). A one-word edit barely moves a USE-lite embedding whatever the
+   * word means, so the cosine alone cannot tell "fastest"/"quickest" from "best"/"worst".
+   */
+  editMaxWords: number;
+  editMinScore: number;
+  /** Direction words (more/most/before/after/above/below/over/under/against) are content words. */
+  polarContent: boolean;
   weights: WeightParams;
 }
 
@@ -78,6 +88,9 @@ export const DEFAULT_VERIFY_OPTIONS: Readonly<VerifyOptions> = Object.freeze({
   ignoreRequestVerbs: true,
   acronyms: true,
   rephraseMinWords: 3,
+  editMaxWords: 0,
+  editMinScore: 1,
+  polarContent: false,
   weights: DEFAULT_WEIGHT_PARAMS,
 });
 
@@ -104,6 +117,8 @@ export function decide(an: PairAnalysis, cosine: number, o: Readonly<VerifyOptio
   if (o.rejectAsk && an.askMismatch === "hard") return r(`asks-differ:${an.a.asks}|${an.b.asks}`);
   if (o.rejectOrder && an.orderSwap) return r(`order-swap:${an.orderSwap.join(",")}`);
   if (score < o.minScore) return r(LOW_SCORE);
+  const edited = an.onlyA.length + an.onlyB.length;
+  if (o.editMaxWords > 0 && !reworded && edited >= 1 && edited <= o.editMaxWords && cosine < o.editMinScore) return r(`small-edit:${[...an.onlyA, ...an.onlyB].map((t) => t.lower).join(",")}`);
   return { accept: true, score, reason: "ok" };
 }
 
@@ -122,6 +137,7 @@ export function verifyPair(query: string, candidate: string, cosine: number, opt
     synonymMinSimilarity: o.synonymMinSimilarity,
     ignoreRequestVerbs: o.ignoreRequestVerbs,
     acronyms: o.acronyms,
+    polarContent: o.polarContent,
   };
   return decide(analyzePair(query, candidate, aopts), cosine, o);
 }

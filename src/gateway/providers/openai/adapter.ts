@@ -250,6 +250,9 @@ function metadata(call: ProxyCall, meta: CacheMeta) {
     similarity: meta.similarity,
     context_similarity: hit ? (meta.contextSimilarity ?? 1) : null,
     session_id: call.meta.sessionId as string,
+    // the operating point that decided (issue 25): config, feedback (raised by wrong-hit reports), request (X-Svc-Cache-Min-Similarity)
+    decision_point: meta.decisionPoint ?? null,
+    decision_point_source: meta.pointSource ?? null,
   };
 }
 
