@@ -33,6 +33,18 @@ describe("verifyPair", () => {
     expect(verifyPair("Which foods are not safe for dogs?", "Which foods are safe for dogs?", 0.95).accept).toBe(false);
   });
 
+  test("order swap of numbers / model numbers, and after an 'and' earlier in the sentence, is rejected (issue 25)", () => {
+    // the swapped terms are model numbers (not content words) ...
+    expect(verifyPair("How do I copy files from a PS4 to the USB?", "How do I copy files from a USB to the PS4?", 0.99).reason).toStartWith("order-swap");
+    expect(verifyPair("Why do the margins increase from h6 to h1?", "Why do the margins increase from h1 to h6?", 0.99).reason).toStartWith("order-swap");
+    // ... or an "and" three words before the first term made the pair look symmetric
+    expect(
+      verifyPair("Is there a way to transfer my WhatsApp messages and media from iPhone to Android?", "Is there a way to transfer my WhatsApp messages and media from Android to iPhone?", 0.99).reason,
+    ).toStartWith("order-swap");
+    // "between A and B" stays symmetric
+    expect(verifyPair("What is the difference between Android and iPhone?", "What is the difference between iPhone and Android?", 0.99).accept).toBe(true);
+  });
+
   test("order swap is rejected", () => {
     const r = verifyPair("How do I convert ethanoic acid to ethanol?", "How do I convert ethanol to ethanoic acid?", 0.99);
     expect(r.accept).toBe(false);
