@@ -333,7 +333,7 @@ export class SemanticCacheEngine {
     const tenantPoint = this.feedback.point(input.tenantId, configured);
     const minSim = Math.max(tenantPoint, input.minSimilarity ?? 0);
     const point: DecisionPoint = { value: minSim, source: input.minSimilarity !== undefined && input.minSimilarity > tenantPoint ? "request" : tenantPoint > configured ? "feedback" : "config" };
-    state.point = point;
+
     const found = index.search(qv, s.candidates);
     const neighbours = found.filter((n) => n.similarity >= minSim - INDEX_SLACK);
     const threshold = this.decisionThreshold(ts);
@@ -383,6 +383,8 @@ export class SemanticCacheEngine {
       }
     }
     state.nearest = nearest !== undefined ? reported(nearest) : found.length ? reported(found[0]!.similarity) : undefined;
+    // a miss names the operating point only when there was a cached question to judge against it
+    if (found.length) state.point = point;
     if (best) {
       const row = ts.repo.payload(best.vecKey);
       if (row) {

@@ -71,14 +71,14 @@ describe("verifyPair", () => {
   });
 
   test("a one-letter typo is accepted", () => {
-    expect(verifyPair("What does a mentailst do and how?", "What does a mentalist do and how?", 0.9).accept).toBe(true);
+    expect(verifyPair("What does a mentailst do and how?", "What does a mentalist do and how?", 0.95).accept).toBe(true);
   });
 
   test("plain paraphrase is accepted", () => {
-    const r = verifyPair("How can I reset the password for my Gmail account?", "How do I reset my Gmail account password?", 0.9);
+    const r = verifyPair("How can I reset the password for my Gmail account?", "How do I reset my Gmail account password?", 0.95);
     expect(r.accept).toBe(true);
     expect(r.reason).toBe("ok");
-    expect(verifyPair("What are some good books on machine learning?", "Which good books are there for machine learning?", 0.9).accept).toBe(true);
+    expect(verifyPair("What are some good books on machine learning?", "Which good books are there for machine learning?", 0.95).accept).toBe(true);
   });
 
   test("low cosine is never accepted", () => {
@@ -89,8 +89,8 @@ describe("verifyPair", () => {
 
   test("extra content words need a very high cosine", () => {
     // 'quickly' and 'beginner' are on one side only.
-    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.9).accept).toBe(false);
-    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.97).accept).toBe(true);
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.9, { minScore: 0.85 }).accept).toBe(false);
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.97, { minScore: 0.85 }).accept).toBe(true);
   });
 
   test("words in another script and quoted terms must match", () => {
@@ -103,8 +103,8 @@ describe("verifyPair", () => {
     const b = "How can someone burn stomach flab fast?";
     const an = analyzePair(a, b);
     expect(Math.min(an.onlyA.length, an.onlyB.length)).toBeGreaterThanOrEqual(3);
-    expect(verifyPair(a, b, 0.88).accept).toBe(true);
-    expect(verifyPair(a, b, 0.88, { rephraseMinWords: 0 }).accept).toBe(false);
+    expect(verifyPair(a, b, 0.95).accept).toBe(true);
+    expect(verifyPair(a, b, 0.95, { rephraseMinWords: 0 }).accept).toBe(false);
     // A single substituted word is still penalised (the cosine of such pairs is high whatever the word means).
     expect(verifyPair("Do introverts make good lawyers?", "Do introverts make good nurses?", 0.9).accept).toBe(false);
     // Hard rules still apply to rewordings.
@@ -115,7 +115,7 @@ describe("verifyPair", () => {
   test("request verbs are function words", () => {
     const an = analyzePair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", { ignoreRequestVerbs: true });
     expect(an.onlyA.map((t) => t.lower)).toEqual([]);
-    expect(verifyPair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", 0.88).accept).toBe(true);
+    expect(verifyPair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", 0.95).accept).toBe(true);
     expect(analyzePair("Explain the causes.", "The causes?", { ignoreRequestVerbs: false }).onlyA.map((t) => t.lower)).toEqual(["explain"]);
   });
 
@@ -123,7 +123,7 @@ describe("verifyPair", () => {
     const an = analyzePair("Why did the UK return HK to China?", "Why did the UK return Hong Kong to China?", { acronyms: true });
     expect(an.entityMismatch).toEqual([]);
     expect(an.unmatched).toBe(0);
-    expect(verifyPair("How much RAM does a laptop need?", "How much random access memory does a laptop need?", 0.9).accept).toBe(true);
+    expect(verifyPair("How much RAM does a laptop need?", "How much random access memory does a laptop need?", 0.95).accept).toBe(true);
     expect(verifyPair("Why did the UK return HK to China?", "Why did the UK return Macau to China?", 0.95).reason).toStartWith("entity-mismatch");
   });
 
