@@ -36,7 +36,8 @@ const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
 const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
-const LEARNED = (args.get("learned") ?? "on") !== "off";
+/** --learned on|off: cache.learned_decision (default: the configured default, off since issue 25) */
+const LEARNED = args.has("learned") ? args.get("learned") !== "off" : undefined;
 const ADAPT = args.has("adapt") ? args.get("adapt") !== "off" : undefined;
 const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
 const DECISION: Array<number | undefined> = args.has("decision-thresholds") ? args.get("decision-thresholds")!.split(",").map(Number) : [undefined];
@@ -99,7 +100,7 @@ async function runOnce(threshold: number | undefined, decision: number | undefin
       server: { host: "127.0.0.1", port: 0, request_log: false },
       rate_limits: { enabled: false },
       providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
-      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(ADAPT !== undefined ? { adapt_embeddings: ADAPT } : {}), ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
+      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), ...(LEARNED !== undefined ? { learned_decision: LEARNED } : {}), ...(ADAPT !== undefined ? { adapt_embeddings: ADAPT } : {}), ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
     },
   );
   const srv = await startServer(config, { logger: new Logger("error") });
@@ -179,7 +180,7 @@ for (const th of THRESHOLDS) for (const dt of DECISION) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
+  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED === undefined ? "default (off)" : LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"}, adapted embeddings ${ADAPT === undefined ? "default (off)" : ADAPT ? "on" : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
   const mtMissAll = mtOut.filter((m) => m.expect === "miss");
