@@ -267,15 +267,14 @@ export class SemanticCacheEngine {
 
   async lookup(input: CacheKeyInput): Promise<LookupResult> {
     const r = await this.decide(input);
-    if (input.requestId && this.o.settings.enabled) {
-      const st = !r.hit ? (r.state as LookupState | undefined) : undefined;
+    // remembered for POST /api/v1/cache/feedback: a miss only as "did not hit" (409), a hit with what it served
+    if (input.requestId && this.o.settings.enabled)
       this.feedback.remember(input.requestId, {
         tenantId: input.tenantId,
         caller: input.caller,
         hit: r.hit,
-        ...(r.hit ? { tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec } : { query: st?.keys?.query }),
+        ...(r.hit ? { tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec } : {}),
       });
-    }
     const tier = r.hit ? r.tier : "none";
     this.o.metrics?.lookupDuration.observe({ tier }, r.lookupMs / 1000);
     this.o.metrics?.lookups.inc({ style: input.style, tier, result: r.hit ? "hit" : "miss" });

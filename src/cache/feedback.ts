@@ -13,7 +13,8 @@
  *     last step without a "wrong" ("right" verdicts count twice): it tightens at once and loosens slowly.
  *
  * Bounded: at most MAX_NEGATIVES negatives per tenant (oldest dropped), MAX_TENANTS tenants' state
- * (least recently used dropped), MAX_REQUESTS remembered requests. State is per tenant: one tenant's
+ * (least recently used dropped), MAX_REQUESTS remembered requests (a report must come while the request
+ * is among the last 20 000 looked up). State is per tenant: one tenant's
  * verdicts never move another's point. Kept in memory (a restart forgets it).
  */
 import { LRUCache } from "lru-cache";
@@ -26,7 +27,8 @@ export const STEP_DOWN = 0.002;
 export const MAX_POINT = 0.995;
 const MAX_NEGATIVES = 1000;
 const MAX_TENANTS = 10_000;
-const MAX_REQUESTS = 100_000;
+/** remembered requests over all tenants (a hit holds its query vector: 2 KB at 512 dimensions, so <= ~40 MB) */
+const MAX_REQUESTS = 20_000;
 
 export interface RememberedLookup {
   tenantId: string;
