@@ -614,21 +614,9 @@ export class SemanticCacheEngine {
     return this.feedback.stats(tenantId, this.o.settings.similarityThreshold);
   }
 
-  /**
-   * A verdict on a request of this tenant (POST /api/v1/cache/feedback). `caller`: who reports (API
-   * key id or JWT subject); `manager`: holds ManageConfig (may report on any of the tenant's requests).
-   * 404: unknown request id (or another tenant's); 409: the request did not hit, or was judged already;
-   * 403: someone else's request.
-   */
-  reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean): FeedbackStats & { requestId: string; verdict: "wrong" | "right" } {
-    const r = this.feedback.lookup(tenantId, requestId);
-    if (!r) throw new ApiError("not_found", `request ${requestId} not found (no cache lookup of this tenant with that X-Request-ID is remembered)`);
-    if (!manager && (!caller || r.caller !== caller)) throw new ApiError("authorization_error", "only the key that made the request, or ManageConfig, may report on it");
-    if (!r.hit) throw new ApiError("conflict", `request ${requestId} was not served from the cache`);
-    if (r.verdict) throw new ApiError("conflict", `request ${requestId} was already reported ${r.verdict}`);
-    const { deleteEntry } = this.feedback.judge(r, verdict, this.o.settings.similarityThreshold);
-    if (deleteEntry && r.entryId) this.deleteEntry(tenantId, r.entryId);
-    return { requestId, verdict, ...this.feedbackStats(tenantId) };
+  /** A verdict on a request of this tenant (POST /api/v1/cache/feedback; FeedbackBook.report says what each status means). */
+  reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
+    return this.feedback.report(tenantId, requestId, verdict, caller, manager, this.o.settings.similarityThreshold, (id) => this.deleteEntry(tenantId, id));
   }
 
   /** Delete expired entries of every tenant loaded in memory (also done lazily on lookup). */

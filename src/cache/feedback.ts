@@ -20,6 +20,7 @@
 import { LRUCache } from "lru-cache";
 import { dot } from "../core/vectors";
 import { surfaceForm } from "./verify/text";
+import { ApiError } from "../core/errors";
 
 export const NEAR_IDENTICAL = 0.97;
 export const STEP_UP = 0.01;
@@ -155,6 +156,30 @@ export class FeedbackBook {
   stats(tenantId: string, configured: number): FeedbackStats {
     const s = this.tenants.get(tenantId);
     return { wrong: s?.wrong ?? 0, right: s?.right ?? 0, point: this.point(tenantId, configured), raisedBy: s?.raise ?? 0, maxWrongHitRate: this.maxWrongHitRate };
+  }
+
+  /**
+   * A verdict on a request of this tenant. `caller`: who reports (API key id or "sub:" + JWT subject);
+   * `manager`: holds ManageConfig (may report on any of the tenant's requests); `deleteEntry` drops an
+   * entry (a "wrong" exact hit). 404: unknown request id (or another tenant's); 403: someone else's
+   * request; 409: the request did not hit, or was judged already.
+   */
+  report(
+    tenantId: string,
+    requestId: string,
+    verdict: "wrong" | "right",
+    caller: string | undefined,
+    manager: boolean,
+    configuredPoint: number,
+    deleteEntry: (entryId: string) => void,
+  ): FeedbackStats & { requestId: string; verdict: "wrong" | "right" } {
+    const r = this.lookup(tenantId, requestId);
+    if (!r) throw new ApiError("not_found", `request ${requestId} not found (no cache lookup of this tenant with that X-Request-ID is remembered)`);
+    if (!manager && (!caller || r.caller !== caller)) throw new ApiError("authorization_error", "only the key that made the request, or ManageConfig, may report on it");
+    if (!r.hit) throw new ApiError("conflict", `request ${requestId} was not served from the cache`);
+    if (r.verdict) throw new ApiError("conflict", `request ${requestId} was already reported ${r.verdict}`);
+    if (this.judge(r, verdict, configuredPoint).deleteEntry && r.entryId) deleteEntry(r.entryId);
+    return { requestId, verdict, ...this.stats(tenantId, configuredPoint) };
   }
 
   forgetTenant(tenantId: string) {
