@@ -6,11 +6,13 @@
  *   DELETE /api/v1/cache                 purge the tenant's cache (ManageConfig)
  *   GET    /api/v1/cache/settings        the tenant's operating point of the learned hit decision (ViewMetrics)
  *   PUT    /api/v1/cache/settings        set it (decisionThreshold 0..1, or null for the default) (ManageConfig)
+ *   POST   /api/v1/cache/feedback        a verdict on a hit by its X-Request-ID (ManageConfig, or the key that made the request)
  * (POST /api/v1/query, a lookup of a chat-completions request, is the gateway's: src/gateway/query.ts)
  */
 import { t } from "elysia";
 import type { Kernel } from "../core/kernel";
 import { ApiError, DOC1, notFound } from "../core/errors";
+import { hasPermission } from "../core/auth";
 import { limitOffsetQuery } from "../core/pagination";
 import type { SemanticCacheEngine } from "./engine";
 import { CacheStatsSchema } from "./types";
@@ -127,6 +129,37 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         detail: {
           summary: "Set the caller's operating point of the learned hit decision",
           description: "Sets the probability a cached answer needs, by the learned hit decision, to be served for a request (0 to 1; null returns to the default), and answers the settings as GET does. The precision / recall trade-off of each value, measured on the dev set, is in BENCHMARKS.md (\"Learned hit decision\").",
+          tags: ["cache"],
+        },
+      },
+    )
+    .post(
+      "/feedback",
+      ({ principal, body }) => {
+        const caller = principal.keyId ?? `sub:${principal.sub}`;
+        return on().reportFeedback(principal.tenantId, body.requestId, body.verdict, caller, hasPermission(principal, "ManageConfig"));
+      },
+      {
+        body: t.Object(
+          {
+            requestId: t.String({ minLength: 1, maxLength: 128, description: "the X-Request-ID of the response served from the cache" }),
+            verdict: t.Union([t.Literal("wrong"), t.Literal("right")]),
+          },
+          { additionalProperties: false },
+        ),
+        response: t.Object({
+          requestId: t.String(),
+          verdict: t.Union([t.Literal("wrong"), t.Literal("right")]),
+          wrong: t.Integer(),
+          right: t.Integer(),
+          point: t.Number(),
+          raisedBy: t.Number(),
+          maxWrongHitRate: t.Number(),
+        }),
+        detail: {
+          summary: "Report that a cache hit served the wrong (or the right) answer",
+          description:
+            "\"wrong\": the entry stops serving that question (and near-identical ones) for this tenant at once, and the tenant's operating point tightens toward cache.max_wrong_hit_rate; \"right\" and unreported hits loosen it back slowly. 404: unknown request id; 409: the request did not hit, or was already judged; 403: another caller's request without ManageConfig.",
           tags: ["cache"],
         },
       },

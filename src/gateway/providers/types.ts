@@ -44,6 +44,9 @@ export interface CacheMeta {
   /** the learned stage's probability of same meaning, on a hit it decided */
   learnedScore?: number;
   lookupMs: number;
+  /** the cache's operating point (cosine floor) for this lookup and what set it */
+  decisionPoint?: number;
+  pointSource?: "config" | "feedback" | "request" | "exact";
 }
 
 /** The `svc` object of the generate-content and chat/generate styles (doc1 §4.4, §4.5). */
