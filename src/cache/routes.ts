@@ -63,7 +63,7 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         summary: "Cache statistics of the caller's tenant (counters since start)",
         description: "Counts the tenant's cached answers and, since the process started, its lookups, hits per tier (exact, semantic, l2_context), misses, stores and evictions.",
         tags: ["cache"],
-        ...examples({ response: { entries: 1250, lookups: 4800, hits: { exact: 1900, semantic: 610, l2_context: 42 }, misses: 2248, stores: 2248, evictions: 0 } }),
+        ...examples({ response: { entries: 1250, lookups: 4800, hits: { exact: 1900, semantic: 610, l2_context: 42 }, misses: 2248, stores: 2248, evictions: 0, feedback: { wrong: 0, right: 0, point: 0.94, raisedBy: 0, maxWrongHitRate: 0.01 } } }),
       },
     })
     .get(
