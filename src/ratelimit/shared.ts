@@ -23,76 +23,81 @@ import { GROUP_LIMITS, TIERS, isGroup, type Group } from "./tiers";
 import type { TierAssignment } from "./store";
 import type { TierName } from "./tiers";
 
-/** KEYS: n request buckets, then the tokens/minute bucket. ARGV: n, per bucket capacity and period (ms), then checkTpm, tpm capacity, tpm period. */
-const CHECK = script(`
+/**
+ * One hash per tenant holds every bucket (fields `<bucket>:l` level, `<bucket>:t` last refill, ms on
+ * Redis's clock): one HMGET, one HSET and one PEXPIRE per request. An absent field is a full bucket;
+ * the hash expires a day after its last write (the longest period), when every bucket is full again.
+ */
+const TTL_MS = 86_400_000 + 1_000;
+const LEVEL = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-local n = tonumber(ARGV[1])
-local function level(key, cap, per)
-  local v = redis.call('HMGET', key, 'l', 't')
-  if not v[1] then return cap end
-  return math.min(cap, tonumber(v[1]) + math.max(0, now - tonumber(v[2])) * cap / per)
+local function level(l, at, cap, per)
+  if not l then return cap end
+  return math.min(cap, tonumber(l) + math.max(0, now - tonumber(at)) * cap / per)
 end
+`;
+
+/** KEYS: the tenant's hash. ARGV: n, per bucket its name, capacity and period (ms), then checkTpm, tpm capacity, tpm period. */
+const CHECK = script(`${LEVEL}
+local n = tonumber(ARGV[1])
+local f = {}
+for i = 1, n do f[2 * i - 1] = ARGV[3 * i - 1] .. ':l'; f[2 * i] = ARGV[3 * i - 1] .. ':t' end
+f[2 * n + 1] = 'tpm:l'; f[2 * n + 2] = 'tpm:t'
+local v = redis.call('HMGET', KEYS[1], unpack(f))
 local lv, worst, wait = {}, 0, 0
 for i = 1, n do
-  local cap, per = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  lv[i] = level(KEYS[i], cap, per)
+  local cap, per = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  lv[i] = level(v[2 * i - 1], v[2 * i], cap, per)
   if lv[i] < 1 - 1e-9 then
     local w = (1 - lv[i]) * per / cap
     if w > wait then wait = w; worst = i end
   end
 end
-local p = 2 * n + 2
+local p = 3 * n + 2
+local tcap, tper = tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
 if ARGV[p] == '1' then
-  local cap, per = tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-  local l = level(KEYS[n + 1], cap, per)
+  local l = level(v[2 * n + 1], v[2 * n + 2], tcap, tper)
   if l < 0 then
-    local w = -l * per / cap
+    local w = -l * tper / tcap
     if w > wait or worst == 0 then wait = math.max(w, wait); worst = n + 1; lv[n + 1] = l end
   end
 end
 if worst > 0 then
-  local cap, per
-  if worst > n then cap, per = tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]) else cap, per = tonumber(ARGV[2 * worst]), tonumber(ARGV[2 * worst + 1]) end
+  local cap, per = tcap, tper
+  if worst <= n then cap, per = tonumber(ARGV[3 * worst]), tonumber(ARGV[3 * worst + 1]) end
   return {0, worst, tostring(wait), tostring((cap - lv[worst]) * per / cap)}
 end
 local tight, least = 1, math.huge
+local set = {}
 for i = 1, n do
-  local cap, per = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
   local l = lv[i] - 1
-  redis.call('HSET', KEYS[i], 'l', tostring(l), 't', tostring(now))
-  redis.call('PEXPIRE', KEYS[i], math.ceil(per) + 1000)
+  set[4 * i - 3] = f[2 * i - 1]; set[4 * i - 2] = tostring(l); set[4 * i - 1] = f[2 * i]; set[4 * i] = tostring(now)
   if l < least then least = l; tight = i end
 end
-local cap, per = tonumber(ARGV[2 * tight]), tonumber(ARGV[2 * tight + 1])
+redis.call('HSET', KEYS[1], unpack(set))
+redis.call('PEXPIRE', KEYS[1], ${TTL_MS})
+local cap, per = tonumber(ARGV[3 * tight]), tonumber(ARGV[3 * tight + 1])
 return {1, tight, tostring(least), tostring((cap - least) * per / cap)}
 `);
 
-/** KEYS: the tokens/minute bucket. ARGV: capacity, period, tokens. */
-const CHARGE = script(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+/** KEYS: the tenant's hash. ARGV: tpm capacity, period, tokens. */
+const CHARGE = script(`${LEVEL}
 local cap, per, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local v = redis.call('HMGET', KEYS[1], 'l', 't')
-local l = cap
-if v[1] then l = math.min(cap, tonumber(v[1]) + math.max(0, now - tonumber(v[2])) * cap / per) end
-l = l - n
-redis.call('HSET', KEYS[1], 'l', tostring(l), 't', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((cap - l) * per / cap) + 1000)
+local v = redis.call('HMGET', KEYS[1], 'tpm:l', 'tpm:t')
+local l = level(v[1], v[2], cap, per) - n
+redis.call('HSET', KEYS[1], 'tpm:l', tostring(l), 'tpm:t', tostring(now))
+redis.call('PEXPIRE', KEYS[1], ${TTL_MS})
 return tostring(l)
 `);
 
-/** KEYS: buckets; ARGV: per bucket capacity and period. Levels now, nothing taken. */
-const PEEK = script(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+/** KEYS: the tenant's hash; ARGV: per bucket its name, capacity and period. Levels now, nothing taken. */
+const PEEK = script(`${LEVEL}
 local out = {}
-for i = 1, #KEYS do
-  local cap, per = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
-  local v = redis.call('HMGET', KEYS[i], 'l', 't')
-  local l = cap
-  if v[1] then l = math.min(cap, tonumber(v[1]) + math.max(0, now - tonumber(v[2])) * cap / per) end
-  out[i] = tostring(l)
+for i = 1, #ARGV / 3 do
+  local b = ARGV[3 * i - 2]
+  local v = redis.call('HMGET', KEYS[1], b .. ':l', b .. ':t')
+  out[i] = tostring(level(v[1], v[2], tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])))
 end
 return out
 `);
@@ -129,19 +134,19 @@ export class SharedRateLimiter {
     return this.local.enabled;
   }
 
-  private key(tenantId: string, name: string) {
-    return `${this.o.prefix}rl:{${tenantId}}:${name}`;
+  private key(tenantId: string) {
+    return `${this.o.prefix}rl:${tenantId}`;
   }
 
-  /** The buckets of a request: [name, key, capacity, period ms]. */
+  /** The buckets of a request: [name, field, capacity, period ms]. */
   private buckets(tenantId: string, group: Group | undefined): Array<[Name, string, number, number]> {
     const tier = TIERS[this.local.tierOf(tenantId)];
     const out: Array<[Name, string, number, number]> = [
-      ["requests_per_second", this.key(tenantId, "rps"), tier.requestsPerSecond, 1_000],
-      ["requests_per_minute", this.key(tenantId, "rpm"), tier.requestsPerMinute, 60_000],
-      ["requests_per_day", this.key(tenantId, "rpd"), tier.requestsPerDay, 86_400_000],
+      ["requests_per_second", "rps", tier.requestsPerSecond, 1_000],
+      ["requests_per_minute", "rpm", tier.requestsPerMinute, 60_000],
+      ["requests_per_day", "rpd", tier.requestsPerDay, 86_400_000],
     ];
-    if (group) out.push([group, this.key(tenantId, group), GROUP_LIMITS[group].limit, GROUP_LIMITS[group].periodMs]);
+    if (group) out.push([group, group, GROUP_LIMITS[group].limit, GROUP_LIMITS[group].periodMs]);
     return out;
   }
 
@@ -156,13 +161,12 @@ export class SharedRateLimiter {
     }
     const b = this.buckets(tenantId, group);
     const tier = TIERS[this.local.tierOf(tenantId)];
-    const tpmKey = this.key(tenantId, "tpm");
     const args: Array<string | number> = [b.length];
-    for (const [, , cap, per] of b) args.push(cap, per);
+    for (const [, field, cap, per] of b) args.push(field, cap, per);
     args.push(group && GROUP_LIMITS[group].tokenDebtBlocks ? "1" : "0", tier.tokensPerMinute, 60_000);
-    const r = (await this.o.store.run(CHECK, [...b.map((x) => x[1]), tpmKey], args)) as [number, number, string, string];
+    const r = (await this.o.store.run(CHECK, [this.key(tenantId)], args)) as [number, number, string, string];
     const idx = Number(r[1]) - 1;
-    const [name, , cap] = idx < b.length ? b[idx]! : (["tokens_per_minute", tpmKey, tier.tokensPerMinute, 60_000] as const);
+    const [name, , cap] = idx < b.length ? b[idx]! : (["tokens_per_minute", "tpm", tier.tokensPerMinute, 60_000] as const);
     const untilFull = Number(r[3]);
     if (Number(r[0]) === 1)
       return { allowed: true, group, limitName: name, limit: cap, remaining: Math.max(0, Math.floor(Number(r[2]) + 1e-9)), resetSecs: Math.ceil(untilFull / 1000), retryAfterSecs: 0 };
@@ -202,7 +206,7 @@ export class SharedRateLimiter {
   chargeTokens(tenantId: string, tokens: number): void {
     if (!this.local.enabled || !(tokens > 0)) return;
     const cap = TIERS[this.local.tierOf(tenantId)].tokensPerMinute;
-    this.o.store.run(CHARGE, [this.key(tenantId, "tpm")], [cap, 60_000, tokens]).catch((e) => {
+    this.o.store.run(CHARGE, [this.key(tenantId)], [cap, 60_000, tokens]).catch((e) => {
       this.o.fail.degraded("token_charge", e);
       this.local.chargeTokens(tenantId, tokens);
     });
@@ -224,13 +228,12 @@ export class SharedRateLimiter {
   async describe(tenantId: string): Promise<TenantLimits> {
     const out = this.local.describe(tenantId);
     const b = this.buckets(tenantId, undefined);
-    const keys = [...b.map((x) => x[1]), this.key(tenantId, "tpm")];
     const args: Array<string | number> = [];
-    for (const [, , cap, per] of b) args.push(cap, per);
-    args.push(TIERS[out.tier].tokensPerMinute, 60_000);
+    for (const [, field, cap, per] of b) args.push(field, cap, per);
+    args.push("tpm", TIERS[out.tier].tokensPerMinute, 60_000);
     let lv: number[];
     try {
-      lv = ((await this.o.store.run(PEEK, keys, args)) as string[]).map((x) => Math.floor(Number(x) + 1e-9));
+      lv = ((await this.o.store.run(PEEK, [this.key(tenantId)], args)) as string[]).map((x) => Math.floor(Number(x) + 1e-9));
     } catch (e) {
       if (this.o.fail.mode === "closed") throw hotStateUnavailable("the remaining rate limit");
       this.o.fail.degraded("rate_limit_describe", e);

@@ -59,8 +59,10 @@ describe("rate limits across 3 replicas", () => {
   }, 30_000);
 
   test("exact: token exchange (10 per minute): 40 concurrent exchanges over the replicas, exactly 10 pass", async () => {
-    const k = await api(0, "POST", "/api/v1/virtual-keys", { name: "exchange", teamId: null });
-    // the key belongs to tenant-admin; its exchanges are charged to that tenant's token_exchange bucket
+    // a tenant on the enterprise tier (500/s): the token-exchange group's 10 per minute is the only limit that binds
+    const t = await cluster.token("tenant-exchange", ["WorkspaceAdmin"], "admin");
+    expect((await req(0, "/api/v1/rate-limits/tenant-exchange", { method: "PUT", token: t, json: { tier: "enterprise" } })).status).toBe(200);
+    const k = (await (await req(0, "/api/v1/virtual-keys", { method: "POST", token: t, json: { name: "exchange", teamId: null } })).json()) as any;
     const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => fetch(`${cluster.replicas[i % 3]!.url}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey: k.key }) })));
     expect(rs.filter((r) => r.status === 200).length).toBe(10);
     const refused = rs.filter((r) => r.status === 429);
