@@ -86,7 +86,7 @@ for (let i = 0; i < n; i++) {
 
 // invalidation delay between two replicas' buses
 const m = new Metrics();
-const cfg = { url: redis.url, fail_mode: "closed" as const, prefix: "svc:" };
+const cfg = { url: redis.url, fail_mode: "closed" as const, prefix: "svc:", command_timeout_ms: 1_000 };
 const pub = new RedisHotState(cfg, log, m.counter("a", "a", ["kind", "mode"]));
 const sub = new RedisHotState(cfg, log, m.counter("b", "b", ["kind", "mode"]));
 for (let i = 0; i < 500 && !(pub.ready() && sub.ready()); i++) await Bun.sleep(10);

@@ -22,12 +22,19 @@ export const REDIS_SECTIONS = {
     fail_mode: T.Union([T.Literal("closed"), T.Literal("open")], { default: "closed" }),
     /** key prefix (several deployments on one Redis) */
     prefix: T.String({ default: "svc:" }),
+    /** a script not answered within this is a failure (the fail mode applies): a hung Redis, not only a dead one */
+    command_timeout_ms: T.Integer({ default: 500, minimum: 10, maximum: 60_000 }),
   }),
 };
 
 export type RedisConfig = Static<(typeof REDIS_SECTIONS)["redis"]>;
 
 const CHANNEL = "bus";
+
+interface Pending {
+  at: number;
+  reject: (e: Error) => void;
+}
 
 export class RedisHotState implements SharedStore, Bus {
   readonly bus = new LocalBus();
@@ -39,6 +46,9 @@ export class RedisHotState implements SharedStore, Bus {
   private closed = false;
   private lastLog = 0;
   private sinceLog = 0;
+  /** scripts sent and not answered, oldest first */
+  private readonly pending = new Set<Pending>();
+  private readonly watchdog: ReturnType<typeof setInterval>;
   readonly fail: FailPolicy;
 
   constructor(
@@ -57,6 +67,8 @@ export class RedisHotState implements SharedStore, Bus {
     // connect() waits until Redis answers; start-up does not (the fail mode applies meanwhile)
     this.cmd.connect().catch(() => {});
     this.sub.connect().catch(() => {});
+    this.watchdog = setInterval(this.expire, Math.max(5, config.command_timeout_ms / 4));
+    this.watchdog.unref?.();
     const mode: FailMode = config.fail_mode;
     this.fail = {
       mode,
@@ -82,15 +94,39 @@ export class RedisHotState implements SharedStore, Bus {
     return this.cmd.connected && this.sub.connected && this.subscribed;
   }
 
-  async run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
+  run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
     const argv = [String(keys.length), ...keys, ...args.map(String)];
-    try {
-      return await this.cmd.send("EVALSHA", [s.sha, ...argv]);
-    } catch (e) {
-      if (!String(e).includes("NOSCRIPT")) throw e;
-      return await this.cmd.send("EVAL", [s.src, ...argv]);
-    }
+    return new Promise((resolve, reject) => {
+      const entry: Pending = { at: performance.now(), reject };
+      this.pending.add(entry);
+      this.cmd
+        .send("EVALSHA", [s.sha, ...argv])
+        .catch((e) => {
+          if (!String(e).includes("NOSCRIPT")) throw e;
+          return this.cmd.send("EVAL", [s.src, ...argv]);
+        })
+        .then(
+          (v) => {
+            this.pending.delete(entry);
+            resolve(v);
+          },
+          (e) => {
+            this.pending.delete(entry);
+            reject(e);
+          },
+        );
+    });
   }
+
+  /** One timer for every command (cheaper than one per command): a command older than the timeout fails. */
+  private expire = () => {
+    const limit = performance.now() - this.config.command_timeout_ms;
+    for (const p of this.pending) {
+      if (p.at > limit) break; // insertion order = age order
+      this.pending.delete(p);
+      p.reject(new Error(`redis did not answer within ${this.config.command_timeout_ms} ms`));
+    }
+  };
 
   /** a raw command (tests, tools) */
   send(command: string, args: string[]) {
@@ -137,6 +173,7 @@ export class RedisHotState implements SharedStore, Bus {
 
   close() {
     this.closed = true;
+    clearInterval(this.watchdog);
     this.cmd.close();
     this.sub.close();
   }

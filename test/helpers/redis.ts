@@ -18,11 +18,11 @@ async function freePort(): Promise<number> {
   return p;
 }
 
-/** The redis-server binary, installed when missing and possible. */
-export function redisServerBinary(): string {
-  let bin = Bun.which("redis-server");
+/** The redis-server binary, installed when missing and possible (`o`: the PATH searched and whether we are root, for tests). */
+export function redisServerBinary(o: { path?: string; root?: boolean } = {}): string {
+  let bin = Bun.which("redis-server", o.path === undefined ? undefined : { PATH: o.path });
   if (bin) return bin;
-  if (process.getuid?.() === 0) {
+  if (o.root ?? process.getuid?.() === 0) {
     const r = Bun.spawnSync(["sh", "-c", `${INSTALL_REDIS} >/dev/null 2>&1`]);
     bin = Bun.which("redis-server") ?? Bun.which("redis-server", { PATH: "/usr/bin:/usr/sbin:/bin" });
     if (r.exitCode === 0 && bin) return bin;
@@ -83,6 +83,14 @@ export class TestRedis {
     } finally {
       c.close();
     }
+  }
+
+  /** Freeze / thaw the server (SIGSTOP / SIGCONT): connections stay open, nothing answers. */
+  pause() {
+    this.proc?.kill("SIGSTOP");
+  }
+  resume() {
+    this.proc?.kill("SIGCONT");
   }
 
   /** Kill the server (SIGKILL: an outage, not a shutdown). */

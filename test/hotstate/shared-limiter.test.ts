@@ -32,7 +32,7 @@ afterAll(async () => {
 const tiers = new Map<string, TierAssignment>();
 
 function replica(mode: RedisConfig["fail_mode"], metrics = new Metrics()) {
-  const hs = new RedisHotState({ url: redis.url, fail_mode: mode, prefix: "t:" }, log, metrics.counter("svc_hotstate_degraded_decisions_total", "x", ["kind", "mode"]));
+  const hs = new RedisHotState({ url: redis.url, fail_mode: mode, prefix: "t:", command_timeout_ms: 300 }, log, metrics.counter("svc_hotstate_degraded_decisions_total", "x", ["kind", "mode"]));
   states.push(hs);
   const local = new RateLimiter((t) => ({
     get: () => tiers.get(t),
@@ -75,6 +75,21 @@ describe("shared rate limiter on a real Redis", () => {
     await until("reconnected", async () => a.hs.ready(), 20_000);
     expect(await outcome(a.limiter, "ten-2", "token_exchange")).toBe(200);
   }, 60_000);
+
+  test("a hung Redis (SIGSTOP) is a failure after command_timeout_ms, not a hung request; it resumes by itself", async () => {
+    const a = replica("closed");
+    await until("connected", async () => a.hs.ready(), 10_000);
+    expect(await outcome(a.limiter, "ten-5")).toBe(200);
+    redis.pause();
+    try {
+      const t0 = performance.now();
+      expect(await outcome(a.limiter, "ten-5")).toBe(503);
+      expect(performance.now() - t0).toBeLessThan(10_000);
+    } finally {
+      redis.resume();
+    }
+    await until("answers again", async () => (await outcome(a.limiter, "ten-5")) === 200, 10_000);
+  }, 30_000);
 
   test("a tier change on one replica reaches the other's cached tier (bus) and its limits", async () => {
     const a = replica("closed");
