@@ -7,7 +7,8 @@
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { TestRedis } from "../helpers/redis";
-import { RedisHotState, type RedisConfig } from "../../src/core/redis";
+import { RedisHotState } from "../../src/core/redis";
+import type { RedisConfig } from "../../src/core/config";
 import { Logger } from "../../src/core/log";
 import { Metrics } from "../../src/core/metrics";
 import { RateLimiter, SharedRateLimiter } from "../../src/ratelimit";
