@@ -38,25 +38,27 @@ local function level(l, at, cap, per)
 end
 `;
 
-/** KEYS: the tenant's hash. ARGV: n, per bucket its name, capacity and period (ms), then checkTpm, tpm capacity, tpm period. */
+/**
+ * KEYS: the tenant's hash. ARGV: n, checkTpm ('1' | '0'), tpm capacity, tpm period, then per bucket
+ * its capacity and period (ms); HMGET fields follow as the script's fixed layout (JS sends them:
+ * no string building in Lua): per bucket `<b>:l`, `<b>:t`, then `tpm:l`, `tpm:t`.
+ */
 const CHECK = script(`${LEVEL}
 local n = tonumber(ARGV[1])
-local f = {}
-for i = 1, n do f[2 * i - 1] = ARGV[3 * i - 1] .. ':l'; f[2 * i] = ARGV[3 * i - 1] .. ':t' end
-f[2 * n + 1] = 'tpm:l'; f[2 * n + 2] = 'tpm:t'
-local v = redis.call('HMGET', KEYS[1], unpack(f))
+local F = 4 + 2 * n
+local v = redis.call('HMGET', KEYS[1], unpack(ARGV, F + 1, F + 2 * n + 2))
 local lv, worst, wait = {}, 0, 0
 for i = 1, n do
-  local cap, per = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  lv[i] = level(v[2 * i - 1], v[2 * i], cap, per)
-  if lv[i] < 1 - 1e-9 then
-    local w = (1 - lv[i]) * per / cap
+  local cap, per = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
+  local l = level(v[2 * i - 1], v[2 * i], cap, per)
+  lv[i] = l
+  if l < 1 - 1e-9 then
+    local w = (1 - l) * per / cap
     if w > wait then wait = w; worst = i end
   end
 end
-local p = 3 * n + 2
-local tcap, tper = tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2])
-if ARGV[p] == '1' then
+local tcap, tper = tonumber(ARGV[3]), tonumber(ARGV[4])
+if ARGV[2] == '1' then
   local l = level(v[2 * n + 1], v[2 * n + 2], tcap, tper)
   if l < 0 then
     local w = -l * tper / tcap
@@ -65,19 +67,20 @@ if ARGV[p] == '1' then
 end
 if worst > 0 then
   local cap, per = tcap, tper
-  if worst <= n then cap, per = tonumber(ARGV[3 * worst]), tonumber(ARGV[3 * worst + 1]) end
+  if worst <= n then cap, per = tonumber(ARGV[3 + 2 * worst]), tonumber(ARGV[4 + 2 * worst]) end
   return {0, worst, tostring(wait), tostring((cap - lv[worst]) * per / cap)}
 end
 local tight, least = 1, math.huge
 local set = {}
+local snow = tostring(now)
 for i = 1, n do
   local l = lv[i] - 1
-  set[4 * i - 3] = f[2 * i - 1]; set[4 * i - 2] = tostring(l); set[4 * i - 1] = f[2 * i]; set[4 * i] = tostring(now)
+  set[4 * i - 3] = ARGV[F + 2 * i - 1]; set[4 * i - 2] = tostring(l); set[4 * i - 1] = ARGV[F + 2 * i]; set[4 * i] = snow
   if l < least then least = l; tight = i end
 end
 redis.call('HSET', KEYS[1], unpack(set))
 redis.call('PEXPIRE', KEYS[1], ${TTL_MS})
-local cap, per = tonumber(ARGV[3 * tight]), tonumber(ARGV[3 * tight + 1])
+local cap, per = tonumber(ARGV[3 + 2 * tight]), tonumber(ARGV[4 + 2 * tight])
 return {1, tight, tostring(least), tostring((cap - least) * per / cap)}
 `);
 
@@ -161,9 +164,10 @@ export class SharedRateLimiter {
     }
     const b = this.buckets(tenantId, group);
     const tier = TIERS[this.local.tierOf(tenantId)];
-    const args: Array<string | number> = [b.length];
-    for (const [, field, cap, per] of b) args.push(field, cap, per);
-    args.push(group && GROUP_LIMITS[group].tokenDebtBlocks ? "1" : "0", tier.tokensPerMinute, 60_000);
+    const args: Array<string | number> = [b.length, group && GROUP_LIMITS[group].tokenDebtBlocks ? "1" : "0", tier.tokensPerMinute, 60_000];
+    for (const x of b) args.push(x[2], x[3]);
+    for (const x of b) args.push(`${x[1]}:l`, `${x[1]}:t`);
+    args.push("tpm:l", "tpm:t");
     const r = (await this.o.store.run(CHECK, [this.key(tenantId)], args)) as [number, number, string, string];
     const idx = Number(r[1]) - 1;
     const [name, , cap] = idx < b.length ? b[idx]! : (["tokens_per_minute", "tpm", tier.tokensPerMinute, 60_000] as const);

