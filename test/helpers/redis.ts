@@ -30,6 +30,15 @@ export function redisServerBinary(o: { path?: string; root?: boolean } = {}): st
   throw new Error(`redis-server is not installed; these tests need a real Redis: run \`${INSTALL_REDIS}\` (as root)`);
 }
 
+/** servers still running when the test process exits (a crash, a failed beforeAll) are killed with it */
+const running = new Map<Subprocess, string>();
+process.on("exit", () => {
+  for (const [p, dir] of running) {
+    p.kill(9);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 export class TestRedis {
   private proc?: Subprocess;
   readonly dir = mkdtempSync(join(tmpdir(), "svc-redis-"));
@@ -53,6 +62,7 @@ export class TestRedis {
       stdout: "ignore",
       stderr: "pipe",
     });
+    running.set(this.proc, this.dir);
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       if (this.proc.exitCode !== null) throw new Error(`redis-server exited with ${this.proc.exitCode}: ${await new Response(this.proc.stderr as ReadableStream).text()}`);
@@ -98,6 +108,7 @@ export class TestRedis {
     if (!this.proc) return;
     this.proc.kill(9);
     await this.proc.exited;
+    running.delete(this.proc);
     this.proc = undefined;
   }
 
