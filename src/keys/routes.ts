@@ -22,7 +22,7 @@ export const keyRoutes = (kernel: Kernel, keys: ApiKeyService, tokens: TokenServ
       }
       const state = kernel.stateOf(request);
       if (state) state.principal = principal;
-      limiter.enforce(principal, TOKEN_EXCHANGE_GROUP, state?.headers ?? {});
+      await limiter.enforce(principal, TOKEN_EXCHANGE_GROUP, state?.headers ?? {});
       const accessToken = await tokens.sign({ tenantId: principal.tenantId, sub: principal.sub, permissions: [...principal.permissions] });
       return { accessToken, tokenType: "Bearer" as const, expiresIn: tokens.ttlSecs };
     },

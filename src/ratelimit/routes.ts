@@ -7,7 +7,16 @@ import type { Kernel } from "../core/kernel";
 import { DOC1, notFound } from "../core/errors";
 import type { Principal } from "../core/auth";
 import { TIERS, TIER_NAMES } from "./tiers";
-import type { RateLimiter } from "./limiter";
+import type { TenantLimits } from "./limiter";
+import type { TierAssignment } from "./store";
+import type { TierName } from "./tiers";
+
+/** What the routes manage: the in-process limiter or the shared one (describe then reads the store). */
+export interface TierAdmin {
+  describe(tenantId: string): TenantLimits | Promise<TenantLimits>;
+  setTier(tenantId: string, tier: TierName, by: string): TierAssignment;
+  resetTier(tenantId: string): boolean;
+}
 
 const TierSchema = t.Object({
   name: t.String(),
@@ -38,10 +47,10 @@ function ownTenant(principal: Principal, tenantId: string) {
   if (tenantId !== principal.tenantId) throw notFound(`tenant ${tenantId}`);
 }
 
-export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
+export const rateLimitRoutes = (kernel: Kernel, limiter: TierAdmin) =>
   kernel
     .mount({ prefix: "/api/v1/rate-limits", envelope: DOC1 })
-    .get("", ({ principal }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
+    .get("", async ({ principal }) => ({ tenants: [await limiter.describe(principal.tenantId)] }), {
       perm: "ViewMetrics",
       response: t.Object({ tenants: t.Array(TenantLimitsSchema) }),
       detail: { summary: "List tenant tier assignments (the caller's tenant)", description: "Answers the caller's tenant with its tier, its limits and what remains of each in the current window (a list, for the shape of the admin API).", tags: ["rate-limits"] },
