@@ -22,12 +22,12 @@ export const activityRoutes = (kernel: Kernel, s: McpServices) =>
       query: S.AnalyticsQuery,
       detail: { summary: "Tool-call analytics: hit rates, latency, estimated savings", ...tag("mcp") },
     })
-    .get("/config/export", ({ principal }) => new Response(s.configIO.exportYaml(principal.tenantId), { headers: { "content-type": "application/yaml; charset=utf-8" } }), {
+    .get("/config/export", async ({ principal }) => new Response(await s.configIO.exportYaml(principal.tenantId), { headers: { "content-type": "application/yaml; charset=utf-8" } }), {
       detail: { summary: "Servers, tools, entities, mappings and rules as YAML", ...tag("mcp") },
     })
-    .get("/connections", ({ principal, query }) => {
+    .get("/connections", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.connections.list(principal.tenantId, { serverId: query.serverId, clientId: query.clientId, state: query.state }, page);
+      const { items, total } = await s.connections.list(principal.tenantId, { serverId: query.serverId, clientId: query.clientId, state: query.state }, page);
       return pageEnvelope("connections", items, total, page);
     }, { query: S.ConnectionListQuery, detail: { summary: "List connections", ...tag("mcp") } })
     .post("/connections", ({ principal, body }) => s.connections.create(principal.tenantId, S.bodyOf(S.ConnectionCreate, body)), { perm: "ManageConfig", detail: { summary: "Track a client connection (starts CONNECTING)", ...tag("mcp") } })
@@ -55,7 +55,7 @@ export const toolCacheRoutes = (kernel: Kernel, s: McpServices) =>
       detail: { summary: "Invalidate the cached results of an entity type (optionally one id, optionally cascading)", ...tag("tool-cache") },
     })
     .get("/metrics", ({ principal }) => s.cache.metrics(principal.tenantId), { perm: "ViewMetrics", detail: { summary: "Entries, memory, hit rate, configuration", ...tag("tool-cache") } })
-    .get("/:cache_key", ({ principal, params }) => jsonResponse(s.cache.get(principal.tenantId, parseCacheKey(params.cache_key))), {
+    .get("/:cache_key", async ({ principal, params }) => jsonResponse(await s.cache.get(principal.tenantId, parseCacheKey(params.cache_key))), {
       params: S.CacheKeyParams,
       detail: { summary: "A cached entry by its 64-bit key (404 if absent or expired)", ...tag("tool-cache") },
     });

@@ -18,9 +18,9 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
   kernel
     .mount({ prefix: "/api/v1/mcp", envelope: DOC2 })
     // ---- servers ----
-    .get("/servers", ({ principal, query }) => {
+    .get("/servers", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
+      const { items, total } = await s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
       return pageEnvelope("servers", items, total, page);
     }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", ...tag("mcp") } })
     .post("/servers", async ({ principal, body }) => {
@@ -28,15 +28,15 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const server = await s.registry.register(principal.tenantId, body);
       return { server, message: `server ${server.name} registered; it stays PENDING until a health check succeeds` };
     }, { body: S.ServerCreate, perm: "ManageConfig", detail: { summary: "Register an MCP server", ...tag("mcp") } })
-    .get("/servers/:id", ({ principal, params }) => publicServer(s.registry.server(principal.tenantId, params.id)), {
+    .get("/servers/:id", async ({ principal, params }) => publicServer(await s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Get a server", ...tag("mcp") },
     })
-    .delete("/servers/:id", ({ principal, params }) => {
-      const server = s.registry.delete(principal.tenantId, params.id);
+    .delete("/servers/:id", async ({ principal, params }) => {
+      const server = await s.registry.delete(principal.tenantId, params.id);
       return deleted(`server ${server.name} deleted with its tools, entity mappings, invalidation rules, connections and cached results`);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a server (irreversible)", ...tag("mcp") } })
-    .get("/servers/:id/health", ({ principal, params }) => s.health.get(principal.tenantId, s.registry.server(principal.tenantId, params.id)), {
+    .get("/servers/:id/health", async ({ principal, params }) => s.health.get(principal.tenantId, await s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Health of a server (cached 30 s)", ...tag("mcp") },
     })
@@ -61,12 +61,12 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       detail: { summary: "Connection statistics of a server", ...tag("mcp") },
     })
     // ---- tools ----
-    .get("/tools", ({ principal, query }) => {
+    .get("/tools", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.registry.listTools(principal.tenantId, { serverId: query.serverId, category: query.category, cacheEnabled: query.cacheEnabled, name: query.name }, page);
+      const { items, total } = await s.registry.listTools(principal.tenantId, { serverId: query.serverId, category: query.category, cacheEnabled: query.cacheEnabled, name: query.name }, page);
       return pageEnvelope("tools", items, total, page);
     }, { query: S.ToolListQuery, detail: { summary: "List discovered tools", ...tag("mcp") } })
-    .get("/tools/:id", ({ principal, params }) => publicTool(s.registry.tool(principal.tenantId, params.id)), {
+    .get("/tools/:id", async ({ principal, params }) => publicTool(await s.registry.tool(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Get a tool", ...tag("mcp") },
     })
@@ -86,9 +86,9 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       return jsonResponse(out, 200, { "x-cache-status": out.cache.status });
     }, { params: S.IdParams, body: S.ToolCall, detail: { summary: "Call a tool through svc (cache, coalescing, invalidation)", ...tag("mcp") } })
     // ---- entities ----
-    .get("/entities", ({ principal, query }) => {
+    .get("/entities", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
+      const { items, total } = await s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
       return pageEnvelope("entities", items, total, page);
     }, { query: S.EntityListQuery, detail: { summary: "List entities", ...tag("mcp") } })
     .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, perm: "ManageConfig", detail: { summary: "Create an entity", ...tag("mcp") } })
@@ -99,22 +99,22 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       body: S.EntityUpdate,
       detail: { summary: "Update an entity (parentId null removes the parent)", ...tag("mcp") },
     })
-    .delete("/entities/:id", ({ principal, params }) => {
-      const r = s.entities.delete(principal.tenantId, params.id);
+    .delete("/entities/:id", async ({ principal, params }) => {
+      const r = await s.entities.delete(principal.tenantId, params.id);
       return {
         ...deleted(`entity ${r.entity.name} deleted: ${r.invalidated} cached result(s) invalidated (cascade), ${r.mappingsRemoved} mapping(s) and ${r.rulesRemoved} rule(s) removed`),
         invalidated: r.invalidated,
       };
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete an entity (cascade invalidation)", ...tag("mcp") } })
-    .post("/tool-entities", ({ principal, body }) => s.entities.map(principal.tenantId, body).mapping, { body: S.MappingCreate, perm: "ManageConfig", detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
-    .delete("/tool-entities/:tool_id/:entity_id", ({ principal, params }) => {
-      s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
+    .post("/tool-entities", async ({ principal, body }) => (await s.entities.map(principal.tenantId, body)).mapping, { body: S.MappingCreate, perm: "ManageConfig", detail: { summary: "Map a tool parameter to an entity", ...tag("mcp") } })
+    .delete("/tool-entities/:tool_id/:entity_id", async ({ principal, params }) => {
+      await s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
       return deleted("tool-entity mapping deleted");
     }, { params: S.MappingParams, perm: "ManageConfig", detail: { summary: "Delete a tool-entity mapping", ...tag("mcp") } })
     // ---- rules ----
-    .get("/rules", ({ principal, query }) => {
+    .get("/rules", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
+      const { items, total } = await s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
       return pageEnvelope("rules", items, total, page);
     }, { query: S.RuleListQuery, detail: { summary: "List invalidation rules", ...tag("mcp") } })
     .post("/rules", ({ principal, body }) => s.entities.createRule(principal.tenantId, body), { body: S.RuleCreate, perm: "ManageConfig", detail: { summary: "Create an invalidation rule", ...tag("mcp") } })
@@ -125,7 +125,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       body: S.RuleUpdate,
       detail: { summary: "Enable or disable a rule", ...tag("mcp") },
     })
-    .delete("/rules/:id", ({ principal, params }) => {
-      s.entities.deleteRule(principal.tenantId, params.id);
+    .delete("/rules/:id", async ({ principal, params }) => {
+      await s.entities.deleteRule(principal.tenantId, params.id);
       return deleted("invalidation rule deleted");
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a rule", ...tag("mcp") } });
