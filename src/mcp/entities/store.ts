@@ -120,7 +120,7 @@ export class EntityStore {
       `INSERT INTO mcp_tool_entities (tenant_id, tool_id, entity_id, param_name, operation, created_at, cache_seq)
        VALUES ($tenant, $tool_id, $entity_id, $param_name, $operation, $created_at, (SELECT COALESCE(MAX(vec_key), 0) FROM mcp_cache_entries WHERE tenant_id = $tenant))
        ON CONFLICT (tenant_id, tool_id, entity_id) DO UPDATE SET param_name = excluded.param_name, operation = excluded.operation,
-         cache_seq = CASE WHEN param_name != excluded.param_name OR operation != excluded.operation THEN excluded.cache_seq ELSE cache_seq END`,
+         cache_seq = CASE WHEN mcp_tool_entities.param_name != excluded.param_name OR mcp_tool_entities.operation != excluded.operation THEN excluded.cache_seq ELSE mcp_tool_entities.cache_seq END`,
       { tool_id: m.toolId, entity_id: m.entityId, param_name: m.paramName, operation: m.operation, created_at: m.createdAt },
     );
   }
