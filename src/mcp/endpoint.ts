@@ -64,18 +64,24 @@ export async function exposedTools(store: RegistryStore): Promise<Exposed> {
  */
 export class ExposedTools {
   private static readonly MAX_TENANTS = 10_000;
-  private readonly byTenant = new Map<string, { version: number; tools: Exposed }>();
+  /**
+   * The version counts this process's writes only: another replica's (servers shared through
+   * PostgreSQL) reach this map when it is rebuilt, at most this long after it was built.
+   */
+  static TTL_MS = 1_000;
+  private readonly byTenant = new Map<string, { version: number; builtAt: number; tools: Exposed }>();
   constructor(private readonly registry: ForTenant<RegistryStore>) {}
 
   /** (the version is read before the rows: a write meanwhile leaves a map the next call rebuilds) */
   async of(tenantId: string): Promise<Exposed> {
     const store = this.registry(tenantId);
     const version = store.version;
+    const now = performance.now();
     const kept = this.byTenant.get(tenantId);
-    if (kept?.version === version) return kept.tools;
+    if (kept?.version === version && now - kept.builtAt < ExposedTools.TTL_MS) return kept.tools;
     const tools = await exposedTools(store);
     if (this.byTenant.size >= ExposedTools.MAX_TENANTS) this.byTenant.clear();
-    this.byTenant.set(tenantId, { version, tools });
+    this.byTenant.set(tenantId, { version, builtAt: now, tools });
     return tools;
   }
 }

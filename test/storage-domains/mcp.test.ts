@@ -16,13 +16,24 @@ import type { CallRecord } from "../../src/mcp/calls/store";
 import { cacheKeyOf, canonical } from "../../src/mcp/toolcache/key";
 import type { ToolRecord } from "../../src/mcp/registry/store";
 import { HashEmbedder } from "../cache/helpers";
+import { ExposedTools } from "../../src/mcp/endpoint";
 
 const T0 = Date.UTC(2026, 10, 25, 10, 30); // Wednesday 2026-11-25 10:30 UTC
-const page = { limit: 50, offset: 0 };
+const page = { page: 1, pageSize: 50, limit: 50, offset: 0 };
 
 eachBackend("mcp", (b) => {
   let storage: AsyncStorage;
   let s: McpServices;
+  const servicesOver = (st: AsyncStorage) =>
+    mcpServices({
+      storage: st,
+      outbound: new OutboundPolicy({ allowPrivate: true }),
+      embedder: new HashEmbedder(),
+      config: loadConfig({}, { mcp: { health_interval_secs: 0 } }).mcp,
+      log: new Logger("error"),
+      clock,
+      env: {},
+    });
   const clock = { t: T0, now: () => clock.t };
   const A = "tenant-a";
   const B = "tenant-b";
@@ -33,15 +44,7 @@ eachBackend("mcp", (b) => {
   beforeAll(async () => {
     storage = await b.open();
     await storage.migrate([{ domain: "mcp", migrations: MCP_MIGRATIONS }]);
-    s = mcpServices({
-      storage,
-      outbound: new OutboundPolicy({ allowPrivate: true }),
-      embedder: new HashEmbedder(),
-      config: loadConfig({}, { mcp: { health_interval_secs: 0 } }).mcp,
-      log: new Logger("error"),
-      clock,
-      env: {},
-    });
+    s = servicesOver(storage);
     const server = await s.registry.register(A, { name: "Alpha-Issues", url: "http://127.0.0.1:9/mcp" });
     serverId = server.id;
     const { tools } = await s.registry.applyDiscovery(A, server.id, [
@@ -96,7 +99,7 @@ eachBackend("mcp", (b) => {
     expect(m).toMatchObject({ totalEntries: 1, expiredEntries: 0, entriesWithEmbeddings: 0, hits: 1, misses: 0 });
     // search embeds the entry (vector BLOB/BYTEA round trip) and finds it by text
     const found = await s.cache.search(A, { queryText: "get_issue issue_id 2", limit: 5 });
-    expect(found.results.map((r) => r.cacheKey)).toEqual([keys[1]]);
+    expect(found.results.map((r) => r.cacheKey)).toEqual([keys[1]!]);
     expect((await s.cache.metrics(A)).entriesWithEmbeddings).toBe(1);
     // expiry: the sweep removes it
     clock.t += 3_600_000 * 24;
@@ -120,7 +123,7 @@ eachBackend("mcp", (b) => {
   test("call log and analytics: multi-row batches; hour/day/week/month buckets in UTC; per tool and server", async () => {
     const C = "tenant-c";
     const srv = await s.registry.register(C, { name: "c", url: "http://127.0.0.1:9/mcp" });
-    const { tools } = await s.registry.applyDiscovery(C, srv.id, [{ name: "list_things", annotations: { readOnlyHint: true } }]);
+    const { tools } = await s.registry.applyDiscovery(C, srv.id, [{ name: "list_things", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }]);
     const base = { serverId: srv.id, toolId: tools[0]!.id, toolName: "list_things" };
     // 100 calls (batches of 64 + 32 + 4 rows): Wednesday 10:30, Sunday 23:59:59.999, next Monday 00:00, December
     const at = [T0, Date.UTC(2026, 10, 29, 23, 59, 59, 999), Date.UTC(2026, 10, 30), Date.UTC(2026, 11, 2, 5)];
@@ -167,6 +170,29 @@ eachBackend("mcp", (b) => {
     const good = { ...bad, tools: { nothing_here: { server: "d1", category: "read", entities: [{ param: "id", type: "project" }] } } };
     expect(await s.configIO.apply(D, good)).toMatchObject({ serversCreated: 1, entitiesCreated: 1, toolsCreated: 1, mappings: 1 });
     expect(await s.configIO.exportYaml(D)).toContain("nothing_here");
+  });
+
+  test("a second replica on the same database: reads another's writes at once; its /mcp exposure follows within the map's TTL", async () => {
+    const other = servicesOver(await b.open());
+    const R = "tenant-r";
+    const srv = await s.registry.register(R, { name: "shared", url: "http://127.0.0.1:9/mcp" });
+    await s.registry.applyDiscovery(R, srv.id, [{ name: "get_thing", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }]);
+    await s.health.record(R, srv.id, true, 5, null); // HEALTHY: exposed
+    expect((await other.registry.server(R, srv.id)).status).toBe("HEALTHY");
+    const exposed = new ExposedTools(other.stores.registry);
+    expect([...(await exposed.of(R)).keys()]).toEqual(["shared__get_thing"]);
+    const saved = ExposedTools.TTL_MS;
+    ExposedTools.TTL_MS = 20;
+    try {
+      await s.registry.setEnabled(R, srv.id, false); // on the first replica: the second's version does not move
+      expect((await other.registry.server(R, srv.id)).status).toBe("DISABLED");
+      const deadline = Date.now() + 5_000;
+      while ((await exposed.of(R)).size > 0 && Date.now() < deadline) await Bun.sleep(5);
+      expect((await exposed.of(R)).size).toBe(0);
+    } finally {
+      ExposedTools.TTL_MS = saved;
+      await other.close();
+    }
   });
 });
 

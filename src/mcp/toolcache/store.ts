@@ -106,7 +106,7 @@ export class ToolCacheStore {
   /** Store (or replace) an entry with its tags; returns its vec_key. */
   put(e: NewEntry, tags: Tag[]): Promise<number> {
     return this.db.tx(async () => {
-      await this.removeKeys([e.cacheKey]);
+      await this.deleteWhere("cache_key = $key", { key: e.cacheKey });
       const size = e.argsJson.length + e.resultJson.length;
       const r = await this.db.get<{ vec_key: number }>(
         `INSERT INTO mcp_cache_entries (cache_key, tenant_id, server_id, tool_id, agent_scope, args_json, struct_key, result_json, created_at_ms, expires_at_ms, upstream_ms, size_bytes)
@@ -194,14 +194,17 @@ export class ToolCacheStore {
   // ---- deletions (each returns what it removed) ----
 
   private removeWhere(where: string, params: Record<string, string | number | bigint | null>): Promise<Removed[]> {
-    return this.db.tx(async () => {
-      const rows = await this.db.all<{ vec_key: number; tool_id: string; key_text: string }>(
-        `DELETE FROM mcp_cache_entries WHERE tenant_id = $tenant AND ${where} RETURNING vec_key, tool_id, CAST(cache_key AS TEXT) AS key_text`,
-        params,
-      );
-      if (rows.length) await this.db.run(`DELETE FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key IN ${this.intsOf("$keys")}`, { keys: JSON.stringify(rows.map((r) => r.key_text)) });
-      return rows.map((r) => ({ vecKey: r.vec_key, toolId: r.tool_id }));
-    });
+    return this.db.tx(() => this.deleteWhere(where, params));
+  }
+
+  /** removeWhere's statements, for a caller already in a transaction (put: no savepoint of its own) */
+  private async deleteWhere(where: string, params: Record<string, string | number | bigint | null>): Promise<Removed[]> {
+    const rows = await this.db.all<{ vec_key: number; tool_id: string; key_text: string }>(
+      `DELETE FROM mcp_cache_entries WHERE tenant_id = $tenant AND ${where} RETURNING vec_key, tool_id, CAST(cache_key AS TEXT) AS key_text`,
+      params,
+    );
+    if (rows.length) await this.db.run(`DELETE FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key IN ${this.intsOf("$keys")}`, { keys: JSON.stringify(rows.map((r) => r.key_text)) });
+    return rows.map((r) => ({ vecKey: r.vec_key, toolId: r.tool_id }));
   }
 
   removeKeys(keys: bigint[]): Promise<Removed[]> {
