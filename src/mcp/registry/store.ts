@@ -139,8 +139,9 @@ export interface ToolFilter {
 
 /**
  * A change counter per tenant of its servers and tools, shared by every RegistryStore of one
- * storage (svc is one process per SQLite file, docs/architecture.md): state derived from the
- * registry (the /mcp endpoint's exposed tools) is current while the counter has not moved.
+ * process: state derived from the registry (the /mcp endpoint's exposed tools) is current with
+ * this process's writes while the counter has not moved. Another replica's writes (PostgreSQL)
+ * do not move it: what derives state from it also rebuilds on a timer (ExposedTools.TTL_MS).
  */
 export class RegistryVersions {
   private readonly byTenant = new Map<string, number>();
