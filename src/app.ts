@@ -111,6 +111,8 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
       `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
         `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
     );
+  const alone = replicaWarning(config);
+  if (alone) log.warn(alone);
   const db = new Db(config.storage.path);
   const storage = storageOf(db);
   const data = openStorage({ path: config.storage.path, db, poolSize: config.storage.pool_size });
@@ -145,6 +147,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     metrics,
     log,
     kernel,
+    shared: hotState && { store: hotState, log: hotState, prefix: config.redis.prefix },
   });
   // identity: users, roles, teams with budgets (the gateway's spend guard), the per-request user check
   const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
@@ -253,6 +256,15 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     fetch: kernel.fetch,
     startedAt,
   };
+}
+
+/**
+ * A shared database (SVC_STORAGE__URL) means several replicas are likely; without Redis each one
+ * decides rate limits, budgets and caches alone.
+ */
+export function replicaWarning(config: Pick<Config, "storage" | "redis">): string | undefined {
+  if (config.storage.url === undefined || config.redis.url) return undefined;
+  return "SVC_STORAGE__URL is set without SVC_REDIS__URL: with several replicas, rate limits and team budgets are per replica (a tenant gets N times its limit) and each replica's cache index sees only its own entries; set SVC_REDIS__URL to share them";
 }
 
 /**

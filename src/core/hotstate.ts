@@ -72,6 +72,19 @@ export interface SharedStore {
   run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown>;
 }
 
+/**
+ * An ordered log every replica follows (a Redis Stream): entries are appended by scripts on the
+ * SharedStore (XADD, after the durable write) and read here in order by each replica from its own
+ * position. A replica starts at the log's end (what came before is already in the database);
+ * after a reconnect it goes on from its position, and when entries it did not read may be gone
+ * (Redis restarted or flushed, the log trimmed past its position) `resync` is called instead: the
+ * follower then rebuilds what it keeps in memory from the database.
+ */
+export interface SharedLog {
+  /** `handler` gets each entry's payload and its append time (ms since the epoch, the store's clock) */
+  follow(stream: string, handler: (payload: string, appendedAt: number) => void, resync: () => void): void;
+}
+
 export type FailMode = "closed" | "open";
 
 /** What a domain does without its shared store. */

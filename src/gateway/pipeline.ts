@@ -200,7 +200,8 @@ export class Pipeline {
     };
     let res: FlightResult;
     try {
-      res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup) : await fetchAndStore();
+      // (a waiter on another replica answers from the entry the flight stored: no provider served it here)
+      res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup, (p) => ({ ok: true, body: p.body, usage: p.usage })) : await fetchAndStore();
     } catch (e) {
       ticket.settle(0);
       throw e;
