@@ -184,7 +184,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
-  const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
+  const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env, bus: hotState });
   const memoryD = memory.create({
     storage,
     kernel,

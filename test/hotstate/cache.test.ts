@@ -6,10 +6,13 @@
  * misses on the three replicas reach upstream once; and a replica killed with SIGKILL while it holds
  * the upstream call of such a miss under load: the others keep serving, one of them takes the call
  * over when the lease lapses, and every answer acknowledged before the kill is still served.
+ * MCP: a tool-cache invalidation through A reaches B's in-flight read (its result is not stored),
+ * and the activity and connection-event WebSocket streams of B and C carry events caused through A.
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { TestRedis } from "../helpers/redis";
 import { startCluster, until, type Cluster } from "./replicas";
+import { startFakeMcpServer, type FakeMcpServer } from "../mcp/fake-server";
 
 /** the chat answers' upstream: counts calls per question; questions starting with "hold" wait for release() */
 let calls = new Map<string, number>();
@@ -55,6 +58,7 @@ const upstream = Bun.serve({
 const up = `http://127.0.0.1:${upstream.port}`;
 
 let redis: TestRedis;
+let mcpServer: FakeMcpServer;
 let cluster: Cluster;
 let key: string;
 let admin: string;
@@ -87,11 +91,12 @@ const metric = async (i: number, name: string) => {
 
 beforeAll(async () => {
   redis = await TestRedis.start();
+  mcpServer = startFakeMcpServer();
   cluster = await startCluster({
     n: 3,
     redisUrl: redis.url,
     upstreamUrl: up,
-    env: { SVC_CACHE__ENABLED: "true", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: `${up}/v1`, SVC_EMBEDDING__MODEL: "bow-64", SVC_EMBEDDING__API_KEY: "sk-embed", SVC_METRICS__RENDER_INTERVAL_MS: "0" },
+    env: { SVC_CACHE__ENABLED: "true", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: `${up}/v1`, SVC_EMBEDDING__MODEL: "bow-64", SVC_EMBEDDING__API_KEY: "sk-embed", SVC_METRICS__RENDER_INTERVAL_MS: "0", SVC_OUTBOUND__ALLOW_PRIVATE: "true" },
   });
   admin = await cluster.token("tenant-admin", ["WorkspaceAdmin"], "admin");
   const put = await fetch(`${cluster.replicas[0]!.url}/api/v1/rate-limits/tenant-admin`, { method: "PUT", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "enterprise" }) });
@@ -104,6 +109,8 @@ afterAll(async () => {
   gate?.release();
   await cluster?.stop();
   await redis?.stop();
+  mcpServer?.release();
+  await mcpServer?.stop();
   upstream.stop(true);
 });
 
@@ -162,6 +169,68 @@ describe("one semantic cache across 3 replicas", () => {
     const b = await ask(1, user("Who wrote Hamlet?"));
     expect(b.status).toBe("MISS");
     expect(b.text).not.toBe(a.text);
+  }, 30_000);
+});
+
+const api = async (i: number, method: string, path: string, json?: unknown) => {
+  const r = await fetch(`${cluster.replicas[i]!.url}${path}`, { method, headers: { authorization: `Bearer ${admin}`, ...(json === undefined ? {} : { "content-type": "application/json" }) }, body: json === undefined ? undefined : JSON.stringify(json) });
+  return { status: r.status, body: (await r.json()) as any };
+};
+
+/** a WebSocket on replica i collecting its JSON events */
+async function socket(i: number, path: string) {
+  const events: any[] = [];
+  const ws = new WebSocket(`${cluster.replicas[i]!.url.replace("http", "ws")}${path}`, { headers: { authorization: `Bearer ${admin}` } } as any);
+  ws.onmessage = (m) => events.push(JSON.parse(String(m.data)));
+  await new Promise<void>((resolve, reject) => ((ws.onopen = () => resolve()), (ws.onerror = () => reject(new Error(`socket ${path} on replica ${i} failed to open`)))));
+  const next = async (pred: (e: any) => boolean) => {
+    await until(`an event on replica ${i}'s ${path}`, async () => events.some(pred), 5_000);
+    return events.find(pred);
+  };
+  return { events, next, close: () => ws.close() };
+}
+
+describe("MCP across replicas", () => {
+  test("an invalidation through A (a WRITE tool) reaches B's read in flight: its result is not stored; B's and C's activity streams carry A's events", async () => {
+    const reg = await api(0, "POST", "/api/v1/mcp/servers", { name: "replicated", url: mcpServer.url });
+    expect(reg.status).toBe(200);
+    const disc = await api(0, "POST", `/api/v1/mcp/servers/${reg.body.server.id}/discover`);
+    expect(disc.status).toBe(200);
+    const tools: Record<string, any> = Object.fromEntries(disc.body.tools.map((t: any) => [t.name, t]));
+    const streams = [await socket(1, "/api/v1/mcp/stream"), await socket(2, "/api/v1/mcp/stream")];
+    // a read through A, served again through B from the shared entry
+    expect((await api(0, "POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, { arguments: { issue_id: "7" } })).body.cache.status).toBe("MISS");
+    expect((await api(1, "POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, { arguments: { issue_id: "7" } })).body.cache.status).toBe("HIT");
+    for (const s of streams) expect((await s.next((e) => e.type === "cache_miss")).data.toolId).toBe(tools.get_issue.id);
+    // B's read waits at the server while A runs a WRITE of the same server (the default: drops the server's results)
+    const inFlight = api(1, "POST", `/api/v1/mcp/tools/${tools.slow_read.id}/call`, { arguments: { q: "in flight" } });
+    await mcpServer.whenWaiting(1);
+    expect((await api(0, "POST", `/api/v1/mcp/tools/${tools.update_issue.id}/call`, { arguments: { issue_id: "7", title: "changed" } })).status).toBe(200);
+    for (const s of streams) expect((await s.next((e) => e.type === "invalidation")).data).toMatchObject({ reason: "write", triggeredBy: { toolId: tools.update_issue.id } });
+    mcpServer.release();
+    const r = (await inFlight).body;
+    expect(r.cache).toMatchObject({ status: "MISS", stored: false });
+    // nothing stale stored: C goes to the server again, and B's earlier entry is gone too
+    const before = mcpServer.calls.get("slow_read") ?? 0;
+    const again = api(2, "POST", `/api/v1/mcp/tools/${tools.slow_read.id}/call`, { arguments: { q: "in flight" } });
+    await mcpServer.whenWaiting(1);
+    mcpServer.release();
+    expect((await again).body.cache.status).toBe("MISS");
+    expect(mcpServer.calls.get("slow_read")).toBe(before + 1);
+    expect((await api(2, "POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, { arguments: { issue_id: "7" } })).body.cache.status).toBe("MISS");
+    for (const s of streams) s.close();
+  }, 30_000);
+
+  test("connection events through A reach a connection-events socket on C", async () => {
+    const servers = await api(0, "GET", "/api/v1/mcp/servers");
+    const serverId = servers.body.servers[0].id;
+    const events = await socket(2, "/api/v1/mcp/connections/events");
+    const c = await api(0, "POST", "/api/v1/mcp/connections", { serverId, clientId: "replicated-client" });
+    expect(c.status).toBe(200);
+    expect((await api(0, "PATCH", `/api/v1/mcp/connections/${c.body.id}/state`, { state: "CONNECTED" })).status).toBe(200);
+    const e = await events.next((x) => x.type === "connection_state" && x.data.connectionId === c.body.id && x.data.to === "CONNECTED");
+    expect(e.data).toMatchObject({ connectionId: c.body.id, serverId, from: "CONNECTING", to: "CONNECTED" });
+    events.close();
   }, 30_000);
 });
 
