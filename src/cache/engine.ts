@@ -42,7 +42,7 @@ import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import type { CacheMetrics } from "./metrics";
 import { FeedbackBook, type FeedbackStats } from "./feedback";
-import { CacheSync, type CacheSharing, type SyncEvent } from "./replicas";
+import { CacheSync, applyChange, type CacheSharing, type SyncEvent } from "./replicas";
 
 export interface EngineSettings {
   enabled: boolean;
@@ -245,33 +245,8 @@ export class SemanticCacheEngine {
       log: o.log,
     });
     if (o.timers !== false) this.startTimers();
-    if (o.shared) this.sync = new CacheSync(o.shared, this.applyRemote, this.resync, o.log, o.metrics);
+    if (o.shared) this.sync = new CacheSync(o.shared, (e) => applyChange(e, this.tenants, this.exact, this.sessions), this.resync, o.log, o.metrics);
   }
-
-  /** Another replica's change: bring this replica's memory (indexes, exact LRU, count) in line with the database. */
-  private applyRemote = (e: SyncEvent) => {
-    const ts = this.tenants.peek(e.t);
-    if (e.k === "add") {
-      this.exact.delete(`${e.t}\u0000${e.ek}`);
-      if (!ts) return;
-      ts.count++;
-      const idx = e.p ? ts.parts.get(e.p) : undefined;
-      const c = idx && ts.repo.candidate(e.vk);
-      if (c) idx!.add(e.vk, c.queryVec);
-    } else if (e.k === "drop") {
-      for (const [vk, p, ek] of e.r) {
-        this.exact.delete(`${e.t}\u0000${ek}`);
-        if (!ts) continue;
-        if (p) ts.parts.get(p)?.remove(vk);
-        ts.touches.delete(vk);
-        ts.count--;
-      }
-    } else if (e.k === "purge") {
-      for (const k of this.exact.keys()) if (k.startsWith(`${e.t}\u0000`)) this.exact.delete(k);
-      this.tenants.drop(e.t);
-      this.sessions.forgetTenant(e.t);
-    } else ts?.dropSettings();
-  };
 
   /** Changes may have been missed (Redis restarted or flushed): drop what memory holds; it reloads from the database. */
   private resync = () => {

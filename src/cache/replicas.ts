@@ -22,6 +22,10 @@ import { script, type SharedLog, type SharedStore } from "../core/hotstate";
 import type { Logger } from "../core/log";
 import type { Removed } from "./store";
 import type { CacheMetrics } from "./metrics";
+import type { LRUCache } from "lru-cache";
+import type { ExactRow } from "./store";
+import type { TenantRegistry } from "./tenants";
+import type { SessionTurns } from "./context";
 
 export interface CacheSharing {
   store: SharedStore;
@@ -44,6 +48,31 @@ const APPEND = script("return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1]
 const ACQUIRE = script("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0");
 const RENEW = script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0");
 const RELEASE = script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
+
+/** Another replica's change: bring this replica's memory (indexes, exact LRU, count) in line with the database. */
+export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCache<string, ExactRow>, sessions: SessionTurns) {
+  const ts = tenants.peek(e.t);
+  if (e.k === "add") {
+    exact.delete(`${e.t}\u0000${e.ek}`);
+    if (!ts) return;
+    ts.count++;
+    const idx = e.p ? ts.parts.get(e.p) : undefined;
+    const c = idx && ts.repo.candidate(e.vk);
+    if (c) idx!.add(e.vk, c.queryVec);
+  } else if (e.k === "drop") {
+    for (const [vk, p, ek] of e.r) {
+      exact.delete(`${e.t}\u0000${ek}`);
+      if (!ts) continue;
+      if (p) ts.parts.get(p)?.remove(vk);
+      ts.touches.delete(vk);
+      ts.count--;
+    }
+  } else if (e.k === "purge") {
+    for (const k of exact.keys()) if (k.startsWith(`${e.t}\u0000`)) exact.delete(k);
+    tenants.drop(e.t);
+    sessions.forgetTenant(e.t);
+  } else ts?.dropSettings();
+}
 
 export class CacheSync {
   readonly origin = crypto.randomUUID().slice(0, 8);

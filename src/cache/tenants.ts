@@ -87,6 +87,7 @@ export class TenantRegistry {
 
   /** Drop every tenant's memory without saving (changes may have been missed): each reloads from the database on its next use. */
   dropAll() {
+    this.flushTouches(); // hit bookkeeping is this replica's own: kept
     this.tenants.clear();
   }
 
