@@ -42,7 +42,7 @@ import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import type { CacheMetrics } from "./metrics";
 import { FeedbackBook, type FeedbackStats } from "./feedback";
-import { CacheSync, applyChange, type CacheSharing, type SyncEvent } from "./replicas";
+import { CacheSync, applyChange, type CacheSharing } from "./replicas";
 
 export interface EngineSettings {
   enabled: boolean;
@@ -510,7 +510,7 @@ export class SemanticCacheEngine {
     const ts = this.tenants.get(tenantId);
     ts.repo.putSettings(next, this.now());
     ts.dropSettings();
-    void this.sync?.append({ t: tenantId, k: "settings" } as SyncEvent);
+    void this.sync?.append({ t: tenantId, k: "settings" });
     return ts.settings();
   }
 
@@ -620,7 +620,7 @@ export class SemanticCacheEngine {
     this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
     this.feedback.forgetTenant(tenantId);
-    await this.sync?.append({ t: tenantId, k: "purge" } as SyncEvent);
+    await this.sync?.append({ t: tenantId, k: "purge" });
     return removed.length;
   }
 
@@ -685,6 +685,7 @@ export class SemanticCacheEngine {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    this.sync?.close();
     this.tenants.close();
     this.exact.clear();
   }

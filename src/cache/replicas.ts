@@ -34,15 +34,22 @@ export interface CacheSharing {
   prefix: string;
 }
 
-export type SyncEvent =
-  | { o: string; t: string; k: "add"; vk: number; p: string | null; ek: string }
-  | { o: string; t: string; k: "drop"; r: Array<[number, string | null, string]> }
-  | { o: string; t: string; k: "purge" | "settings" };
+/** o: the appending replica, q: its sequence number (a change sent again after a timeout may be in the stream twice: applied once) */
+export type SyncEvent = { o: string; q: number; t: string } & (
+  | { k: "add"; vk: number; p: string | null; ek: string }
+  | { k: "drop"; r: Array<[number, string | null, string]> }
+  | { k: "purge" | "settings" }
+);
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** stream name (under the prefix) */
 export const CACHE_STREAM = "cache:stream";
 /** entries kept in the stream (approximate trim): a replica further behind than this resyncs from the database */
 const STREAM_MAX = 100_000;
+/** changes kept for a retry while Redis is unreachable (beyond: lost to the others until they reload the tenant) */
+const RETRY_MAX = 10_000;
+const SEEN_MAX = 50_000;
 
 const APPEND = script("return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'p', ARGV[2])");
 const ACQUIRE = script("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0");
@@ -81,6 +88,15 @@ export class CacheSync {
   private readonly arrivals = new Map<string, Set<() => void>>();
   /** counters (tests, diagnostics) */
   readonly counts = { appended: 0, applied: 0, leaseWaits: 0, leaseTakeovers: 0, resyncs: 0 };
+  private unannounced = 0;
+  private seq = 0;
+  /** ids of the changes applied lately (a retried change may be read twice) */
+  private readonly seen = new Set<string>();
+  /** changes Redis did not take, oldest first */
+  private readonly retry: string[] = [];
+  private retryTimer?: ReturnType<typeof setInterval>;
+  private resending = false;
+  private lastWarn = 0;
 
   constructor(
     private readonly s: CacheSharing,
@@ -95,6 +111,10 @@ export class CacheSync {
       (payload, appendedAt) => {
         const e = JSON.parse(payload) as SyncEvent;
         if (e.o === this.origin) return;
+        const id = `${e.o}:${e.q}`;
+        if (this.seen.has(id)) return;
+        this.seen.add(id);
+        if (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.values().next().value!);
         this.counts.applied++;
         apply(e);
         this.metrics?.applied.inc({ kind: e.k });
@@ -108,23 +128,64 @@ export class CacheSync {
     );
   }
 
-  /** Append a change (after its database write). Never throws: an entry not announced is found by the others when they reload from the database. */
-  async append(e: Omit<SyncEvent, "o"> & { k: SyncEvent["k"] }): Promise<void> {
-    try {
-      await this.s.store.run(APPEND, [this.stream], [STREAM_MAX, JSON.stringify({ ...e, o: this.origin })]);
-      this.counts.appended++;
-    } catch (err) {
-      this.logger?.warn("cache change not announced to other replicas (redis unreachable); they see it when they reload the tenant", { kind: e.k, error: String(err) });
+  /**
+   * Append a change (after its database write). Never throws: a change Redis did not take is kept
+   * (up to RETRY_MAX) and sent again every second — applying a change late is safe, since a
+   * follower reads an added entry from the database (gone: skipped) and drops are idempotent.
+   */
+  async append(e: DistributiveOmit<SyncEvent, "o" | "q">): Promise<void> {
+    const payload = JSON.stringify({ ...e, o: this.origin, q: ++this.seq });
+    if (!(await this.send(payload)) && this.retry.length < RETRY_MAX) {
+      this.retry.push(payload);
+      this.retryTimer ??= setInterval(this.resend, 1_000);
+      this.retryTimer.unref?.();
     }
+  }
+
+  private async send(payload: string): Promise<boolean> {
+    try {
+      await this.s.store.run(APPEND, [this.stream], [STREAM_MAX, payload]);
+      this.counts.appended++;
+      return true;
+    } catch (err) {
+      // once a second at most: an outage must not flood the log
+      this.unannounced++;
+      const now = Date.now();
+      if (now - this.lastWarn >= 1_000) {
+        this.logger?.warn("cache changes not yet announced to other replicas (redis unreachable); retried every second", { count: this.unannounced, error: String(err) });
+        this.lastWarn = now;
+        this.unannounced = 0;
+      }
+      return false;
+    }
+  }
+
+  private resend = async () => {
+    if (this.resending) return;
+    this.resending = true;
+    try {
+      while (this.retry.length) {
+        if (!(await this.send(this.retry[0]!))) return;
+        this.retry.shift();
+      }
+      clearInterval(this.retryTimer);
+      this.retryTimer = undefined;
+    } finally {
+      this.resending = false;
+    }
+  };
+
+  close() {
+    clearInterval(this.retryTimer);
   }
 
   added(t: string, vk: number, p: string | null, ek: string) {
     this.wake(t, ek);
-    return this.append({ t, k: "add", vk, p, ek } as SyncEvent);
+    return this.append({ t, k: "add", vk, p, ek });
   }
 
   dropped(t: string, rows: Removed[]) {
-    if (rows.length) void this.append({ t, k: "drop", r: rows.map((r) => [r.vecKey, r.partition, r.exactKey]) } as SyncEvent);
+    if (rows.length) void this.append({ t, k: "drop", r: rows.map((r) => [r.vecKey, r.partition, r.exactKey]) });
   }
 
   private wake(t: string, ek: string) {

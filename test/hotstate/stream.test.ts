@@ -18,6 +18,7 @@ import { CACHE_MIGRATIONS } from "../../src/cache";
 import { CacheStore } from "../../src/cache/store";
 import { replicaWarning } from "../../src/app";
 import { until } from "./replicas";
+import { CacheSync, type SyncEvent } from "../../src/cache/replicas";
 
 let redis: TestRedis;
 const states: RedisHotState[] = [];
@@ -77,6 +78,35 @@ describe("a followed stream", () => {
     expect(f.got).toEqual(["x0", "y0"]);
   }, 40_000);
 });
+
+test("a cache change Redis did not take (frozen) is sent again once it answers: the other replica applies it", async () => {
+  const mk = () => {
+    const hs = new RedisHotState({ url: redis.url, fail_mode: "closed", prefix: "c:", command_timeout_ms: 200 }, log, new Metrics().counter("x_total", "x", ["kind", "mode"]));
+    states.push(hs);
+    const got: SyncEvent[] = [];
+    const sync = new CacheSync({ store: hs, log: hs, prefix: "c:" }, (e) => got.push(e), () => {});
+    return { hs, got, sync };
+  };
+  const a = mk();
+  const b = mk();
+  await until("both following", async () => a.hs.ready() && b.hs.ready(), 10_000);
+  await a.sync.added("t", 1, null, "k1");
+  await until("k1 applied on b", async () => b.got.length === 1, 5_000);
+  redis.pause();
+  try {
+    await a.sync.added("t", 2, null, "k2"); // times out: kept for a retry
+  } finally {
+    redis.resume();
+  }
+  expect(a.sync.counts.appended).toBe(1);
+  await until("k2 sent again", async () => a.sync.counts.appended === 2, 10_000);
+  // (Redis may have run the timed-out append too: the same change twice in the stream, applied once)
+  await a.sync.added("t", 3, null, "k3");
+  await until("k3 applied on b", async () => b.got.some((e) => (e as any).ek === "k3"), 5_000);
+  expect(b.got.map((e) => (e as any).ek)).toEqual(["k1", "k2", "k3"]);
+  a.sync.close();
+  b.sync.close();
+}, 30_000);
 
 describe("LRU eviction decided once for the tenant", () => {
   test("two replicas over the bound at once: the database's count decides, the second evicts nothing", () => {
