@@ -17,7 +17,7 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
         .mount({ prefix: "/api/v1/invitations", envelope: DOC3 })
         .post("", async ({ principal, body, set, request }) => {
           set.status = 201;
-          return invitations.create(principal.tenantId, body, actor(principal), originOf(request));
+          return await invitations.create(principal.tenantId, body, actor(principal), originOf(request));
         }, {
           body: S.InviteBody,
           perm: "WorkspaceAdmin",
@@ -26,24 +26,24 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
             ...tag("invitations"),
           },
         })
-        .get("", ({ principal, query, request }) => {
+        .get("", async ({ principal, query, request }) => {
           if (query.page_size !== undefined && query.pageSize !== undefined && query.page_size !== query.pageSize)
             throw badRequest("query: page_size and pageSize disagree");
           const page = pageOf({ page: query.page, pageSize: query.page_size ?? query.pageSize });
-          const { items, total } = invitations.list(principal.tenantId, { email: query.email, status: query.status, offset: page.offset, limit: page.limit }, originOf(request));
+          const { items, total } = await invitations.list(principal.tenantId, { email: query.email, status: query.status, offset: page.offset, limit: page.limit }, originOf(request));
           return pageEnvelope("invitations", items, total, page);
         }, { query: S.InvitationListQuery, perm: "WorkspaceAdmin", detail: { summary: "List invitations, newest first (pending ones with their link)", ...tag("invitations") } })
-        .get("/:id", ({ principal, params, request }) => invitations.get(principal.tenantId, params.id, originOf(request)), {
+        .get("/:id", async ({ principal, params, request }) => await invitations.get(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Get an invitation (pending: with its link for manual delivery)", ...tag("invitations") },
         })
-        .post("/:id/resend", ({ principal, params, request }) => invitations.resend(principal.tenantId, params.id, originOf(request)), {
+        .post("/:id/resend", async ({ principal, params, request }) => await invitations.resend(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Resend with a new token and expiry (the old link stops working)", ...tag("invitations") },
         })
-        .delete("/:id", ({ principal, params, request }) => invitations.revoke(principal.tenantId, params.id, originOf(request)), {
+        .delete("/:id", async ({ principal, params, request }) => await invitations.revoke(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Revoke an invitation", ...tag("invitations") },
@@ -52,7 +52,7 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
     .use(
       kernel
         .mount({ prefix: ACCEPT_PATH, exact: true, envelope: DOC3, auth: "public" })
-        .get("", ({ query }) => invitations.preview(query.token), {
+        .get("", async ({ query }) => await invitations.preview(query.token), {
           query: S.AcceptQuery,
           detail: { summary: "What an invitation link shows (changes nothing)", ...tag("invitations"), security: [] },
         })

@@ -14,36 +14,36 @@ import type { KeyAnalyticsService } from "./analytics";
 export const keyRoutes = (kernel: Kernel, keys: VirtualKeyService, analytics: KeyAnalyticsService) =>
   kernel
     .mount({ prefix: "/api/v1/virtual-keys", envelope: DOC3 })
-    .post("", ({ principal, body, set }) => {
+    .post("", async ({ principal, body, set }) => {
       set.status = 201;
-      return keys.create(principal.tenantId, body, principal.permissions);
+      return await keys.create(principal.tenantId, body, principal.permissions);
     }, {
       body: S.KeyCreate,
       perm: "ManageKeys",
       detail: { summary: "Create a virtual key, optionally for a team; `key` is returned only here", ...tag("virtual-keys") },
     })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = keys.list(principal.tenantId, { teamId: query.teamId, status: query.status, offset: page.offset, limit: page.limit });
+      const { items, total } = await keys.list(principal.tenantId, { teamId: query.teamId, status: query.status, offset: page.offset, limit: page.limit });
       return pageEnvelope("keys", items, total, page);
     }, { query: S.KeyListQuery, perm: "ViewKeys", detail: { summary: "List virtual keys, newest first", ...tag("virtual-keys") } })
-    .get("/:id", ({ principal, params }) => keys.get(principal.tenantId, params.id), {
+    .get("/:id", async ({ principal, params }) => await keys.get(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "ViewKeys",
       detail: { summary: "Get a virtual key (never the key itself)", ...tag("virtual-keys") },
     })
-    .put("/:id/team", ({ principal, params, body }) => keys.assign(principal.tenantId, params.id, body.teamId), {
+    .put("/:id/team", async ({ principal, params, body }) => await keys.assign(principal.tenantId, params.id, body.teamId), {
       params: S.IdParams,
       body: S.KeyAssign,
       perm: "ManageKeys",
       detail: { summary: "Assign the key to a team, or unlink it with null", ...tag("virtual-keys") },
     })
-    .delete("/:id", ({ principal, params }) => keys.revoke(principal.tenantId, params.id), {
+    .delete("/:id", async ({ principal, params }) => await keys.revoke(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "ManageKeys",
       detail: { summary: "Revoke the key (it stays listed as revoked)", ...tag("virtual-keys") },
     })
-    .get("/:id/analytics", ({ principal, params, query }) => analytics.analytics(principal.tenantId, params.id, query.period ?? "24h"), {
+    .get("/:id/analytics", async ({ principal, params, query }) => await analytics.analytics(principal.tenantId, params.id, query.period ?? "24h"), {
       params: S.IdParams,
       query: S.AnalyticsQuery,
       perm: "ViewKeys",

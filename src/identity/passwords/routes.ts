@@ -25,7 +25,7 @@ const T = tag("auth");
 export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwardedHops: number) =>
   new Elysia({ name: "svc-identity-passwords" })
     .use(
-      kernel.mount({ prefix: LOGIN_PATH, exact: true, envelope: DOC1, auth: "public" }).post("", ({ body, request }) => passwords.login(body, clientAddress(request, forwardedHops)), {
+      kernel.mount({ prefix: LOGIN_PATH, exact: true, envelope: DOC1, auth: "public" }).post("", async ({ body, request }) => await passwords.login(body, clientAddress(request, forwardedHops)), {
         body: t.Object({ email: Email, password: Password, workspace: Workspace }),
         response: t.Object({ accessToken: t.String(), tokenType: t.Literal("Bearer"), expiresIn: t.Integer() }),
         detail: {
@@ -38,18 +38,18 @@ export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwa
     .use(
       kernel
         .mount({ prefix: RESET_PATH, envelope: DOC1, auth: "public" })
-        .post("", ({ body, request, set }) => {
+        .post("", async ({ body, request, set }) => {
           set.status = 202;
-          return passwords.requestReset(body, clientAddress(request, forwardedHops), originOf(request));
+          return await passwords.requestReset(body, clientAddress(request, forwardedHops), originOf(request));
         }, {
           body: t.Object({ email: Email, workspace: Workspace }),
           detail: { summary: "Ask for a password reset link by e-mail (202 whatever the address; one-time link, 30 minutes)", ...T, security: [] },
         })
-        .get("", ({ query }) => passwords.previewReset(query.token), {
+        .get("", async ({ query }) => await passwords.previewReset(query.token), {
           query: t.Object({ token: ResetToken }),
           detail: { summary: "What a password reset link is for (changes nothing)", ...T, security: [] },
         })
-        .post("/confirm", ({ body }) => passwords.confirmReset(body.token, body.password), {
+        .post("/confirm", async ({ body }) => await passwords.confirmReset(body.token, body.password), {
           body: t.Object({ token: ResetToken, password: Password }),
           detail: { summary: "Set a new password with a reset link's token (once; other open links stop working)", ...T, security: [] },
         }),
@@ -57,11 +57,11 @@ export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwa
     .use(
       kernel
         .mount({ prefix: "/api/v1/auth/settings", exact: true, envelope: DOC1 })
-        .get("", ({ principal }) => passwords.settings(principal.tenantId), {
+        .get("", async ({ principal }) => await passwords.settings(principal.tenantId), {
           perm: "WorkspaceAdmin",
           detail: { summary: "Whether the workspace signs in with passwords, and whether an SSO connection is active", ...T },
         })
-        .put("", ({ principal, body }) => passwords.setPasswordLogin(principal.tenantId, body.passwordLogin), {
+        .put("", async ({ principal, body }) => await passwords.setPasswordLogin(principal.tenantId, body.passwordLogin), {
           body: t.Object({ passwordLogin: t.Boolean() }),
           perm: "WorkspaceAdmin",
           detail: { summary: "Turn password sign-in on or off (off only while an SSO connection is active: 409 otherwise)", ...T },
