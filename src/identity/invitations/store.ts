@@ -68,7 +68,7 @@ export class InvitationStore {
     });
   }
   async list(f: { email?: string; status?: InvitationStatus }, now: string, limit: number, offset: number): Promise<Listed<InvitationRow>> {
-    const where = `tenant_id = $tenant AND ($email IS NULL OR email_lower LIKE $email ESCAPE '\\') AND ($status IS NULL OR ${EFFECTIVE} = $status)`;
+    const where = `tenant_id = $tenant AND (CAST($email AS TEXT) IS NULL OR email_lower LIKE $email ESCAPE '\\') AND (CAST($status AS TEXT) IS NULL OR ${EFFECTIVE} = $status)`;
     const p = { email: f.email ? likePattern(fold(f.email)) : null, status: f.status ?? null, now };
     const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM invitations WHERE ${where}`, p))!.n;
     const items = await this.db.all<InvitationRow>(`SELECT * FROM invitations WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });

@@ -76,7 +76,7 @@ export interface Account {
 /** the live users with this (folded) e-mail and a password, in every workspace (a sign-in names no workspace) */
 export async function accountsByEmail(global: AsyncSql, emailLower: string): Promise<Account[]> {
   return global.all<Account>(
-    `SELECT u.tenant_id AS tenantId, u.id AS userId, u.email AS email, u.status AS status, p.hash AS hash
+    `SELECT u.tenant_id AS "tenantId", u.id AS "userId", u.email AS email, u.status AS status, p.hash AS hash
        FROM users u JOIN user_passwords p ON p.tenant_id = u.tenant_id AND p.user_id = u.id
       WHERE u.email_lower = $e AND u.deleted_at IS NULL
       ORDER BY u.tenant_id LIMIT 20`,

@@ -77,8 +77,8 @@ export class RoleStore {
     return (await this.db.all<RoleRow>(`SELECT * FROM roles WHERE tenant_id = $tenant AND id IN ${this.d.inJsonArray("$ids")}`, { ids: JSON.stringify(ids) })).map(roleOf);
   }
   async list(f: RoleFilter, limit: number, offset: number): Promise<Listed<Role>> {
-    const where = `tenant_id = $tenant AND ($name IS NULL OR name_lower LIKE $name ESCAPE '\\')
-      AND ($perm IS NULL OR EXISTS (SELECT 1 FROM ${this.d.jsonEach("roles.permissions")} WHERE value = $perm))`;
+    const where = `tenant_id = $tenant AND (CAST($name AS TEXT) IS NULL OR name_lower LIKE $name ESCAPE '\\')
+      AND (CAST($perm AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM ${this.d.jsonEach("roles.permissions")} WHERE value = $perm))`;
     const p = { name: f.name ? likePattern(fold(f.name)) : null, perm: f.permission ?? null };
     const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM roles WHERE ${where}`, p))!.n;
     const items = (await this.db.all<RoleRow>(`SELECT * FROM roles WHERE ${where} ORDER BY name_lower, id LIMIT $limit OFFSET $offset`, { ...p, limit, offset })).map(roleOf);
@@ -108,7 +108,7 @@ export class RoleStore {
   }
   /** how many rows went */
   async revoke(userId: string, roleId: string, scope: string | null): Promise<number> {
-    const r = await this.db.run(`DELETE FROM role_assignments WHERE tenant_id = $tenant AND user_id = $u AND role_id = $r AND ($s IS NULL OR scope = $s)`, {
+    const r = await this.db.run(`DELETE FROM role_assignments WHERE tenant_id = $tenant AND user_id = $u AND role_id = $r AND (CAST($s AS TEXT) IS NULL OR scope = $s)`, {
       u: userId,
       r: roleId,
       s: scope,

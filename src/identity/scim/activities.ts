@@ -70,8 +70,8 @@ export class ActivityStore {
     );
   }
   async list(f: ActivityFilter, limit: number, offset: number): Promise<Listed<Row>> {
-    const where = `tenant_id = $tenant AND ($op IS NULL OR operation = $op) AND ($type IS NULL OR resource_type = $type) AND ($status IS NULL OR status = $status)
-      AND ($start IS NULL OR created_at >= $start) AND ($end IS NULL OR created_at <= $end)`;
+    const where = `tenant_id = $tenant AND (CAST($op AS TEXT) IS NULL OR operation = $op) AND (CAST($type AS TEXT) IS NULL OR resource_type = $type) AND (CAST($status AS TEXT) IS NULL OR status = $status)
+      AND (CAST($start AS TEXT) IS NULL OR created_at >= $start) AND (CAST($end AS TEXT) IS NULL OR created_at <= $end)`;
     const p = { op: f.operation ?? null, type: f.resourceType ?? null, status: f.status ?? null, start: f.startDate ?? null, end: f.endDate ?? null };
     const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_activities WHERE ${where}`, p))!.n;
     const items = await this.db.all<Row>(`SELECT * FROM scim_activities WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });

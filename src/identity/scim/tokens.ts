@@ -69,8 +69,8 @@ export class ScimTokenStore {
     return await this.db.get<Row>(`SELECT * FROM scim_tokens WHERE tenant_id = $tenant AND id = $id`, { id });
   }
   async list(f: { status?: TokenStatus; name?: string }, now: string, limit: number, offset: number): Promise<Listed<Row>> {
-    const where = `tenant_id = $tenant AND ($name IS NULL OR lower(name) LIKE $name ESCAPE '\\') AND (
-      $status IS NULL
+    const where = `tenant_id = $tenant AND (CAST($name AS TEXT) IS NULL OR lower(name) LIKE $name ESCAPE '\\') AND (
+      CAST($status AS TEXT) IS NULL
       OR ($status = 'revoked' AND revoked_at IS NOT NULL)
       OR ($status = 'expired' AND revoked_at IS NULL AND expires_at IS NOT NULL AND expires_at <= $now)
       OR ($status = 'active' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)))`;

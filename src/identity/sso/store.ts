@@ -108,7 +108,7 @@ export class SsoStore {
   }
 
   async list(f: { protocol?: Protocol; status?: ConnectionStatus; name?: string }, limit: number, offset: number): Promise<Listed<ConnectionRow>> {
-    const where = `${LIVE} AND ($protocol IS NULL OR protocol = $protocol) AND ($status IS NULL OR status = $status) AND ($name IS NULL OR name_lower LIKE $name ESCAPE '\\')`;
+    const where = `${LIVE} AND (CAST($protocol AS TEXT) IS NULL OR protocol = $protocol) AND (CAST($status AS TEXT) IS NULL OR status = $status) AND (CAST($name AS TEXT) IS NULL OR name_lower LIKE $name ESCAPE '\\')`;
     const p = { protocol: f.protocol ?? null, status: f.status ?? null, name: f.name ? likePattern(fold(f.name)) : null };
     const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM sso_connections WHERE ${where}`, p))!.n;
     const items = await this.db.all<ConnectionRow>(`SELECT * FROM sso_connections WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset });

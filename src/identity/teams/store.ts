@@ -127,7 +127,7 @@ export class TeamStore {
       `SELECT m.team_id, t.name AS team_name, m.user_id FROM team_members m
          JOIN teams t ON t.id = m.team_id AND t.tenant_id = m.tenant_id AND t.deleted_at IS NULL
          JOIN users u ON u.id = m.user_id AND u.tenant_id = m.tenant_id AND u.deleted_at IS NULL
-       WHERE m.tenant_id = $tenant AND ($user IS NULL OR m.user_id = $user) ORDER BY t.created_at, t.rowid`,
+       WHERE m.tenant_id = $tenant AND (CAST($user AS TEXT) IS NULL OR m.user_id = $user) ORDER BY t.created_at, t.rowid`,
       { user: userId ?? null },
     );
   }

@@ -109,7 +109,7 @@ export class UserStore {
   }
 
   async list(f: UserFilter, limit: number, offset: number): Promise<Listed<User>> {
-    const where = `${LIVE} AND ($status IS NULL OR status = $status) AND ($q IS NULL OR search_text LIKE $q ESCAPE '\\')`;
+    const where = `${LIVE} AND (CAST($status AS TEXT) IS NULL OR status = $status) AND (CAST($q AS TEXT) IS NULL OR search_text LIKE $q ESCAPE '\\')`;
     const p = { status: f.status ?? null, q: f.search ? likePattern(fold(f.search)) : null };
     const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM users WHERE ${where}`, p))!.n;
     const items = (await this.db.all<Row>(`SELECT * FROM users WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset })).map(userOf);
