@@ -88,8 +88,9 @@ export class BudgetGuard {
     if (chain.length === 0) return FREE;
 
     const nowMs = this.clock();
-    const stale = chain.filter((b) => !((ws.spent.get(b.teamId)?.end ?? 0) > nowMs));
-    if (stale.length) {
+    let stale: Budget[] | undefined;
+    for (const b of chain) if (!((ws.spent.get(b.teamId)?.end ?? 0) > nowMs)) (stale ??= []).push(b);
+    if (stale) {
       const w = ws;
       return Promise.all(stale.map((b) => this.loadSpent(w, tenantId, b, nowMs))).then(() => this.admit(spender, model));
     }

@@ -14,6 +14,8 @@ import { loadConfig } from "../../src/config";
 import { identityServices, type IdentityServices, type KeyRecord, type KeyRegistry } from "../../src/identity";
 import { IDENTITY_MIGRATIONS } from "../../src/identity/migrations";
 import { UserStore } from "../../src/identity/users/store";
+import { SsoDirectory, SsoStore } from "../../src/identity/sso/store";
+import { PasswordStore, resetByHash } from "../../src/identity/passwords/store";
 import { ApiError } from "../../src/core/errors";
 import type { Principal } from "../../src/core/auth";
 
@@ -239,6 +241,72 @@ eachBackend("identity", (b) => {
     expect(await status(s.scimTokens.authenticate(req(plainValue)))).toBe(401);
     await s.scimTokens.remove("t13", token.id);
     expect((await s.scimActivities.list("t13", { offset: 0, limit: 10 })).total).toBe(0);
+  });
+
+  test("sign-in state, SAML replay, domain status and primary, reset links, assignment expiry, invitation status by expiry", async () => {
+    const t = "t15";
+    const c = await s.sso.create(t, { name: "saml", protocol: "oidc", oidcConfig: { issuerUrl: "https://idp.example.com", clientId: "c", clientSecret: "s" } });
+    const d1 = (await s.sso.addDomain(t, c.id, { domain: `a${crypto.randomUUID().slice(0, 8)}.example.com` })).domain;
+    const d2 = (await s.sso.addDomain(t, c.id, { domain: `b${crypto.randomUUID().slice(0, 8)}.example.com` })).domain;
+    const store = new SsoStore(storage.tenant(t));
+    const dir = new SsoDirectory(storage.global("test: cross-workspace SSO lookups"));
+    const at = new Date(nowMs).toISOString();
+    await store.setDomainStatus(d2.id, "verified", at, null);
+    expect(await store.domain(c.id, d2.id)).toMatchObject({ status: "verified", verified_at: at, last_error: null });
+    await store.setDomainStatus(d1.id, "failed", at, "no TXT record");
+    expect(await store.domain(c.id, d1.id)).toMatchObject({ status: "failed", verified_at: null, last_error: "no TXT record" });
+    await s.sso.setPrimary(t, c.id, d2.id);
+    expect((await s.sso.get(t, c.id)).domains.map((d) => [d.id, d.isPrimary])).toEqual([[d1.id, false], [d2.id, true]]);
+    expect(await dir.routeOf(d2.domain)).toEqual({ tenantId: t, connectionId: c.id });
+    expect(await dir.verifiedOwner(d1.domain)).toBeUndefined();
+    expect(await s.sso.verifiedDomains(t, c.id)).toEqual([d2.domain]);
+    await store.insertLogin({ id: "state-1", connection_id: c.id, protocol: "oidc", nonce: "n", code_verifier: "v", request_id: null, redirect_uri: "https://svc/cb", created_at: at, expires_at: new Date(nowMs + 60_000).toISOString() });
+    await store.insertLogin({ id: "state-2", connection_id: c.id, protocol: "oidc", nonce: null, code_verifier: null, request_id: null, redirect_uri: "https://svc/cb", created_at: at, expires_at: new Date(nowMs - 1).toISOString() });
+    expect(await store.pendingLogins()).toBe(2);
+    await store.pruneLogins(at);
+    expect(await store.pendingLogins()).toBe(1);
+    expect(await dir.login("state-1")).toMatchObject({ tenant_id: t, nonce: "n" });
+    expect([await store.consumeLogin("state-1"), await store.consumeLogin("state-1")]).toEqual([true, false]);
+    expect([await store.rememberAssertion(c.id, "_a1", at), await store.rememberAssertion(c.id, "_a1", at)]).toEqual([true, false]);
+    await s.sso.removeDomain(t, c.id, d1.id);
+    expect(await status(s.sso.removeDomain(t, c.id, d1.id))).toBe(404);
+
+    // password reset links: found by hash across workspaces, used once, the others voided
+    const u = await s.users.create(t, { email: "reset@example.com" });
+    const p = new PasswordStore(storage.tenant(t));
+    await p.set(u.id, "hash-1", at);
+    await p.set(u.id, "hash-2", at);
+    expect(await p.hashOf(u.id)).toBe("hash-2");
+    for (const id of ["r1", "r2"]) await p.insertReset({ id, tenant_id: t, user_id: u.id, expires_at: at, used_at: null, created_at: at }, `h-${id}`);
+    expect(await resetByHash(storage.global("test: reset link"), "h-r1")).toMatchObject({ id: "r1", tenant_id: t, used_at: null });
+    expect([await p.useReset("r1", at), await p.useReset("r1", at)]).toEqual([true, false]);
+    await p.voidResets(u.id, at);
+    expect(await p.useReset("r2", at)).toBe(false);
+    expect(await p.passwordLogin()).toBeUndefined();
+    await p.setPasswordLogin(false, at);
+    await p.setPasswordLogin(true, at);
+    expect(await p.passwordLogin()).toBe(true);
+
+    // an assignment's expiry is updated in place, by whom kept when not given; it stops granting once passed
+    const role = await s.roles.create(t, { name: "Temp", permissions: ["ViewLogs"] });
+    await s.roles.assign(t, u.id, { roleId: role.id, expiresAt: new Date(nowMs + 60_000).toISOString() }, "admin");
+    await s.roles.assign(t, u.id, { roleId: role.id, expiresAt: new Date(nowMs + 120_000).toISOString() });
+    expect(await s.roles.assignments(t, u.id)).toMatchObject([{ assignedBy: "admin", expiresAt: new Date(nowMs + 120_000).toISOString(), expired: false }]);
+    expect(await s.roles.revoke(t, u.id, role.id, "workspace")).toBe(1);
+
+    // invitations: pending until expiry, then listed as expired; a resend makes it pending again
+    const inv = (await s.invitations.create(t, { emails: ["later@example.com"] }, undefined, "http://svc.test")).invitations[0]!;
+    expect(await status(s.invitations.create(t, { emails: ["later@example.com"] }, undefined, "http://svc.test").then((r) => (r.failures.length ? Promise.reject(new ApiError("conflict", r.failures[0]!.reason)) : r)))).toBe(409);
+    const saved = nowMs;
+    nowMs += config.invitation_ttl_hours * 3_600_000 + 1;
+    try {
+      expect((await s.invitations.list(t, { status: "expired", offset: 0, limit: 10 }, "")).items.map((i) => i.id)).toEqual([inv.id]);
+      expect((await s.invitations.resend(t, inv.id, "")).status).toBe("pending");
+      expect((await s.invitations.list(t, { status: "pending", offset: 0, limit: 10 }, "")).total).toBe(1);
+      expect((await s.invitations.revoke(t, inv.id, "")).status).toBe("revoked");
+    } finally {
+      nowMs = saved;
+    }
   });
 });
 
