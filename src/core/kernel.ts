@@ -45,7 +45,7 @@ export function pathOf(url: string): string {
 /** Takes a token per request from the tenant's buckets; throws ApiError rate_limit_error (429). */
 export interface RequestLimiter {
   /** `group`: the mount's rate-limit group (undefined = tier limits only); writes X-RateLimit-* into headers */
-  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void;
+  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void | Promise<void>;
 }
 
 export type AuthPolicy =
@@ -168,7 +168,7 @@ interface BodyCheck {
 
 const EMPTY_BODY = Symbol("empty body");
 /** marks the transform of a route's `perm`, so the body check can find the permission to check first */
-const PERM = Symbol("perm");
+export const PERM = Symbol("perm");
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export class Kernel {
@@ -304,7 +304,9 @@ export class Kernel {
         // the URL object only where it is read (a domain's own credential; ?key= is parsed lazily)
         state.principal =
           typeof mount.auth === "function" ? await mount.auth(request, new URL(request.url)) : await this.o.auth.authenticate(request, mount.auth);
-        this.o.limiter.enforce(state.principal, groupOf(mount, request.method), state.headers);
+        // the in-process limiter answers synchronously; the shared one (Redis) is awaited
+        const limited = this.o.limiter.enforce(state.principal, groupOf(mount, request.method), state.headers);
+        if (limited) await limited;
       }
       if (path.includes("%") && safeDecodeURIComponent(path) === null) throw new ApiError("not_found", "no route for a path with malformed percent-encoding");
       request = await this.withinBodyLimit(request);

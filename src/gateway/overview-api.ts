@@ -285,7 +285,11 @@ export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
     perm: "ViewMetrics",
     query: t.Object({ range: t.Optional(t.Union([t.Literal("hour"), t.Literal("day"), t.Literal("30d")], { description: "last hour, day or 30 days (default day)" })) }),
     response: OverviewSchema,
-    detail: { summary: "Overview of the caller's tenant over the last hour, day or 30 days: requests, hits per tier, cost, saved, latency, a series", tags: ["usage"] },
+    detail: {
+      summary: "Overview of the caller's tenant over the last hour, day or 30 days: requests, hits per tier, cost, saved, latency, a series",
+      description: "What the dashboard's overview shows, for the last 60 minutes, 24 hours or 30 days (whole UTC units, the current one included): requests, hits per tier, misses and bypassed, tokens, cost and cost saved, latency p50/p99, and a per-minute, hour or day series for charts.",
+      tags: ["usage"],
+    },
   }))
     .use(kernel.mount({ prefix: "/api/v1/usage/requests", envelope: DOC1 }).get("", ({ principal, query }) => q.requests(principal.tenantId, query), {
     perm: "ViewLogs",
@@ -297,5 +301,9 @@ export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
       before: t.Optional(t.String({ minLength: 10, maxLength: 40, description: "only records created before this ISO 8601 timestamp" })),
     }),
     response: t.Object({ requests: t.Array(RequestSchema), total: Count, limit: Count, offset: Count }),
-    detail: { summary: "The caller's per-request usage records, newest first, filtered by cache status, model or key", tags: ["usage"] },
+    detail: {
+      summary: "The caller's per-request usage records, newest first, filtered by cache status, model or key",
+      description: "One record per proxied request of the tenant (limit/offset, or `before` a timestamp for the next page): request id, key, style, provider, model and deployment, attempts, cache status and tier, whether it streamed, tokens, latency and cost.",
+      tags: ["usage"],
+    },
   }));

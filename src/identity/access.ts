@@ -68,9 +68,10 @@ export class AccessCheck {
     else this.users.clear();
   }
 
-  /** Forget the cached state of one key (it was revoked in this process). */
-  forgetKey(tenantId: string, keyId: string) {
-    this.keys.delete(`${tenantId}\u0000${keyId}`);
+  /** Forget the cached state of one key (it was revoked), or of every key (none given). */
+  forgetKey(tenantId?: string, keyId?: string) {
+    if (tenantId !== undefined && keyId !== undefined) this.keys.delete(`${tenantId}\u0000${keyId}`);
+    else this.keys.clear();
   }
 
   private user(p: Principal, userId: string): Principal | Promise<Principal> {

@@ -416,36 +416,39 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
     }
   }
 
-  let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: async (request) => tokens.authenticate(request) });
+  let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: Object.assign(async (request: Request) => tokens.authenticate(request), {
+      credential: "a SCIM token of the tenant in `Authorization: Bearer` (created with POST /api/v1/scim/tokens; its scopes decide what it may read and write)",
+    }) });
 
   app = app
-    .get("/ServiceProviderConfig", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", tags: ["scim-provider"] } })
-    .get("/ResourceTypes", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", tags: ["scim-provider"] } })
+    .get("/ServiceProviderConfig", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", description: "What this SCIM service supports (RFC 7643 §5): PATCH, filtering, sorting, bulk and authentication schemes, for the identity provider to adapt to.", tags: ["scim-provider"] } })
+    .get("/ResourceTypes", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", description: "The resource types served (User, Group) with their endpoints and schemas.", tags: ["scim-provider"] } })
     .get("/ResourceTypes/:id", async ({ params, request }) => {
       try {
         return reply(request, 200, await new SCIMMY.Resources.ResourceType(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
-    }, { detail: { summary: "A SCIM resource type", tags: ["scim-provider"] } })
-    .get("/Schemas", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", tags: ["scim-provider"] } })
+    }, { detail: { summary: "A SCIM resource type", description: "One resource type (User or Group) with its endpoint and schema.", tags: ["scim-provider"] } })
+    .get("/Schemas", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", description: "The SCIM schemas of users and groups as this service implements them.", tags: ["scim-provider"] } })
     .get("/Schemas/:id", async ({ params, request }) => {
       try {
         return reply(request, 200, await new SCIMMY.Resources.Schema(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
-    }, { detail: { summary: "A SCIM schema", tags: ["scim-provider"] } }) as typeof app;
+    }, { detail: { summary: "A SCIM schema", description: "One SCIM schema by its URN.", tags: ["scim-provider"] } }) as typeof app;
 
   for (const kind of ["Users", "Groups"] as const) {
     const R = resource(kind) as any;
+    const what = kind === "Users" ? "the workspace's users" : "the workspace's teams (SCIM groups are svc teams)";
     app = app
       .get(`/${kind}`, async ({ principal, query, request }) => list(principal, kind, () => listParams(query as Record<string, string>), request), {
-        detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, tags: ["scim-provider"] },
+        detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, description: `Lists ${what} as a SCIM ListResponse, with SCIM filters, paging, sorting and attribute selection.`, tags: ["scim-provider"] },
       })
       // RFC 7644 §3.4.3: the same query as a SearchRequest body (filters too long for a URL)
       .post(`/${kind}/.search`, async ({ principal, body, request }) => list(principal, kind, () => searchParams(body), request), {
-        detail: { summary: `Search ${kind} with a SearchRequest body (RFC 7644 §3.4.3)`, tags: ["scim-provider"] },
+        detail: { summary: `Search ${kind} with a SearchRequest body (RFC 7644 §3.4.3)`, description: "The same query as the list, sent as a SearchRequest body (for filters too long for a URL).", tags: ["scim-provider"] },
       })
       .get(`/${kind}/:id`, async ({ principal, params, query, request }) => {
         requireScope(principal, kind, "read");
@@ -458,17 +461,17 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
         } catch (e) {
           throw scimError(e);
         }
-      }, { detail: { summary: `Get one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Get one of ${kind}`, description: `Answers one of ${what} as a SCIM resource; 404 in the SCIM error format if there is none.`, tags: ["scim-provider"] } })
       .post(`/${kind}`, async ({ principal, body, request }) => {
         const input = normaliseBooleans(body);
         const out = (await write(principal, kind, "create", undefined, { method: "POST", ...summary(kind, input) }, () => new R().write(input, ctxOf(principal)))) as { id: string };
         return reply(request, 201, out, { location: `${new URL(request.url).origin}${SCIM_BASE}/${kind}/${out.id}` });
-      }, { detail: { summary: `Create one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Create one of ${kind}`, description: `Creates one of ${what} from a SCIM resource and answers it with its Location; the write is recorded in the SCIM activity log.`, tags: ["scim-provider"] } })
       .put(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         const input = normaliseBooleans(body);
         const out = await write(principal, kind, "update", params.id, { method: "PUT", ...summary(kind, input) }, () => new R(params.id).write(input, ctxOf(principal)));
         return reply(request, 200, out);
-      }, { detail: { summary: `Replace one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Replace one of ${kind}`, description: `Replaces one of ${what} with the SCIM resource sent; recorded in the SCIM activity log.`, tags: ["scim-provider"] } })
       .patch(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         // attribute names in paths and values case-insensitively (RFC 7643 §2.1), paths bounded before SCIMMY parses them
         const input = normaliseBooleans(canonicalPatch(kind, body)) as { Operations?: Array<{ op?: string; path?: string }> };
@@ -476,11 +479,11 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
         const out = await write(principal, kind, "update", params.id, { method: "PATCH", operations: ops }, () => new R(params.id).patch(input, ctxOf(principal)));
         // no change: SCIMMY answers nothing; RFC 7644 §3.5.2 allows 204
         return out ? reply(request, 200, out) : reply(request, 204, undefined);
-      }, { detail: { summary: `Patch one of ${kind} (PatchOp)`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Patch one of ${kind} (PatchOp)`, description: `Applies a SCIM PatchOp (add, replace, remove; attribute names case-insensitive) to one of ${what}; 204 when nothing changed.`, tags: ["scim-provider"] } })
       .delete(`/${kind}/:id`, async ({ principal, params, request }) => {
         await write(principal, kind, "delete", params.id, { method: "DELETE" }, () => new R(params.id).dispose(ctxOf(principal)));
         return reply(request, 204, undefined);
-      }, { detail: { summary: `Delete one of ${kind} (soft delete)`, tags: ["scim-provider"] } }) as typeof app;
+      }, { detail: { summary: `Delete one of ${kind} (soft delete)`, description: `Soft-deletes one of ${what} (204); recorded in the SCIM activity log.`, tags: ["scim-provider"] } }) as typeof app;
   }
   return app;
 };
