@@ -191,6 +191,20 @@ eachBackend("identity", (b) => {
     expect(await status(Promise.resolve().then(() => s.access.check({ ...p, tenantId: "t9" })))).toBe(401);
   });
 
+  test("the per-request check does not cache a load that a change overtook", async () => {
+    const u = await s.users.create("t16", { email: "race@example.com" });
+    const p: Principal = { tenantId: "t16", sub: `user:${u.id}`, permissions: new Set(), via: "jwt" };
+    const pending = s.access.check(p);
+    expect(pending).toBeInstanceOf(Promise);
+    // a change lands while the load is in flight (here: before it resolves): its answer serves its own
+    // request but is not kept, so the next request reads the user again
+    s.access.forget("t16", u.id);
+    await pending;
+    expect(s.access.check(p)).toBeInstanceOf(Promise);
+    await s.access.check(p);
+    expect(s.access.check(p)).not.toBeInstanceOf(Promise);
+  });
+
   test("invitations: acceptance runs nested transactions (user, role, password) in one; a refused acceptance leaves nothing", async () => {
     const role = await s.roles.create("t10", { name: "Invited", permissions: ["ViewLogs"] });
     const out = await s.invitations.create("t10", { emails: ["new@example.com", "bad address", "new@example.com"], roleId: role.id }, "admin", "http://svc.test");
