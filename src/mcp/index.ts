@@ -16,7 +16,7 @@
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { DocumentedOperation } from "../core/openapi";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel, NativeHandler } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { OutboundPolicy } from "../core/outbound";
@@ -41,7 +41,7 @@ export type { McpServices } from "./services";
 export type { CredentialAuthenticator, Embedder as McpEmbedder, WallClock } from "./ports";
 
 export interface McpDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   kernel: Kernel;
   outbound: OutboundPolicy;
   embedder: Embedder;
@@ -125,7 +125,7 @@ export function create(deps: McpDeps): Domain<McpServices> {
       throw new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
     }
     if (!body || typeof body !== "object" || Array.isArray(body) || !("cacheKey" in body)) throw new ApiError("validation_error", "body field 'cacheKey': required (a 64-bit integer)");
-    return jsonResponse(s.cache.stats(state.principal!.tenantId, parseCacheKey((body as { cacheKey: unknown }).cacheKey, "body field 'cacheKey'")));
+    return jsonResponse(await s.cache.stats(state.principal!.tenantId, parseCacheKey((body as { cacheKey: unknown }).cacheKey, "body field 'cacheKey'")));
   };
 
   const importConfig: NativeHandler = async (request, state) => {

@@ -41,9 +41,9 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
   kernel
     .mount({ prefix: "/api/v1/mcp", envelope: DOC2 })
     // ---- servers ----
-    .get("/servers", ({ principal, query }) => {
+    .get("/servers", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
+      const { items, total } = await s.registry.list(principal.tenantId, { status: query.status, name: query.name }, page);
       return pageEnvelope("servers", items, total, page);
     }, { query: S.ServerListQuery, detail: { summary: "List MCP servers", description: "Lists the tenant's registered MCP servers (paged), filtered by status or name, with their status and health figures (never their authentication settings).", ...tag("mcp") } })
     .post("/servers", async ({ principal, body }) => {
@@ -51,15 +51,15 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       const server = await s.registry.register(principal.tenantId, body);
       return { server, message: `server ${server.name} registered; it stays PENDING until a health check succeeds` };
     }, { body: S.ServerCreate, perm: "ManageConfig", detail: { ...examples(REGISTER_EXAMPLE), summary: "Register an MCP server", description: "Registers an MCP server by URL (HTTP or SSE; STDIO only for allow-listed commands) with how svc authenticates to it; the URL must pass the outbound policy (private addresses need SVC_OUTBOUND__ALLOW_PRIVATE) and secrets are named by environment variable. The server stays PENDING until a health check succeeds; then discover its tools.", ...tag("mcp") } })
-    .get("/servers/:id", ({ principal, params }) => publicServer(s.registry.server(principal.tenantId, params.id)), {
+    .get("/servers/:id", async ({ principal, params }) => publicServer(await s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Get a server", description: "Answers one registered server with its status and health figures; 404 if the tenant has none with this id.", ...tag("mcp") },
     })
-    .delete("/servers/:id", ({ principal, params }) => {
-      const server = s.registry.delete(principal.tenantId, params.id);
+    .delete("/servers/:id", async ({ principal, params }) => {
+      const server = await s.registry.delete(principal.tenantId, params.id);
       return deleted(`server ${server.name} deleted with its tools, entity mappings, invalidation rules, connections and cached results`);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a server (irreversible)", description: "Deletes the server with its tools, entity mappings, invalidation rules, connections and cached results.", ...tag("mcp") } })
-    .get("/servers/:id/health", ({ principal, params }) => s.health.get(principal.tenantId, s.registry.server(principal.tenantId, params.id)), {
+    .get("/servers/:id/health", async ({ principal, params }) => s.health.get(principal.tenantId, await s.registry.server(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Health of a server (cached 30 s)", description: "Answers the server's health (status, latency, consecutive failures), checking it now unless the last check is younger than 30 seconds; a failing server is an answer, not an error.", ...tag("mcp") },
     })
@@ -84,12 +84,12 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       detail: { summary: "Connection statistics of a server", description: "Counts the server's tracked client connections by state, their state changes and errors, the last heartbeat, and its tool calls that failed.", ...tag("mcp") },
     })
     // ---- tools ----
-    .get("/tools", ({ principal, query }) => {
+    .get("/tools", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.registry.listTools(principal.tenantId, { serverId: query.serverId, category: query.category, cacheEnabled: query.cacheEnabled, name: query.name }, page);
+      const { items, total } = await s.registry.listTools(principal.tenantId, { serverId: query.serverId, category: query.category, cacheEnabled: query.cacheEnabled, name: query.name }, page);
       return pageEnvelope("tools", items, total, page);
     }, { query: S.ToolListQuery, detail: { summary: "List discovered tools", description: "Lists the tools discovered on the tenant's servers (paged), filtered by server, category, cache on or off, or name.", ...tag("mcp") } })
-    .get("/tools/:id", ({ principal, params }) => publicTool(s.registry.tool(principal.tenantId, params.id)), {
+    .get("/tools/:id", async ({ principal, params }) => publicTool(await s.registry.tool(principal.tenantId, params.id)), {
       params: S.IdParams,
       detail: { summary: "Get a tool", description: "Answers one tool with its input schema, category (READ, WRITE, IDEMPOTENT, UNKNOWN) and cache configuration.", ...tag("mcp") },
     })
@@ -109,9 +109,9 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       return jsonResponse(out, 200, { "x-cache-status": out.cache.status });
     }, { params: S.IdParams, body: S.ToolCall, detail: { summary: "Call a tool through svc (cache, coalescing, invalidation)", description: "Calls the tool with `arguments`: a READ or IDEMPOTENT tool with its cache on is answered from the tool cache (exact, then semantic) or shares an identical call in flight; otherwise the server is called, and a WRITE invalidates the cached results its rules and entity mappings name. The X-Cache-Status header says which happened.", ...tag("mcp") } })
     // ---- entities ----
-    .get("/entities", ({ principal, query }) => {
+    .get("/entities", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
+      const { items, total } = await s.entities.list(principal.tenantId, { parentId: query.parentId, name: query.name }, page);
       return pageEnvelope("entities", items, total, page);
     }, { query: S.EntityListQuery, detail: { summary: "List entities", description: "Lists the tenant's entities (paged), the things tools read and write (e.g. issue, repository), filtered by parent or name.", ...tag("mcp") } })
     .post("/entities", ({ principal, body }) => s.entities.create(principal.tenantId, body), { body: S.EntityCreate, perm: "ManageConfig", detail: { summary: "Create an entity", description: "Creates an entity type, optionally under a parent (an invalidation of the parent can cascade to its children); names are unique in the tenant.", ...tag("mcp") } })
@@ -122,22 +122,22 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       body: S.EntityUpdate,
       detail: { summary: "Update an entity (parentId null removes the parent)", description: "Renames an entity or moves it under another parent; it cannot become its own descendant.", ...tag("mcp") },
     })
-    .delete("/entities/:id", ({ principal, params }) => {
-      const r = s.entities.delete(principal.tenantId, params.id);
+    .delete("/entities/:id", async ({ principal, params }) => {
+      const r = await s.entities.delete(principal.tenantId, params.id);
       return {
         ...deleted(`entity ${r.entity.name} deleted: ${r.invalidated} cached result(s) invalidated (cascade), ${r.mappingsRemoved} mapping(s) and ${r.rulesRemoved} rule(s) removed`),
         invalidated: r.invalidated,
       };
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete an entity (cascade invalidation)", description: "Deletes the entity, invalidates its cached results and its descendants', removes its mappings and the rules it explains; its children become top-level.", ...tag("mcp") } })
-    .post("/tool-entities", ({ principal, body }) => s.entities.map(principal.tenantId, body).mapping, { body: S.MappingCreate, perm: "ManageConfig", detail: { summary: "Map a tool parameter to an entity", description: "Declares that a tool reads or writes an entity through one of its arguments, so a write invalidates the matching cached reads; one mapping per tool and entity (posting again replaces it).", ...tag("mcp") } })
-    .delete("/tool-entities/:tool_id/:entity_id", ({ principal, params }) => {
-      s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
+    .post("/tool-entities", async ({ principal, body }) => (await s.entities.map(principal.tenantId, body)).mapping, { body: S.MappingCreate, perm: "ManageConfig", detail: { summary: "Map a tool parameter to an entity", description: "Declares that a tool reads or writes an entity through one of its arguments, so a write invalidates the matching cached reads; one mapping per tool and entity (posting again replaces it).", ...tag("mcp") } })
+    .delete("/tool-entities/:tool_id/:entity_id", async ({ principal, params }) => {
+      await s.entities.unmap(principal.tenantId, params.tool_id, params.entity_id);
       return deleted("tool-entity mapping deleted");
     }, { params: S.MappingParams, perm: "ManageConfig", detail: { summary: "Delete a tool-entity mapping", description: "Removes the mapping between a tool and an entity.", ...tag("mcp") } })
     // ---- rules ----
-    .get("/rules", ({ principal, query }) => {
+    .get("/rules", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
+      const { items, total } = await s.entities.listRules(principal.tenantId, { writeToolId: query.writeToolId, invalidateToolId: query.invalidateToolId, enabled: query.enabled }, page);
       return pageEnvelope("rules", items, total, page);
     }, { query: S.RuleListQuery, detail: { summary: "List invalidation rules", description: "Lists the tenant's invalidation rules (paged): a write tool and the tool whose cached results it invalidates, filtered by either or by enabled.", ...tag("mcp") } })
     .post("/rules", ({ principal, body }) => s.entities.createRule(principal.tenantId, body), { body: S.RuleCreate, perm: "ManageConfig", detail: { summary: "Create an invalidation rule", description: "Declares that calling `writeToolId` invalidates the cached results of `invalidateToolId`.", ...tag("mcp") } })
@@ -148,7 +148,7 @@ export const registryRoutes = (kernel: Kernel, s: McpServices) =>
       body: S.RuleUpdate,
       detail: { summary: "Enable or disable a rule", description: "Turns a rule on or off without deleting it.", ...tag("mcp") },
     })
-    .delete("/rules/:id", ({ principal, params }) => {
-      s.entities.deleteRule(principal.tenantId, params.id);
+    .delete("/rules/:id", async ({ principal, params }) => {
+      await s.entities.deleteRule(principal.tenantId, params.id);
       return deleted("invalidation rule deleted");
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a rule", description: "Deletes an invalidation rule.", ...tag("mcp") } });
