@@ -191,6 +191,33 @@ eachBackend("identity", (b) => {
     expect(await status(Promise.resolve().then(() => s.access.check({ ...p, tenantId: "t9" })))).toBe(401);
   });
 
+  test("two replicas on one database: a user, role and team written through one are read through the other; concurrent creates across them give one user", async () => {
+    const other = identityServices({
+      config,
+      storage: await b.open(),
+      keys: memoryKeys(),
+      usage: { flush() {}, spendUsd: () => 0, hourly: () => [], modelsBefore: () => [] },
+      secret: "identity-storage-test",
+      clock: () => nowMs,
+      outbound: () => Promise.reject(new Error("no network in this test")),
+      allowInsecureIdp: false,
+      tokens: { sign: async (c) => `token-for-${c.sub}`, maxTtlSecs: 3600 },
+      dataPath: ":memory:",
+      warn: () => {},
+    });
+    const u = await s.users.create("t17", { email: "replica@example.com" });
+    const role = await s.roles.create("t17", { name: "Shared", permissions: ["ViewLogs"] });
+    await s.roles.assign("t17", u.id, { roleId: role.id });
+    const team = await s.teams.create("t17", { name: "shared team" });
+    await s.teams.addMembers("t17", team.id, [u.id]);
+    expect((await other.users.findByEmail("t17", "REPLICA@example.com"))?.id).toBe(u.id);
+    expect(await other.roles.permissionsOf("t17", u.id)).toEqual(["ViewLogs"]);
+    expect(await other.teams.members("t17", team.id)).toEqual([u.id]);
+    const results = await Promise.all([s, other, s, other].map((x) => status(x.users.create("t17", { email: "both@example.com" }))));
+    expect(results.sort()).toEqual([200, 409, 409, 409]);
+    expect((await other.users.list("t17", { offset: 0, limit: 10, search: "both@" })).total).toBe(1);
+  });
+
   test("the per-request check does not cache a load that a change overtook", async () => {
     const u = await s.users.create("t16", { email: "race@example.com" });
     const p: Principal = { tenantId: "t16", sub: `user:${u.id}`, permissions: new Set(), via: "jwt" };
