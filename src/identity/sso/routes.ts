@@ -16,7 +16,7 @@ import { SSO_PATHS, type SignInService } from "./signin";
 
 const T = tag("sso");
 
-export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService, anySignedRequests: (tenantId: string) => boolean) =>
+export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService, anySignedRequests: (tenantId: string) => Promise<boolean>) =>
   new Elysia({ name: "svc-identity-sso" })
     .use(
       kernel
@@ -24,66 +24,66 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
         .post("/connections", async ({ principal, body, set }) => {
           await sso.checkUrls(body);
           set.status = 201;
-          return sso.create(principal.tenantId, body, actor(principal));
+          return await sso.create(principal.tenantId, body, actor(principal));
         }, { body: S.ConnectionCreate, perm: "WorkspaceAdmin", detail: { summary: "Create an SSO connection (status inactive; the client secret is encrypted at rest and never shown)", description: "Creates an OIDC connection (issuer, client id and secret) or a SAML one (IdP entity id, SSO URL, certificate), inactive; its URLs must pass the outbound policy. Then add and verify a domain, test the connection, and activate it.", ...T } })
-        .get("/connections", ({ principal, query }) => {
+        .get("/connections", async ({ principal, query }) => {
           const page = pageOf(query);
-          const { items, total } = sso.list(principal.tenantId, { ...query, offset: page.offset, limit: page.limit });
+          const { items, total } = await sso.list(principal.tenantId, { ...query, offset: page.offset, limit: page.limit });
           return pageEnvelope("connections", items, total, page);
         }, { query: S.ConnectionListQuery, perm: "WorkspaceAdmin", detail: { summary: "List SSO connections (protocol, status, partial name)", description: "Lists the workspace's SSO connections (paged), filtered by protocol, status or part of the name, with their domains; secrets appear masked.", ...T } })
-        .get("/connections/:id", ({ principal, params }) => sso.get(principal.tenantId, params.id), {
+        .get("/connections/:id", async ({ principal, params }) => await sso.get(principal.tenantId, params.id), {
           params: S.ConnParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Get an SSO connection with its domains", description: "Answers one connection with its configuration (the client secret masked), status, last test result and domains.", ...T },
         })
         .put("/connections/:id", async ({ principal, params, body }) => {
           await sso.checkUrls(body);
-          return sso.update(principal.tenantId, params.id, body);
+          return await sso.update(principal.tenantId, params.id, body);
         }, {
           params: S.ConnParams,
           body: S.ConnectionUpdate,
           perm: "WorkspaceAdmin",
           detail: { summary: "Update an SSO connection partially (a nested config merges field by field)", description: "Changes the fields present; a change to the identity provider's configuration voids the last test result (the status stays).", ...T },
         })
-        .delete("/connections/:id", ({ principal, params }) => {
-          sso.remove(principal.tenantId, params.id);
+        .delete("/connections/:id", async ({ principal, params }) => {
+          await sso.remove(principal.tenantId, params.id);
           return deleted(params.id);
         }, { params: S.ConnParams, perm: "WorkspaceAdmin", detail: { summary: "Soft-delete an SSO connection (its domains are released)", description: "Deletes the connection: its sign-ins stop and its domains can be claimed by another connection.", ...T } })
-        .post("/connections/:id/test", ({ principal, params }) => sso.test(principal.tenantId, params.id), {
+        .post("/connections/:id/test", async ({ principal, params }) => await sso.test(principal.tenantId, params.id), {
           params: S.ConnParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Test the connection: OIDC discovery and JWKS, or the SAML certificate and metadata (success: testing, failure: error)", description: "Checks the identity provider's configuration now: for OIDC the discovery document and its signing keys are fetched, for SAML the certificate (validity, key) and the entity id and SSO URL are checked. The result is recorded; a passed test is what activation needs.", ...T },
         })
-        .post("/connections/:id/activate", ({ principal, params }) => sso.activate(principal.tenantId, params.id), {
+        .post("/connections/:id/activate", async ({ principal, params }) => await sso.activate(principal.tenantId, params.id), {
           params: S.ConnParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Activate (needs a verified domain and a passed test; 409 otherwise)", description: "Makes the connection the one users of its verified domains sign in through (GET /api/v1/sso/login).", ...T },
         })
-        .post("/connections/:id/deactivate", ({ principal, params }) => sso.deactivate(principal.tenantId, params.id), {
+        .post("/connections/:id/deactivate", async ({ principal, params }) => await sso.deactivate(principal.tenantId, params.id), {
           params: S.ConnParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Deactivate: new sign-ins refused, issued tokens keep working", description: "Stops sign-ins through the connection; access tokens it issued stay valid until they expire.", ...T },
         })
-        .post("/connections/:id/domains", ({ principal, params, body, set }) => {
+        .post("/connections/:id/domains", async ({ principal, params, body, set }) => {
           set.status = 201;
-          return sso.addDomain(principal.tenantId, params.id, body);
+          return await sso.addDomain(principal.tenantId, params.id, body);
         }, { params: S.ConnParams, body: S.DomainCreate, perm: "WorkspaceAdmin", detail: { summary: "Add a domain (pending; publish the TXT record, then verify)", description: "Adds an e-mail domain to the connection with a verification token: publish it as a TXT record at `_svc-verify.<domain>` (or a file at https://<domain>/.well-known/svc-verify.txt), then verify. A domain verified anywhere else cannot be added.", ...T } })
-        .put("/connections/:id/domains/:domain_id/verify", ({ principal, params }) => sso.verifyDomain(principal.tenantId, params.id, params.domain_id), {
+        .put("/connections/:id/domains/:domain_id/verify", async ({ principal, params }) => await sso.verifyDomain(principal.tenantId, params.id, params.domain_id), {
           params: S.DomainParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Verify a domain by its DNS TXT record (or https file); a failed one can be verified again", description: "Looks the domain's verification token up in DNS (or the https file) and marks the domain verified or failed.", ...T },
         })
-        .post("/connections/:id/domains/:domain_id/set-primary", ({ principal, params }) => sso.setPrimary(principal.tenantId, params.id, params.domain_id), {
+        .post("/connections/:id/domains/:domain_id/set-primary", async ({ principal, params }) => await sso.setPrimary(principal.tenantId, params.id, params.domain_id), {
           params: S.DomainParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Make a verified domain the connection's primary one", description: "Marks a verified domain as the connection's primary one; only the primary flags change.", ...T },
         })
-        .delete("/connections/:id/domains/:domain_id", ({ principal, params }) => {
-          sso.removeDomain(principal.tenantId, params.id, params.domain_id);
+        .delete("/connections/:id/domains/:domain_id", async ({ principal, params }) => {
+          await sso.removeDomain(principal.tenantId, params.id, params.domain_id);
           return deleted(params.domain_id);
         }, { params: S.DomainParams, perm: "WorkspaceAdmin", detail: { summary: "Remove a domain", description: "Removes a domain from the connection; its users can no longer sign in through it.", ...T } })
         .get("/sp-metadata", async ({ principal, request }) => {
-          const m = await signin.spMetadata(originOf(request), anySignedRequests(principal.tenantId));
+          const m = await signin.spMetadata(originOf(request), await anySignedRequests(principal.tenantId));
           return { entityId: m.entityId, acsUrl: m.acsUrl, metadataXml: m.metadataXml };
         }, { perm: "WorkspaceAdmin", detail: { summary: "SAML service provider metadata (entity id, ACS URL, XML)", description: "Answers what to enter at the identity provider for a SAML connection: svc's entity id, its assertion consumer service URL and the service provider metadata XML.", ...T } }),
     )
@@ -101,7 +101,7 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
     .use(
       kernel
         .mount({ prefix: "/api/v1/sso/oidc", envelope: DOC3, auth: "public" })
-        .get("/callback", ({ request }) => signin.oidcCallback(new URL(request.url)), {
+        .get("/callback", async ({ request }) => await signin.oidcCallback(new URL(request.url)), {
           detail: { summary: "OIDC redirect target: exchanges the code, validates the ID token, answers an svc access token", description: "Where the identity provider sends the browser back: the authorization code is exchanged, the ID token validated (signature, issuer, audience, expiry, nonce), and the user with the asserted e-mail signed in (created with the connection's default role when just-in-time provisioning is on): the answer is an svc access token acting as that user.", ...T },
         }),
     )
