@@ -19,6 +19,8 @@ interface Overview {
     costUsd: number;
     costSavedUsd: number;
     latencyMs: { p50: number; p99: number };
+    errors: number;
+    rateLimited: number;
   };
   series: Array<{ t: string; requests: number; hits: number; misses: number; costUsd: number; costSavedUsd: number }>;
 }
@@ -83,6 +85,8 @@ export function OverviewPage() {
         <div class="stat"><dt>Latency p50</dt><dd>${ms(t.latencyMs.p50)}</dd></div>
         <div class="stat"><dt>Latency p99</dt><dd>${ms(t.latencyMs.p99)}</dd></div>
         <div class="stat"><dt>Tokens</dt><dd>${int(t.inputTokens + t.outputTokens)}</dd></div>
+        <div class="stat"><dt>Errors</dt><dd>${int(t.errors)}</dd></div>
+        <div class="stat"><dt>Rate limited (429)</dt><dd>${int(t.rateLimited)}</dd></div>
       </dl>
       <div class="charts">
         <${Chart} title=${`Requests and cache hits per ${o.data!.bucket}`} o=${o.data}
