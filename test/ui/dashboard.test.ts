@@ -78,6 +78,15 @@ describe("dashboard in Chromium", () => {
       expect((await ask(client, q)).response.headers.get("x-cache-status")).toBe("MISS");
     for (const q of ["What is the capital of France?", "Who wrote Hamlet?"])
       expect((await ask(client, q)).response.headers.get("x-cache-status")).toBe("HIT");
+    // one request the provider fails (5xx) and one over the provider's rate limit (429): no usage record, counted apart
+    const failing = async (status: number, q: string) => {
+      env.fake.failNext({ kind: "status", status });
+      const e = await ask(client, q).then(() => undefined, (err) => err);
+      expect(e).toBeInstanceOf(OpenAI.APIError);
+      return (e as InstanceType<typeof OpenAI.APIError>).status;
+    };
+    expect(await failing(500, "A question the provider fails")).toBeGreaterThanOrEqual(500);
+    expect(await failing(429, "A question over the provider's rate limit")).toBe(429);
 
     const page = await browser.page();
     await signIn(page, adminKey);
@@ -91,6 +100,8 @@ describe("dashboard in Chromium", () => {
     await expect(stat(page, "Exact hits").textContent()).resolves.toBe("2");
     await expect(stat(page, "Misses").textContent()).resolves.toBe("3");
     await expect(stat(page, "Hit ratio").textContent()).resolves.toBe("40.0%");
+    await expect(stat(page, "Errors").textContent()).resolves.toBe("1");
+    await expect(stat(page, "Rate limited (429)").textContent()).resolves.toBe("1");
     expect(await page.locator("figure.chart canvas").count()).toBeGreaterThanOrEqual(2);
     await expect(page.getByRole("button", { name: "Sign out" }).isVisible()).resolves.toBe(true);
     await checkPage(page, "overview");
@@ -112,9 +123,17 @@ describe("dashboard in Chromium", () => {
     await page.locator("table caption", { hasText: "1–5 of 5" }).waitFor();
     await page.getByLabel("Cache status").selectOption("HIT");
     await page.locator("table caption", { hasText: "of 2" }).waitFor();
-    await page.locator("tbody tr").first().getByRole("button", { name: /^Show/ }).click();
+    // the older hit (France): why it hit, the entry that answered, and "This hit was wrong" through the cache's feedback
+    const france = (await api("GET", "/api/v1/usage/requests?cache_status=HIT")).requests[1];
+    await page.locator("tbody tr").nth(1).getByRole("button", { name: /^Show/ }).click();
     await expect(page.getByText("Exact hit: the same request").isVisible()).resolves.toBe(true);
+    const pair = (label: string) => page.locator(`dl.pairs dt:text-is("${label}") + dd`);
+    await expect(pair("Cache entry").textContent()).resolves.toBe(france.cacheEntryId);
+    await expect(pair("Similarity").textContent()).resolves.toBe("1.000");
     await checkPage(page, "requests");
+    await page.getByRole("button", { name: "This hit was wrong" }).click();
+    await page.getByRole("status").filter({ hasText: "the cache was told this hit was wrong" }).waitFor();
+    expect((await ask(client, "What is the capital of France?")).response.headers.get("x-cache-status")).toBe("MISS");
     await page.close();
   }, 120_000);
 
@@ -282,6 +301,7 @@ describe("dashboard in Chromium", () => {
       thisContribution: "charted requests and cache hits per hour with uPlot",
       agentId: "agent-1",
     });
+    await api("POST", "/api/v1/chains", { name: "Summarise twice", steps: [{ modelId: "gpt-4o-mini" }, { modelId: "gpt-4o-mini" }] });
     const page = await browser.page();
     await signIn(page, adminKey);
     await goto(page, "Prompts");
@@ -300,10 +320,25 @@ describe("dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Execute" }).click();
     await page.locator("pre.out", { hasText: /^answer #\d+: Hi Ada, welcome!/ }).waitFor();
     expect(env.fake.received("/v1/chat/completions").length).toBe(before + 1);
+    // a chain of two steps, run from the page: the second step gets the first one's answer
+    await page.getByRole("button", { name: "Run Summarise twice" }).click();
+    await page.getByLabel("Chain input").fill("Tell me about Ada");
+    const calls = env.fake.received("/v1/chat/completions").length;
+    await page.getByRole("button", { name: "Run chain" }).click();
+    const out = page.getByLabel("Chain output");
+    await out.waitFor();
+    expect(await out.textContent()).toMatch(/^answer #\d+: answer #\d+: Tell me about Ada$/);
+    expect(await page.getByRole("table", { name: /Steps of this run/ }).locator("tbody tr").count()).toBe(2);
+    expect(env.fake.received("/v1/chat/completions").length).toBe(calls + 2);
     await checkPage(page, "prompts");
     await goto(page, "MCP");
     await page.locator("table caption", { hasText: "Servers (0)" }).waitFor();
     await stat(page, "Tool calls").waitFor();
+    // live activity over the WebSocket (the token as a subprotocol, not in the URL): an invalidation appears
+    await page.getByText("Connected: new tool calls").waitFor();
+    await api("POST", "/api/v1/mcp/entities", { name: "dashboard-entity" });
+    await api("POST", "/api/v1/tool-cache/invalidate", { entityType: "dashboard-entity" });
+    await page.getByRole("list", { name: "Live MCP activity" }).getByText(/invalidated 0 entries \(manual, dashboard-entity\)/).waitFor();
     await checkPage(page, "mcp");
     await goto(page, "Memory");
     await page.getByRole("cell", { name: "dashboard-project", exact: true }).waitFor();
