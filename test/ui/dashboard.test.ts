@@ -11,12 +11,15 @@ import { startProxyEnv, type ProxyEnv } from "../gateway/setup";
 import { join } from "node:path";
 import { axeViolations, launchBrowser, screenshot, type Browser } from "./browser";
 import { operatingPoints } from "../../src/ui/bundle";
+import { DnsServer, FakeOidcProvider } from "../identity/sso-fakes";
 
 const TENANT = "ui-tenant";
 let env: ProxyEnv;
 let browser: Browser;
 let adminToken: string;
 let adminKey: string;
+let dns: DnsServer;
+let idp: FakeOidcProvider;
 
 const api = async (method: string, path: string, json?: unknown, token = adminToken) => {
   const r = await env.gw.api(path, { method, token, json });
@@ -49,13 +52,18 @@ const goto = async (page: Page, name: string) => {
 };
 
 beforeAll(async () => {
-  [env, browser] = await Promise.all([startProxyEnv(), launchBrowser()]);
+  [dns, idp] = await Promise.all([DnsServer.start(), FakeOidcProvider.start()]);
+  // SSO: the connection's domain is verified against a DNS server on loopback, its provider is on loopback too
+  const sso = { outbound: { allow_private: true }, identity: { sso: { dns_servers: dns.address, dns_timeout_ms: 1000 } } };
+  [env, browser] = await Promise.all([startProxyEnv(sso), launchBrowser()]);
   adminToken = await env.gw.token(TENANT, ["WorkspaceAdmin"], "admin");
   adminKey = (await api("POST", "/api/v1/virtual-keys", { name: "dashboard admin", permissions: ["WorkspaceAdmin"] })).key;
 }, 300_000);
 afterAll(async () => {
   await browser?.close();
   await env?.stop();
+  dns?.stop();
+  idp?.stop();
 });
 
 describe("dashboard in Chromium", () => {
@@ -453,6 +461,37 @@ describe("dashboard in Chromium", () => {
     } finally {
       proxy.stop(true);
     }
+  }, 60_000);
+
+  test("SSO sign-in returns to the dashboard signed in (a one-time code in the fragment, never the token)", async () => {
+    const C = "/api/v1/sso/connections";
+    const domain = "dashboard-sso.test";
+    const c = await api("POST", C, { name: "dashboard sso", protocol: "oidc", jitProvisioning: true, defaultRole: "viewer", oidcConfig: { issuerUrl: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret } });
+    const d = (await api("POST", `${C}/${c.id}/domains`, { domain })).domain;
+    dns.records.set(`_svc-verify.${domain}`, [d.verificationToken]);
+    expect((await api("PUT", `${C}/${c.id}/domains/${d.id}/verify`)).success).toBe(true);
+    expect((await api("POST", `${C}/${c.id}/test`)).success).toBe(true);
+    await api("POST", `${C}/${c.id}/activate`);
+    idp.email = `ada@${domain}`;
+    const page = await browser.page();
+    const urls: string[] = [];
+    // every navigation, redirect hops included, and every call the page made
+    page.on("request", (r) => urls.push(r.url()));
+    page.on("framenavigated", (f) => urls.push(f.url()));
+    await page.goto(`${env.gw.url}/ui`);
+    await page.getByLabel("Work e-mail").fill(`ada@${domain}`);
+    await page.getByRole("button", { name: "Continue with SSO" }).click();
+    await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+    const token = await page.evaluate(() => JSON.parse(sessionStorage.getItem("svc.session")!).token as string);
+    // the way back went through the provider and /ui#sso=<code>; no URL carried the token, and the code is gone from the address bar
+    expect(urls.some((u) => u.startsWith(idp.issuer))).toBe(true);
+    expect(urls.some((u) => /\/ui#sso=/.test(u))).toBe(true);
+    expect(urls.filter((u) => u.includes(token.slice(-20)))).toEqual([]);
+    expect(page.url()).toBe(`${env.gw.url}/ui`);
+    // the viewer role's pages (its permissions come from the sign-in's answer): no administration
+    expect(await page.getByRole("navigation", { name: "Pages" }).getByRole("link").allTextContents()).toEqual(["Overview", "Usage", "Requests", "Keys", "Cache", "Prompts", "MCP", "Memory", "System"]);
+    expect(page.errors).toEqual([]);
+    await page.close();
   }, 60_000);
 
   test("Sign out ends the session", async () => {
