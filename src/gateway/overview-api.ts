@@ -255,7 +255,20 @@ export class OverviewQuery {
            SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM ${spec.table} WHERE ${where} GROUP BY t ORDER BY t`,
         { from, to },
       )
-      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved) }));
+      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved), errors: 0, rateLimited: 0 }));
+    // errors and 429s per bucket; a bucket with failures only is listed too
+    const outcomeTable = spec.table.replace("usage_rollup", "request_outcome");
+    const byT = new Map(series.map((p) => [p.t, p]));
+    for (const r of db.all<{ t: string; errors: number; limited: number }>(
+      `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(errors) AS errors, SUM(rate_limited) AS limited FROM ${outcomeTable} WHERE ${where} GROUP BY t`,
+      { from, to },
+    )) {
+      let p = byT.get(r.t);
+      if (!p) byT.set(r.t, (p = { t: r.t, requests: 0, hits: 0, misses: 0, costUsd: 0, costSavedUsd: 0, errors: 0, rateLimited: 0 }));
+      p.errors = r.errors;
+      p.rateLimited = r.limited;
+    }
+    if (byT.size > series.length) series.splice(0, series.length, ...[...byT.values()].sort((a, b) => a.t.localeCompare(b.t)));
     const startOf = (u: string) => Date.parse(spec.chars === 16 ? `${u}:00.000Z` : `${u}:00:00.000Z`);
     return {
       range,
@@ -359,7 +372,7 @@ export const OverviewSchema = t.Object({
     errors: t.Integer({ description: "proxy requests answered with a 5xx (upstream failures, timeouts, the gateway's own errors); not counted in `requests`" }),
     rateLimited: t.Integer({ description: "proxy requests answered 429 (the tenant's rate limits, or a provider's passed on); not counted in `requests`" }),
   }),
-  series: t.Array(t.Object({ t: t.String(), requests: Count, hits: Count, misses: Count, costUsd: t.Number(), costSavedUsd: t.Number() })),
+  series: t.Array(t.Object({ t: t.String(), requests: Count, hits: Count, misses: Count, costUsd: t.Number(), costSavedUsd: t.Number(), errors: Count, rateLimited: Count })),
 });
 
 const RequestSchema = t.Object({

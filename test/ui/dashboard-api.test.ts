@@ -53,6 +53,9 @@ describe("overview: errors and 429s of the proxies", () => {
     expect(o.totals.errors).toBe(1);
     expect(o.totals.rateLimited).toBe(limited);
     expect(o.totals.requests).toBe(answered);
+    // the series per minute carries them too (the charts)
+    expect(o.series.reduce((n: number, p: any) => n + p.errors, 0)).toBe(1);
+    expect(o.series.reduce((n: number, p: any) => n + p.rateLimited, 0)).toBe(limited);
     for (const range of ["day", "30d"]) {
       const r = await env.gw.api(`/api/v1/usage/overview?range=${range}`, { token: a });
       if (r.status !== 200) continue; // rate limited read: the hour range above already checked the numbers

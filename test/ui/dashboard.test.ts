@@ -110,7 +110,8 @@ describe("dashboard in Chromium", () => {
     await expect(stat(page, "Hit ratio").textContent()).resolves.toBe("40.0%");
     await expect(stat(page, "Errors").textContent()).resolves.toBe("1");
     await expect(stat(page, "Rate limited (429)").textContent()).resolves.toBe("1");
-    expect(await page.locator("figure.chart canvas").count()).toBeGreaterThanOrEqual(2);
+    expect(await page.locator("figure.chart canvas").count()).toBeGreaterThanOrEqual(3);
+    await page.locator("figure.chart figcaption", { hasText: "Errors and 429s per minute" }).waitFor();
     await expect(page.getByRole("button", { name: "Sign out" }).isVisible()).resolves.toBe(true);
     await checkPage(page, "overview");
 

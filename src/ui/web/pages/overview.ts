@@ -22,7 +22,7 @@ interface Overview {
     errors: number;
     rateLimited: number;
   };
-  series: Array<{ t: string; requests: number; hits: number; misses: number; costUsd: number; costSavedUsd: number }>;
+  series: Array<{ t: string; requests: number; hits: number; misses: number; costUsd: number; costSavedUsd: number; errors: number; rateLimited: number }>;
 }
 
 const seconds = (t: string) => Date.parse(t.length === 10 ? `${t}T00:00:00Z` : t.length === 13 ? `${t}:00:00Z` : `${t}:00Z`) / 1000;
@@ -93,6 +93,8 @@ export function OverviewPage() {
           lines=${[["Requests", (p: Point) => p.requests, "#1d4ed8"], ["Hits", (p: Point) => p.hits, "#047857"]]} />
         <${Chart} title=${`Cost and cost saved (USD) per ${o.data!.bucket}`} o=${o.data} money=${true}
           lines=${[["Cost", (p: Point) => p.costUsd, "#b91c1c"], ["Saved", (p: Point) => p.costSavedUsd, "#047857"]]} />
+        <${Chart} title=${`Errors and 429s per ${o.data!.bucket}`} o=${o.data}
+          lines=${[["Errors", (p: Point) => p.errors, "#b91c1c"], ["429s", (p: Point) => p.rateLimited, "#92400e"]]} />
       </div>`}
   </section>`;
 }
