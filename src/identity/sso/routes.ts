@@ -2,9 +2,10 @@
  * /api/v1/sso (doc3 §4.1; WorkspaceAdmin, DOC3 envelope, camelCase) and the public sign-in
  * endpoints: GET /api/v1/sso/login?email= (302 to the identity provider), GET
  * /api/v1/sso/oidc/callback, POST /api/v1/sso/saml/acs (native: the body is a form, not JSON),
- * GET /api/v1/sso/saml/metadata (the SP metadata XML, public for identity providers to fetch).
+ * GET /api/v1/sso/saml/metadata (the SP metadata XML, public for identity providers to fetch),
+ * POST /api/v1/auth/sso-code (the dashboard's one-time code of a `returnTo` sign-in, handoff.ts).
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Kernel, NativeRoutes } from "../../core/kernel";
 import { DOC3, badRequest } from "../../core/errors";
 import { pageEnvelope, pageOf } from "../../core/pagination";
@@ -13,6 +14,7 @@ import { deleted } from "../types";
 import * as S from "./schemas";
 import type { SsoService } from "./service";
 import { SSO_PATHS, type SignInService } from "./signin";
+import { handoffOf, validReturnTo } from "./handoff";
 
 const T = tag("sso");
 
@@ -91,19 +93,41 @@ export const ssoRoutes = (kernel: Kernel, sso: SsoService, signin: SignInService
       kernel
         .mount({ prefix: SSO_PATHS.login, envelope: DOC3, auth: "public", exact: true })
         .get("", async ({ query, request, set }) => {
+          if (query.returnTo !== undefined && !validReturnTo(query.returnTo)) throw badRequest("returnTo: only the dashboard's path (/ui, or /<prefix>/ui) is accepted");
           const r = await signin.start(query.email, originOf(request));
+          if (query.returnTo !== undefined) handoffOf(signin).remember(r.state, query.returnTo);
           if ((request.headers.get("accept") ?? "").includes("application/json")) return r;
           set.status = 302;
           set.headers.location = r.redirectUrl;
           return "";
-        }, { query: S.LoginQuery, detail: { summary: "Start a sign-in: 302 to the identity provider of the e-mail's verified domain (JSON with Accept: application/json)", description: "Finds the active connection of the e-mail's verified domain and redirects the browser to its identity provider (an OIDC authorization request with PKCE, or a SAML AuthnRequest); with Accept: application/json it answers the redirect URL instead.", ...T } }),
+        }, {
+          query: t.Object({ ...S.LoginQuery.properties, returnTo: t.Optional(t.String({ maxLength: 256, description: "the dashboard's path (/ui or /<prefix>/ui): the sign-in then ends with a 303 to `<returnTo>#sso=<one-time code>` instead of the token as JSON" })) }),
+          detail: { summary: "Start a sign-in: 302 to the identity provider of the e-mail's verified domain (JSON with Accept: application/json)", description: "Finds the active connection of the e-mail's verified domain and redirects the browser to its identity provider (an OIDC authorization request with PKCE, or a SAML AuthnRequest); with Accept: application/json it answers the redirect URL instead. With `returnTo` (the dashboard), the callback redirects there with a one-time code in the fragment, exchanged at POST /api/v1/auth/sso-code: the token never appears in a URL.", ...T },
+        }),
     )
     .use(
       kernel
         .mount({ prefix: "/api/v1/sso/oidc", envelope: DOC3, auth: "public" })
-        .get("/callback", async ({ request }) => await signin.oidcCallback(new URL(request.url)), {
+        .get("/callback", async ({ request }) => {
+          const url = new URL(request.url);
+          const back = handoffOf(signin).takeReturn(url.searchParams.get("state"));
+          const result = await signin.oidcCallback(url);
+          return back ? handoffOf(signin).redirect(back, result) : result;
+        }, {
           detail: { summary: "OIDC redirect target: exchanges the code, validates the ID token, answers an svc access token", description: "Where the identity provider sends the browser back: the authorization code is exchanged, the ID token validated (signature, issuer, audience, expiry, nonce), and the user with the asserted e-mail signed in (created with the connection's default role when just-in-time provisioning is on): the answer is an svc access token acting as that user.", ...T },
         }),
+    )
+    .use(
+      // the dashboard's half of a returnTo sign-in (under the keys domain's public /api/v1/auth mount)
+      kernel.routes("/api/v1/auth").post("/sso-code", ({ body }) => handoffOf(signin).redeem(body.code), {
+        body: t.Object({ code: t.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false }),
+        detail: {
+          summary: "Exchange the one-time code of an SSO sign-in that returned to the dashboard for its access token",
+          description: "A sign-in started with `returnTo` ends at the dashboard with `#sso=<code>` in the fragment; this answers the sign-in's result (access token, user, permissions) once, within 60 s of the callback. 401 for an unknown, used or expired code.",
+          tags: ["sso"],
+          security: [],
+        },
+      }),
     )
     .use(
       kernel
@@ -120,8 +144,10 @@ export const ssoNative = (signin: SignInService): NativeRoutes => ({
     POST: async (request) => {
       const type = request.headers.get("content-type") ?? "";
       if (!type.startsWith("application/x-www-form-urlencoded")) throw badRequest("the ACS takes an HTML form post (application/x-www-form-urlencoded) with SAMLResponse and RelayState");
-      const result = await signin.samlAcs(new URLSearchParams(await request.text()), originOf(request));
-      return Response.json(result);
+      const form = new URLSearchParams(await request.text());
+      const back = handoffOf(signin).takeReturn(form.get("RelayState"));
+      const result = await signin.samlAcs(form, originOf(request));
+      return back ? handoffOf(signin).redirect(back, result) : Response.json(result);
     },
   },
 });
