@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts", "identity", "memory"];
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts", "memory"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -153,7 +153,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
   const identityD = identity.create({
     config: config.identity,
-    storage,
+    storage: data,
     kernel,
     keys: apiKeys,
     usage: usageReader(storage, () => gatewayD.usage),
