@@ -11,18 +11,13 @@
  * Every check runs on both backends (SQLite: FTS5; PostgreSQL: tsvector, lexical.ts) over the same
  * vectors (the embedder runs once per text); the nDCG figures are printed per backend.
  */
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test, beforeAll } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../src/config";
-import { createApp, closeApp, type App } from "../src/app";
-import { Logger } from "../src/core/log";
 import { Retriever, type Hit, type RankMode } from "../src/memory/search";
-import { memoryServices, type MemoryServices } from "../src/memory";
-import { MEMORY_MIGRATIONS } from "../src/memory/migrations";
-import type { Embedder } from "../src/memory/ports";
+import type { MemoryServices } from "../src/memory";
 import { eachBackend, SETUP_TIMEOUT } from "./storage/backends";
+import { memoryOver, sharedEmbedder } from "./memory/backends";
 import { ndcgAt } from "../scripts/bench/memory-retrieval";
 import { ROOT } from "../scripts/bench/harness";
 
@@ -40,31 +35,6 @@ const queries = set.queries.filter((q) => inSlice(q.topic));
 const key = (m: { branchPurpose: string; cumulativeProgress: string; thisContribution: string }) => `${m.branchPurpose}\n${m.cumulativeProgress}\n${m.thisContribution}`;
 const fixtureId = new Map(milestones.map((m) => [key(m), m.id]));
 
-/** One app for the built-in embedder (loaded once); texts embedded once for both backends. */
-let app: App | undefined;
-let dir: string | undefined;
-const vectors = new Map<string, Float32Array>();
-async function embedder(): Promise<Embedder> {
-  if (!app) {
-    dir = mkdtempSync(join(tmpdir(), "svc-retrieval-"));
-    app = createApp(loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "retrieval-secret-retrieval-secret" }), { logger: new Logger("error") });
-  }
-  const e = app.embedder;
-  return {
-    id: e.id,
-    dimensions: e.dimensions,
-    async embed(texts) {
-      const missing = texts.filter((t) => !vectors.has(t));
-      if (missing.length) (await e.embed(missing)).forEach((v, i) => vectors.set(missing[i]!, v));
-      return texts.map((t) => vectors.get(t)!);
-    },
-  };
-}
-afterAll(async () => {
-  if (app) await closeApp(app);
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
 eachBackend("memory-retrieval", (backend) => {
   let m: MemoryServices;
   let retriever: Retriever;
@@ -77,16 +47,12 @@ eachBackend("memory-retrieval", (backend) => {
     retriever.rank(m.memory.store(tenant), "milestone", text, await retriever.embedQuery(text), ["p"], 10, {}, opts);
 
   beforeAll(async () => {
-    const storage = await backend.open();
-    await storage.migrate([{ domain: "memory", migrations: MEMORY_MIGRATIONS }]);
-    const emb = await embedder();
-    const config = loadConfig({}).memory;
-    m = memoryServices({ storage, embedder: emb, completer: { complete: () => Promise.reject(new Error("no model in this test")) }, outbound: app!.outbound, config, env: {} });
+    m = await memoryOver(await backend.open());
     await m.memory.createProject(tenant, { projectId: "p", name: "P", roadmap: "" });
     for (const x of milestones) await m.memory.storeMilestone(tenant, "p", { branchPurpose: x.branchPurpose, cumulativeProgress: x.cumulativeProgress, thisContribution: x.thisContribution, agentId: x.agentId });
     // a milestone the issue saw ranked first for a question about logins
     await m.memory.storeMilestone(tenant, "p", { branchPurpose: "database operations", cumulativeProgress: "Postgres backups run nightly", thisContribution: "Configured pgBackRest for Postgres backups with weekly full and daily incremental backups", agentId: "ops-1" });
-    retriever = new Retriever(emb, m.vectors);
+    retriever = new Retriever(sharedEmbedder(), m.vectors);
   }, SETUP_TIMEOUT + 240_000);
 
   test("the slice is what the set promises: several relevant milestones per query, all four kinds of query", () => {

@@ -23,6 +23,11 @@ import type { Dialect } from "../storage/dialect";
 
 const K1 = 1.2;
 const B = 0.75;
+/**
+ * PostgreSQL: a row's length in words — its body holds exactly its words, one space apart (bodyOf),
+ * so the spaces count them without unpacking the tsvector.
+ */
+const PG_WORDS = `(CASE WHEN f.body = '' THEN 0 ELSE length(f.body) - length(replace(f.body, ' ', '')) + 1 END)`;
 /** tokens of the `scope` column (tenant token + project token) that FTS5 counts in a row's length */
 const SCOPE_TOKENS = 2;
 
@@ -132,8 +137,7 @@ export class Lexical {
       `SELECT f.rowid AS key,
               -(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) * ${K1 + 1} / (cardinality(u.positions) + ${K1} * (${1 - B} + ${B} * (dl.n + ${SCOPE_TOKENS}) / CAST($avgdl AS DOUBLE PRECISION)))), 0)
                 FROM unnest(f.tsv) u JOIN jsonb_to_recordset(CAST($terms AS TEXT)::jsonb) AS w(term TEXT, idf DOUBLE PRECISION) ON w.term = u.lexeme) AS bm25
-       FROM ${fts} f JOIN ${q.table} i ON i.key = f.rowid
-            CROSS JOIN LATERAL (SELECT COALESCE(SUM(cardinality(u2.positions)), 0) AS n FROM unnest(f.tsv) u2) dl
+       FROM ${fts} f JOIN ${q.table} i ON i.key = f.rowid CROSS JOIN LATERAL (SELECT ${PG_WORDS} AS n) dl
        WHERE ${this.d.ftsMatch("f", fts, "$match")} AND ${where.join(" AND ")} ORDER BY bm25, f.rowid LIMIT $k`,
       params,
     );
@@ -179,9 +183,7 @@ export class Lexical {
    */
   private async scopeStats(db: AsyncTenantDb, table: string, scope: LexicalScope): Promise<{ rows: number; avgdl: number }> {
     const r = await db.get<{ rows: number; avgdl: number }>(
-      `SELECT COUNT(*) AS rows, COALESCE(AVG(dl.n), 0) AS avgdl FROM ${table}_fts f JOIN ${table} i ON i.key = f.rowid
-         CROSS JOIN LATERAL (SELECT COALESCE(SUM(cardinality(u.positions)), 0) AS n FROM unnest(f.tsv) u) dl
-       WHERE ${this.scopeWhere(scope)}`,
+      `SELECT COUNT(*) AS rows, COALESCE(AVG(${PG_WORDS}), 0) AS avgdl FROM ${table}_fts f JOIN ${table} i ON i.key = f.rowid WHERE ${this.scopeWhere(scope)}`,
       scope.projectIds.length === 1 ? { p: scope.projectIds[0]! } : {},
     );
     return { rows: r?.rows ?? 0, avgdl: r?.avgdl ?? 0 };
