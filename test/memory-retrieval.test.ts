@@ -11,13 +11,13 @@
  * Every check runs on both backends (SQLite: FTS5; PostgreSQL: tsvector, lexical.ts) over the same
  * vectors (the embedder runs once per text); the nDCG figures are printed per backend.
  */
-import { expect, test, beforeAll } from "bun:test";
+import { afterAll, expect, test, beforeAll } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Retriever, type Hit, type RankMode } from "../src/memory/search";
 import type { MemoryServices } from "../src/memory";
 import { eachBackend, SETUP_TIMEOUT } from "./storage/backends";
-import { memoryOver, sharedEmbedder } from "./memory/backends";
+import { memoryOver, releaseEmbedder, sharedEmbedder } from "./memory/backends";
 import { ndcgAt } from "../scripts/bench/memory-retrieval";
 import { ROOT } from "../scripts/bench/harness";
 
@@ -34,6 +34,8 @@ const milestones = set.milestones.filter((m) => inSlice(m.topic));
 const queries = set.queries.filter((q) => inSlice(q.topic));
 const key = (m: { branchPurpose: string; cumulativeProgress: string; thisContribution: string }) => `${m.branchPurpose}\n${m.cumulativeProgress}\n${m.thisContribution}`;
 const fixtureId = new Map(milestones.map((m) => [key(m), m.id]));
+
+afterAll(releaseEmbedder);
 
 eachBackend("memory-retrieval", (backend) => {
   let m: MemoryServices;

@@ -5,6 +5,7 @@
  * lexical.ts. The services never see SQL.
  */
 import { createHash } from "node:crypto";
+import { ApiError } from "../core/errors";
 import type { AsyncTenantDb } from "../storage/async";
 import type { Dialect } from "../storage/dialect";
 import type { Lexical } from "./lexical";
@@ -280,9 +281,25 @@ export class MemoryStore {
     return this.db.tenantId;
   }
 
-  /** fn in one transaction (on PostgreSQL it may run again: database work only) */
-  tx<T>(fn: () => Promise<T>): Promise<T> {
-    return this.db.tx(fn);
+  /**
+   * fn in one transaction (on PostgreSQL it may run again: database work only). Every body in
+   * this domain checks before it writes, so a refusal it throws (ApiError: 404, 409, 429) leaves
+   * nothing written: the empty transaction is committed and the refusal rethrown after it, not
+   * rolled back — on SQLite the async transaction shares the connection with the domains still on
+   * the synchronous storage, and a rollback would take along a write of theirs that ran between
+   * the body's awaits (docs/notes/postgres-plan.md, "Transition hazard"). Other errors roll back.
+   */
+  async tx<T>(fn: () => Promise<T>): Promise<T> {
+    const out = await this.db.tx(async (): Promise<{ ok: T } | { refused: ApiError }> => {
+      try {
+        return { ok: await fn() };
+      } catch (e) {
+        if (e instanceof ApiError) return { refused: e };
+        throw e;
+      }
+    });
+    if ("refused" in out) throw out.refused;
+    return out.ok;
   }
 
   private async count(sql: string, params?: Record<string, unknown>): Promise<number> {

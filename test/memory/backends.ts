@@ -1,9 +1,9 @@
 /**
  * Memory services over either backend (store/service-level tests with `eachBackend`): the built-in
  * embedder of one app (loaded once per test file, texts embedded once for both backends), and the
- * Memory services over a storage migrated with memory's migrations.
+ * Memory services over a storage migrated with memory's migrations. A file that uses the
+ * embedder calls `afterAll(releaseEmbedder)`.
  */
-import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,10 +18,15 @@ import type { AsyncStorage } from "../../src/storage/async";
 let app: App | undefined;
 let dir: string | undefined;
 const vectors = new Map<string, Float32Array>();
-afterAll(async () => {
-  if (app) await closeApp(app);
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+
+/** Close the embedder's app (each test file using sharedEmbedder calls it in its afterAll: files of one run share this module). */
+export async function releaseEmbedder() {
+  const [a, d] = [app, dir];
+  app = dir = undefined;
+  vectors.clear();
+  if (a) await closeApp(a);
+  if (d) rmSync(d, { recursive: true, force: true });
+}
 
 /** The gateway's built-in embedder, each text embedded once per file (both backends get the same vectors). */
 export function sharedEmbedder(): Embedder {

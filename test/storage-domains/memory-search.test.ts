@@ -5,9 +5,9 @@
  * folded) — PostgreSQL's own parser would split `foo_bar`, keep `src/app.ts` whole and index
  * `a-b` three times.
  */
-import { expect, test, beforeAll } from "bun:test";
+import { afterAll, expect, test, beforeAll } from "bun:test";
 import { eachBackend, SETUP_TIMEOUT } from "../storage/backends";
-import { memoryOver } from "../memory/backends";
+import { memoryOver, releaseEmbedder } from "../memory/backends";
 import type { MemoryServices } from "../../src/memory";
 
 const DISTRACTORS = [
@@ -26,6 +26,8 @@ const WORDS = [
   "Rolled out the blue-green deploy",
   "Added the café menu to the kiosk",
 ];
+
+afterAll(releaseEmbedder);
 
 eachBackend("memory-search", (backend) => {
   let m: MemoryServices;
