@@ -27,6 +27,7 @@ import { projectRoutes } from "./routes/projects";
 import { orgRoutes } from "./routes/org";
 
 export type { Completer, Embedder } from "./ports";
+export { normalizeCopiedText } from "./lexical";
 export { MEMORY_SECTIONS, type MemoryConfig } from "./config";
 
 export interface MemoryServices {

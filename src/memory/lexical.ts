@@ -13,12 +13,12 @@
  * - PostgreSQL: the dialect's FTS table (a 'simple' tsvector of `body`, GIN-indexed). Its parser
  *   splits words differently from unicode61 (`foo_bar` → `foo`, `bar`; `src/app.ts` → one file
  *   token; `a-b` → `a-b`, `a`, `b`), so the body is indexed as FTS5's words, lower-cased, diacritics
- *   removed, `_` written as `x5f` (pgWords): every word is then one lexeme, the same words as on
+ *   removed, `_` written as `x5f` (pgWord): every word is then one lexeme, the same words as on
  *   SQLite. BM25 is computed in SQL from the tsvector's positions (term frequency, document
  *   length); the statistics are the searched scope's (its project, or the tenant for several),
  *   cached like the document frequencies.
  */
-import type { AsyncSql, AsyncTenantDb, Params } from "../storage/async";
+import type { AsyncSql, AsyncStorage, AsyncTenantDb, Params } from "../storage/async";
 import type { Dialect } from "../storage/dialect";
 
 const K1 = 1.2;
@@ -188,4 +188,34 @@ export class Lexical {
     );
     return { rows: r?.rows ?? 0, avgdl: r?.avgdl ?? 0 };
   }
+}
+
+/** The memory tables with a full-text index (their `_fts` tables). */
+export const FTS_ITEM_TABLES = ["memory_milestones", "memory_knowledge", "memory_documents"] as const;
+
+/**
+ * PostgreSQL after `storage copy`: the FTS rows copied from SQLite hold the items' text as FTS5
+ * indexes it, not the words PostgreSQL's index is built from (bodyOf). Rewrites every body that
+ * differs (idempotent: a second run changes nothing; a page of 500 rows per transaction) and
+ * returns how many it rewrote. Does nothing on SQLite. Run once after copying, before serving.
+ */
+export async function normalizeCopiedText(storage: AsyncStorage, pageSize = 500): Promise<number> {
+  if (storage.dialect.name !== "postgres") return 0;
+  const lex = new Lexical(storage.dialect, undefined);
+  const g = storage.global("storage copy: rewrite every tenant's memory FTS rows into PostgreSQL's words");
+  let changed = 0;
+  for (const t of FTS_ITEM_TABLES) {
+    for (let after = -1; ; ) {
+      const rows = await g.all<{ rowid: number; body: string }>(`SELECT rowid, body FROM ${t}_fts WHERE rowid > $after ORDER BY rowid LIMIT $n`, { after, n: pageSize });
+      if (!rows.length) break;
+      after = rows.at(-1)!.rowid;
+      const fix = rows.map((r) => ({ rowid: r.rowid, body: lex.bodyOf(r.body ?? "") })).filter((r, i) => r.body !== rows[i]!.body);
+      if (fix.length)
+        await storage.tx(async () => {
+          for (const r of fix) await g.run(`UPDATE ${t}_fts SET body = CAST($body AS TEXT) WHERE rowid = $rowid`, r);
+        });
+      changed += fix.length;
+    }
+  }
+  return changed;
 }
