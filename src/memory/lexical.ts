@@ -14,9 +14,11 @@
  *   splits words differently from unicode61 (`foo_bar` → `foo`, `bar`; `src/app.ts` → one file
  *   token; `a-b` → `a-b`, `a`, `b`), so the body is indexed as FTS5's words, lower-cased, diacritics
  *   removed, `_` written as `x5f` (pgWord): every word is then one lexeme, the same words as on
- *   SQLite. BM25 is computed in SQL from the tsvector's positions (term frequency, document
- *   length); the statistics are the searched scope's (its project, or the tenant for several),
- *   cached like the document frequencies.
+ *   SQLite. BM25 is computed in SQL: term frequency from the tsvector's positions, a row's length
+ *   from its body's words; the statistics (rows, average length, document frequencies) are the
+ *   searched scope's — its project, or the tenant for several projects.
+ * - A word in more items of the scope than `maxDf` is not matched (see Lexical); document
+ *   frequencies are cached briefly on both backends.
  */
 import type { AsyncSql, AsyncStorage, AsyncTenantDb, Params } from "../storage/async";
 import type { Dialect } from "../storage/dialect";
@@ -37,9 +39,15 @@ export const fts5Words = (text: string): string[] => (text.normalize("NFKD").rep
 /** A word as one PostgreSQL 'simple' lexeme (`_` is a separator there). */
 export const pgWord = (w: string): string => w.normalize("NFKD").replace(/\p{Mn}/gu, "").toLowerCase().replace(/_/g, "x5f");
 
-/** A scope: one project (its token) or several projects of the tenant (the tenant's token). */
+/**
+ * A scope: one project or several projects of the tenant. The FTS rows' `scope` column holds the
+ * tenant's token and the project's (`t_… p_…`, store.ts); FTS5 narrows a match by the project's
+ * token (one project) or the tenant's (several).
+ */
 export interface LexicalScope {
-  token: string;
+  tenantToken: string;
+  /** set when the scope is one project */
+  projectToken?: string;
   projectIds: string[];
 }
 
@@ -53,7 +61,7 @@ export interface LexicalQuery {
   params: Params;
 }
 
-/** Cached counts (document frequencies, scope statistics), shared by the stores of one app. */
+/** Cached counts (document frequencies), shared by the stores of one app. */
 class Cache {
   private readonly entries = new Map<string, { v: unknown; at: number }>();
   constructor(
@@ -133,10 +141,13 @@ export class Lexical {
     params.match = this.d.ftsQuery(kept.map(pgWord), "any");
     params.terms = JSON.stringify(kept.map((w) => ({ term: pgWord(w), idf: idf(byWord.get(w)!) })));
     params.avgdl = Math.max(stats.avgdl + SCOPE_TOKENS, 1);
+    // term frequency from the tsvector's positions (the terms parsed once, not per row), a row's
+    // length from its body's words
     return db.all<{ key: number; bm25: number }>(
-      `SELECT f.rowid AS key,
+      `WITH w AS MATERIALIZED (SELECT term, idf FROM jsonb_to_recordset(CAST($terms AS TEXT)::jsonb) AS x(term TEXT, idf DOUBLE PRECISION))
+       SELECT f.rowid AS key,
               -(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) * ${K1 + 1} / (cardinality(u.positions) + ${K1} * (${1 - B} + ${B} * (dl.n + ${SCOPE_TOKENS}) / CAST($avgdl AS DOUBLE PRECISION)))), 0)
-                FROM unnest(f.tsv) u JOIN jsonb_to_recordset(CAST($terms AS TEXT)::jsonb) AS w(term TEXT, idf DOUBLE PRECISION) ON w.term = u.lexeme) AS bm25
+                FROM unnest(f.tsv) u JOIN w ON w.term = u.lexeme) AS bm25
        FROM ${fts} f JOIN ${q.table} i ON i.key = f.rowid CROSS JOIN LATERAL (SELECT ${PG_WORDS} AS n) dl
        WHERE ${this.d.ftsMatch("f", fts, "$match")} AND ${where.join(" AND ")} ORDER BY bm25, f.rowid LIMIT $k`,
       params,
@@ -145,7 +156,14 @@ export class Lexical {
 
   /** FTS5: the expression part narrowing a match to the scope's token. */
   private scopeMatch(scope: LexicalScope) {
-    return `scope : "${scope.token}"`;
+    return `scope : "${scope.projectToken ?? scope.tenantToken}"`;
+  }
+
+  /** PostgreSQL: the FTS rows of a scope, by their `scope` column (indexed; see migrations.ts). */
+  private scopeRows(scope: LexicalScope): { where: string; params: Params } {
+    return scope.projectToken
+      ? { where: `f.scope = $scope`, params: { scope: `${scope.tenantToken} ${scope.projectToken}` } }
+      : { where: `f.scope LIKE $scope`, params: { scope: `${scope.tenantToken} %` } };
   }
 
   /** SQL condition (on the item row `i`) of a scope on PostgreSQL. */
@@ -168,7 +186,7 @@ export class Lexical {
         ))!.n;
       });
     }
-    return this.cache.get(`${fts}\u0000${scope.token}\u0000${word}`, async () => {
+    return this.cache.get(`${fts}\u0000${scope.projectToken ?? scope.tenantToken}\u0000${word}`, async () => {
       return (await db.get<{ n: number }>(
         `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${fts} f JOIN ${table} i ON i.key = f.rowid WHERE ${this.d.ftsMatch("f", fts, "$match")} AND ${this.scopeWhere(scope)} LIMIT $cap) c`,
         { match: this.d.ftsQuery([pgWord(word)], "any"), cap: this.maxDf + 1, ...(scope.projectIds.length === 1 ? { p: scope.projectIds[0]! } : {}) },
@@ -179,12 +197,15 @@ export class Lexical {
   /**
    * PostgreSQL: rows of the scope and their average length in tokens — read for every search, not
    * cached: FTS5 keeps these current, and a stale row count against fresh document frequencies
-   * would bend the IDF (one pass over the scope's tsvectors; the matching itself uses the index).
+   * would bend the IDF (one pass over the scope's rows, counting their bodies' spaces; the
+   * matching itself uses the GIN index).
    */
   private async scopeStats(db: AsyncTenantDb, table: string, scope: LexicalScope): Promise<{ rows: number; avgdl: number }> {
+    const rows = this.scopeRows(scope);
+    // the scope column holds tokens derived from the tenant ($tenant is bound but only the token narrows)
     const r = await db.get<{ rows: number; avgdl: number }>(
-      `SELECT COUNT(*) AS rows, COALESCE(AVG(${PG_WORDS}), 0) AS avgdl FROM ${table}_fts f JOIN ${table} i ON i.key = f.rowid WHERE ${this.scopeWhere(scope)}`,
-      scope.projectIds.length === 1 ? { p: scope.projectIds[0]! } : {},
+      `SELECT COUNT(*) AS rows, COALESCE(AVG(${PG_WORDS}), 0) AS avgdl FROM ${table}_fts f WHERE ${rows.where} AND CAST($tenant AS TEXT) IS NOT NULL`,
+      rows.params,
     );
     return { rows: r?.rows ?? 0, avgdl: r?.avgdl ?? 0 };
   }

@@ -8,8 +8,8 @@
  * PostgreSQL gets the same tables in portable types (postgresOf): epoch-free counters and the
  * signed 64-bit content hash as BIGINT (PostgreSQL's INTEGER is 32-bit), vectors as BYTEA, the
  * reuse score as DOUBLE PRECISION, generated keys as identity columns, and each FTS5 table as the
- * dialect's full-text table (a 'simple' tsvector of `body`, GIN-indexed; `scope` stored beside it,
- * searched through the item table instead — lexical.ts).
+ * dialect's full-text table (a 'simple' tsvector of `body`, GIN-indexed; `scope` stored beside it
+ * with a btree index for the scope's statistics — lexical.ts).
  */
 import { postgresDialect } from "../storage/dialect";
 import type { Migration } from "../storage/migrations";
@@ -189,7 +189,7 @@ const TABLES_0001 = `
 export function postgresOf(sqlite: string): string {
   const d = postgresDialect;
   return sqlite
-    .replace(/CREATE VIRTUAL TABLE (\w+) USING fts5\(body, scope, tokenize = "unicode61 tokenchars '_'"\);/g, (_m, table: string) => `${d.ftsTable({ table, ranked: ["body"], unranked: ["scope"] })};`)
+    .replace(/CREATE VIRTUAL TABLE (\w+) USING fts5\(body, scope, tokenize = "unicode61 tokenchars '_'"\);/g, (_m, table: string) => `${d.ftsTable({ table, ranked: ["body"], unranked: ["scope"] })};\nCREATE INDEX ${table}_scope ON ${table} (scope text_pattern_ops);`)
     .replace(/INTEGER PRIMARY KEY AUTOINCREMENT/g, d.autoId)
     .replace(/\bINTEGER\b/g, "BIGINT")
     .replace(/\bREAL\b/g, "DOUBLE PRECISION")

@@ -792,7 +792,7 @@ export class MemoryStore {
       params.since = filter.since;
     }
     // one project: its token; several: the tenant's (an OR of project tokens makes FTS5 merge their doclists for every word)
-    const scope = { token: projectIds.length === 1 ? this.projectToken(projectIds[0]!) : this.tenantToken(), projectIds };
+    const scope = { tenantToken: this.tenantToken(), projectToken: projectIds.length === 1 ? this.projectToken(projectIds[0]!) : undefined, projectIds };
     return this.lex.search(this.db, { table: TABLE[kind], words, scope, k, where, params });
   }
 
