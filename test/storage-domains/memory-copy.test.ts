@@ -16,7 +16,22 @@ import type { AsyncStorage } from "../../src/storage/async";
 import { normalizeCopiedText } from "../../src/memory";
 import { dropSchema, freshSchema } from "../helpers/postgres";
 import { SETUP_TIMEOUT } from "../storage/backends";
-import { memoryOver, releaseEmbedder } from "../memory/backends";
+import { createHash } from "node:crypto";
+import type { Embedder } from "../../src/memory/ports";
+import { memoryOver } from "../memory/backends";
+
+/** lexical ranking is what is compared: a small deterministic embedder (no model to load) */
+const embedder: Embedder = {
+  id: "test:hash8",
+  dimensions: 8,
+  async embed(texts) {
+    return texts.map((t) => {
+      const v = Float32Array.from(createHash("sha256").update(t).digest().subarray(0, 8), (b) => b - 127.5);
+      const n = Math.hypot(...v);
+      return v.map((x) => x / n);
+    });
+  },
+};
 
 const dir = mkdtempSync(join(tmpdir(), "svc-memory-copy-"));
 const opened: AsyncStorage[] = [];
@@ -25,7 +40,6 @@ afterAll(async () => {
   await Promise.all(opened.map((s) => s.close().catch(() => {})));
   if (pg) await dropSchema(pg.url, pg.schema);
   rmSync(dir, { recursive: true, force: true });
-  await releaseEmbedder();
 }, SETUP_TIMEOUT);
 
 const TEXTS = [
@@ -44,7 +58,7 @@ test(
     const db = new Db(join(dir, "svc.db"));
     const src = openStorage({ path: "", db });
     opened.push(src);
-    const a = await memoryOver(src);
+    const a = await memoryOver(src, { embedder });
     await a.memory.createProject("t", { projectId: "p", name: "p", roadmap: "" });
     for (const text of TEXTS) await a.memory.storeMilestone("t", "p", { branchPurpose: "ops", cumulativeProgress: text, thisContribution: text, agentId: "a" });
     await a.memory.promote("t", "p", { cacheKey: "k", reuseScore: 0.5, summary: "rotate_keys monthly", l2Collection: "l2" });
@@ -52,7 +66,7 @@ test(
     pg = await freshSchema("memory-copy");
     const target = openStorage({ url: pg.url, schema: pg.schema, path: "" });
     opened.push(target);
-    const b = await memoryOver(target);
+    const b = await memoryOver(target, { embedder });
     await copyDatabase(db, target);
     expect(await normalizeCopiedText(target)).toBe(TEXTS.length + 1);
     expect(await normalizeCopiedText(target)).toBe(0);
