@@ -39,7 +39,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts", "identity", "mcp", "memory"];
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "identity", "mcp", "memory"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -163,7 +163,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   });
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
-  const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
+  const promptsD = prompts.create({ storage: data, kernel, completer: opts.completer ?? gatewayD.service });
   const mcpD = mcp.create({ storage, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
   const memoryD = memory.create({
     storage,

@@ -16,9 +16,9 @@ import { actorOf, deleted, tag } from "./types";
 export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: PromptRunner) => {
   return kernel
     .mount({ prefix: "/api/v1/prompts", envelope: DOC1 })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = prompts.list(actorOf(principal), { status: query.status, folderId: query.folderId, tag: query.tag, search: query.search }, page);
+      const { items, total } = await prompts.list(actorOf(principal), { status: query.status, folderId: query.folderId, tag: query.tag, search: query.search }, page);
       return pageEnvelope("prompts", items, total, page);
     }, { query: S.PromptListQuery, detail: { summary: "List prompts", ...tag("prompts") } })
     .post("", ({ principal, body, set }) => {
@@ -32,17 +32,17 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
       body: S.PromptUpdate,
       detail: { summary: "Update a prompt; a changed template creates a new version", ...tag("prompts") },
     })
-    .delete("/:id", ({ principal, params }) => {
-      prompts.delete(actorOf(principal), params.id);
+    .delete("/:id", async ({ principal, params }) => {
+      await prompts.delete(actorOf(principal), params.id);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a prompt with its versions and runs", ...tag("prompts") } })
     .post("/:id/duplicate", ({ principal, params, body, set }) => {
       set.status = 201;
       return prompts.duplicate(actorOf(principal), params.id, body ?? {});
     }, { params: S.IdParams, body: t.Optional(S.PromptDuplicate), perm: "ManageConfig", detail: { summary: "Copy the current template into a new prompt", ...tag("prompts") } })
-    .get("/:id/versions", ({ principal, params, query }) => {
+    .get("/:id/versions", async ({ principal, params, query }) => {
       const page = pageOf(query);
-      const { items, total } = prompts.listVersions(actorOf(principal), params.id, page);
+      const { items, total } = await prompts.listVersions(actorOf(principal), params.id, page);
       return pageEnvelope("versions", items, total, page);
     }, { params: S.IdParams, query: S.PageOnlyQuery, detail: { summary: "List versions, newest first", ...tag("prompts") } })
     .post("/:id/versions", ({ principal, params, body, set }) => {
@@ -72,9 +72,9 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
       body: t.Optional(S.Execute),
       detail: { summary: "Render only (always a dry run)", ...tag("prompts") },
     })
-    .get("/:id/runs", ({ principal, params, query }) => {
+    .get("/:id/runs", async ({ principal, params, query }) => {
       const page = pageOf(query);
-      const { items, total } = runs.listRuns(actorOf(principal), params.id, { status: query.status, version: query.version }, page);
+      const { items, total } = await runs.listRuns(actorOf(principal), params.id, { status: query.status, version: query.version }, page);
       return pageEnvelope("runs", items, total, page);
     }, { params: S.IdParams, query: S.RunListQuery, perm: "ViewLogs", detail: { summary: "List runs, newest first", ...tag("prompts") } })
     .get("/:id/runs/:runId", ({ principal, params }) => runs.getRun(actorOf(principal), params.id, params.runId), {
