@@ -184,6 +184,14 @@ eachBackend("prompts", (b) => {
     // the prompt's current template is the one of its newest version
     expect(cur.template).toBe(versions.find((v) => v.version === 7)!.template);
     expect((await svc2.prompts.listVersions(t, p.id, page())).total).toBe(7);
+    // a folder deleted while a prompt is created into it on the other replica: never both (no prompt in a missing folder)
+    for (let i = 0; i < 4; i++) {
+      const f = await svc.folders.create(t, { name: `race${i}` });
+      const [del, made] = await Promise.allSettled([svc.folders.delete(t, f.id), svc2.prompts.create(t, { name: `in race${i}`, template: "x", folderId: f.id })]);
+      expect([del.status, made.status].sort()).toEqual(["fulfilled", "rejected"]);
+      const folderLeft = await svc.folders.get(t, f.id).then(() => true, () => false);
+      expect(folderLeft).toBe(made.status === "fulfilled");
+    }
   });
 });
 
