@@ -123,19 +123,15 @@ export const PROMPTS_MIGRATIONS: Migration[] = [
   },
   {
     // runs of one prompt listed newest first: created_at, then insertion order for runs of the
-    // same millisecond. That tie-break was SQLite's implicit rowid; `seq` (MAX + 1 per prompt,
-    // written by the store) is an explicit column both dialects have. Existing runs keep their order.
+    // same millisecond. That tie-break was SQLite's implicit rowid; `seq` is an explicit column
+    // both dialects have, written by the store (store.ts nextSeq). Existing runs keep their order.
     id: "0003_run_seq",
     up: {
       sqlite: `
         ALTER TABLE prompt_runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
         UPDATE prompt_runs SET seq = rowid;
-        CREATE INDEX prompt_runs_seq ON prompt_runs(tenant_id, prompt_id, seq);
       `,
-      postgres: `
-        ALTER TABLE prompt_runs ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
-        CREATE INDEX prompt_runs_seq ON prompt_runs(tenant_id, prompt_id, seq);
-      `,
+      postgres: "ALTER TABLE prompt_runs ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
     },
   },
 ];
