@@ -9,6 +9,7 @@ import { uuid, now } from "../core/ids";
 import type { Page, Listed } from "../core/pagination";
 import type { ForTenant } from "../storage/scoped";
 import { StorageConstraintError } from "../storage/errors";
+import { refusable } from "./tx";
 import type { PromptFilter, PromptStore } from "./store";
 import type { FolderStore } from "./folders/store";
 import { extractVariables } from "./template";
@@ -129,7 +130,7 @@ export class PromptService {
   private createOnce(actor: Actor, input: CreatePromptInput, firstMessage?: string): Promise<Prompt> {
     const variables = extractVariables(input.template);
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       await this.checkFolder(actor.tenantId, input.folderId);
       const at = now();
       const p: Prompt = {
@@ -167,7 +168,7 @@ export class PromptService {
   update(actor: Actor, id: string, input: UpdatePromptInput): Promise<Prompt> {
     const variables = input.template !== undefined ? extractVariables(input.template) : undefined;
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       if (input.folderId !== undefined) await this.checkFolder(actor.tenantId, input.folderId);
       const cur = await this.must(store, id);
       if (input.status !== undefined && input.status !== cur.status && !STATUS_MOVES[cur.status].includes(input.status))
@@ -224,7 +225,7 @@ export class PromptService {
   addVersion(actor: Actor, id: string, input: VersionInput): Promise<PromptVersion> {
     const variables = extractVariables(input.template);
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       const cur = await this.must(store, id);
       const at = now();
       const next: Prompt = {
@@ -247,7 +248,7 @@ export class PromptService {
   /** New version N+1 with version V's template, model, temperature and maxTokens. */
   rollback(actor: Actor, id: string, version: number, message?: string): Promise<PromptVersion> {
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       const cur = await this.must(store, id);
       const old = await store.getVersion(id, version);
       if (!old) throw notFound(`version ${version} of prompt '${id}'`);

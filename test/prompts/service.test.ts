@@ -68,6 +68,25 @@ describe("PromptService", () => {
   });
 });
 
+describe("transactions while other domains still write synchronously on the same SQLite connection", () => {
+  test("a refusal inside a transaction (404, folder not empty) commits instead of rolling back: another domain's statement that ran meanwhile is kept", async () => {
+    db.run("CREATE TABLE IF NOT EXISTS other_domain (v TEXT NOT NULL)");
+    const svc = services(db);
+    // the service opens its transaction and awaits its first read; a synchronous statement of a
+    // not-yet-converted domain that runs now lands inside that transaction
+    const missing = svc.prompts.update(alice, "no-such-prompt", { name: "x" });
+    db.run("INSERT INTO other_domain (v) VALUES ('during a 404')");
+    await expect(missing).rejects.toMatchObject({ status: 404 });
+    const full = await svc.folders.create(alice, { name: "full" });
+    await svc.prompts.create(alice, { name: "inside", template: "x", folderId: full.id });
+    const notEmpty = svc.folders.delete(alice, full.id);
+    db.run("INSERT INTO other_domain (v) VALUES ('during a refusal')");
+    await expect(notEmpty).rejects.toMatchObject({ type: "invalid_request_error" });
+    expect(db.all<{ v: string }>("SELECT v FROM other_domain ORDER BY v").map((r) => r.v)).toEqual(["during a 404", "during a refusal"]);
+    expect(db.sqlite.inTransaction).toBe(false);
+  });
+});
+
 describe("migration prompts/0002_search_text (formerly 0301_prompts_search_text)", () => {
   test("prompts stored before it are found by a case-insensitive, non-ASCII search after it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-prompts-mig-"));

@@ -16,6 +16,7 @@ import type { Page, Listed } from "../../core/pagination";
 import type { ForTenant } from "../../storage/scoped";
 import type { Completer, CompletionMessage } from "../ports";
 import type { ChainStore } from "./store";
+import { refusable } from "../tx";
 import type { Actor, Chain, ChainStep } from "../types";
 
 export interface ChainInput {
@@ -148,7 +149,7 @@ export class ChainService {
   replace(actor: Actor, id: string, input: ChainInput): Promise<Chain> {
     const steps = checkSteps(input.steps);
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       const cur = await this.must(store, id);
       const next: Chain = { ...cur, name: input.name, description: input.description ?? "", steps, updatedAt: now() };
       await store.update(next);

@@ -8,6 +8,7 @@ import { uuid, now } from "../../core/ids";
 import type { Page, Listed } from "../../core/pagination";
 import type { ForTenant } from "../../storage/scoped";
 import type { FolderStore } from "./store";
+import { refusable } from "../tx";
 import type { Actor, Folder } from "../types";
 
 export class FolderService {
@@ -21,7 +22,7 @@ export class FolderService {
 
   create(actor: Actor, input: { name: string; parentId?: string | null }): Promise<Folder> {
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       if (input.parentId) await this.must(store, input.parentId);
       const at = now();
       const f: Folder = { id: uuid(), name: input.name, parentId: input.parentId ?? null, createdBy: actor.sub, createdAt: at, updatedAt: at };
@@ -42,7 +43,7 @@ export class FolderService {
 
   update(actor: Actor, id: string, input: { name?: string; parentId?: string | null }): Promise<Folder> {
     const store = this.stores(actor.tenantId);
-    return store.tx(async () => {
+    return refusable(store, async () => {
       const cur = await this.must(store, id);
       if (input.parentId) {
         await this.must(store, input.parentId);
@@ -63,7 +64,7 @@ export class FolderService {
 
   async delete(actor: Actor, id: string): Promise<void> {
     const store = this.stores(actor.tenantId);
-    await store.tx(async () => {
+    await refusable(store, async () => {
       await this.must(store, id);
       const c = await store.contents(id);
       if (c.folders > 0 || c.prompts > 0)
