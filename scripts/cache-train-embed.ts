@@ -73,6 +73,50 @@ export function questionSplit({ pairs, texts, index }: Pick<EmbeddedSet, "pairs"
   };
 }
 
+/**
+ * k folds by duplicate cluster for cross-validation: questions joined by any pair (duplicate or not)
+ * form one component, so no question, nor anything Quora paired it with, is in two folds; a component
+ * goes to fold floor(k · hash(first-seen text)).
+ */
+export function clusterFolds({ pairs, texts, index }: Pick<EmbeddedSet, "pairs" | "texts" | "index">, k: number): (qi: number) => number {
+  const parent = texts.map((_, i) => i);
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  for (const p of pairs) {
+    const a = find(index.get(p.q1)!), b = find(index.get(p.q2)!);
+    if (a !== b) parent[Math.max(a, b)] = Math.min(a, b);
+  }
+  return (qi) => Math.min(k - 1, Math.floor(fnv(`fold:${texts[find(qi)]!}`) * k));
+}
+
+/** Embeds `texts` with the local embedder, keeping the vectors in `file` (rebuilt when the texts or the embedder change). */
+export async function embedCached(texts: string[], file: string, log = (s: string) => process.stderr.write(s + "\n")): Promise<{ dims: number; vecs: Float32Array }> {
+  const hash = createHash("sha256").update(texts.join("\n")).digest("hex").slice(0, 16);
+  const emb = createEmbedder({ provider: "local", lruSize: 0 });
+  const header = `${emb.id}|${hash}|${texts.length}|${emb.dimensions}`;
+  const dims = emb.dimensions;
+  if (existsSync(file)) {
+    const buf = new Uint8Array(await Bun.file(file).arrayBuffer());
+    const hl = new DataView(buf.buffer).getUint32(0, true);
+    if (new TextDecoder().decode(buf.subarray(4, 4 + hl)) === header) {
+      await emb.close();
+      return { dims, vecs: new Float32Array(buf.buffer.slice(4 + hl, 4 + hl + texts.length * dims * 4)) };
+    }
+  }
+  await emb.load();
+  const vecs = new Float32Array(texts.length * dims);
+  for (let i = 0; i < texts.length; i += 64) (await emb.embed(texts.slice(i, i + 64))).forEach((v, k) => vecs.set(v, (i + k) * dims));
+  await emb.close();
+  mkdirSync(dirname(file), { recursive: true });
+  const hb = new TextEncoder().encode(header);
+  const out = new Uint8Array(4 + hb.length + vecs.byteLength);
+  new DataView(out.buffer).setUint32(0, hb.length, true);
+  out.set(hb, 4);
+  out.set(new Uint8Array(vecs.buffer), 4 + hb.length);
+  await Bun.write(file, out);
+  log(`wrote ${file} (${texts.length} vectors)`);
+  return { dims, vecs };
+}
+
 export async function loadOrEmbed(dir: string, file = DEFAULT_EMB_FILE, log = (s: string) => process.stderr.write(s + "\n")): Promise<EmbeddedSet> {
   const pairs = await readPairs(dir);
   const texts = distinctTexts(pairs);

@@ -31,7 +31,10 @@ import type { Embedder } from "./embedding/types";
 import type { Clock } from "./ratelimit/bucket";
 import { buildOpenApi } from "./core/openapi";
 import { ConfigError } from "./core/config";
+import { API_TAGS } from "./api-tags";
 import { OutboundPolicy } from "./core/outbound";
+import { LocalBus, TOPICS, type Bus } from "./core/hotstate";
+import { RedisHotState } from "./core/redis";
 import pkg from "../package.json";
 
 /**
@@ -39,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "identity", "mcp", "memory"];
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "memory"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -87,6 +90,10 @@ export interface App {
   /** background provider probes reported by /ready (readiness.probe_providers) */
   probes: ops.UpstreamProbes;
   domains: Domain[];
+  /** the shared hot state (SVC_REDIS__URL), absent on a single node */
+  hotState?: RedisHotState;
+  /** invalidations (in-process, or to every replica through Redis) */
+  bus: Bus;
   /** native routes (proxies) for Bun.serve's routes table, behind the front door */
   bunRoutes: ReturnType<Kernel["bunRoutes"]>;
   sockets: SocketRoute[];
@@ -115,7 +122,15 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   });
   const apiKeys = keys.createKeyService(storage);
   const auth = new Authenticator(tokens, [apiKeys]);
-  const rateLimiter = ratelimit.createLimiter({ storage, metrics, config: config.rate_limits, clock: opts.clock });
+  // hot state shared by replicas (issue 24): limits, budgets and invalidations through Redis when configured
+  const hotState = config.redis.url
+    ? new RedisHotState(config.redis, log, metrics.counter("svc_hotstate_degraded_decisions_total", "Decisions taken without Redis (fail mode open)", ["kind", "mode"]))
+    : undefined;
+  const bus: Bus = hotState ?? new LocalBus();
+  const shared = hotState && { store: hotState, bus, fail: hotState.fail, prefix: config.redis.prefix };
+  const limitDeps = { storage, metrics, config: config.rate_limits, clock: opts.clock };
+  const rateLimiter = shared ? ratelimit.createLimiter(limitDeps, shared) : ratelimit.createLimiter(limitDeps);
+  bus.subscribe(TOPICS.keyRevoked, () => apiKeys.forgetVerified());
   const limiter = opts.limiter ?? rateLimiter;
   const observer = new RequestObserver(metrics, log, config.server.request_log);
   const outbound = new OutboundPolicy({ allowPrivate: config.outbound.allow_private, allowCidrs: config.outbound.allow_cidrs });
@@ -135,7 +150,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
   const identityD = identity.create({
     config: config.identity,
-    storage,
+    storage: data,
     kernel,
     keys: apiKeys,
     usage: usageReader(storage, () => gatewayD.usage),
@@ -148,6 +163,8 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     tokens,
     dataPath: config.storage.path,
     warn: (m) => log.warn(m),
+    bus,
+    sharedBudgets: shared,
   });
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models, prices: config.prices, usage: config.usage },
@@ -164,7 +181,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage: data, kernel, completer: opts.completer ?? gatewayD.service });
-  const mcpD = mcp.create({ storage, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
+  const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
   const memoryD = memory.create({
     storage,
     kernel,
@@ -181,12 +198,14 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     migrations: () => db.pendingMigrations().length === 0,
     embedder: () => embeddingD.service.isReady(),
   };
+  if (hotState) readiness.redis = () => hotState.ready();
   let http = new Elysia({ name: "svc" }).use(kernel.plugin());
   const openapi = () =>
     buildOpenApi({
       app: http,
       kernel,
       info: { title: ops.SERVICE, version: pkg.version, description: pkg.description },
+      tags: API_TAGS,
       operations: [...gateway.proxyDocs().map((d) => ({ ...d, tags: ["proxies"], errors: [502, 503, 504] })), ...mcp.nativeDocs(), ...identity.nativeDocs()],
       hidden: ["/openapi.json", "/docs"],
     });
@@ -227,6 +246,8 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     readiness,
     probes,
     domains,
+    hotState,
+    bus,
     bunRoutes: kernel.bunRoutes(native),
     sockets: domains.flatMap((d) => d.sockets ?? []),
     fetch: kernel.fetch,
@@ -288,5 +309,6 @@ export async function closeApp(app: App) {
       app.log.error("error during shutdown", { domain: d.name, error: String(e) });
     }
   }
+  app.hotState?.close();
   app.db.close();
 }

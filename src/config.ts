@@ -13,6 +13,7 @@ import { RATE_LIMIT_SECTIONS } from "./ratelimit/config";
 import { IDENTITY_SECTIONS } from "./identity/config";
 import { MCP_SECTIONS } from "./mcp/config";
 import { MEMORY_SECTIONS } from "./memory/config";
+import { REDIS_SECTIONS } from "./core/config";
 
 export const ConfigSchema = T.Object({
   ...CORE_SECTIONS,
@@ -24,6 +25,7 @@ export const ConfigSchema = T.Object({
   ...MCP_SECTIONS,
   ...OPS_SECTIONS,
   ...MEMORY_SECTIONS,
+  ...REDIS_SECTIONS,
 });
 
 export type Config = Static<typeof ConfigSchema>;

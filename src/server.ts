@@ -8,7 +8,7 @@ import type { Server, ServerWebSocket } from "bun";
 import { loadConfig, type Config } from "./config";
 import { createApp, startApp, closeApp, type App, type AppOptions } from "./app";
 import { ApiError, DOC1, errorResponse } from "./core/errors";
-import { pathOf } from "./core/kernel";
+import { BEARER_SUBPROTOCOL, pathOf, subprotocolToken } from "./core/kernel";
 import type { SocketData } from "./core/domain";
 import { AUTH_PATH_PREFIX, PEER_ADDRESS_HEADER } from "./identity";
 
@@ -45,7 +45,7 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
         // the peer address, for identity's per-address sign-in limits (a client's own value is overwritten)
         if (pathOf(request.url).startsWith(AUTH_PATH_PREFIX)) request.headers.set(PEER_ADDRESS_HEADER, srv.requestIP(request)?.address ?? "");
         if (!socket) return await app.fetch(request);
-        const admitted = await app.kernel.admit(request);
+        const admitted = await app.kernel.admit(request, undefined, { websocket: true });
         if ("response" in admitted) return admitted.response;
         let data: unknown;
         try {
@@ -53,7 +53,10 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
         } catch (e) {
           return app.kernel.errorFor(e, admitted.state.mount.envelope, pathOf(request.url));
         }
-        if (srv.upgrade(admitted.request, { data: { route: socket, data }, headers: { "x-request-id": admitted.state.id } })) return undefined;
+        // a token offered as a subprotocol was read at the front door: the answer names svc.bearer (never echoes the token)
+        const headers: Record<string, string> = { "x-request-id": admitted.state.id };
+        if (subprotocolToken(request) !== undefined) headers["sec-websocket-protocol"] = BEARER_SUBPROTOCOL;
+        if (srv.upgrade(admitted.request, { data: { route: socket, data }, headers })) return undefined;
         return errorResponse(new ApiError("invalid_request_error", "WebSocket upgrade failed"), admitted.state.mount.envelope);
       } finally {
         inFlight--;

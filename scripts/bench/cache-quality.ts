@@ -1,5 +1,10 @@
 /**
- * Cache quality, measured end to end: starts a real gateway (temp SQLite, real local embedder)
+ * Cache quality (issue 25): first the cross-validated figures on cache-train (scripts/bench/cache-cv.ts:
+ * 5 folds by duplicate cluster, hard negatives per kind; this is where every threshold and rule is
+ * chosen), then cache-eval-dev ONCE, end to end, with Wilson 95 % intervals (dev is only reported,
+ * never tuned on). --cv off skips the first part.
+ *
+ * End to end: starts a real gateway (temp SQLite, real local embedder)
  * in front of the fake upstream (test/fake-upstream), and drives it through the official `openai`
  * SDK with ../shared/data/cache-eval-dev (or --data DIR). Each pair / multi-turn case runs in
  * its own fresh tenant (a JWT with a fresh tenant_id): first request fills, second request is
@@ -25,17 +30,25 @@ import { startServer } from "../../src/server";
 import { Logger } from "../../src/core/log";
 import { startFakeUpstream } from "../../test/fake-upstream/server";
 import { dataDir } from "./data";
+import { crossValidate, cvTable, wilson } from "./cache-cv";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
 const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
-const LEARNED = (args.get("learned") ?? "on") !== "off";
+/** --learned on|off: cache.learned_decision (default: the configured default, off since issue 25) */
+const LEARNED = args.has("learned") ? args.get("learned") !== "off" : undefined;
 const ADAPT = args.has("adapt") ? args.get("adapt") !== "off" : undefined;
 const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
 const DECISION: Array<number | undefined> = args.has("decision-thresholds") ? args.get("decision-thresholds")!.split(",").map(Number) : [undefined];
 const CONCURRENCY = Number(args.get("concurrency") ?? 8);
 const LIMIT = Number(args.get("limit") ?? Infinity);
+const CV = (args.get("cv") ?? "on") !== "off";
+/** k/n with its Wilson 95 % interval */
+const ci = (k: number, n: number) => {
+  const [lo, hi] = wilson(k, n);
+  return `${(k / Math.max(1, n)).toFixed(3)} [${lo.toFixed(3)}, ${hi.toFixed(3)}] (${k}/${n})`;
+};
 
 interface Pair {
   id: string;
@@ -87,7 +100,7 @@ async function runOnce(threshold: number | undefined, decision: number | undefin
       server: { host: "127.0.0.1", port: 0, request_log: false },
       rate_limits: { enabled: false },
       providers: { openai: { base_url: fake.url, api_key: "sk-fake" } },
-      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), learned_decision: LEARNED, ...(ADAPT !== undefined ? { adapt_embeddings: ADAPT } : {}), ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
+      cache: { ...(threshold !== undefined ? { similarity_threshold: threshold } : {}), ...(LEARNED !== undefined ? { learned_decision: LEARNED } : {}), ...(ADAPT !== undefined ? { adapt_embeddings: ADAPT } : {}), ...(MODE ? { learned_mode: MODE } : {}), ...(decision !== undefined ? { decision_threshold: decision } : {}) },
     },
   );
   const srv = await startServer(config, { logger: new Logger("error") });
@@ -144,6 +157,14 @@ process.on("unhandledRejection", (e) => {
   process.exit(1);
 });
 
+if (CV) {
+  phase = "cross-validation on cache-train";
+  const t0 = performance.now();
+  const r = await crossValidate({ folds: 5 });
+  console.log(`# cross-validated on cache-train (${r.rows.qqp} Quora pairs, hard negatives ${JSON.stringify(r.rows.hard)}; ${((performance.now() - t0) / 1000).toFixed(0)} s)\n`);
+  console.log(cvTable(r) + "\n");
+}
+
 const pairs = (await readJsonl<Pair>(join(DATA, "pairs.jsonl"))).slice(0, LIMIT);
 const cases = (await readJsonl<MtCase>(join(DATA, "multiturn.jsonl"))).slice(0, LIMIT);
 console.log(`# cache quality: ${pairs.length} pairs, ${cases.length} multi-turn cases, concurrency ${CONCURRENCY}, ${new Date().toISOString()}\n`);
@@ -159,24 +180,21 @@ for (const th of THRESHOLDS) for (const dt of DECISION) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
+  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED === undefined ? "default (off)" : LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"}, adapted embeddings ${ADAPT === undefined ? "default (off)" : ADAPT ? "on" : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
-  // Halves: verifier rules were chosen on the even ids; the odd ids are held out.
-  const even = (id: string) => Number.parseInt(id.slice(-4), 10) % 2 === 0;
-  console.log("| half | hits | precision | recall | false-hit rate | multi-turn hit rate | multi-turn false-hit rate |\n|---|---|---|---|---|---|---|");
-  for (const [name, keep] of [["even (tuning)", (id: string) => even(id)], ["odd (held out)", (id: string) => !even(id)]] as const) {
-    const ps = pairOut.filter((p) => keep(p.id));
-    const h = ps.filter((p) => p.hit);
-    const t = h.filter((p) => p.label === 1).length;
-    const np = ps.filter((p) => p.label === 1).length;
-    const ms = mtOut.filter((m) => keep(m.id));
-    const mh = ms.filter((m) => m.expect === "hit");
-    const mm = ms.filter((m) => m.expect === "miss");
-    console.log(
-      `| ${name} | ${h.length} | ${f3(t / h.length)} | ${f3(t / np)} | ${f3((h.length - t) / (ps.length - np))} | ` +
-        `${f3(mh.filter((m) => m.hit).length / mh.length)} (${mh.filter((m) => m.hit).length}/${mh.length}) | ${f3(mm.filter((m) => m.hit).length / mm.length)} (${mm.filter((m) => m.hit).length}/${mm.length}) |`,
-    );
+  const mtMissAll = mtOut.filter((m) => m.expect === "miss");
+  const mtHitAll = mtOut.filter((m) => m.expect === "hit");
+  console.log("cache-eval-dev with Wilson 95 % intervals (reported once; nothing was chosen on it):\n");
+  console.log("| measure | value [95 % CI] |\n|---|---|");
+  console.log(`| precision | ${ci(tp, hits.length)} |`);
+  console.log(`| recall | ${ci(tp, pos)} |`);
+  console.log(`| false-hit rate | ${ci(hits.length - tp, neg)} |`);
+  console.log(`| multi-turn false hits | ${ci(mtMissAll.filter((m) => m.hit).length, mtMissAll.length)} |`);
+  console.log(`| multi-turn hits | ${ci(mtHitAll.filter((m) => m.hit).length, mtHitAll.length)} |`);
+  for (const c of [...new Set(pairOut.map((p) => p.category))].sort()) {
+    const xs = pairOut.filter((p) => p.category === c);
+    console.log(`| ${c} (label ${xs[0]!.label}) hit rate | ${ci(xs.filter((p) => p.hit).length, xs.length)} |`);
   }
   console.log("");
   const cats = [...new Set(pairOut.map((p) => p.category))].sort();

@@ -20,7 +20,7 @@ import { ToolCache } from "../../src/mcp/toolcache/service";
 import { CallLog } from "../../src/mcp/calls/log";
 import { CallStore } from "../../src/mcp/calls/store";
 import { ToolCacheStore } from "../../src/mcp/toolcache/store";
-import { WriteBehind } from "../../src/storage/write-behind";
+import { AsyncWriteBehind } from "../../src/storage/write-behind-async";
 import { Kernel } from "../../src/core/kernel";
 import { machine } from "./harness";
 
@@ -49,7 +49,7 @@ timeMethod(CallService.prototype, "callResolved", "calls: callResolved");
 timeMethod(CallService.prototype, "exactHit", "calls: exactHit (replay)");
 timeMethod(ToolCache.prototype, "exact", "cache: exact lookup");
 timeMethod(CallLog.prototype, "record", "calls: queue the record");
-timeMethod(WriteBehind.prototype, "flush", "call log: batch write (after)");
+timeMethod(AsyncWriteBehind.prototype, "flush", "call log: batch write (after)");
 timeMethod(ToolCacheStore.prototype, "recordHits", "  of which hit counts");
 timeMethod(CallStore.prototype, "insert", "  of which call records");
 

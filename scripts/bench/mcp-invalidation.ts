@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { OutboundPolicy } from "../../src/core/outbound";
 import { Logger } from "../../src/core/log";
 import { loadConfig } from "../../src/config";
@@ -33,8 +33,9 @@ const dir = mkdtempSync(join(tmpdir(), "svc-mcp-inv-"));
 const db = new Db(join(dir, "svc.db"));
 db.migrate([{ domain: "mcp", migrations: MCP_MIGRATIONS }]);
 const embedder = { id: "none", dimensions: 8, isReady: () => false, embed: async () => [] };
+const storage = openStorage({ path: join(dir, "svc.db"), db });
 const s = mcpServices({
-  storage: storageOf(db),
+  storage,
   outbound: new OutboundPolicy({ allowPrivate: true }),
   embedder,
   config: loadConfig({}, { mcp: { health_interval_secs: 0 } }).mcp,
@@ -44,26 +45,26 @@ const s = mcpServices({
 });
 const T = "bench";
 const server = await s.registry.register(T, { name: "bench", url: "http://127.0.0.1:9/mcp" });
-const { tools } = s.registry.applyDiscovery(T, server.id, [
+const { tools } = await s.registry.applyDiscovery(T, server.id, [
   { name: "get_issue", inputSchema: { type: "object", properties: { issue_id: { type: "string" } } }, annotations: { readOnlyHint: true } },
   { name: "update_issue", inputSchema: { type: "object", properties: { issue_id: { type: "string" } } }, annotations: { destructiveHint: true } },
   { name: "touch_issue", inputSchema: { type: "object", properties: { issue_id: { type: "string" } } }, annotations: { destructiveHint: true } },
 ]);
-const read = s.registry.tool(T, tools.find((t) => t.name === "get_issue")!.id);
-const write = s.registry.tool(T, tools.find((t) => t.name === "update_issue")!.id);
-const touch = s.registry.tool(T, tools.find((t) => t.name === "touch_issue")!.id);
-const issue = s.entities.create(T, { name: "issue" });
-s.entities.map(T, { toolId: read.id, entityId: issue.id, paramName: "issue_id", operation: "READ" });
-s.entities.map(T, { toolId: write.id, entityId: issue.id, paramName: "issue_id", operation: "WRITE" });
-s.entities.createRule(T, { writeToolId: touch.id, invalidateToolId: read.id });
+const read = await s.registry.tool(T, tools.find((t) => t.name === "get_issue")!.id);
+const write = await s.registry.tool(T, tools.find((t) => t.name === "update_issue")!.id);
+const touch = await s.registry.tool(T, tools.find((t) => t.name === "touch_issue")!.id);
+const issue = await s.entities.create(T, { name: "issue" });
+await s.entities.map(T, { toolId: read.id, entityId: issue.id, paramName: "issue_id", operation: "READ" });
+await s.entities.map(T, { toolId: write.id, entityId: issue.id, paramName: "issue_id", operation: "WRITE" });
+await s.entities.createRule(T, { writeToolId: touch.id, invalidateToolId: read.id });
 
-function fill(): number {
+async function fill(): Promise<number> {
   const t0 = performance.now();
-  db.tx(() => {
+  await storage.tx(async () => {
     for (let i = 0; i < N; i++) {
       const args = { issue_id: `issue-${i}` };
       const c = canonical(args);
-      s.cache.store(T, read, { key: cacheKeyOf(T, server.id, read.name, "", c), args, canonicalArgs: c, agentScope: "", structKey: c, result: { content: [{ type: "text", text: `issue ${i}: ${"x".repeat(200)}` }] }, upstreamMs: 5, epoch: s.cache.epoch(T) });
+      await s.cache.store(T, read, { key: cacheKeyOf(T, server.id, read.name, "", c), args, canonicalArgs: c, agentScope: "", structKey: c, result: { content: [{ type: "text", text: `issue ${i}: ${"x".repeat(200)}` }] }, upstreamMs: 5, epoch: s.cache.epoch(T) });
     }
   });
   return performance.now() - t0;
@@ -73,10 +74,10 @@ const results: Record<string, number[]> = { rule: [], entity: [], api: [] };
 const fills: number[] = [];
 for (let r = 0; r < RUNS; r++)
   for (const how of ["rule", "entity", "api"] as const) {
-    fills.push(fill());
+    fills.push(await fill());
     const t0 = performance.now();
     const n =
-      how === "rule" ? s.cache.afterExecution(T, touch, { issue_id: "any" }) : how === "entity" ? s.cache.afterExecution(T, write, {}) : s.cache.invalidateByApi(T, { entityType: "issue" }).invalidated;
+      how === "rule" ? await s.cache.afterExecution(T, touch, { issue_id: "any" }) : how === "entity" ? await s.cache.afterExecution(T, write, {}) : (await s.cache.invalidateByApi(T, { entityType: "issue" })).invalidated;
     results[how]!.push(performance.now() - t0);
     if (n !== N) throw new Error(`${how}: invalidated ${n}, expected ${N}`);
   }

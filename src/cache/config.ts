@@ -4,10 +4,17 @@ import { Section } from "../core/config";
 export const CACHE_SECTIONS = {
   cache: Section({
     enabled: T.Boolean({ default: true }),
-    /** single-turn semantic tier: minimum cosine before verification (the learned stage judges candidates from 0.8 up) */
-    similarity_threshold: T.Number({ default: 0.8, minimum: 0, maximum: 1 }),
-    /** the learned stage decides hits (when the embedder is the local model it was trained on); false = the hand verifier */
-    learned_decision: T.Boolean({ default: true }),
+    /**
+     * single-turn semantic tier: the operating point, the lowest cosine that can hit (the hand verifier's minScore). 0.94 was
+     * chosen by cross-validation on cache-train for precision >= 0.97 (BENCHMARKS.md "Cache quality"; scripts/bench/cache-cv.ts)
+     */
+    similarity_threshold: T.Number({ default: 0.94, minimum: 0, maximum: 1 }),
+    /**
+     * the learned stage decides hits (when the embedder is the local model it was trained on); false (default) = the hand verifier,
+     * whose every threshold is cross-validated: the learned stage could not be (it was fit on most of cache-train) and did not
+     * reach a better recall at precision 0.97 on the part it never saw
+     */
+    learned_decision: T.Boolean({ default: false }),
     /**
      * operating point of the learned stage for tenants without their own (probability 0..1): with the rules, 0.92
      * is the lowest measured point that keeps today's dev-set precision (BENCHMARKS.md "Learned hit decision")
@@ -15,8 +22,12 @@ export const CACHE_SECTIONS = {
     decision_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
     /** with_rules: a hit when the hand verifier or the learned stage accepts (both behind the hard-rule vetoes); alone: the learned stage only */
     learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "with_rules" }),
-    /** compare adapted embeddings (a learned correction of the local embedder's vectors, src/cache/adapter.ts) in the index, similarity_threshold, the §4.7 stages and the decision */
-    adapt_embeddings: T.Boolean({ default: true }),
+    /**
+     * compare adapted embeddings (a learned correction of the local embedder's vectors, src/cache/adapter.ts) in the index,
+     * similarity_threshold, the §4.7 stages and the decision. Off by default: measured on unseen questions it cost 2 points of
+     * precision and doubled multi-turn false hits (issue 25), and the thresholds are cross-validated on raw vectors
+     */
+    adapt_embeddings: T.Boolean({ default: false }),
     /** default time-to-live of a cache entry, seconds (0 = never expires) */
     ttl_secs: T.Integer({ default: 86_400, minimum: 0 }),
     /** per-tenant entry bound; coldest entries are evicted beyond it */
@@ -31,6 +42,8 @@ export const CACHE_SECTIONS = {
     index_ef_construction: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
     /** HNSW search breadth (efSearch): higher = better recall on large tenants, slower search (BENCHMARKS.md) */
     index_ef_search: T.Integer({ default: 128, minimum: 8, maximum: 4096 }),
+    /** wrong-hit budget: "wrong" feedback tightens a tenant's operating point until its reported wrong-hit rate is under this */
+    max_wrong_hit_rate: T.Number({ default: 0.01, minimum: 0.0001, maximum: 1 }),
     /** how long concurrent identical misses wait for the first one's upstream answer */
     single_flight_wait_ms: T.Integer({ default: 30_000, minimum: 0 }),
   }),

@@ -41,6 +41,7 @@ import { SingleFlight } from "./single-flight";
 import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import type { CacheMetrics } from "./metrics";
+import { FeedbackBook, type FeedbackStats } from "./feedback";
 
 export interface EngineSettings {
   enabled: boolean;
@@ -101,6 +102,8 @@ export interface EngineSettings {
   tenantIdleSecs?: number;
   /** at most this many tenants kept in memory; the least recently used is dropped beyond it (default 10 000) */
   maxLoadedTenants?: number;
+  /** wrong-hit budget a tenant's operating point tightens toward on "wrong" feedback (default 0.01) */
+  maxWrongHitRate?: number;
 }
 
 /**
@@ -114,6 +117,8 @@ export type Verifier = (
   cosine: number,
   vectors?: { query: Float32Array; candidate: Float32Array },
   threshold?: number,
+  /** the operating point (cosine floor) of this lookup: the hand verifier's minScore */
+  minScore?: number,
 ) => { accept: boolean; score: number; reason: string; learned?: number };
 
 export interface EngineOptions {
@@ -150,6 +155,14 @@ interface LookupState {
   noStore?: boolean;
   /** similarity of the nearest candidate looked at (reported on a miss) */
   nearest?: number;
+  /** the operating point the semantic tiers used */
+  point?: DecisionPoint;
+}
+
+/** The operating point (cosine floor) a lookup used, and what set it. */
+export interface DecisionPoint {
+  value: number;
+  source: "config" | "feedback" | "request" | "exact";
 }
 
 /** Default EngineSettings.contextReworded. */
@@ -179,9 +192,12 @@ export class SemanticCacheEngine {
   /** the embedder the cache compares: the configured one, through the adapter when it applies */
   private readonly emb: Embedder;
   private closed = false;
+  /** wrong-hit feedback: per-tenant negatives and operating points (feedback.ts) */
+  readonly feedback: FeedbackBook;
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
+    this.feedback = new FeedbackBook(o.settings.maxWrongHitRate ?? 0.01);
     const adapter = o.settings.adaptEmbeddings === false ? null : o.adapter === undefined ? defaultAdapter() : o.adapter;
     this.emb = adapter && adapter.baseEmbedderId === o.embedder.id && adapter.dims === o.embedder.dimensions ? new AdaptedEmbedder(o.embedder, adapter) : o.embedder;
     const emb = this.emb;
@@ -193,7 +209,7 @@ export class SemanticCacheEngine {
     this.learned = !o.verify && o.settings.learnedDecision !== false && model && (onAdapted || onRaw) && model.dims === emb.dimensions ? model : null;
     const learned = this.learned;
     // (verifyPair's 4th parameter is its options: never hand it the vectors)
-    const hand: Verifier = (q, c, cos) => verifyPair(q, c, cos);
+    const hand: Verifier = (q, c, cos, _v, _t, minScore) => verifyPair(q, c, cos, minScore !== undefined ? { minScore } : undefined);
     const withRules = o.settings.learnedMode !== "alone";
     const raw = onRaw && emb instanceof AdaptedEmbedder ? emb.adapter : null;
     // the query's raw vector is recovered once per lookup, not once per candidate
@@ -251,6 +267,14 @@ export class SemanticCacheEngine {
 
   async lookup(input: CacheKeyInput): Promise<LookupResult> {
     const r = await this.decide(input);
+    // remembered for POST /api/v1/cache/feedback: a miss only as "did not hit" (409), a hit with what it served
+    if (input.requestId && this.o.settings.enabled)
+      this.feedback.remember(input.requestId, {
+        tenantId: input.tenantId,
+        caller: input.caller,
+        hit: r.hit,
+        ...(r.hit ? { tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec } : {}),
+      });
     const tier = r.hit ? r.tier : "none";
     this.o.metrics?.lookupDuration.observe({ tier }, r.lookupMs / 1000);
     this.o.metrics?.lookups.inc({ style: input.style, tier, result: r.hit ? "hit" : "miss" });
@@ -274,12 +298,18 @@ export class SemanticCacheEngine {
     ts.stats.lookups++;
 
     const ex = this.exactGet(input.tenantId, ts, keys.exactKey, now);
-    if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0);
+    if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0, undefined, { value: 1, source: "exact" });
 
     const state: LookupState = { keys };
     const miss = (): LookupResult => {
       ts.stats.misses++;
-      return { hit: false, lookupMs: performance.now() - t0, state, ...(state.nearest !== undefined ? { nearestSimilarity: state.nearest } : {}) };
+      return {
+        hit: false,
+        lookupMs: performance.now() - t0,
+        state,
+        ...(state.nearest !== undefined ? { nearestSimilarity: state.nearest } : {}),
+        ...(state.point ? { decisionPoint: state.point.value, pointSource: state.point.source } : {}),
+      };
     };
     if (!keys.partition || !keys.query) return miss();
     if (keys.mode === "context" && !s.context.enabled) return miss();
@@ -296,7 +326,13 @@ export class SemanticCacheEngine {
 
     const index = this.tenants.index(input.tenantId, ts, keys.partition);
     const qv = state.queryVec!;
-    const minSim = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
+    // the operating point: the configured floor, raised by the tenant's wrong-hit feedback, raised by
+    // this request's X-Svc-Cache-Min-Similarity (which can only make matching stricter)
+    const configured = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
+    const tenantPoint = this.feedback.point(input.tenantId, configured);
+    const minSim = Math.max(tenantPoint, input.minSimilarity ?? 0);
+    const point: DecisionPoint = { value: minSim, source: input.minSimilarity !== undefined && input.minSimilarity > tenantPoint ? "request" : tenantPoint > configured ? "feedback" : "config" };
+
     const found = index.search(qv, s.candidates);
     const neighbours = found.filter((n) => n.similarity >= minSim - INDEX_SLACK);
     const threshold = this.decisionThreshold(ts);
@@ -319,9 +355,10 @@ export class SemanticCacheEngine {
       const sim = dot(qv, c.queryVec);
       nearest = Math.max(nearest ?? -1, sim);
       if (sim < minSim) continue;
+      if (this.feedback.blocked(input.tenantId, c.id, keys.query, qv)) continue;
       if (keys.mode === "single") {
         if (best && sim <= best.score) continue;
-        const v = this.verify(keys.query, c.queryText, sim, { query: qv, candidate: c.queryVec }, threshold);
+        const v = this.verify(keys.query, c.queryText, sim, { query: qv, candidate: c.queryVec }, threshold, minSim);
         if (!v.accept) continue;
         best = { vecKey: c.vecKey, sim, score: sim, learned: v.learned };
       } else {
@@ -345,17 +382,19 @@ export class SemanticCacheEngine {
       }
     }
     state.nearest = nearest !== undefined ? reported(nearest) : found.length ? reported(found[0]!.similarity) : undefined;
+    // a miss names the operating point only when there was a cached question to judge against it
+    if (found.length) state.point = point;
     if (best) {
       const row = ts.repo.payload(best.vecKey);
       if (row) {
         const tier: CacheTier = keys.mode === "single" ? "semantic" : "l2_context";
-        return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0, best.learned);
+        return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0, best.learned, point, keys.query, qv);
       }
     }
     return miss();
   }
 
-  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number, learned?: number): LookupResult {
+  private hit(tenantId: string, ts: TenantState, tier: CacheTier, row: ExactRow, sim: number, ctxSim: number | undefined, t0: number, learned: number | undefined, point: DecisionPoint, query?: string, queryVec?: Float32Array): LookupResult {
     ts.stats.hits[tier]++;
     this.tenants.touch(ts, row.vecKey);
     const lookupMs = performance.now() - t0;
@@ -366,6 +405,9 @@ export class SemanticCacheEngine {
       similarity: reported(sim),
       ...(ctxSim !== undefined ? { contextSimilarity: reported(ctxSim) } : {}),
       ...(learned !== undefined ? { learnedScore: learned } : {}),
+      decisionPoint: point.value,
+      pointSource: point.source,
+      ...(query !== undefined ? { query, queryVec } : {}),
       payload: { body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } },
       lookupMs,
     };
@@ -543,6 +585,7 @@ export class SemanticCacheEngine {
     for (const k of this.exact.keys()) if (k.startsWith(`${tenantId}\u0000`)) this.exact.delete(k);
     this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
+    this.feedback.forgetTenant(tenantId);
     return removed.length;
   }
 
@@ -561,10 +604,19 @@ export class SemanticCacheEngine {
     return ts.repo.list(limit, offset);
   }
 
-  /** The tenant's entry count (from SQLite) and counters since it was loaded. */
+  /** The tenant's entry count (from SQLite) and counters since it was loaded, and its feedback. */
   stats(tenantId: string): CacheStats {
     const ts = this.tenants.get(tenantId);
-    return { entries: ts.count, ...structuredClone(ts.stats) };
+    return { entries: ts.count, ...structuredClone(ts.stats), feedback: this.feedbackStats(tenantId) };
+  }
+
+  feedbackStats(tenantId: string): FeedbackStats {
+    return this.feedback.stats(tenantId, this.o.settings.similarityThreshold);
+  }
+
+  /** A verdict on a request of this tenant (POST /api/v1/cache/feedback; FeedbackBook.report says what each status means). */
+  reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
+    return this.feedback.report(tenantId, requestId, verdict, caller, manager, this.o.settings.similarityThreshold, (id) => this.deleteEntry(tenantId, id));
   }
 
   /** Delete expired entries of every tenant loaded in memory (also done lazily on lookup). */

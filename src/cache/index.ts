@@ -57,6 +57,7 @@ export function engineSettings(c: CacheSettingsInput): EngineSettings {
     connectivity: k.index_m,
     efConstruction: k.index_ef_construction,
     singleFlightWaitMs: k.single_flight_wait_ms,
+    maxWrongHitRate: k.max_wrong_hit_rate,
     candidates: 8,
   };
 }

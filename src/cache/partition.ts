@@ -122,6 +122,8 @@ export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKey
       ws: wsOf(input.workspaceContext),
       code: code?.hash ?? null,
       turns: input.turns.map((t) => [t.role, t.text]),
+      // X-Svc-Cache-Namespace: absent keeps the keys entries had before the header existed
+      ...(input.namespace ? { ns: input.namespace } : {}),
     }),
   );
   const last = input.turns[input.turns.length - 1];
@@ -138,6 +140,7 @@ export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKey
       code: code?.hash ?? null,
       embedder: embedderId,
       mode,
+      ...(input.namespace ? { ns: input.namespace } : {}),
     }),
   ).slice(0, 32);
   return { exactKey, partition, mode, query: last.text, history, code };

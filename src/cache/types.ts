@@ -32,6 +32,14 @@ export interface CacheKeyInput {
   codeContext?: unknown;
   /** session_id (chat-completions) / conversation_id: lets the engine reuse turn embeddings */
   sessionId?: string;
+  /** X-Svc-Cache-Namespace: entries are found only by requests of the same namespace (part of both keys) */
+  namespace?: string;
+  /** X-Svc-Cache-Min-Similarity: this request's operating point (it can only raise the tenant's) */
+  minSimilarity?: number;
+  /** the request's X-Request-ID and API key: a hit is remembered under them for POST /api/v1/cache/feedback */
+  requestId?: string;
+  /** who made the request (API key id, else "sub:" + JWT subject): they may report on it */
+  caller?: string;
 }
 
 /** What is stored: the provider's complete non-streamed JSON response, plus accounting. */
@@ -53,6 +61,12 @@ export type LookupResult =
       contextSimilarity?: number;
       /** the learned stage's probability of same meaning, when it decided the hit */
       learnedScore?: number;
+      /** the operating point (cosine floor) that decided, and what set it (config, feedback, request; exact: none) */
+      decisionPoint?: number;
+      pointSource?: "config" | "feedback" | "request" | "exact";
+      /** the question and its vector (semantic tiers), remembered for feedback */
+      query?: string;
+      queryVec?: Float32Array;
       payload: CachedPayload;
       lookupMs: number;
     }
@@ -61,6 +75,8 @@ export type LookupResult =
       lookupMs: number;
       /** similarity of the nearest cached question looked at (absent when nothing was compared) */
       nearestSimilarity?: number;
+      decisionPoint?: number;
+      pointSource?: "config" | "feedback" | "request" | "exact";
       /** opaque state from the lookup (e.g. embeddings) that store() reuses */
       state?: unknown;
     };
@@ -73,5 +89,13 @@ export const CacheStatsSchema = Type.Object({
   misses: Type.Integer(),
   stores: Type.Integer(),
   evictions: Type.Integer(),
+  /** wrong-hit feedback (POST /api/v1/cache/feedback): verdicts and the operating point lookups use now */
+  feedback: Type.Object({
+    wrong: Type.Integer(),
+    right: Type.Integer(),
+    point: Type.Number(),
+    raisedBy: Type.Number(),
+    maxWrongHitRate: Type.Number(),
+  }),
 });
 export type CacheStats = Static<typeof CacheStatsSchema>;

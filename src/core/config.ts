@@ -210,3 +210,19 @@ export function configLoader<S extends TObject>(schema: S, checks: Array<(cfg: S
     },
   };
 }
+
+/** Hot state shared by replicas (core/hotstate.ts, core/redis.ts): absent url = single node. */
+export const REDIS_SECTIONS = {
+  redis: Section({
+    /** redis://host:port[/db]; empty = single node (hot state in process memory) */
+    url: T.String({ default: "" }),
+    /** without Redis: `closed` answers 503 for limits and budgets, `open` decides on this replica's local state */
+    fail_mode: T.Union([T.Literal("closed"), T.Literal("open")], { default: "closed" }),
+    /** key prefix (several deployments on one Redis) */
+    prefix: T.String({ default: "svc:" }),
+    /** a script not answered within this is a failure (the fail mode applies): a hung Redis, not only a dead one */
+    command_timeout_ms: T.Integer({ default: 500, minimum: 10, maximum: 60_000 }),
+  }),
+};
+
+export type RedisConfig = Static<(typeof REDIS_SECTIONS)["redis"]>;

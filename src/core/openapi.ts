@@ -4,21 +4,62 @@
  * body schema), every native route a domain documents (the proxies' real path templates), and
  * for each operation the answers of its mount — the success answer, and the errors in the mount's
  * envelope (401 and 429 unless public, 403 where a permission is required, 400, 404, 500).
+ *
+ * The reference a newcomer reads: each operation has one tag of the capabilities' list (the
+ * document's top-level `tags`, in order, each described), a summary, and a description — what the
+ * operation does, written where the route is declared (`detail.description`, or the native
+ * route's docs), then who may call it, derived here once from the route's mount (auth policy) and
+ * its `perm`, so the two cannot drift apart. The main operations carry request and response
+ * examples (`...examples({ request, response })` in the route's `detail`).
  */
 import type { AnyElysia } from "elysia";
 import { toOpenAPISchema } from "@elysiajs/openapi";
 import type { TSchema } from "@sinclair/typebox";
 import { ApiError, type Envelope } from "./errors";
-import type { Kernel, Mount } from "./kernel";
+import { PERM, type Kernel, type Mount } from "./kernel";
+import { PERMISSIONS, type Permission } from "./auth";
+import { implies } from "./permissions";
 
 type Json = Record<string, any>;
+
+/** Request and response examples of an operation (Swagger UI shows them; test/openapi-docs.test.ts validates them). */
+export interface Examples {
+  /** a request body */
+  request?: unknown;
+  /** the answer's body */
+  response?: unknown;
+  /** the answer's status (default 200) */
+  status?: number;
+}
+
+/** Examples on an Elysia route: `detail: { summary, description, ...examples({ request, response }) }`. */
+export const examples = (e: Examples) => ({ "x-examples": e });
+
+/** A tag of the document's top-level list: one per capability, in the order /docs shows them. */
+export interface TagDoc {
+  name: string;
+  description: string;
+}
+
+/** The paragraph every operation's description ends with: who may call it (derived here, never written by hand). */
+export const ACCESS_PREFIX = "**Access:** ";
+
+/** An AuthPolicy of a domain's own credential says what it is (`Object.assign(fn, { credential })`), for the reference. */
+export interface DescribedAuth {
+  /** e.g. "a SCIM token (Authorization: Bearer; created with POST /api/v1/scim/tokens)" */
+  credential?: string;
+}
 
 export interface DocumentedOperation {
   method: string;
   /** OpenAPI path template, e.g. /v1beta/models/{model}:generateContent */
   path: string;
   summary: string;
+  /** what the operation does (one or two sentences); who may call it is appended from its mount and `perm` */
   description?: string;
+  /** the permission the native handler checks (the same constant the domain's route table uses) */
+  perm?: Permission;
+  examples?: Examples;
   body?: TSchema;
   tags?: string[];
   /** streamed answers (media type of the stream) */
@@ -36,6 +77,8 @@ export interface OpenApiInput {
   app: AnyElysia;
   kernel: Kernel;
   info: { title: string; version: string; description: string };
+  /** the capabilities' tags, in order, each with a description */
+  tags: TagDoc[];
   /** operations served outside the Elysia app (native routes) */
   operations: DocumentedOperation[];
   /** path prefixes never documented (the docs' own assets) */
@@ -45,6 +88,20 @@ export interface OpenApiInput {
 
 /** A TypeBox schema as plain JSON Schema (symbols dropped). */
 const plain = (s: TSchema): Json => JSON.parse(JSON.stringify(s));
+
+/**
+ * OpenAPI 3.0's `nullable` beside a union that already admits null (Elysia's t.Nullable writes
+ * both): 3.1 is JSON Schema 2020-12, where the keyword means nothing and validators reject it
+ * without a `type`; the union says it.
+ */
+function without30Nullable(v: unknown): void {
+  if (Array.isArray(v)) return v.forEach(without30Nullable);
+  if (!v || typeof v !== "object") return;
+  const o = v as Json;
+  const union = o.anyOf ?? o.oneOf;
+  if (o.nullable === true && Array.isArray(union) && union.some((s: Json) => s?.type === "null")) delete o.nullable;
+  for (const k in o) without30Nullable(o[k]);
+}
 
 const toTemplate = (path: string) => (path.replace(/:(\w+)/g, "{$1}").replace(/\/$/, "") || "/");
 
@@ -75,6 +132,44 @@ function envelopeSchema(envelope: Envelope): Json {
   return shape(sample);
 }
 
+/** Who may call an operation, from its mount's auth policy and the route's `perm`. */
+export function accessOf(mount: Mount, perm: Permission | undefined): string {
+  if (perm) {
+    const also = PERMISSIONS.filter((p) => p !== perm && implies(new Set([p]), perm)).map((p) => `\`${p}\``);
+    return `${ACCESS_PREFIX}needs the \`${perm}\` permission${also.length ? ` (${also.join(" and ")} include${also.length === 1 ? "s" : ""} it)` : ""}, held by the credential or granted through a role.`;
+  }
+  if (mount.auth === "public") return `${ACCESS_PREFIX}public: no svc API key or access token needed.`;
+  if (mount.auth === "bearer") return `${ACCESS_PREFIX}any credential of the tenant (an svc API key or an access token in \`Authorization: Bearer\`); no permission needed.`;
+  if (mount.auth === "sdk")
+    return `${ACCESS_PREFIX}any credential of the tenant (an svc API key or an access token), wherever the provider's SDK sends its key: \`Authorization: Bearer\`, \`x-api-key\`, \`x-goog-api-key\` or \`?key=\`; no permission needed.`;
+  const credential = (mount.auth as DescribedAuth).credential;
+  if (!credential) throw new Error(`mount ${mount.prefix}: an auth policy of its own must say what credential it takes (DescribedAuth)`);
+  return `${ACCESS_PREFIX}${credential}.`;
+}
+
+/** The permission an Elysia route declares (`perm:`, carried by its transform). */
+function permOf(hooks: Json | undefined): Permission | undefined {
+  const transforms = [hooks?.transform ?? []].flat() as Array<Json>;
+  return transforms.map((f) => f[PERM as never] ?? f.fn?.[PERM as never]).find((p) => p !== undefined);
+}
+
+/** What the operation does, then who may call it. */
+const describe = (what: string | undefined, access: string) => (what ? `${what.trim()}\n\n${access}` : access);
+
+/** Put an operation's examples on its request body and its answer. */
+function withExamples(op: Json, e: Examples | undefined) {
+  if (!e) return;
+  if (e.request !== undefined) {
+    const media = (op.requestBody ??= { required: true, content: { "application/json": { schema: {} } } }).content["application/json"];
+    if (media) media.example = e.request;
+  }
+  if (e.response !== undefined) {
+    const status = String(e.status ?? 200);
+    const answer = ((op.responses ??= {})[status] ??= { description: status === "201" ? "Created" : "OK", content: { "application/json": { schema: {} } } });
+    ((answer.content ??= {})["application/json"] ??= { schema: {} }).example = e.response;
+  }
+}
+
 export function buildOpenApi(input: OpenApiInput): Json {
   const hidden = (path: string) => input.hidden.some((h) => path === h || path.startsWith(h + "/"));
   const base = toOpenAPISchema(input.app, { paths: input.hidden.map((h) => new RegExp(`^${h.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(/|$)`)) }, undefined, undefined, "3.1.0") as Json;
@@ -102,7 +197,16 @@ export function buildOpenApi(input: OpenApiInput): Json {
     if (hidden(template) || route.hooks?.detail?.hide) continue;
     const method = route.method.toLowerCase();
     const op: Json = { ...(base.paths?.[template]?.[method] ?? base.paths?.[route.path]?.[method] ?? {}) };
-    if (!op.summary && route.hooks?.detail?.summary) op.summary = route.hooks.detail.summary;
+    // the generator skips some paths (e.g. /Users/.search): the route's own detail then
+    const detail: Json = route.hooks?.detail ?? {};
+    if (!op.summary && detail.summary) op.summary = detail.summary;
+    if (!op.tags && detail.tags) op.tags = detail.tags;
+    const mount = input.kernel.mountOf(route.path);
+    const perm = permOf(route.hooks);
+    const ex = detail["x-examples"] as Examples | undefined;
+    delete op["x-examples"];
+    delete op["x-content-type"];
+    op.description = describe(detail.description, accessOf(mount, perm));
     const body = route.hooks?.body as TSchema | undefined;
     if (body && typeof body === "object" && Symbol.for("TypeBox.Kind") in body)
       op.requestBody = { required: !((body as unknown as Json)[Symbol.for("TypeBox.Optional") as never] === "Optional"), content: { "application/json": { schema: plain(body) } } };
@@ -110,7 +214,8 @@ export function buildOpenApi(input: OpenApiInput): Json {
     const declared = new Set((op.parameters ?? []).filter((p: Json) => p.in === "path").map((p: Json) => p.name));
     for (const name of params) if (!declared.has(name)) (op.parameters ??= []).push({ name, in: "path", required: true, schema: { type: "string" } });
     const responseType = route.hooks?.detail?.["x-content-type"] ?? "application/json";
-    answers(op, input.kernel.mountOf(route.path), { perm: !!route.hooks?.perm, contentType: responseType });
+    withExamples(op, ex);
+    answers(op, mount, { perm: !!perm, contentType: responseType });
     (paths[template] ??= {})[method] = op;
   }
 
@@ -118,9 +223,10 @@ export function buildOpenApi(input: OpenApiInput): Json {
     const method = o.method.toLowerCase();
     const params = [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
     const concrete = o.path.replace(/\{(\w+)\}/g, "x");
+    const mount = input.kernel.mountOf(concrete);
     const op: Json = {
       summary: o.summary,
-      ...(o.description ? { description: o.description } : {}),
+      description: describe(o.description, accessOf(mount, o.perm)),
       ...(o.tags ? { tags: o.tags } : {}),
       operationId: `${method}${o.path.replace(/[^A-Za-z0-9]+(\w)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
       ...(params.length ? { parameters: params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } })) } : {}),
@@ -141,18 +247,30 @@ export function buildOpenApi(input: OpenApiInput): Json {
       schemas[name] ??= schema;
       for (const st of statuses) op.responses[String(st)] = { description, content: { "application/json": { schema: { $ref: `#/components/schemas/${name}` } } } };
     }
-    answers(op, input.kernel.mountOf(concrete), { perm: false, extra: o.errors, contentType: "application/json" });
+    withExamples(op, o.examples);
+    answers(op, mount, { perm: !!o.perm, extra: o.errors, contentType: "application/json" });
     (paths[o.path] ??= {})[method] = op;
   }
 
+  without30Nullable(paths);
+  without30Nullable(schemas);
   return {
     openapi: "3.1.0",
     info: input.info,
+    tags: input.tags,
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {
       ...(base.components ?? {}),
       schemas,
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token (JWT) or an svc API key (svc_...)" } },
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "An svc API key (svc_…: `svc keys create --tenant T --name N`, or POST /api/v1/virtual-keys) or an access token (JWT) from POST /api/v1/auth/token or /api/v1/auth/login",
+        },
+      },
     },
     // every route needs a credential unless it says otherwise (ops endpoints, token exchange)
     security: [{ bearer: [] }],

@@ -7,7 +7,7 @@
  *   -> usage record and token charge.
  * Adapters (providers/<name>/adapter.ts) only do the wire-format parts.
  */
-import { ApiError } from "../core/errors";
+import { ApiError, invalidRequest } from "../core/errors";
 import type { Logger } from "../core/log";
 import { NO_USAGE } from "../core/usage";
 import type { CacheMeta, Endpoint, ProviderWire, ProxyCall, Usage } from "./providers/types";
@@ -53,6 +53,29 @@ export type ExecResult =
       /** a live stream: settles once it is over and accounted (its usage known), whatever the way it ended */
       done?: Promise<void>;
     };
+
+/**
+ * Per-request cache controls that can only make matching stricter (issue 25):
+ *   X-Svc-Cache-Min-Similarity: 0..1, this request's operating point (cosine floor); the tenant's
+ *     own point still applies when it is higher
+ *   X-Svc-Cache-Namespace: entries are stored and found only within this namespace (1-128 of [A-Za-z0-9._:-])
+ * An invalid value is a 400.
+ */
+export function cacheRequestHeaders(h: Headers | undefined): { minSimilarity?: number; namespace?: string } {
+  const out: { minSimilarity?: number; namespace?: string } = {};
+  const min = h?.get("x-svc-cache-min-similarity");
+  if (min !== null && min !== undefined) {
+    const v = min.trim() === "" ? Number.NaN : Number(min);
+    if (!Number.isFinite(v) || v < 0 || v > 1) throw invalidRequest(`X-Svc-Cache-Min-Similarity must be a number from 0 to 1, got ${JSON.stringify(min.slice(0, 40))}`);
+    out.minSimilarity = v;
+  }
+  const ns = h?.get("x-svc-cache-namespace");
+  if (ns !== null && ns !== undefined) {
+    if (!/^[A-Za-z0-9._:-]{1,128}$/.test(ns)) throw invalidRequest("X-Svc-Cache-Namespace must be 1-128 characters of A-Z a-z 0-9 . _ : -");
+    out.namespace = ns;
+  }
+  return out;
+}
 
 export const BYPASS: CacheMeta = { status: "BYPASS", similarity: 0, lookupMs: 0 };
 
@@ -111,16 +134,33 @@ export class Pipeline {
     const { endpoint, call } = x;
     const cacheable = call.key !== null && !!endpoint.usageOf;
     if (!cacheable) return this.forward(x);
-    const input: CacheKeyInput = { tenantId: x.tenantId, ...call.key!, workspaceContext: x.workspaceContext, codeContext: x.codeContext };
+    const input: CacheKeyInput = {
+      tenantId: x.tenantId,
+      ...call.key!,
+      workspaceContext: x.workspaceContext,
+      codeContext: x.codeContext,
+      ...cacheRequestHeaders(x.clientHeaders),
+      requestId: x.requestId,
+      caller: x.keyId ?? (x.sub ? `sub:${x.sub}` : undefined),
+    };
     let lookup: LookupResult | undefined;
     if (x.skipCache) this.d.cache.bypassed(call.key!.style);
     else {
       lookup = await this.d.cache.lookup(input);
       if (lookup.hit) {
-        const meta: CacheMeta = { status: "HIT", tier: lookup.tier, similarity: lookup.similarity, contextSimilarity: lookup.contextSimilarity, learnedScore: lookup.learnedScore, lookupMs: lookup.lookupMs };
+        const meta: CacheMeta = {
+          status: "HIT",
+          tier: lookup.tier,
+          similarity: lookup.similarity,
+          contextSimilarity: lookup.contextSimilarity,
+          learnedScore: lookup.learnedScore,
+          lookupMs: lookup.lookupMs,
+          decisionPoint: lookup.decisionPoint,
+          pointSource: lookup.pointSource,
+        };
         const raw = lookup.payload.body;
         const usage = lookup.payload.usage;
-        this.record(x, meta, usage, call.stream, undefined);
+        this.record(x, meta, usage, call.stream, undefined, lookup.entryId);
         if (call.stream && endpoint.stream) {
           const frames = endpoint.stream.replay(raw, call, meta).join("");
           return { kind: "stream", stream: textStream(frames), contentType: endpoint.stream.contentType, meta };
@@ -129,7 +169,10 @@ export class Pipeline {
       }
     }
     // a miss reports how close the nearest cached question was (0 when nothing was compared)
-    const meta: CacheMeta = x.skipCache ? BYPASS : { status: "MISS", similarity: lookup && !lookup.hit ? (lookup.nearestSimilarity ?? 0) : 0, lookupMs: lookup?.lookupMs ?? 0 };
+    const missed = lookup && !lookup.hit ? lookup : undefined;
+    const meta: CacheMeta = x.skipCache
+      ? BYPASS
+      : { status: "MISS", similarity: missed?.nearestSimilarity ?? 0, lookupMs: lookup?.lookupMs ?? 0, decisionPoint: missed?.decisionPoint, pointSource: missed?.pointSource };
     const store = lookup ? { input, lookup } : undefined;
     const ticket = await this.admit(x);
     if (call.stream) return this.stream(x, store, meta, ticket);
@@ -328,7 +371,7 @@ export class Pipeline {
   }
 
   /** Usage record and token charge; returns the list-price cost of what went upstream (0 on a hit). */
-  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean, served: Served | undefined): number {
+  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean, served: Served | undefined, entryId?: string): number {
     if (usage.inputTokens || usage.outputTokens) {
       try {
         this.d.meter.chargeTokens(x.tenantId, usage.inputTokens + usage.outputTokens);
@@ -353,6 +396,11 @@ export class Pipeline {
       deployment: served?.deployment,
       upstreamModel: served?.model || undefined,
       attempts: served?.attempts ?? 0,
+      // why it hit or missed (a miss's similarity is its nearest cached question's, 0 when nothing was compared: recorded as none)
+      cacheEntryId: entryId,
+      similarity: meta.status === "HIT" || (meta.status === "MISS" && meta.similarity > 0) ? meta.similarity : undefined,
+      learnedScore: meta.learnedScore,
+      cachePoint: meta.decisionPoint,
     });
     // a hit is priced as the model asked for; an upstream answer as the model that gave it
     const cost = this.d.prices.costOf(served?.model || x.call.model, usage.inputTokens, usage.outputTokens);

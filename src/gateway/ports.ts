@@ -31,6 +31,12 @@ export interface CacheKeyInput {
   codeContext?: unknown;
   /** session_id (chat-completions) / conversation_id: lets the cache reuse turn embeddings */
   sessionId?: string;
+  /** X-Svc-Cache-Namespace / X-Svc-Cache-Min-Similarity (pipeline.ts cacheRequestHeaders) */
+  namespace?: string;
+  minSimilarity?: number;
+  /** X-Request-ID and the caller (key id or "sub:" + subject), for POST /api/v1/cache/feedback */
+  requestId?: string;
+  caller?: string;
 }
 
 /** What is stored: the provider's complete non-streamed JSON response, plus accounting. */
@@ -52,6 +58,9 @@ export type LookupResult =
       contextSimilarity?: number;
       /** the learned stage's probability of same meaning, when it decided the hit */
       learnedScore?: number;
+      /** the operating point that decided and what set it (config, feedback, request, exact) */
+      decisionPoint?: number;
+      pointSource?: "config" | "feedback" | "request" | "exact";
       payload: CachedPayload;
       lookupMs: number;
     }
@@ -60,6 +69,8 @@ export type LookupResult =
       lookupMs: number;
       /** similarity of the nearest cached question looked at (absent when nothing was compared) */
       nearestSimilarity?: number;
+      decisionPoint?: number;
+      pointSource?: "config" | "feedback" | "request" | "exact";
       /** opaque state from the lookup (e.g. embeddings) that store() reuses */
       state?: unknown;
     };

@@ -9,6 +9,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { PROVIDERS, PROVIDER_NAMES } from "./providers";
 import type { ProviderWire, ProxyRoute } from "./providers/types";
 import type { ServeEndpoint } from "./serve";
+import type { Examples } from "../core/openapi";
 
 /** Path prefixes of the proxies (their mount: doc1 envelope, SDK credential places, the proxy rate-limit group). */
 export const PROXY_PREFIXES = ["/v1", "/v1beta", "/v2"] as const;
@@ -52,6 +53,7 @@ export interface ProxyDoc {
   description?: string;
   body?: TSchema;
   stream?: "sse" | "ndjson" | "json-array";
+  examples?: Examples;
 }
 
 /** Every documented proxy path template (for /openapi.json). */

@@ -17,6 +17,7 @@ import { t } from "elysia";
 import type { Kernel } from "../core/kernel";
 import { ApiError, DOC1 } from "../core/errors";
 import type { Storage } from "../storage/scoped";
+import { examples } from "../core/openapi";
 
 export const GROUPS = ["model", "provider", "key", "day", "deployment"] as const;
 export type UsageGroup = (typeof GROUPS)[number];
@@ -190,6 +191,40 @@ export const UsageReportSchema = t.Object({
   breakdowns: t.Object({ model: t.Optional(Group), provider: t.Optional(Group), key: t.Optional(Group), day: t.Optional(Group), deployment: t.Optional(Group) }),
 });
 
+const USAGE_TOTALS = {
+  requests: 120,
+  cacheHits: 48,
+  cacheMisses: 72,
+  cacheBypassed: 0,
+  hitRatio: 0.4,
+  inputTokens: 60000,
+  outputTokens: 18000,
+  totalTokens: 78000,
+  costUsd: 0.01188,
+  costSavedUsd: 0.00792,
+  cacheHitInputTokens: 24000,
+  cacheHitOutputTokens: 7200,
+  cacheHitTokens: 31200,
+  upstreamInputTokens: 36000,
+  upstreamOutputTokens: 10800,
+  upstreamTokens: 46800,
+  unpricedRequests: 0,
+  unpricedTokens: 0,
+  costStatus: "known",
+};
+/** GET /api/v1/usage (default breakdowns) for a tenant that used one model through one key on one day */
+const USAGE_EXAMPLE = {
+  from: "2026-10-28T00:00:00.000Z",
+  to: "2026-11-27T00:00:00.000Z",
+  totals: USAGE_TOTALS,
+  breakdowns: {
+    model: [{ key: "gpt-4o-mini", ...USAGE_TOTALS }],
+    provider: [{ key: "openai", ...USAGE_TOTALS }],
+    key: [{ key: "01d88af1-3e58-40bd-ba75-1afa566cff1d", ...USAGE_TOTALS }],
+    day: [{ key: "2026-11-26", ...USAGE_TOTALS }],
+  },
+};
+
 export const usageRoutes = (kernel: Kernel, usage: UsageQuery) =>
   kernel.mount({ prefix: "/api/v1/usage", envelope: DOC1 }).get("", ({ principal, query }) => usage.report(principal.tenantId, query), {
     perm: "ViewMetrics",
@@ -199,5 +234,11 @@ export const usageRoutes = (kernel: Kernel, usage: UsageQuery) =>
       group_by: t.Optional(t.String({ description: `comma-separated breakdowns: ${GROUPS.join(", ")} (default model,provider,key,day)` })),
     }),
     response: UsageReportSchema,
-    detail: { summary: "Usage and cost of the caller's tenant: totals and breakdowns by model, provider, API key, day, deployment", tags: ["usage"] },
+    detail: {
+      summary: "Usage and cost of the caller's tenant: totals and breakdowns by model, provider, API key, day, deployment",
+      description:
+        "Sums the tenant's proxied requests between `from` and `to`: requests, cache hits and misses, tokens served from the cache and bought upstream, list-price cost and what the cache saved, with the breakdowns `group_by` asks for (each sorted by cost, days in order).",
+      tags: ["usage"],
+      ...examples({ response: USAGE_EXAMPLE }),
+    },
   });

@@ -10,7 +10,7 @@
  */
 import { Elysia } from "elysia";
 import { createHmac } from "node:crypto";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { DocumentedOperation } from "../core/openapi";
@@ -37,7 +37,8 @@ import { VirtualKeyService } from "./keys/service";
 import { KeyAnalyticsService } from "./keys/analytics";
 import { keyRoutes } from "./keys/routes";
 import { AccessCheck } from "./access";
-import { BudgetGuard } from "./budget";
+import { BudgetGuard, type SharedBudgets } from "./budget";
+import { LocalBus, TOPICS, type Bus } from "../core/hotstate";
 import { SecretBox, SpKeys, resolveSecretKey } from "./sso/secrets";
 import { SsoDirectory, SsoStore } from "./sso/store";
 import { SsoService } from "./sso/service";
@@ -61,8 +62,9 @@ export function nativeDocs(): DocumentedOperation[] {
     {
       method: "POST",
       path: SSO_PATHS.acs,
-      summary: "SAML assertion consumer service (public): an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
-      description: "application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
+      summary: "SAML assertion consumer service: an HTML form post of SAMLResponse and RelayState from the identity provider; answers an svc access token",
+      description:
+        "Where the identity provider posts the browser's SAML response: the assertion is validated and the user with the asserted e-mail signed in (created with the connection's default role when just-in-time provisioning is on); the answer is an svc access token acting as that user. Body: application/x-www-form-urlencoded; the assertion must be signed by the connection's certificate, for this service provider, in its time window, in response to an AuthnRequest svc sent, and not seen before",
       tags: ["sso"],
     },
   ];
@@ -92,7 +94,8 @@ export interface IdentityServices {
 
 export interface IdentityDeps {
   config: IdentityConfig;
-  storage: Storage;
+  /** the async storage (SQLite or PostgreSQL: docs/notes/postgres-plan.md) */
+  storage: AsyncStorage;
   kernel: Kernel;
   /** svc API keys (the keys domain's ApiKeyService) */
   keys: KeyRegistry;
@@ -117,15 +120,33 @@ export interface IdentityDeps {
   warn: (message: string) => void;
   /** DNS TXT lookups (default: node:dns Resolver on identity.sso.dns_servers) */
   dns?: TxtLookup;
+  /** invalidations to every replica (default: this process only) */
+  bus?: Bus;
+  /** team budgets decided in a store shared by the replicas (default: process memory) */
+  sharedBudgets?: SharedBudgets;
 }
 
 /** The services alone, over a storage (tests call them without HTTP). */
 export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">): IdentityServices & { mailer?: Mailer } {
   const { storage, clock } = deps;
-  const userStore = (t: string) => new UserStore(storage.tenant(t));
-  const teamStore = (t: string) => new TeamStore(storage.tenant(t));
+  const d = storage.dialect;
+  const userStore = (t: string) => new UserStore(storage.tenant(t), d);
+  const teamStore = (t: string) => new TeamStore(storage.tenant(t), d);
   let access: AccessCheck | undefined;
   let guard: BudgetGuard | undefined;
+  // every change that cached answers depend on goes over the bus: this process forgets at once
+  // (synchronous delivery), every other replica when the message arrives ("" = forget everything)
+  const bus = deps.bus ?? new LocalBus();
+  const parse = (p: string): { t?: string; u?: string; id?: string } => (p ? JSON.parse(p) : {});
+  bus.subscribe(TOPICS.keyRevoked, (p) => {
+    const m = parse(p);
+    access?.forgetKey(m.t, m.id);
+  });
+  bus.subscribe(TOPICS.user, (p) => {
+    const m = parse(p);
+    access?.forget(m.t, m.u);
+  });
+  bus.subscribe(TOPICS.budget, (p) => guard?.invalidate(parse(p).t));
   // a key revoked here is refused at once to the tokens exchanged for it (access.ts caches keys' state)
   const keys: KeyRegistry = {
     create: (t, name, permissions) => deps.keys.create(t, name, permissions),
@@ -133,14 +154,14 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     get: (t, id) => deps.keys.get(t, id),
     revoke: (t, id) => {
       deps.keys.revoke(t, id);
-      access?.forgetKey(t, id);
+      bus.publish(TOPICS.keyRevoked, JSON.stringify({ t, id }));
     },
   };
-  const users = new UserService(userStore, clock, (t, u) => access?.forget(t, u));
-  const roles = new RoleService((t) => new RoleStore(storage.tenant(t)), users, clock, (t, u) => access?.forget(u === undefined ? undefined : t, u));
-  const teams = new TeamService(teamStore, userStore, keys, deps.usage, clock, (t) => guard?.invalidate(t));
+  const users = new UserService(userStore, clock, (t, u) => bus.publish(TOPICS.user, JSON.stringify({ t, u })));
+  const roles = new RoleService((t) => new RoleStore(storage.tenant(t), d), users, clock, (t, u) => bus.publish(TOPICS.user, u === undefined ? "" : JSON.stringify({ t, u })));
+  const teams = new TeamService(teamStore, userStore, keys, deps.usage, clock, (t) => bus.publish(TOPICS.budget, JSON.stringify({ t })));
   access = new AccessCheck(userStore, roles, keys, clock, deps.config.user_cache_ms);
-  guard = new BudgetGuard(teamStore, deps.usage, clock);
+  guard = new BudgetGuard(teamStore, deps.usage, clock, deps.sharedBudgets);
   const mailer = smtpMailer(deps.config.smtp);
   const invitationKey = createHmac("sha256", deps.secret).update("svc identity invitations").digest();
   let sso: SsoService | undefined;
@@ -153,7 +174,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     clock,
     deps.config.passwords,
     deps.config.public_url,
-    (t) => (sso?.list(t, { status: "active", offset: 0, limit: 1 }).total ?? 0) > 0,
+    async (t) => ((await sso?.list(t, { status: "active", offset: 0, limit: 1 }))?.total ?? 0) > 0,
     deps.warn,
   );
   const invitations = new InvitationService(
@@ -218,7 +239,7 @@ export function create(deps: IdentityDeps): Domain<IdentityServices> {
       .use(invitationRoutes(deps.kernel, s.invitations))
       .use(auditRoutes(deps.kernel, s.audit))
       .use(keyRoutes(deps.kernel, s.keys, s.analytics))
-      .use(ssoRoutes(deps.kernel, s.sso, s.signin, (t) => s.sso.list(t, { offset: 0, limit: 100 }).items.some((c) => c.samlConfig?.signRequests)))
+      .use(ssoRoutes(deps.kernel, s.sso, s.signin, async (t) => (await s.sso.list(t, { offset: 0, limit: 100 })).items.some((c) => c.samlConfig?.signRequests)))
       .use(scimAdminRoutes(deps.kernel, s.scimTokens, s.scimActivities))
       .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities))
       .use(passwordRoutes(deps.kernel, s.passwords, deps.config.passwords.forwarded_for_hops)),

@@ -4,6 +4,7 @@ import type { Kernel, RequestLimiter } from "../core/kernel";
 import { DOC1, unauthenticated } from "../core/errors";
 import type { TokenService } from "../core/auth";
 import type { ApiKeyService } from "./service";
+import { examples } from "../core/openapi";
 
 /** The rate-limit group of token exchanges (doc1 §8: 10 per minute per tenant). */
 export const TOKEN_EXCHANGE_GROUP = "token_exchange";
@@ -21,13 +22,20 @@ export const keyRoutes = (kernel: Kernel, keys: ApiKeyService, tokens: TokenServ
       }
       const state = kernel.stateOf(request);
       if (state) state.principal = principal;
-      limiter.enforce(principal, TOKEN_EXCHANGE_GROUP, state?.headers ?? {});
+      await limiter.enforce(principal, TOKEN_EXCHANGE_GROUP, state?.headers ?? {});
       const accessToken = await tokens.sign({ tenantId: principal.tenantId, sub: principal.sub, permissions: [...principal.permissions] });
       return { accessToken, tokenType: "Bearer" as const, expiresIn: tokens.ttlSecs };
     },
     {
       body: t.Object({ apiKey: t.String({ minLength: 1, maxLength: 512 }) }),
       response: t.Object({ accessToken: t.String(), tokenType: t.Literal("Bearer"), expiresIn: t.Integer() }),
-      detail: { summary: "Exchange an API key for an access token (rate-limited to 10 per minute per tenant)", tags: ["auth"], security: [] },
+      detail: {
+        summary: "Exchange an API key for an access token (rate-limited to 10 per minute per tenant)",
+        description:
+          "Verifies the svc API key in the body and answers a signed access token (JWT) for the key's tenant with the key's permissions, valid for `expiresIn` seconds. An invalid or revoked key is refused with 401; exchanges are limited to 10 per minute per tenant.",
+        tags: ["auth"],
+        security: [],
+        ...examples({ request: { apiKey: "svc_Fys3Rw6tJ6REdBf7RbVHSX04jU8pTrtPIGohpSR40q" }, response: { accessToken: "eyJhbGciOiJIUzI1NiJ9.eyJ0ZW5hbnRfaWQiOiJhY21lIiwic3ViIjoiYXBpLWtleTprZXlfMDEiLCJwZXJtaXNzaW9ucyI6W10sImV4cCI6MTc5NjAwMDAwMH0.c2lnbmF0dXJl", tokenType: "Bearer", expiresIn: 86400 } }),
+      },
     },
   );

@@ -38,6 +38,11 @@ export class ApiKeyService implements CredentialVerifier {
     return this.stores.forTenant(tenantId).get(id);
   }
 
+  /** Forget every verified key (one was revoked, maybe by another replica). */
+  forgetVerified() {
+    this.memo.clear();
+  }
+
   revoke(tenantId: string, id: string): void {
     if (!this.stores.forTenant(tenantId).revoke(id, now())) throw notFound("api key");
     this.memo.clear();

@@ -61,20 +61,20 @@ export class ConfigIO {
 
   // ------------------------------------------------------------------ export
 
-  document(tenantId: string): Obj {
+  async document(tenantId: string): Promise<Obj> {
     const reg = this.registry(tenantId);
     const es = this.entities(tenantId);
-    const servers = reg.allServers().sort((a, b) => a.name.localeCompare(b.name));
+    const servers = (await reg.allServers()).sort((a, b) => a.name.localeCompare(b.name));
     const serverName = new Map(servers.map((s) => [s.id, s.name]));
-    const tools = reg.allTools();
-    const entities = es.all();
+    const tools = await reg.allTools();
+    const entities = await es.all();
     const entityName = new Map(entities.map((e) => [e.id, e.name]));
     const nameCount = new Map<string, number>();
     for (const t of tools) nameCount.set(t.name, (nameCount.get(t.name) ?? 0) + 1);
     const keyOf = (t: ToolRecord) => (nameCount.get(t.name)! > 1 ? `${serverName.get(t.serverId)}/${t.name}` : t.name);
     const toolById = new Map(tools.map((t) => [t.id, t]));
-    const mappings = es.allMappings();
-    const rules = es.allRules();
+    const mappings = await es.allMappings();
+    const rules = await es.allRules();
 
     const toolsOut: Obj = {};
     for (const t of [...tools].sort((a, b) => keyOf(a).localeCompare(keyOf(b)))) {
@@ -123,8 +123,8 @@ export class ConfigIO {
     };
   }
 
-  exportYaml(tenantId: string): string {
-    return YAML.stringify(this.document(tenantId), { lineWidth: 0 });
+  async exportYaml(tenantId: string): Promise<string> {
+    return YAML.stringify(await this.document(tenantId), { lineWidth: 0 });
   }
 
   // ------------------------------------------------------------------ import
@@ -157,47 +157,51 @@ export class ConfigIO {
     const es = this.entities(tenantId);
     const nowMs = this.clock.now();
     const at = iso(nowMs);
-    const counts = { serversCreated: 0, serversUpdated: 0, entitiesCreated: 0, entitiesUpdated: 0, toolsCreated: 0, toolsUpdated: 0, mappings: 0, rules: 0 };
-    const dropped: string[] = [];
+    const fresh = () => ({ serversCreated: 0, serversUpdated: 0, entitiesCreated: 0, entitiesUpdated: 0, toolsCreated: 0, toolsUpdated: 0, mappings: 0, rules: 0 });
+    let counts = fresh();
+    let dropped: string[] = [];
 
-    reg.db.tx(() => {
+    await reg.db.tx(async () => {
+      // counted afresh by every attempt (a PostgreSQL transaction may run again)
+      counts = fresh();
+      dropped = [];
       // servers
       for (const s of servers) {
-        const old = reg.serverByName(s.name);
+        const old = await reg.serverByName(s.name);
         if (!old) {
-          reg.insertServer({ id: uuid(), ...s, status: "PENDING", healthLatencyP50Ms: null, healthLatencyP99Ms: null, lastHealthCheck: null, lastError: null, createdAt: at, updatedAt: at });
+          await reg.insertServer({ id: uuid(), ...s, status: "PENDING", healthLatencyP50Ms: null, healthLatencyP99Ms: null, lastHealthCheck: null, lastError: null, createdAt: at, updatedAt: at });
           counts.serversCreated++;
         } else if (old.url !== s.url || old.transport !== s.transport || JSON.stringify(old.authConfig) !== JSON.stringify(s.authConfig) || old.description !== s.description) {
-          reg.updateServerDefinition({ ...old, ...s, updatedAt: at });
+          await reg.updateServerDefinition({ ...old, ...s, updatedAt: at });
           dropped.push(old.id);
           counts.serversUpdated++;
         }
       }
       // entities: create all, then parents (a parent may come later in the file)
       for (const e of entities) {
-        const old = es.byName(e.name);
+        const old = await es.byName(e.name);
         if (!old) {
-          es.insert({ id: uuid(), name: e.name, description: e.description, parentId: null, createdAt: at, updatedAt: at });
+          await es.insert({ id: uuid(), name: e.name, description: e.description, parentId: null, createdAt: at, updatedAt: at });
           counts.entitiesCreated++;
         }
       }
       for (const e of entities) {
-        const cur = es.byName(e.name)!;
-        const parentId = e.parent === null ? null : (es.byName(e.parent)?.id ?? null);
+        const cur = (await es.byName(e.name))!;
+        const parentId = e.parent === null ? null : ((await es.byName(e.parent))?.id ?? null);
         if (e.parent !== null && parentId === null) throw bad(`entities.${e.name}.parent`, `unknown entity "${e.parent}"`);
-        if (parentId && es.withDescendants(cur.id).includes(parentId)) throw bad(`entities.${e.name}.parent`, "a parent cycle");
+        if (parentId && (await es.withDescendants(cur.id)).includes(parentId)) throw bad(`entities.${e.name}.parent`, "a parent cycle");
         if (cur.parentId !== parentId || cur.description !== e.description) {
-          es.update({ ...cur, parentId, description: e.description, updatedAt: at });
+          await es.update({ ...cur, parentId, description: e.description, updatedAt: at });
           if (cur.createdAt !== at) counts.entitiesUpdated++;
         }
       }
       // tools
-      const allServers = reg.allServers();
+      const allServers = await reg.allServers();
       const tools = parseTools(doc.tools, allServers, new Set(servers.map((s) => s.name)));
       const byKey = new Map<string, ToolRecord>();
       for (const t of tools) {
         const server = allServers.find((s) => s.name === t.server)!;
-        const old = reg.toolsOfServer(server.id).find((x) => x.name === t.name);
+        const old = (await reg.toolsOfServer(server.id)).find((x) => x.name === t.name);
         const rec: ToolRecord = old
           ? { ...old, category: t.category, categoryConfidence: 1, categoryManualOverride: true, cacheConfig: t.cache, cacheManual: true, updatedAt: at }
           : {
@@ -218,10 +222,10 @@ export class ConfigIO {
               updatedAt: at,
             };
         if (old) {
-          reg.updateTool(rec);
+          await reg.updateTool(rec);
           counts.toolsUpdated++;
         } else {
-          reg.insertTool(rec);
+          await reg.insertTool(rec);
           counts.toolsCreated++;
         }
         byKey.set(t.key, rec);
@@ -229,23 +233,24 @@ export class ConfigIO {
       // mappings and rules of the listed tools: exactly the file's
       for (const t of tools) {
         const rec = byKey.get(t.key)!;
-        for (const m of es.mappingsOfTool(rec.id)) es.deleteMapping(rec.id, m.entityId);
+        for (const m of await es.mappingsOfTool(rec.id)) await es.deleteMapping(rec.id, m.entityId);
         for (const m of t.entities) {
-          const entity = es.byName(m.type);
+          const entity = await es.byName(m.type);
           if (!entity) throw bad(`tools.${t.key}.entities`, `unknown entity type "${m.type}"`);
-          es.upsertMapping({ toolId: rec.id, entityId: entity.id, paramName: m.param, operation: m.operation ?? impliedOperation(rec.category), createdAt: at });
+          await es.upsertMapping({ toolId: rec.id, entityId: entity.id, paramName: m.param, operation: m.operation ?? impliedOperation(rec.category), createdAt: at });
           counts.mappings++;
         }
-        for (const r of es.allRules().filter((r) => r.writeToolId === rec.id)) es.deleteRule(r.id);
+        for (const r of (await es.allRules()).filter((r) => r.writeToolId === rec.id)) await es.deleteRule(r.id);
         for (const inv of t.invalidates) {
-          const target = byKey.get(inv.tool) ?? findToolByKey(reg, allServers, inv.tool);
+          const target = byKey.get(inv.tool) ?? (await findToolByKey(reg, allServers, inv.tool));
           if (!target) throw bad(`tools.${t.key}.invalidates`, `unknown tool "${inv.tool}"`);
           if (target.id === rec.id) throw bad(`tools.${t.key}.invalidates`, "a tool cannot invalidate itself");
-          es.insertRule({ id: uuid(), writeToolId: rec.id, invalidateToolId: target.id, enabled: inv.enabled, createdAt: at });
+          await es.insertRule({ id: uuid(), writeToolId: rec.id, invalidateToolId: target.id, enabled: inv.enabled, createdAt: at });
           counts.rules++;
         }
       }
     });
+    reg.changed();
     for (const id of dropped) this.pool.drop(id);
     return { ...counts, message: `applied ${servers.length} server(s), ${entities.length} entit${entities.length === 1 ? "y" : "ies"}, ${counts.toolsCreated + counts.toolsUpdated} tool(s)` };
   }
@@ -395,13 +400,13 @@ function cacheOf(v: unknown, category: Category, where: string): CacheConfig {
   return c;
 }
 
-function findToolByKey(reg: RegistryStore, servers: ServerRecord[], key: string): ToolRecord | undefined {
+async function findToolByKey(reg: RegistryStore, servers: ServerRecord[], key: string): Promise<ToolRecord | undefined> {
   const slash = key.indexOf("/");
   if (slash > 0) {
     const s = servers.find((x) => x.name === key.slice(0, slash));
-    const hit = s && reg.toolsOfServer(s.id).find((t) => t.name === key.slice(slash + 1));
+    const hit = s && (await reg.toolsOfServer(s.id)).find((t) => t.name === key.slice(slash + 1));
     if (hit) return hit;
   }
-  const all = reg.allTools().filter((t) => t.name === key);
+  const all = (await reg.allTools()).filter((t) => t.name === key);
   return all.length === 1 ? all[0] : undefined;
 }

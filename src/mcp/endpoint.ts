@@ -39,8 +39,8 @@ const EXPOSED: ReadonlySet<string> = new Set(["HEALTHY", "DEGRADED"]);
 const baseOf = (s: ServerRecord) => s.name.replace(/[^A-Za-z0-9_.-]+/g, "-").replace(/^-+|-+$/g, "") || "server";
 
 /** The exposed name prefix of each exposed server of a tenant. */
-function exposedServers(store: RegistryStore): Array<{ prefix: string; server: ServerRecord }> {
-  const servers = store.allServers().filter((s) => EXPOSED.has(s.status));
+async function exposedServers(store: RegistryStore): Promise<Array<{ prefix: string; server: ServerRecord }>> {
+  const servers = (await store.allServers()).filter((s) => EXPOSED.has(s.status));
   const count = new Map<string, number>();
   for (const s of servers) count.set(baseOf(s), (count.get(baseOf(s)) ?? 0) + 1);
   return servers.map((s) => ({ server: s, prefix: count.get(baseOf(s))! > 1 ? `${baseOf(s)}-${s.id.replace(/-/g, "").slice(0, 8)}` : baseOf(s) }));
@@ -49,9 +49,9 @@ function exposedServers(store: RegistryStore): Array<{ prefix: string; server: S
 type Exposed = Map<string, { tool: ToolRecord; server: ServerRecord }>;
 
 /** The exposed name of every callable tool of a tenant. */
-export function exposedTools(store: RegistryStore): Exposed {
+export async function exposedTools(store: RegistryStore): Promise<Exposed> {
   const out: Exposed = new Map();
-  for (const { server, prefix } of exposedServers(store)) for (const t of store.toolsOfServer(server.id)) if (t.available) out.set(`${prefix}__${t.name}`, { tool: t, server });
+  for (const { server, prefix } of await exposedServers(store)) for (const t of await store.toolsOfServer(server.id)) if (t.available) out.set(`${prefix}__${t.name}`, { tool: t, server });
   return out;
 }
 
@@ -64,17 +64,24 @@ export function exposedTools(store: RegistryStore): Exposed {
  */
 export class ExposedTools {
   private static readonly MAX_TENANTS = 10_000;
-  private readonly byTenant = new Map<string, { version: number; tools: Exposed }>();
+  /**
+   * The version counts this process's writes only: another replica's (servers shared through
+   * PostgreSQL) reach this map when it is rebuilt, at most this long after it was built.
+   */
+  static TTL_MS = 1_000;
+  private readonly byTenant = new Map<string, { version: number; builtAt: number; tools: Exposed }>();
   constructor(private readonly registry: ForTenant<RegistryStore>) {}
 
-  of(tenantId: string): Exposed {
+  /** (the version is read before the rows: a write meanwhile leaves a map the next call rebuilds) */
+  async of(tenantId: string): Promise<Exposed> {
     const store = this.registry(tenantId);
     const version = store.version;
+    const now = performance.now();
     const kept = this.byTenant.get(tenantId);
-    if (kept?.version === version) return kept.tools;
-    const tools = exposedTools(store);
+    if (kept?.version === version && now - kept.builtAt < ExposedTools.TTL_MS) return kept.tools;
+    const tools = await exposedTools(store);
     if (this.byTenant.size >= ExposedTools.MAX_TENANTS) this.byTenant.clear();
-    this.byTenant.set(tenantId, { version, tools });
+    this.byTenant.set(tenantId, { version, builtAt: now, tools });
     return tools;
   }
 }
@@ -97,7 +104,7 @@ export function mcpServerFactory(exposed: ExposedTools, calls: CallService, serv
     const server = new Server({ name: "svc-mcp-gateway", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler("tools/list", async () => {
       if (!tenantId) return { tools: [] };
-      const tools = [...exposed.of(tenantId)].map(([name, { tool }]) => ({
+      const tools = [...(await exposed.of(tenantId))].map(([name, { tool }]) => ({
         name,
         description: tool.description,
         inputSchema: { type: "object", ...tool.inputSchema } as { type: "object"; [k: string]: unknown },
@@ -107,7 +114,7 @@ export function mcpServerFactory(exposed: ExposedTools, calls: CallService, serv
     });
     server.setRequestHandler("tools/call", async (request) => {
       const name = request.params.name;
-      const target = tenantId ? exposed.of(tenantId).get(name) : undefined;
+      const target = tenantId ? (await exposed.of(tenantId)).get(name) : undefined;
       if (!tenantId || !agentId || !target) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
       try {
         const onExactHit = served && authInfo ? (key: bigint, resultJson: string) => served(authInfo, { tenantId, key, resultJson }) : undefined;
@@ -288,11 +295,11 @@ export function mcpEndpoint(registry: ForTenant<RegistryStore>, calls: CallServi
   let replays = 0;
 
   /** A kept answer for this call, recorded as the hit it is; undefined (nothing recorded) otherwise. */
-  const replay = (call: PlainCall, tenantId: string, agentId: string): Response | undefined => {
-    const target = exposed.of(tenantId).get(call.name);
+  const replay = async (call: PlainCall, tenantId: string, agentId: string): Promise<Response | undefined> => {
+    const target = (await exposed.of(tenantId)).get(call.name);
     if (!target || !agentId) return undefined;
     let answerable: { resultJson: string; result: string } | undefined;
-    const out = calls.exactHit(tenantId, target.tool, target.server, { arguments: call.args, agentId }, (key) => (answerable = kept.get(keyOf(call, tenantId, key)))?.resultJson);
+    const out = await calls.exactHit(tenantId, target.tool, target.server, { arguments: call.args, agentId }, (key) => (answerable = kept.get(keyOf(call, tenantId, key)))?.resultJson);
     if (!out || !answerable) return undefined;
     replays++;
     return answer(call.era, answerText(answerable.result, call.id));
@@ -318,7 +325,7 @@ export function mcpEndpoint(registry: ForTenant<RegistryStore>, calls: CallServi
     const read = await withBody(request);
     if (read.refused) return read.refused;
     const call = !closed && read.parsedBody !== undefined ? plainCall(read.request, read.parsedBody) : undefined;
-    const replayed = call && replay(call, p.tenantId, agentId);
+    const replayed = call && (await replay(call, p.tenantId, agentId));
     if (replayed) return replayed;
     const response = await mcp.fetch(read.request, read.parsedBody === undefined ? { authInfo } : { authInfo, parsedBody: read.parsedBody });
     const hit = call && served.get(authInfo);

@@ -16,7 +16,7 @@
 import { Elysia } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import type { DocumentedOperation } from "../core/openapi";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel, NativeHandler } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { OutboundPolicy } from "../core/outbound";
@@ -41,7 +41,7 @@ export type { McpServices } from "./services";
 export type { CredentialAuthenticator, Embedder as McpEmbedder, WallClock } from "./ports";
 
 export interface McpDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   kernel: Kernel;
   outbound: OutboundPolicy;
   embedder: Embedder;
@@ -54,6 +54,9 @@ export interface McpDeps {
 }
 
 export const MCP_ENDPOINT = "/mcp";
+
+/** The permission of each native route: its handler checks it (`needs`) and /openapi.json states it. */
+const NATIVE_PERM = { toolCacheStats: "ViewMetrics", configImport: "ManageConfig" } as const satisfies Record<string, Permission>;
 
 /** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
 export function nativeDocs(): DocumentedOperation[] {
@@ -68,7 +71,7 @@ export function nativeDocs(): DocumentedOperation[] {
       properties: { jsonrpc: { type: "string", const: "2.0" }, error: { type: "object", required: ["code", "message"], properties: { code: { type: "integer" }, message: { type: "string" }, data: {} } }, id: {} },
     },
   };
-  const endpoint = "The MCP endpoint (Streamable HTTP, both protocol eras): the tenant's tools as <server>__<tool>, every call through svc's tool cache";
+  const endpoint = "The MCP endpoint (Streamable HTTP, both protocol eras) an MCP client connects to: it lists the tenant's tools of every server as <server>__<tool> and routes each call through svc's tool cache.";
   return [
     { method: "POST", path: MCP_ENDPOINT, summary: "MCP JSON-RPC request (tools/list, tools/call, server/discover, initialize)", description: endpoint, tags, stream: "sse", errorBodies },
     { method: "GET", path: MCP_ENDPOINT, summary: "MCP server-to-client stream (legacy era; answered 405 by the stateless endpoint)", description: endpoint, tags, errorBodies },
@@ -76,19 +79,20 @@ export function nativeDocs(): DocumentedOperation[] {
     {
       method: "POST",
       path: "/api/v1/tool-cache/stats",
-      summary: "Access count, hit rate and latency of one cache key; needs ViewMetrics",
-      description: "cacheKey: a 64-bit integer (a JSON integer read exactly, or a string of digits)",
+      summary: "Access count, hit rate and latency of one cache key",
+      perm: NATIVE_PERM.toolCacheStats,
+      description: "Answers how often one cached tool result was read, its hit rate and its latency. cacheKey: a 64-bit integer (a JSON integer read exactly, or a string of digits).",
       body: T.Object({ cacheKey: T.Union([T.Integer(), T.String({ pattern: "^-?\\d{1,20}$" })]) }),
       tags: ["tool-cache"],
-      errors: [403],
     },
     {
       method: "POST",
       path: "/api/v1/mcp/config/import",
-      summary: "Apply a configuration document (the YAML of GET /config/export; JSON accepted); needs ManageConfig",
-      description: "Request body: application/yaml. Merges servers, entities and tools by name; a listed tool gets exactly the file's mappings and rules; all or nothing.",
+      summary: "Apply a configuration document (the YAML of GET /config/export; JSON accepted)",
+      perm: NATIVE_PERM.configImport,
+      description: "Applies a configuration document as GET /api/v1/mcp/config/export writes it (request body: application/yaml). Merges servers, entities and tools by name; a listed tool gets exactly the file's mappings and rules; all or nothing.",
       tags,
-      errors: [403, 413],
+      errors: [413],
     },
   ];
 }
@@ -121,7 +125,7 @@ export function create(deps: McpDeps): Domain<McpServices> {
       throw new ApiError("invalid_request_error", "malformed request body: expected valid JSON");
     }
     if (!body || typeof body !== "object" || Array.isArray(body) || !("cacheKey" in body)) throw new ApiError("validation_error", "body field 'cacheKey': required (a 64-bit integer)");
-    return jsonResponse(s.cache.stats(state.principal!.tenantId, parseCacheKey((body as { cacheKey: unknown }).cacheKey, "body field 'cacheKey'")));
+    return jsonResponse(await s.cache.stats(state.principal!.tenantId, parseCacheKey((body as { cacheKey: unknown }).cacheKey, "body field 'cacheKey'")));
   };
 
   const importConfig: NativeHandler = async (request, state) => {
@@ -138,8 +142,8 @@ export function create(deps: McpDeps): Domain<McpServices> {
     routes: new Elysia({ name: "svc-mcp" }).use(registryRoutes(kernel, s)).use(activityRoutes(kernel, s)).use(toolCacheRoutes(kernel, s)),
     native: {
       [MCP_ENDPOINT]: { GET: endpoint.handler, POST: endpoint.handler, DELETE: endpoint.handler },
-      "/api/v1/tool-cache/stats": { POST: needs("ViewMetrics", stats) },
-      "/api/v1/mcp/config/import": { POST: needs("ManageConfig", importConfig) },
+      "/api/v1/tool-cache/stats": { POST: needs(NATIVE_PERM.toolCacheStats, stats) },
+      "/api/v1/mcp/config/import": { POST: needs(NATIVE_PERM.configImport, importConfig) },
     },
     sockets: ws.routes,
     service: s,

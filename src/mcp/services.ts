@@ -2,7 +2,7 @@
  * The MCP gateway's services wired together over one storage (tests call them without HTTP), and
  * the background pass the domain's timer runs (health checks, heartbeat expiry, expired entries).
  */
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { OutboundPolicy } from "../core/outbound";
 import type { Logger } from "../core/log";
 import type { McpConfig } from "./config";
@@ -26,7 +26,7 @@ import { UpstreamPool } from "./upstream/pool";
 import { OAuthTokens, type Env } from "./upstream/auth";
 
 export interface McpServiceDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   outbound: OutboundPolicy;
   embedder: Embedder;
   config: McpConfig;
@@ -49,7 +49,8 @@ export interface McpServices {
   analytics: Analytics;
   connections: ConnectionService;
   configIO: ConfigIO;
-  stores: { registry(t: string): RegistryStore; entities(t: string): EntityStore; cache(t: string): ToolCacheStore; calls(t: string): CallStore };
+  /** calls(t): the tenant's call records, its queued ones written first */
+  stores: { registry(t: string): RegistryStore; entities(t: string): EntityStore; cache(t: string): ToolCacheStore; calls(t: string): Promise<CallStore> };
   connectionStats(tenantId: string, serverId: string): ReturnType<ConnectionService["stats"]>;
   /** One background pass: health checks of every enabled server, stale connections, expired entries. */
   tick(): Promise<{ checked: number; disconnected: number; expired: number }>;
@@ -58,22 +59,23 @@ export interface McpServices {
 
 export function mcpServices(d: McpServiceDeps): McpServices {
   const { storage, config, clock, log } = d;
+  const dialect = storage.dialect;
   const registryVersions = new RegistryVersions();
-  const registryStore = (t: string) => new RegistryStore(storage.tenant(t), registryVersions);
-  const entityStore = (t: string) => new EntityStore(storage.tenant(t));
-  const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t));
-  const callLog = new CallLog(storage, (e) => log.error("mcp call log: a batch was not written", { error: String(e) }));
+  const registryStore = (t: string) => new RegistryStore(storage.tenant(t), registryVersions, dialect);
+  const entityStore = (t: string) => new EntityStore(storage.tenant(t), dialect);
+  const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t), dialect);
+  const callLog = new CallLog(storage, dialect, (e, lost) => log.error("mcp call log: a batch was not written", { error: String(e), lostRows: lost }));
   // every reader of the call records (analytics, stats, health, connection stats) sees the queued ones
-  const callStore = (t: string) => {
-    callLog.flush(t);
-    return new CallStore(storage.tenant(t));
+  const callStore = async (t: string) => {
+    await callLog.flush(t);
+    return new CallStore(storage.tenant(t), dialect);
   };
   const connectionStore = (t: string) => new ConnectionStore(storage.tenant(t));
 
   const events = new EventHub(() => clock.now());
   const pool = new UpstreamPool(config, { outbound: d.outbound, env: d.env, oauth: new OAuthTokens(d.outbound.fetch, d.env, () => clock.now()), mtlsDir: config.mtls_dir }, log);
   const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, callLog, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log });
-  const health = new HealthService({ storage, registry: registryStore, pool, config, clock, events, log, hitsOfServer: (t, id) => callStore(t).hitsOfServer(id) });
+  const health = new HealthService({ storage, registry: registryStore, pool, config, clock, events, log, hitsOfServer: async (t, id) => (await callStore(t)).hitsOfServer(id) });
   const registry = new RegistryService(registryStore, { outbound: d.outbound, config, clock, pool, health: () => health, cache: () => cache });
   const entities = new EntityService(entityStore, registryStore, () => cache, clock);
   const calls = new CallService({ registry: registryStore, entities: entityStore, callLog, cache, pool, events, clock, log });
@@ -94,16 +96,16 @@ export function mcpServices(d: McpServiceDeps): McpServices {
     connections,
     configIO,
     stores: { registry: registryStore, entities: entityStore, cache: cacheStore, calls: callStore },
-    connectionStats: (tenantId, serverId) => connections.stats(tenantId, serverId, callStore(tenantId).serverCallErrors(serverId)),
+    connectionStats: (tenantId, serverId) => connections.stats(tenantId, serverId, async () => (await callStore(tenantId)).serverCallErrors(serverId)),
     async tick() {
-      const disconnected = connections.expireStale();
-      const expired = cache.sweepExpired();
+      const disconnected = await connections.expireStale();
+      const expired = await cache.sweepExpired();
       const checked = await health.checkAll();
       return { checked, disconnected, expired };
     },
-    close() {
-      callLog.close();
-      return pool.closeAll();
+    async close() {
+      await callLog.close();
+      await pool.closeAll();
     },
   };
 }

@@ -135,7 +135,7 @@ export const opsRoutes = (d: OpsDeps) => {
     .routes("")
     .get("/health", () => ({ status: "ok" as const }), {
       response: Health,
-      detail: { summary: "Liveness: the process serves HTTP", tags: ["ops"], security: [] },
+      detail: { summary: "Liveness: the process serves HTTP", description: "Answers `{status: \"ok\"}` whenever the process serves HTTP, whatever its dependencies; for a liveness probe.", tags: ["ops"], security: [] },
     })
     .get(
       "/ready",
@@ -152,6 +152,7 @@ export const opsRoutes = (d: OpsDeps) => {
         response: Ready,
         detail: {
           summary: "Readiness: database open, migrations applied, embedding model loaded; with readiness.probe_providers, each provider's last background probe (deciding readiness only with readiness.require_upstream)",
+          description: "Answers 200 with each check once svc can serve requests, 503 (service_unavailable) naming the failed checks otherwise; for a readiness probe or a load balancer.",
           tags: ["ops"],
           security: [],
         },
@@ -165,7 +166,9 @@ export const opsRoutes = (d: OpsDeps) => {
       },
       {
         detail: {
-          summary: "Prometheus metrics (text exposition format), rendered at most once per metrics.render_interval_ms; with metrics.token set, Authorization: Bearer <token> is required",
+          summary: "Prometheus metrics (text exposition format), rendered at most once per metrics.render_interval_ms",
+          description:
+            "Every counter and histogram of the process for a Prometheus scrape: HTTP requests by route template, cache lookups per tier and entries, upstream calls, errors, retries and fallbacks, tokens, cost and savings, rate-limit and budget rejections, process figures. With `metrics.token` configured, the scraper must send it as `Authorization: Bearer <token>` (401 otherwise).",
           tags: ["ops"],
         },
       },
@@ -186,7 +189,11 @@ export const opsRoutes = (d: OpsDeps) => {
         }),
         tenants: t.Object({ active: t.Integer() }),
       }),
-      detail: { summary: "Statistics across tenants: uptime, request counts, cache hits and misses per tier (ViewMetrics)", tags: ["ops"] },
+      detail: {
+        summary: "Statistics across tenants: uptime, request counts, cache hits and misses per tier",
+        description: "A JSON summary of the whole process since it started, across tenants: uptime, requests by status, rate-limited requests, cache hits and misses per tier, cache entries and the number of tenants seen.",
+        tags: ["ops"],
+      },
     })
     .get(
       "/",
@@ -205,7 +212,7 @@ export const opsRoutes = (d: OpsDeps) => {
           documentation: t.Object({ openapi: t.String(), swagger: t.String() }),
           endpoints: t.Record(t.String(), t.Object({ method: t.String(), path: t.String() })),
         }),
-        detail: { summary: "Information document", tags: ["ops"], security: [] },
+        detail: { summary: "Information document", description: "Names the service and its version, where the API reference is (/openapi.json, /docs) and the proxy endpoints it serves.", tags: ["ops"], security: [] },
       },
     );
 };

@@ -90,6 +90,12 @@ export class RateLimiter implements RequestLimiter {
     return a;
   }
 
+  /** Drop the cached assignment of a tenant (every tenant: none given): another replica changed it. */
+  forgetAssignment(tenantId?: string) {
+    if (tenantId === undefined) this.assignments.clear();
+    else this.assignments.delete(tenantId);
+  }
+
   tierOf(tenantId: string): TierName {
     return this.assignment(tenantId)?.tier ?? DEFAULT_TIER;
   }

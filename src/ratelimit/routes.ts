@@ -7,7 +7,16 @@ import type { Kernel } from "../core/kernel";
 import { DOC1, notFound } from "../core/errors";
 import type { Principal } from "../core/auth";
 import { TIERS, TIER_NAMES } from "./tiers";
-import type { RateLimiter } from "./limiter";
+import type { TenantLimits } from "./limiter";
+import type { TierAssignment } from "./store";
+import type { TierName } from "./tiers";
+
+/** What the routes manage: the in-process limiter or the shared one (describe then reads the store). */
+export interface TierAdmin {
+  describe(tenantId: string): TenantLimits | Promise<TenantLimits>;
+  setTier(tenantId: string, tier: TierName, by: string): TierAssignment;
+  resetTier(tenantId: string): boolean;
+}
 
 const TierSchema = t.Object({
   name: t.String(),
@@ -38,18 +47,18 @@ function ownTenant(principal: Principal, tenantId: string) {
   if (tenantId !== principal.tenantId) throw notFound(`tenant ${tenantId}`);
 }
 
-export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
+export const rateLimitRoutes = (kernel: Kernel, limiter: TierAdmin) =>
   kernel
     .mount({ prefix: "/api/v1/rate-limits", envelope: DOC1 })
-    .get("", ({ principal }) => ({ tenants: [limiter.describe(principal.tenantId)] }), {
+    .get("", async ({ principal }) => ({ tenants: [await limiter.describe(principal.tenantId)] }), {
       perm: "ViewMetrics",
       response: t.Object({ tenants: t.Array(TenantLimitsSchema) }),
-      detail: { summary: "List tenant tier assignments (the caller's tenant)", tags: ["rate-limits"] },
+      detail: { summary: "List tenant tier assignments (the caller's tenant)", description: "Answers the caller's tenant with its tier, its limits and what remains of each in the current window (a list, for the shape of the admin API).", tags: ["rate-limits"] },
     })
     .get("/tiers", () => ({ tiers: TIER_NAMES.map((n) => TIERS[n]) }), {
       perm: "ViewMetrics",
       response: t.Object({ tiers: t.Array(TierSchema) }),
-      detail: { summary: "List tier presets", tags: ["rate-limits"] },
+      detail: { summary: "List tier presets", description: "The tiers a tenant can be assigned, each with its requests per second, minute and day and tokens per minute.", tags: ["rate-limits"] },
     })
     .get(
       "/:tenant_id",
@@ -61,7 +70,7 @@ export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
         perm: "ViewMetrics",
         params: TenantParam,
         response: TenantLimitsSchema,
-        detail: { summary: "Current tier of a tenant", tags: ["rate-limits"] },
+        detail: { summary: "Current tier of a tenant", description: "The tenant's tier, whether it is the default, when it was set, its limits and what remains of each now. Only the caller's own tenant: any other id answers 404.", tags: ["rate-limits"] },
       },
     )
     .put(
@@ -76,7 +85,7 @@ export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
         params: TenantParam,
         body: t.Object({ tier: t.Union(TIER_NAMES.map((n) => t.Literal(n)), { description: "starter | pro | enterprise" }) }),
         response: TenantLimitsSchema,
-        detail: { summary: "Assign a tier (starter, pro, enterprise)", tags: ["rate-limits"] },
+        detail: { summary: "Assign a tier (starter, pro, enterprise)", description: "Sets the tenant's tier; the new limits apply from the next request. Only the caller's own tenant: any other id answers 404." , tags: ["rate-limits"] },
       },
     )
     .delete(
@@ -90,6 +99,6 @@ export const rateLimitRoutes = (kernel: Kernel, limiter: RateLimiter) =>
         perm: "ManageConfig",
         params: TenantParam,
         response: TenantLimitsSchema,
-        detail: { summary: "Reset a tenant to the default tier (starter)", tags: ["rate-limits"] },
+        detail: { summary: "Reset a tenant to the default tier (starter)", description: "Removes the tenant's tier assignment so the default tier applies again, and answers the tenant's limits. Only the caller's own tenant: any other id answers 404.", tags: ["rate-limits"] },
       },
     );

@@ -25,33 +25,33 @@ export interface OperatingPoint {
 }
 
 /**
- * The measured precision / recall of each operating point of the learned hit decision, read from
- * BENCHMARKS.md's table (the row header `| decisionThreshold |`), so the Cache page shows the
- * trade-off beside the setting without a second copy of the numbers. A table that cannot be read
- * fails the build: the page would otherwise silently lose it.
+ * The measured precision / recall of each operating point of the hit decision (the cosine floor,
+ * `cache.similarity_threshold`), read from BENCHMARKS.md's cross-validated table (the row header
+ * `| floor |`), so the Cache page shows the trade-off beside the point in use without a second copy
+ * of the numbers. A table that cannot be read fails the build: the page would otherwise silently lose it.
  */
 export function operatingPoints(markdown: string): OperatingPoint[] {
   const lines = markdown.split("\n");
-  const head = lines.findIndex((l) => l.startsWith("| decisionThreshold |"));
-  if (head < 0) throw new Error("ui: BENCHMARKS.md has no `| decisionThreshold |` table (the Cache page shows it)");
+  const head = lines.findIndex((l) => l.startsWith("| floor |"));
+  if (head < 0) throw new Error("ui: BENCHMARKS.md has no `| floor |` table (the Cache page shows it)");
   const cols = lines[head]!.split("|").map((c) => c.trim());
   const at = (name: string) => {
     const i = cols.indexOf(name);
-    if (i < 0) throw new Error(`ui: BENCHMARKS.md's decisionThreshold table has no \`${name}\` column`);
+    if (i < 0) throw new Error(`ui: BENCHMARKS.md's floor table has no \`${name}\` column`);
     return i;
   };
-  const [p, r, f] = [at("precision"), at("recall"), at("false-hit rate")];
+  const [p, r, f] = [at("precision 50/50"), at("recall"), at("Quora false-hit rate")];
   const points: OperatingPoint[] = [];
   for (const line of lines.slice(head + 2)) {
     if (!line.startsWith("|")) break;
     const cells = line.split("|").map((c) => c.trim().replace(/\*\*/g, ""));
-    const label = cells[1]!.replace(/[¹²³]/g, "").trim();
+    const label = cells[1]!.trim();
     const threshold = Number.parseFloat(label);
     const nums = [cells[p], cells[r], cells[f]].map((c) => Number.parseFloat(c ?? ""));
-    if (!Number.isFinite(threshold) || nums.some((n) => !Number.isFinite(n))) throw new Error(`ui: unreadable row in BENCHMARKS.md's decisionThreshold table: ${line}`);
+    if (!Number.isFinite(threshold) || nums.some((n) => !Number.isFinite(n))) throw new Error(`ui: unreadable row in BENCHMARKS.md's floor table: ${line}`);
     points.push({ threshold, label, precision: nums[0]!, recall: nums[1]!, falseHitRate: nums[2]! });
   }
-  if (points.length === 0) throw new Error("ui: BENCHMARKS.md's decisionThreshold table has no rows");
+  if (points.length === 0) throw new Error("ui: BENCHMARKS.md's floor table has no rows");
   return points;
 }
 

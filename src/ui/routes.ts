@@ -59,10 +59,10 @@ export const uiRoutes = (kernel: Kernel, assets: UiAssets) => {
     request.headers.get("if-none-match") === etag
       ? new Response(null, { status: 304, headers: { ...SECURITY_HEADERS, etag } })
       : new Response(body, { headers: { ...SECURITY_HEADERS, "content-type": type, "cache-control": "no-cache", etag } });
-  const doc = (summary: string) => ({ detail: { summary, tags: ["dashboard"], security: [] } });
+  const doc = (summary: string, description: string) => ({ detail: { summary, description, tags: ["dashboard"], security: [] } });
   return new Elysia({ name: "svc-ui" })
     // one page for /ui and /ui/ (relative asset URLs differ), so an operator's path prefix needs no rewrite
-    .get("/ui", ({ request }) => answer(new URL(request.url).pathname.endsWith("/") ? pages.slash : pages.bare, "text/html; charset=utf-8", request), doc("The admin dashboard's page (/ui and /ui/)"))
-    .get("/ui/app.js", ({ request }) => answer(assets.js, "text/javascript; charset=utf-8", request), doc("The dashboard's script (embedded in the binary)"))
-    .get("/ui/app.css", ({ request }) => answer(assets.css, "text/css; charset=utf-8", request), doc("The dashboard's stylesheet (embedded in the binary)"));
+    .get("/ui", ({ request }) => answer(new URL(request.url).pathname.endsWith("/") ? pages.slash : pages.bare, "text/html; charset=utf-8", request), doc("The admin dashboard's page (/ui and /ui/)", "The dashboard's single HTML page; it holds no data: signed in, it reads everything from this API with the user's bearer token. Served with a strict Content-Security-Policy."))
+    .get("/ui/app.js", ({ request }) => answer(assets.js, "text/javascript; charset=utf-8", request), doc("The dashboard's script (embedded in the binary)", "The dashboard's JavaScript module, versioned by the page's `?v=`; answers 304 to a matching If-None-Match."))
+    .get("/ui/app.css", ({ request }) => answer(assets.css, "text/css; charset=utf-8", request), doc("The dashboard's stylesheet (embedded in the binary)", "The dashboard's CSS, versioned by the page's `?v=`; answers 304 to a matching If-None-Match."));
 };

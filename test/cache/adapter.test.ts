@@ -22,7 +22,7 @@ const adapted = async (texts: string[]) => (await real.embed(texts)).map((v) => 
 function engine(adapt: boolean, embedder: Embedder = real) {
   const t = tempDir();
   dirs.push(t);
-  return openEngine(t.dir, embedder, { cache: { adapt_embeddings: adapt } });
+  return openEngine(t.dir, embedder, { cache: { adapt_embeddings: adapt, learned_decision: true, similarity_threshold: 0.8 } });
 }
 
 // rewordings the raw embedding's cosine leaves to the rules and the model, which reject them;
@@ -128,15 +128,15 @@ describe("the cache compares adapted embeddings", () => {
     const t = tempDir();
     dirs.push(t);
     const [cached, asked] = ["How do I become a data scientist?", "What does it take to become a data scientist?"];
-    const raw = openEngine(t.dir, real, { cache: { adapt_embeddings: false } });
+    const raw = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, similarity_threshold: 0.8 } });
     await fill(raw.engine, ask("t-switch", cached));
     await raw.close();
-    const ad = openEngine(t.dir, real, { cache: { adapt_embeddings: true } });
+    const ad = openEngine(t.dir, real, { cache: { adapt_embeddings: true, learned_decision: true, similarity_threshold: 0.8 } });
     expect(await ad.engine.lookup(ask("t-switch", cached))).toMatchObject({ hit: true, tier: "exact" });
     // the rewording hits in either space (above), but the entry's vector lives in the raw id's partition
     expect((await ad.engine.lookup(ask("t-switch", asked))).hit).toBe(false);
     await ad.close();
-    const back = openEngine(t.dir, real, { cache: { adapt_embeddings: false } });
+    const back = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, similarity_threshold: 0.8 } });
     expect(await back.engine.lookup(ask("t-switch", asked))).toMatchObject({ hit: true, tier: "semantic" });
     await back.close();
   });

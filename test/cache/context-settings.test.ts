@@ -257,14 +257,14 @@ describe("SVC_CACHE__SIMILARITY_THRESHOLD (single-turn semantic tier)", () => {
       await h.done();
     }
   }
-  test("default 0.8 (the learned stage judges candidates from 0.8 up): cosine 0.84 hits, 0.79 misses", async () => {
-    const hit = await single({}, "Q.84");
+  test("default 0.94 (cross-validated operating point, issue 25): cosine 0.99 hits, 0.9 misses", async () => {
+    const hit = await single({}, "Q.99");
     expect(hit.hit && hit.tier).toBe("semantic");
-    expect(hit.hit && hit.similarity).toBeCloseTo(0.84, 5);
-    const miss = await single({}, "Q.79");
+    expect(hit.hit && hit.similarity).toBeCloseTo(0.99, 5);
+    const miss = await single({}, "Q.9");
     expect(miss.hit).toBe(false);
     // the miss reports how close the nearest cached question was
-    expect(!miss.hit && miss.nearestSimilarity).toBeCloseTo(0.79, 3);
+    expect(!miss.hit && miss.nearestSimilarity).toBeCloseTo(0.9, 3);
   });
   test("a nearest question pointing the other way (cosine -0.5) is reported as 0: doc1's similarity is 0.0-1.0", async () => {
     const miss = await single({}, "Q.-5");

@@ -16,6 +16,8 @@ import { startGateway, type TestGateway } from "../helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 
 const real = localEmbedderForFile();
+/** the learned stage and the adapter are off by default since issue 25: these tests switch them on, at the floor they were measured at */
+const LEARNED_ON = { learned_decision: true, adapt_embeddings: true, similarity_threshold: 0.8 };
 
 const model = defaultLearnedModel();
 /** the gateway's default operating point (cache.decision_threshold; the model adds hits to the rules') */
@@ -94,11 +96,11 @@ describe("the shipped model", () => {
 
   test("the engine uses it only with the embedder it was trained on", async () => {
     const t = tempDir();
-    const a = openEngine(t.dir, real);
+    const a = openEngine(t.dir, real, { cache: LEARNED_ON });
     const t2 = tempDir();
-    const b = openEngine(t2.dir, new HashEmbedder());
+    const b = openEngine(t2.dir, new HashEmbedder(), { cache: LEARNED_ON });
     const t3 = tempDir();
-    const c = openEngine(t3.dir, real, { cache: { learned_decision: false } });
+    const c = openEngine(t3.dir, real, { cache: { ...LEARNED_ON, learned_decision: false, similarity_threshold: 0.85 } });
     try {
       expect(a.engine.learned).toBe(model);
       expect(b.engine.learned).toBeNull();
@@ -136,18 +138,18 @@ describe("the shipped model", () => {
 
 test("a tenant's operating point is stored in SQLite: it survives a restart, and only that tenant has it", async () => {
   const t = tempDir();
-  let h = openEngine(t.dir, real);
+  let h = openEngine(t.dir, real, { cache: LEARNED_ON });
   try {
     expect(h.engine.setTenantSettings("t1", { decisionThreshold: 0.42 })).toEqual({ decisionThreshold: 0.42 });
     await h.close();
-    h = openEngine(t.dir, real);
+    h = openEngine(t.dir, real, { cache: LEARNED_ON });
     expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: 0.42 });
     expect(h.engine.effectiveDecision("t1")).toMatchObject({ learned: true, threshold: 0.42, source: "tenant" });
     expect(h.engine.tenantSettings("t2")).toEqual({ decisionThreshold: null });
     expect(h.engine.effectiveDecision("t2")).toMatchObject({ threshold: DEFAULT_POINT, source: "config" });
     h.engine.setTenantSettings("t1", { decisionThreshold: null });
     await h.close();
-    h = openEngine(t.dir, real);
+    h = openEngine(t.dir, real, { cache: LEARNED_ON });
     expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: null });
   } finally {
     await h.close();
@@ -164,7 +166,7 @@ describe("through the gateway", () => {
   let adminB: string; // tenant-l2
   beforeAll(async () => {
     fake = await startFakeUpstream();
-    gw = await startGateway({ rate_limits: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
+    gw = await startGateway({ rate_limits: { enabled: false }, cache: LEARNED_ON, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
     admin = await gw.token("tenant-l1", ["ManageConfig", "ViewMetrics"]);
     viewer = await gw.token("tenant-l1", ["ViewMetrics"]);
     plain = await gw.token("tenant-l1");
@@ -192,6 +194,7 @@ describe("through the gateway", () => {
     const fill = await client(plain).chat.completions.create(chat(RULES_PARAPHRASE[1]) as any).withResponse();
     expect(fill.response.headers.get("x-cache-status")).toBe("MISS");
     // the first miss compared nothing: similarity 0
+    // doc1 §4.2's five fields (nothing was compared, so no operating point decided anything)
     expect((fill.data as any).svc_metadata).toEqual({ cache_hit: false, cache_tier: null, similarity: 0, context_similarity: null, session_id: expect.any(String) });
 
     const expected = await judge(...RULES_PARAPHRASE);
@@ -205,7 +208,7 @@ describe("through the gateway", () => {
     const meta = (viaSdk.data as any).svc_metadata;
     expect(meta.cache_tier).toBe("semantic");
     expect(meta.similarity).toBeCloseTo(expected.acos, 4);
-    expect(Object.keys(meta).sort()).toEqual(["cache_hit", "cache_tier", "context_similarity", "session_id", "similarity"]);
+    expect(Object.keys(meta).sort()).toEqual(["cache_hit", "cache_tier", "context_similarity", "decision_point", "decision_point_source", "session_id", "similarity"]);
 
     // a near-miss: no hit, and the nearest cached question's similarity instead of 0
     const [a, b] = await real.embed(["How do I reverse a string in Java?", RULES_PARAPHRASE[1]]);

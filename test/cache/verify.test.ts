@@ -33,6 +33,18 @@ describe("verifyPair", () => {
     expect(verifyPair("Which foods are not safe for dogs?", "Which foods are safe for dogs?", 0.95).accept).toBe(false);
   });
 
+  test("order swap of numbers / model numbers, and after an 'and' earlier in the sentence, is rejected (issue 25)", () => {
+    // the swapped terms are model numbers (not content words) ...
+    expect(verifyPair("How do I copy files from a PS4 to the USB?", "How do I copy files from a USB to the PS4?", 0.99).reason).toStartWith("order-swap");
+    expect(verifyPair("Why do the margins increase from h6 to h1?", "Why do the margins increase from h1 to h6?", 0.99).reason).toStartWith("order-swap");
+    // ... or an "and" three words before the first term made the pair look symmetric
+    expect(
+      verifyPair("Is there a way to transfer my WhatsApp messages and media from iPhone to Android?", "Is there a way to transfer my WhatsApp messages and media from Android to iPhone?", 0.99).reason,
+    ).toStartWith("order-swap");
+    // "between A and B" stays symmetric
+    expect(verifyPair("What is the difference between Android and iPhone?", "What is the difference between iPhone and Android?", 0.99).accept).toBe(true);
+  });
+
   test("order swap is rejected", () => {
     const r = verifyPair("How do I convert ethanoic acid to ethanol?", "How do I convert ethanol to ethanoic acid?", 0.99);
     expect(r.accept).toBe(false);
@@ -59,14 +71,14 @@ describe("verifyPair", () => {
   });
 
   test("a one-letter typo is accepted", () => {
-    expect(verifyPair("What does a mentailst do and how?", "What does a mentalist do and how?", 0.9).accept).toBe(true);
+    expect(verifyPair("What does a mentailst do and how?", "What does a mentalist do and how?", 0.95).accept).toBe(true);
   });
 
   test("plain paraphrase is accepted", () => {
-    const r = verifyPair("How can I reset the password for my Gmail account?", "How do I reset my Gmail account password?", 0.9);
+    const r = verifyPair("How can I reset the password for my Gmail account?", "How do I reset my Gmail account password?", 0.95);
     expect(r.accept).toBe(true);
     expect(r.reason).toBe("ok");
-    expect(verifyPair("What are some good books on machine learning?", "Which good books are there for machine learning?", 0.9).accept).toBe(true);
+    expect(verifyPair("What are some good books on machine learning?", "Which good books are there for machine learning?", 0.95).accept).toBe(true);
   });
 
   test("low cosine is never accepted", () => {
@@ -77,8 +89,8 @@ describe("verifyPair", () => {
 
   test("extra content words need a very high cosine", () => {
     // 'quickly' and 'beginner' are on one side only.
-    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.9).accept).toBe(false);
-    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.97).accept).toBe(true);
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.9, { minScore: 0.85 }).accept).toBe(false);
+    expect(verifyPair("How do I learn Java quickly as a beginner?", "How do I learn Java?", 0.97, { minScore: 0.85 }).accept).toBe(true);
   });
 
   test("words in another script and quoted terms must match", () => {
@@ -91,8 +103,8 @@ describe("verifyPair", () => {
     const b = "How can someone burn stomach flab fast?";
     const an = analyzePair(a, b);
     expect(Math.min(an.onlyA.length, an.onlyB.length)).toBeGreaterThanOrEqual(3);
-    expect(verifyPair(a, b, 0.88).accept).toBe(true);
-    expect(verifyPair(a, b, 0.88, { rephraseMinWords: 0 }).accept).toBe(false);
+    expect(verifyPair(a, b, 0.95).accept).toBe(true);
+    expect(verifyPair(a, b, 0.95, { rephraseMinWords: 0 }).accept).toBe(false);
     // A single substituted word is still penalised (the cosine of such pairs is high whatever the word means).
     expect(verifyPair("Do introverts make good lawyers?", "Do introverts make good nurses?", 0.9).accept).toBe(false);
     // Hard rules still apply to rewordings.
@@ -103,7 +115,7 @@ describe("verifyPair", () => {
   test("request verbs are function words", () => {
     const an = analyzePair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", { ignoreRequestVerbs: true });
     expect(an.onlyA.map((t) => t.lower)).toEqual([]);
-    expect(verifyPair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", 0.88).accept).toBe(true);
+    expect(verifyPair("Explain the causes of the Great Depression.", "What were the causes of the Great Depression?", 0.95).accept).toBe(true);
     expect(analyzePair("Explain the causes.", "The causes?", { ignoreRequestVerbs: false }).onlyA.map((t) => t.lower)).toEqual(["explain"]);
   });
 
@@ -111,7 +123,7 @@ describe("verifyPair", () => {
     const an = analyzePair("Why did the UK return HK to China?", "Why did the UK return Hong Kong to China?", { acronyms: true });
     expect(an.entityMismatch).toEqual([]);
     expect(an.unmatched).toBe(0);
-    expect(verifyPair("How much RAM does a laptop need?", "How much random access memory does a laptop need?", 0.9).accept).toBe(true);
+    expect(verifyPair("How much RAM does a laptop need?", "How much random access memory does a laptop need?", 0.95).accept).toBe(true);
     expect(verifyPair("Why did the UK return HK to China?", "Why did the UK return Macau to China?", 0.95).reason).toStartWith("entity-mismatch");
   });
 

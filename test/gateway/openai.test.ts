@@ -121,8 +121,11 @@ describe("chat-completions proxy", () => {
     expect(r.headers.get("x-cache-status")).toBe("MISS");
     const frames = (await r.text()).trim().split("\n\n");
     const chunks = frames.filter((f) => f !== "data: [DONE]").map((f) => JSON.parse(f.replace(/^data: /, "")));
-    const { similarity, ...rest } = chunks[0].svc_metadata;
+    const { similarity, decision_point, decision_point_source, ...rest } = chunks[0].svc_metadata;
     expect(rest).toEqual({ cache_hit: false, cache_tier: null, context_similarity: null, session_id: "sess-live" });
+    // the operating point the nearest question was judged against (issue 25)
+    expect(decision_point_source).toBe("config");
+    expect(decision_point).toBeGreaterThan(0);
     // a miss reports the nearest cached question's similarity (the tenant holds other questions by now)
     expect(similarity).toBeGreaterThan(0);
     expect(similarity).toBeLessThan(0.8);

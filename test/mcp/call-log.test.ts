@@ -28,7 +28,7 @@ async function gatewayWith(opts: { flushMs?: number; max?: number } = {}): Promi
 
 /** A fresh tenant with the fake server registered as `name`: its token and the gateway as that tenant. */
 async function tenant(h: McpGateway, fake: FakeMcpServer, id: string, name: string) {
-  h.mcp.callLog.flush(); // what an earlier test left queued (when it failed half way) does not count here
+  await h.mcp.callLog.flush(); // what an earlier test left queued (when it failed half way) does not count here
   const token = await h.gw.token(id, ["WorkspaceAdmin"], "alice");
   const as = { ...h, A: token };
   const { server, tools } = await registerAndDiscover(as, fake.url, { name });
@@ -163,7 +163,7 @@ describe("call log: reads see the queued calls", () => {
 
     // one batch holding both tenants' calls (as the timer and the cap write them): each row under its tenant
     await Promise.all([...Array.from({ length: 7 }, getA), ...Array.from({ length: 5 }, getB)]);
-    h.mcp.callLog.flush();
+    await h.mcp.callLog.flush();
     expect(written(h, "log-ta")).toBe(38);
     expect(written(h, "log-tb")).toBe(26);
     expect((await h.call("GET", `/api/v1/tool-cache/${keyA}`, a.token)).body.accessCount).toBe(37);

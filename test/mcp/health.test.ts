@@ -72,19 +72,19 @@ describe("health", () => {
     const reg = await h.call("POST", S, h.A, { name: "health-2", url: sw.url });
     const id = reg.body.server.id;
     const server = () => h.mcp.registry.server("tenant-a", id);
-    await h.mcp.health.check("tenant-a", server());
-    expect(server().status).toBe("HEALTHY");
+    await h.mcp.health.check("tenant-a", await server());
+    expect((await server()).status).toBe("HEALTHY");
     sw.up = false;
     const statuses: string[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await h.mcp.health.check("tenant-a", server())).status);
+    for (let i = 0; i < 3; i++) statuses.push((await h.mcp.health.check("tenant-a", await server())).status);
     expect(statuses).toEqual(["DEGRADED", "DEGRADED", "DOWN"]);
-    expect(server().lastError).toEqual(expect.any(String));
+    expect((await server()).lastError).toEqual(expect.any(String));
     sw.up = true;
     const back: string[] = [];
-    for (let i = 0; i < 4; i++) back.push((await h.mcp.health.check("tenant-a", server())).status);
+    for (let i = 0; i < 4; i++) back.push((await h.mcp.health.check("tenant-a", await server())).status);
     expect(back[0]).toBe("DEGRADED"); // answering again, errors still elevated (EMA ≥ 0.25)
     expect(back.at(-1)).toBe("HEALTHY");
-    expect(server().lastError).toBeNull();
+    expect((await server()).lastError).toBeNull();
     sw.stop();
     await fake.stop();
   });
@@ -96,8 +96,8 @@ describe("health", () => {
     const other = await h.call("POST", S, h.B, { name: "tenant-b-server", url: fake.url });
     const pass = await h.mcp.tick();
     expect(pass.checked).toBeGreaterThanOrEqual(2);
-    expect(h.mcp.registry.server("tenant-a", p.body.server.id)).toMatchObject({ status: "PENDING", lastError: expect.any(String) });
-    expect(h.mcp.registry.server("tenant-b", other.body.server.id).status).toBe("HEALTHY");
+    expect(await h.mcp.registry.server("tenant-a", p.body.server.id)).toMatchObject({ status: "PENDING", lastError: expect.any(String) });
+    expect((await h.mcp.registry.server("tenant-b", other.body.server.id)).status).toBe("HEALTHY");
     await dead.stop(true);
     await fake.stop();
   });
@@ -114,7 +114,7 @@ describe("health", () => {
     const hc = await h.call("GET", `${S}/${id}/health`, h.A);
     expect(hc.body).toMatchObject({ status: "DISABLED", cached: true });
     await h.mcp.tick();
-    expect(h.mcp.registry.server("tenant-a", id).status).toBe("DISABLED");
+    expect((await h.mcp.registry.server("tenant-a", id)).status).toBe("DISABLED");
     expectError(await h.call("POST", `${S}/${id}/discover`, h.A), 409, "conflict", "DISABLED");
     expect(fake.listPages).toBe(pages);
     const e = await h.call("POST", `${S}/${id}/enable`, h.A);
@@ -129,7 +129,7 @@ describe("health", () => {
     const reg = await h.call("POST", S, h.A, { name: "health-4", url: fake.url });
     const seen: any[] = [];
     const off = h.mcp.events.subscribe("activity", "tenant-a", (t) => seen.push(JSON.parse(t)));
-    await h.mcp.health.check("tenant-a", h.mcp.registry.server("tenant-a", reg.body.server.id));
+    await h.mcp.health.check("tenant-a", await h.mcp.registry.server("tenant-a", reg.body.server.id));
     off();
     expect(seen).toEqual([
       {

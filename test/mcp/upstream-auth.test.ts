@@ -8,7 +8,7 @@ import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { useMcpFixture, startMcpGateway, registerAndDiscover, callTool, type McpGateway } from "./helpers";
 import { startFakeMcpServer, type FakeMcpServer } from "./fake-server";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { OutboundPolicy } from "../../src/core/outbound";
 import { Logger } from "../../src/core/log";
 import { loadConfig } from "../../src/config";
@@ -97,14 +97,14 @@ describe("outbound policy at every connection", () => {
     let answer = "93.184.216.34";
     const outbound = new OutboundPolicy({ allowPrivate: false, resolve: async () => [answer] });
     const config = loadConfig({}, { mcp: { health_interval_secs: 0 } }).mcp;
-    const s = mcpServices({ storage: storageOf(db), outbound, embedder: new WordEmbedder(), config, log: new Logger("error"), clock: { now: () => Date.now() }, env: {} });
+    const s = mcpServices({ storage: openStorage({ path: ":memory:", db }), outbound, embedder: new WordEmbedder(), config, log: new Logger("error"), clock: { now: () => Date.now() }, env: {} });
     const server = await s.registry.register("t", { name: "rebind", url: `http://mcp.rebind.test:${fake.port}/mcp` });
     expect(server.status).toBe("PENDING");
     answer = "127.0.0.1"; // the name now points at the gateway's own host
     const before = fake.listPages;
     await expect(s.registry.discover("t", server.id)).rejects.toMatchObject({ type: "discovery_error", message: expect.stringContaining("127.0.0.1 is a loopback address") });
     expect(fake.listPages).toBe(before); // nothing reached the loopback server
-    const health = await s.health.check("t", s.registry.server("t", server.id));
+    const health = await s.health.check("t", await s.registry.server("t", server.id));
     expect(health).toMatchObject({ status: "PENDING", error: expect.stringContaining("loopback") });
     await s.close();
     db.close();

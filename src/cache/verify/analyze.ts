@@ -3,7 +3,7 @@
  * not, and the meaning-changing differences (numbers, named entities,
  * negation, the asked-for attribute, swapped argument order).
  */
-import { NEGATIONS, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
+import { NEGATIONS, POLAR, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
 import { DEFAULT_WEIGHT_PARAMS, isProperNoun, wordLogProb, wordWeight, type WeightParams } from "./weights";
 
 export interface ContentToken extends Token {
@@ -16,6 +16,8 @@ export interface Side {
   tokens: Token[];
   content: ContentToken[];
   numbers: string[];
+  /** the number tokens (values as in `numbers`, same order) with their positions, for the order check */
+  numberTokens: Array<{ value: string; pos: number }>;
   /** The text contains "one" (a number only if the other side has 1). */
   hasOne: boolean;
   negations: number;
@@ -47,12 +49,23 @@ export interface PairAnalysis {
 /** -log p below which a lower-case word is "common" (capitalising it does not make it a name). */
 const COMMON_LOGP = 9.5;
 
-const SYMMETRIC = new Set(["and", "or", "vs", "versus", "&", "/", "nor", "between", "with", "compared", "comparison", "difference", "differences", "similarities", "similarity", "same"]);
+/**
+ * Words that join two terms symmetrically: a pair of terms with one of these between them is not
+ * an order swap ("A and B" = "B and A"). "with" is not one ("replace butter with oil").
+ */
+const SYMMETRIC = new Set(["and", "or", "vs", "versus", "&", "/", "nor", "between", "compared", "comparison", "difference", "differences", "similarities", "similarity", "same"]);
+/**
+ * Words that, just before the first term, make the pair symmetric ("between A and B", "compare A to B",
+ * "difference of A and B"). A plain "and"/"or" before the first term does not ("media from Android to
+ * iPhone" after "messages and").
+ */
+const SYMMETRIC_INTRO = new Set(["between", "compare", "compared", "comparing", "comparison", "difference", "differences", "similarities", "similarity", "vs", "versus"]);
 
-export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARAMS, ignoreRequestVerbs = false): Side {
+export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARAMS, ignoreRequestVerbs = false, polarContent = false): Side {
   const tokens = tokenize(text);
   const content: ContentToken[] = [];
   const numbers: string[] = [];
+  const numberTokens: Array<{ value: string; pos: number }> = [];
   let negations = 0;
   let hasOne = false;
   let asks: string | null = null;
@@ -83,9 +96,10 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
     const num = numberValue(l);
     if (num !== null) {
       numbers.push(num);
+      numberTokens.push({ value: num, pos: t.pos });
       continue;
     }
-    if (STOPWORDS.has(l)) continue;
+    if (STOPWORDS.has(l) && !(polarContent && POLAR.has(l))) continue;
     if (ignoreRequestVerbs && REQUEST_VERBS.has(l) && !t.quoted) continue;
     const raw = t.raw;
     const hasUpperInside = /\p{Lu}/u.test(raw.slice(1));
@@ -104,7 +118,7 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
       (lp === undefined && caps && !t.sentenceStart);
     content.push({ ...t, weight: wordWeight(l, t.stem, wp), entity });
   }
-  return { tokens, content, numbers, hasOne, negations, asks: asks ?? "" };
+  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "" };
 }
 
 function fuzzyMatch(x: ContentToken, y: ContentToken): boolean {
@@ -173,12 +187,14 @@ export interface AnalyzeOptions {
   ignoreRequestVerbs?: boolean;
   /** Align an all-caps acronym with the run of words it abbreviates ("HK" / "Hong Kong"; default false). */
   acronyms?: boolean;
+  /** Direction words (text.ts POLAR: more, before, above...) are content words (default false). */
+  polarContent?: boolean;
 }
 
 export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions = {}): PairAnalysis {
   const wp = opts.weights ?? DEFAULT_WEIGHT_PARAMS;
-  const a = analyzeSide(textA, wp, opts.ignoreRequestVerbs);
-  const b = analyzeSide(textB, wp, opts.ignoreRequestVerbs);
+  const a = analyzeSide(textA, wp, opts.ignoreRequestVerbs, opts.polarContent);
+  const b = analyzeSide(textB, wp, opts.ignoreRequestVerbs, opts.polarContent);
   const matchA = new Array<number>(a.content.length).fill(-1);
   const matchB = new Array<number>(b.content.length).fill(-1);
   // Pass 0: identical words (case-insensitive); pass 1: same stem; nearest position first.
@@ -283,6 +299,19 @@ export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions =
     const j = matchA[i]!;
     if (j !== -1 && matchB[j] === i) pairs.push([a.content[i]!, b.content[j]!]);
   }
+  // Numbers and model numbers take part too ("from h1 to h6", "copy files from a USB to the PS4"): the
+  // k-th occurrence of a value on one side pairs with its k-th occurrence on the other.
+  const numTok = (side: Side, pos: number, value: string): ContentToken => ({ ...side.tokens[pos]!, weight: 1, entity: false, stem: `#${value}` });
+  const seenB = new Map<string, number>();
+  const usedB = new Set<number>();
+  for (const na of a.numberTokens) {
+    const k = seenB.get(na.value) ?? 0;
+    seenB.set(na.value, k + 1);
+    const nb = b.numberTokens.filter((x) => x.value === na.value)[k];
+    if (!nb || usedB.has(nb.pos)) continue;
+    usedB.add(nb.pos);
+    pairs.push([numTok(a, na.pos, na.value), numTok(b, nb.pos, nb.value)]);
+  }
   // A swap needs a shared pivot: some word that lies between the two terms in
   // both texts ("convert A to B" / "convert B to A", "A better than B" /
   // "B better than A"). Reordered noun compounds ("Gmail account password" /
@@ -295,7 +324,7 @@ export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions =
       if (toks[k]!.sentenceStart) return null; // the terms are in different sentences
       out.add(toks[k]!.stem);
     }
-    for (let k = Math.max(0, lo - 3); k < lo; k++) if (SYMMETRIC.has(toks[k]!.lower)) return null; // "between A and B"
+    for (let k = Math.max(0, lo - 3); k < lo; k++) if (SYMMETRIC_INTRO.has(toks[k]!.lower)) return null; // "between A and B"
     for (const w of out) if (SYMMETRIC.has(w)) return null;
     return out;
   };

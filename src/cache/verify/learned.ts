@@ -21,7 +21,7 @@ import { decodeF32 } from "../../core/vectors";
 import { analyzePair, type AnalyzeOptions, type PairAnalysis } from "./analyze";
 import { pairFeatures, FEATURE_NAMES } from "./features";
 import { surfaceForm } from "./text";
-import { DEFAULT_VERIFY_OPTIONS, decide as handDecide } from "./index";
+import { DEFAULT_VERIFY_OPTIONS, decide as handDecide, type VerifyOptions } from "./index";
 
 export const HARD_SIGNALS = ["numberMismatch", "entityMismatch", "negationMismatch", "askHard", "orderSwap"] as const;
 export type HardSignal = (typeof HARD_SIGNALS)[number];
@@ -64,15 +64,23 @@ export class Adapter {
   }
 }
 
-/** The analysis options the verifier uses by default (the learned stage sees the same tokens). */
+/**
+ * The analysis options the learned stage was trained with (scripts/train-cache-decision.ts): the hand
+ * verifier's defaults of that time, pinned so that the model's inputs do not drift when the verifier's
+ * cross-validated defaults move (issue 25 lowered orderMinWeight to 0.1 and made direction words content).
+ */
 export const LEARNED_ANALYZE_OPTIONS: AnalyzeOptions = {
   weights: DEFAULT_VERIFY_OPTIONS.weights,
-  orderMinWeight: DEFAULT_VERIFY_OPTIONS.orderMinWeight,
+  orderMinWeight: 0.3,
   orderMaxUnmatched: DEFAULT_VERIFY_OPTIONS.orderMaxUnmatched,
   synonymMinSimilarity: DEFAULT_VERIFY_OPTIONS.synonymMinSimilarity,
   ignoreRequestVerbs: DEFAULT_VERIFY_OPTIONS.ignoreRequestVerbs,
   acronyms: DEFAULT_VERIFY_OPTIONS.acronyms,
+  polarContent: false,
 };
+
+/** The hand verifier's options the learned stage was measured with in "with_rules" mode (pinned like the analysis). */
+export const LEARNED_HAND_OPTIONS: VerifyOptions = { ...DEFAULT_VERIFY_OPTIONS, minScore: 0.85, orderMinWeight: 0.3, polarContent: false };
 
 export function hardSignals(an: PairAnalysis): Record<HardSignal, boolean> {
   return {
@@ -213,7 +221,7 @@ export class LearnedModel {
     const p = this.probability(qv, cv, an, modelCosine);
     if (p >= threshold) return { accept: true, learned: p, score: cosine, reason: "ok" };
     // withRules: the hand verifier's accept also stands (the model adds hits on top of the rules)
-    if (withRules && handDecide(an, cosine).accept) return { accept: true, learned: p, score: cosine, reason: "rules" };
+    if (withRules && handDecide(an, cosine, LEARNED_HAND_OPTIONS).accept) return { accept: true, learned: p, score: cosine, reason: "rules" };
     // a rejection names the hard rule the pair breaks, if any: the multi-turn turn check treats a
     // turn rejected by a hard rule as a different turn, one rejected on its score alone as a rewording
     const broken = HARD_SIGNALS.find((s) => h[s]);

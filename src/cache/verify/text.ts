@@ -86,6 +86,12 @@ export const STOPWORDS = new Set(
   ).split(/\s+/),
 );
 
+/**
+ * Function words that carry a direction ("more"/"less", "before"/"after", "above"/"below"): content
+ * words when AnalyzeOptions.polarContent is on, so that changing one is a word substitution.
+ */
+export const POLAR = new Set(["more", "most", "before", "after", "above", "below", "over", "under", "against"]);
+
 export const NEGATIONS = new Set([
   "not", "no", "never", "without", "none", "nobody", "nothing", "nowhere", "neither", "nor", "cannot", "can't", "cant",
   "don't", "dont", "doesn't", "doesnt", "didn't", "didnt", "isn't", "isnt", "aren't", "arent", "wasn't", "wasnt",

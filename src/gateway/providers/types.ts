@@ -13,6 +13,7 @@ import type { TokenUsage } from "../../core/usage";
 import type { CacheKeyInput, CacheTier, Turn } from "../ports";
 import type { SseEvent } from "../sse";
 import type { CompletionInput, NeutralAnswer, NeutralRequest } from "./neutral";
+import type { Examples } from "../../core/openapi";
 
 /**
  * An integer field of a provider body (doc1 §4.2-§4.5 `max_tokens`, `k`, `num_generations`,
@@ -43,6 +44,9 @@ export interface CacheMeta {
   /** the learned stage's probability of same meaning, on a hit it decided */
   learnedScore?: number;
   lookupMs: number;
+  /** the cache's operating point (cosine floor) for this lookup and what set it */
+  decisionPoint?: number;
+  pointSource?: "config" | "feedback" | "request" | "exact";
 }
 
 /** The `svc` object of the generate-content and chat/generate styles (doc1 §4.4, §4.5). */
@@ -187,7 +191,7 @@ export interface ProxyRoute {
   /** when several styles declare the same method and path: this one serves the requests it claims */
   claims?: (request: Request, url: URL) => boolean;
   /** how the route appears in /openapi.json: each real path template it serves */
-  docs: Array<{ path: string; summary: string; description?: string; body?: TSchema; stream?: "sse" | "ndjson" | "json-array" }>;
+  docs: Array<{ path: string; summary: string; description?: string; body?: TSchema; stream?: "sse" | "ndjson" | "json-array"; examples?: Examples }>;
 }
 
 export interface ProviderDefinition {

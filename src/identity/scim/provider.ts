@@ -139,17 +139,17 @@ export class ScimDirectory {
     readonly teams: TeamService,
   ) {}
 
-  private allUsers(tenantId: string): User[] {
+  private async allUsers(tenantId: string): Promise<User[]> {
     const out: User[] = [];
     for (let offset = 0; ; offset += 1000) {
-      const { items } = this.users.list(tenantId, { offset, limit: 1000 });
+      const { items } = await this.users.list(tenantId, { offset, limit: 1000 });
       out.push(...items);
       if (items.length < 1000) return out;
     }
   }
 
-  private allTeams(tenantId: string): Team[] {
-    return this.teams.list(tenantId, { offset: 0, limit: ALL }).items;
+  private async allTeams(tenantId: string): Promise<Team[]> {
+    return (await this.teams.list(tenantId, { offset: 0, limit: ALL })).items;
   }
 
   userOut(tenantId: string, u: User, groups?: Map<string, Array<{ value: string; display: string }>>) {
@@ -170,20 +170,20 @@ export class ScimDirectory {
   }
 
   /** live users with their groups: one, the candidates of a filter's indexed fast path, or all */
-  readUsers(tenantId: string, id?: string, filter?: unknown) {
+  async readUsers(tenantId: string, id?: string, filter?: unknown) {
     let users: User[];
-    if (id) users = [this.users.get(tenantId, id)].filter((u): u is User => !!u);
+    if (id) users = [await this.users.get(tenantId, id)].filter((u): u is User => !!u);
     else {
       const login = eqValue(filter, "userName");
       const ext = eqValue(filter, "externalId");
       users =
-        login !== undefined ? this.users.findByLogin(tenantId, login) : ext !== undefined ? this.users.findAllByExternalId(tenantId, ext) : this.allUsers(tenantId);
+        login !== undefined ? await this.users.findByLogin(tenantId, login) : ext !== undefined ? await this.users.findAllByExternalId(tenantId, ext) : await this.allUsers(tenantId);
     }
-    const groups = this.teams.memberships(tenantId, id ?? (users.length === 1 ? users[0]!.id : undefined));
+    const groups = await this.teams.memberships(tenantId, id ?? (users.length === 1 ? users[0]!.id : undefined));
     return users.map((u) => this.userOut(tenantId, u, groups));
   }
 
-  writeUser(tenantId: string, id: string | undefined, instance: Record<string, any>): User {
+  async writeUser(tenantId: string, id: string | undefined, instance: Record<string, any>): Promise<User> {
     const emails = (instance.emails ?? []) as Array<{ value?: string; type?: string; primary?: boolean }>;
     const email = (emails.find((e) => e.primary)?.value ?? emails.find((e) => e.type === "work")?.value ?? emails[0]?.value ?? (String(instance.userName).includes("@") ? instance.userName : undefined)) as string | undefined;
     if (!email) throw new SCIMMY.Types.Error(400, "invalidValue", "a user needs an e-mail address: emails, or a userName that is one");
@@ -200,15 +200,15 @@ export class ScimDirectory {
     const externalId = (instance.externalId as string | undefined) ?? null;
     try {
       if (id === undefined) {
-        const existing = this.users.findByEmail(tenantId, email);
+        const existing = await this.users.findByEmail(tenantId, email);
         if (existing) throw new SCIMMY.Types.Error(409, "uniqueness", `a user with the userName/e-mail ${email} already exists (id ${existing.id})`);
-        return this.users.create(tenantId, { email, name, external_id: externalId, identity_provider: "scim", metadata: Object.keys(scim).length ? { scim } : {}, status });
+        return await this.users.create(tenantId, { email, name, external_id: externalId, identity_provider: "scim", metadata: Object.keys(scim).length ? { scim } : {}, status });
       }
-      const cur = this.users.get(tenantId, id);
+      const cur = await this.users.get(tenantId, id);
       if (!cur) throw new SCIMMY.Types.Error(404, null as never, `User ${id} not found`);
       const { scim: _old, ...rest } = cur.metadata as Record<string, unknown>;
       void _old;
-      return this.users.update(tenantId, id, {
+      return await this.users.update(tenantId, id, {
         email,
         name,
         external_id: externalId,
@@ -221,16 +221,16 @@ export class ScimDirectory {
     }
   }
 
-  deleteUser(tenantId: string, id: string) {
+  async deleteUser(tenantId: string, id: string) {
     try {
-      this.users.remove(tenantId, id);
+      await this.users.remove(tenantId, id);
     } catch (e) {
       asScim(e);
     }
   }
 
-  groupOut(tenantId: string, t: Team, emails?: Map<string, string>, known?: string[]) {
-    const members = known ?? this.teams.members(tenantId, t.id);
+  async groupOut(tenantId: string, t: Team, emails?: Map<string, string>, known?: string[]) {
+    const members = known ?? (await this.teams.members(tenantId, t.id));
     return {
       id: t.id,
       displayName: t.name,
@@ -240,44 +240,46 @@ export class ScimDirectory {
     };
   }
 
-  readGroups(tenantId: string, id?: string, filter?: unknown) {
+  async readGroups(tenantId: string, id?: string, filter?: unknown) {
     let teams: Team[];
     const name = id ? undefined : eqValue(filter, "displayName");
-    if (id) teams = [this.teams.get(tenantId, id)].filter((t): t is Team => !!t);
-    else if (name !== undefined) teams = [this.teams.findByName(tenantId, name)].filter((t): t is Team => !!t);
-    else teams = this.allTeams(tenantId);
-    const members = new Map(teams.map((t) => [t.id, this.teams.members(tenantId, t.id)]));
-    const emails = this.users.emailsOf(tenantId, [...new Set([...members.values()].flat())]);
-    return teams.map((t) => this.groupOut(tenantId, t, emails, members.get(t.id)));
+    if (id) teams = [await this.teams.get(tenantId, id)].filter((t): t is Team => !!t);
+    else if (name !== undefined) teams = [await this.teams.findByName(tenantId, name)].filter((t): t is Team => !!t);
+    else teams = await this.allTeams(tenantId);
+    const members = new Map<string, string[]>();
+    for (const t of teams) members.set(t.id, await this.teams.members(tenantId, t.id));
+    const emails = await this.users.emailsOf(tenantId, [...new Set([...members.values()].flat())]);
+    return Promise.all(teams.map((t) => this.groupOut(tenantId, t, emails, members.get(t.id))));
   }
 
-  writeGroup(tenantId: string, id: string | undefined, instance: Record<string, any>, by: string): Team {
+  async writeGroup(tenantId: string, id: string | undefined, instance: Record<string, any>, by: string): Promise<Team> {
     const members = ((instance.members ?? []) as Array<{ value?: string; type?: string }>).map((m) => {
       if (m.type && m.type !== "User") throw new SCIMMY.Types.Error(400, "invalidValue", `members: ${m.type} members are not supported (teams hold users)`);
       return String(m.value ?? "");
     });
     const ids = [...new Set(members)];
-    const unknown = ids.filter((m) => !this.users.get(tenantId, m));
+    const live = await this.teams.liveUserIds(tenantId, ids);
+    const unknown = ids.filter((m) => !live.has(m));
     if (unknown.length) throw new SCIMMY.Types.Error(400, "invalidValue", `members: no user with id ${unknown.slice(0, 5).join(", ")}`);
     try {
       let team: Team;
       if (id === undefined) {
-        if (this.teams.findByName(tenantId, instance.displayName)) throw new SCIMMY.Types.Error(409, "uniqueness", `a group named ${instance.displayName} already exists`);
-        team = this.teams.create(tenantId, { name: instance.displayName, external_id: instance.externalId ?? null }, by);
+        if (await this.teams.findByName(tenantId, instance.displayName)) throw new SCIMMY.Types.Error(409, "uniqueness", `a group named ${instance.displayName} already exists`);
+        team = await this.teams.create(tenantId, { name: instance.displayName, external_id: instance.externalId ?? null }, by);
       } else {
-        if (!this.teams.get(tenantId, id)) throw new SCIMMY.Types.Error(404, null as never, `Group ${id} not found`);
-        team = this.teams.update(tenantId, id, { name: instance.displayName, external_id: instance.externalId ?? null });
+        if (!(await this.teams.get(tenantId, id))) throw new SCIMMY.Types.Error(404, null as never, `Group ${id} not found`);
+        team = await this.teams.update(tenantId, id, { name: instance.displayName, external_id: instance.externalId ?? null });
       }
-      this.teams.setMembers(tenantId, team.id, ids);
+      await this.teams.setMembers(tenantId, team.id, ids);
       return team;
     } catch (e) {
       return asScim(e);
     }
   }
 
-  deleteGroup(tenantId: string, id: string) {
+  async deleteGroup(tenantId: string, id: string) {
     try {
-      this.teams.remove(tenantId, id);
+      await this.teams.remove(tenantId, id);
     } catch (e) {
       asScim(e);
     }
@@ -303,9 +305,9 @@ function declareOnce() {
   ] as never);
   SCIMMY.Resources.declare(SCIMMY.Resources.User, {
     basepath: SCIM_BASE,
-    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.userOut(ctx.tenantId, ctx.dir.writeUser(ctx.tenantId, res.id, instance)),
+    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.userOut(ctx.tenantId, await ctx.dir.writeUser(ctx.tenantId, res.id, instance)),
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] } }, ctx: Ctx) => {
-      const all = ctx.dir.readUsers(ctx.tenantId, res.id, res.filter);
+      const all = await ctx.dir.readUsers(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `User ${res.id} not found`);
         return all[0];
@@ -317,9 +319,9 @@ function declareOnce() {
   } as never);
   SCIMMY.Resources.declare(SCIMMY.Resources.Group, {
     basepath: SCIM_BASE,
-    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.readGroups(ctx.tenantId, ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by).id)[0],
+    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => (await ctx.dir.readGroups(ctx.tenantId, (await ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by)).id))[0],
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] }; attributes?: unknown }, ctx: Ctx) => {
-      const all = ctx.dir.readGroups(ctx.tenantId, res.id, res.filter);
+      const all = await ctx.dir.readGroups(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `Group ${res.id} not found`);
         return all[0];
@@ -374,11 +376,11 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
     try {
       requireScope(p, kind, "write");
       const out = await fn();
-      activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: (out && "id" in out ? out.id : undefined) ?? id ?? null, status: "success", errorMessage: null, details });
+      await activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: (out && "id" in out ? out.id : undefined) ?? id ?? null, status: "success", errorMessage: null, details });
       return out;
     } catch (e) {
       const err = scimError(e);
-      activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: id ?? null, status: "error", errorMessage: err.message, details: { ...details, httpStatus: err.status } });
+      await activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: id ?? null, status: "error", errorMessage: err.message, details: { ...details, httpStatus: err.status } });
       throw err;
     }
   }
@@ -414,36 +416,39 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
     }
   }
 
-  let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: async (request) => tokens.authenticate(request) });
+  let app = kernel.mount({ prefix: SCIM_BASE, envelope: SCIM_ENVELOPE, auth: Object.assign(async (request: Request) => tokens.authenticate(request), {
+      credential: "a SCIM token of the tenant in `Authorization: Bearer` (created with POST /api/v1/scim/tokens; its scopes decide what it may read and write)",
+    }) });
 
   app = app
-    .get("/ServiceProviderConfig", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", tags: ["scim-provider"] } })
-    .get("/ResourceTypes", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", tags: ["scim-provider"] } })
+    .get("/ServiceProviderConfig", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ServiceProviderConfig().read()), { detail: { summary: "SCIM service provider configuration", description: "What this SCIM service supports (RFC 7643 §5): PATCH, filtering, sorting, bulk and authentication schemes, for the identity provider to adapt to.", tags: ["scim-provider"] } })
+    .get("/ResourceTypes", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.ResourceType().read()), { detail: { summary: "SCIM resource types", description: "The resource types served (User, Group) with their endpoints and schemas.", tags: ["scim-provider"] } })
     .get("/ResourceTypes/:id", async ({ params, request }) => {
       try {
         return reply(request, 200, await new SCIMMY.Resources.ResourceType(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
-    }, { detail: { summary: "A SCIM resource type", tags: ["scim-provider"] } })
-    .get("/Schemas", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", tags: ["scim-provider"] } })
+    }, { detail: { summary: "A SCIM resource type", description: "One resource type (User or Group) with its endpoint and schema.", tags: ["scim-provider"] } })
+    .get("/Schemas", async ({ request }) => reply(request, 200, await new SCIMMY.Resources.Schema().read()), { detail: { summary: "SCIM schemas", description: "The SCIM schemas of users and groups as this service implements them.", tags: ["scim-provider"] } })
     .get("/Schemas/:id", async ({ params, request }) => {
       try {
         return reply(request, 200, await new SCIMMY.Resources.Schema(params.id).read());
       } catch (e) {
         throw scimError(e);
       }
-    }, { detail: { summary: "A SCIM schema", tags: ["scim-provider"] } }) as typeof app;
+    }, { detail: { summary: "A SCIM schema", description: "One SCIM schema by its URN.", tags: ["scim-provider"] } }) as typeof app;
 
   for (const kind of ["Users", "Groups"] as const) {
     const R = resource(kind) as any;
+    const what = kind === "Users" ? "the workspace's users" : "the workspace's teams (SCIM groups are svc teams)";
     app = app
       .get(`/${kind}`, async ({ principal, query, request }) => list(principal, kind, () => listParams(query as Record<string, string>), request), {
-        detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, tags: ["scim-provider"] },
+        detail: { summary: `List ${kind} (filter, startIndex, count, sortBy, attributes, excludedAttributes)`, description: `Lists ${what} as a SCIM ListResponse, with SCIM filters, paging, sorting and attribute selection.`, tags: ["scim-provider"] },
       })
       // RFC 7644 §3.4.3: the same query as a SearchRequest body (filters too long for a URL)
       .post(`/${kind}/.search`, async ({ principal, body, request }) => list(principal, kind, () => searchParams(body), request), {
-        detail: { summary: `Search ${kind} with a SearchRequest body (RFC 7644 §3.4.3)`, tags: ["scim-provider"] },
+        detail: { summary: `Search ${kind} with a SearchRequest body (RFC 7644 §3.4.3)`, description: "The same query as the list, sent as a SearchRequest body (for filters too long for a URL).", tags: ["scim-provider"] },
       })
       .get(`/${kind}/:id`, async ({ principal, params, query, request }) => {
         requireScope(principal, kind, "read");
@@ -456,17 +461,17 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
         } catch (e) {
           throw scimError(e);
         }
-      }, { detail: { summary: `Get one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Get one of ${kind}`, description: `Answers one of ${what} as a SCIM resource; 404 in the SCIM error format if there is none.`, tags: ["scim-provider"] } })
       .post(`/${kind}`, async ({ principal, body, request }) => {
         const input = normaliseBooleans(body);
         const out = (await write(principal, kind, "create", undefined, { method: "POST", ...summary(kind, input) }, () => new R().write(input, ctxOf(principal)))) as { id: string };
         return reply(request, 201, out, { location: `${new URL(request.url).origin}${SCIM_BASE}/${kind}/${out.id}` });
-      }, { detail: { summary: `Create one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Create one of ${kind}`, description: `Creates one of ${what} from a SCIM resource and answers it with its Location; the write is recorded in the SCIM activity log.`, tags: ["scim-provider"] } })
       .put(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         const input = normaliseBooleans(body);
         const out = await write(principal, kind, "update", params.id, { method: "PUT", ...summary(kind, input) }, () => new R(params.id).write(input, ctxOf(principal)));
         return reply(request, 200, out);
-      }, { detail: { summary: `Replace one of ${kind}`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Replace one of ${kind}`, description: `Replaces one of ${what} with the SCIM resource sent; recorded in the SCIM activity log.`, tags: ["scim-provider"] } })
       .patch(`/${kind}/:id`, async ({ principal, params, body, request }) => {
         // attribute names in paths and values case-insensitively (RFC 7643 §2.1), paths bounded before SCIMMY parses them
         const input = normaliseBooleans(canonicalPatch(kind, body)) as { Operations?: Array<{ op?: string; path?: string }> };
@@ -474,11 +479,11 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
         const out = await write(principal, kind, "update", params.id, { method: "PATCH", operations: ops }, () => new R(params.id).patch(input, ctxOf(principal)));
         // no change: SCIMMY answers nothing; RFC 7644 §3.5.2 allows 204
         return out ? reply(request, 200, out) : reply(request, 204, undefined);
-      }, { detail: { summary: `Patch one of ${kind} (PatchOp)`, tags: ["scim-provider"] } })
+      }, { detail: { summary: `Patch one of ${kind} (PatchOp)`, description: `Applies a SCIM PatchOp (add, replace, remove; attribute names case-insensitive) to one of ${what}; 204 when nothing changed.`, tags: ["scim-provider"] } })
       .delete(`/${kind}/:id`, async ({ principal, params, request }) => {
         await write(principal, kind, "delete", params.id, { method: "DELETE" }, () => new R(params.id).dispose(ctxOf(principal)));
         return reply(request, 204, undefined);
-      }, { detail: { summary: `Delete one of ${kind} (soft delete)`, tags: ["scim-provider"] } }) as typeof app;
+      }, { detail: { summary: `Delete one of ${kind} (soft delete)`, description: `Soft-deletes one of ${what} (204); recorded in the SCIM activity log.`, tags: ["scim-provider"] } }) as typeof app;
   }
   return app;
 };

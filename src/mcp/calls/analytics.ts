@@ -18,13 +18,6 @@ import type { Aggregate, AnalyticsFilter, CallStore } from "./store";
 
 const DAY_MS = 86_400_000;
 
-const PERIOD_SQL: Record<Granularity, string> = {
-  hour: "strftime('%Y-%m-%dT%H:00:00Z', at)",
-  day: "date(at)",
-  week: "date(at, 'weekday 0', '-6 days')",
-  month: "strftime('%Y-%m', at)",
-};
-
 export interface AnalyticsQuery {
   granularity?: Granularity;
   startDate?: string;
@@ -46,24 +39,24 @@ function parseDate(v: string | undefined, name: string): number | undefined {
 
 export class Analytics {
   constructor(
-    private readonly calls: ForTenant<CallStore>,
+    private readonly calls: ForTenant<Promise<CallStore>>,
     private readonly registry: ForTenant<RegistryStore>,
     private readonly clock: WallClock,
     private readonly costPerCallUsd: number,
   ) {}
 
-  report(tenantId: string, q: AnalyticsQuery) {
+  async report(tenantId: string, q: AnalyticsQuery) {
     const started = performance.now();
     const toMs = parseDate(q.endDate, "endDate") ?? this.clock.now() + 1;
     const fromMs = parseDate(q.startDate, "startDate") ?? toMs - 30 * DAY_MS;
     if (fromMs > toMs) throw new ApiError("validation_error", "startDate must not be after endDate");
     const f: AnalyticsFilter = { fromMs, toMs, serverId: q.serverId, toolName: q.toolName };
-    const store = this.calls(tenantId);
+    const store = await this.calls(tenantId);
     const reg = this.registry(tenantId);
-    const s = store.summary(f);
-    const tools = store.byTool(f);
-    const means = store.upstreamMeans();
-    const toolsById = new Map(reg.toolsByIds(tools.map((t) => t.toolId)).map((t) => [t.id, t]));
+    const s = await store.summary(f);
+    const tools = await store.byTool(f);
+    const means = await store.upstreamMeans();
+    const toolsById = new Map((await reg.toolsByIds(tools.map((t) => t.toolId))).map((t) => [t.id, t]));
 
     let saved = 0;
     for (const t of tools) {
@@ -72,9 +65,9 @@ export class Analytics {
       saved += t.hits * Math.max(0, upstream - t.hitLatencySum / t.hits);
     }
     const misses = s.calls - s.hits;
-    const serverCalls = new Map(store.byServer(f).map((a) => [a.serverId, a]));
-    const toolCounts = reg.countToolsByServer();
-    const servers = reg.allServers().filter((sv) => !q.serverId || sv.id === q.serverId);
+    const serverCalls = new Map((await store.byServer(f)).map((a) => [a.serverId, a]));
+    const toolCounts = await reg.countToolsByServer();
+    const servers = (await reg.allServers()).filter((sv) => !q.serverId || sv.id === q.serverId);
     const none: Aggregate = { calls: 0, hits: 0, hitLatencySum: 0, missLatencySum: 0 };
 
     return {
@@ -102,7 +95,7 @@ export class Analytics {
         hitRate: rate(t.hits, t.calls),
         avgLatencyMs: avg(t.latencySum, t.calls),
       })),
-      trend: store.trend(f, PERIOD_SQL[q.granularity ?? "day"]).map((b) => ({
+      trend: (await store.trend(f, q.granularity ?? "day")).map((b) => ({
         period: b.period,
         totalCalls: b.calls,
         cacheHits: b.hits,

@@ -79,11 +79,11 @@ export class CallService {
   constructor(private readonly d: CallDeps) {}
 
   /** The tool and its server, ready to be called (404 unknown; 409 unavailable or DISABLED). */
-  target(tenantId: string, toolId: string): { tool: ToolRecord; server: ServerRecord } {
+  async target(tenantId: string, toolId: string): Promise<{ tool: ToolRecord; server: ServerRecord }> {
     const store = this.d.registry(tenantId);
-    const tool = store.getTool(toolId);
+    const tool = await store.getTool(toolId);
     if (!tool) throw notFound("tool");
-    const server = store.getServer(tool.serverId);
+    const server = await store.getServer(tool.serverId);
     if (!server) throw notFound("server");
     if (server.status === "DISABLED") throw conflict(`server ${server.name} is DISABLED`);
     if (!tool.available) throw conflict(`tool ${tool.name} is not offered by ${server.name} (run discovery)`);
@@ -91,7 +91,7 @@ export class CallService {
   }
 
   async call(tenantId: string, toolId: string, input: CallInput): Promise<CallOutcome> {
-    const { tool, server } = this.target(tenantId, toolId);
+    const { tool, server } = await this.target(tenantId, toolId);
     return this.callResolved(tenantId, tool, server, input);
   }
 
@@ -116,11 +116,11 @@ export class CallService {
    * entry holding exactly that JSON, the HIT callResolved would answer (recorded and emitted
    * alike); otherwise undefined, and nothing recorded.
    */
-  exactHit(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput, answerable: (key: bigint) => string | undefined): CallOutcome | undefined {
+  async exactHit(tenantId: string, tool: ToolRecord, server: ServerRecord, input: CallInput, answerable: (key: bigint) => string | undefined): Promise<CallOutcome | undefined> {
     const t0 = performance.now();
     const { cacheable, key, base } = this.keyed(tenantId, tool, server, input);
     const wanted = cacheable ? answerable(key) : undefined;
-    const hit = wanted === undefined ? undefined : this.d.cache.exact(tenantId, key);
+    const hit = wanted === undefined ? undefined : await this.d.cache.exact(tenantId, key);
     if (!hit || hit.resultJson !== wanted) return undefined;
     return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), { status: "HIT", tier: "exact", similarity: 1, key: hit.cacheKey, entry: hit });
   }
@@ -134,17 +134,17 @@ export class CallService {
     let vector: Float32Array | undefined;
     let structKey = "";
     if (cacheable) {
-      const hit = this.d.cache.exact(tenantId, key);
+      const hit = await this.d.cache.exact(tenantId, key);
       if (hit) {
         onExactHit?.(hit.cacheKey, hit.resultJson);
         return this.answered(tenantId, tool, input, base, t0, JSON.parse(hit.resultJson), { status: "HIT", tier: "exact", similarity: 1, key: hit.cacheKey, entry: hit });
       }
       if (cfg.semanticThreshold < 1) {
-        structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
+        structKey = structKeyOf(args, await this.entityParams(tenantId, tool.id));
         vector = await this.d.cache.embedArgs(tool.name, args);
-        const sem = vector && this.d.cache.semantic(tenantId, tool, agentScope, structKey, vector, cfg.semanticThreshold);
+        const sem = vector && (await this.d.cache.semantic(tenantId, tool, agentScope, structKey, vector, cfg.semanticThreshold));
         if (sem) return this.answered(tenantId, tool, input, base, t0, JSON.parse(sem.entry.resultJson), { status: "HIT", tier: "semantic", similarity: sem.similarity, key: sem.entry.cacheKey, entry: sem.entry });
-      } else structKey = structKeyOf(args, this.entityParams(tenantId, tool.id));
+      } else structKey = structKeyOf(args, await this.entityParams(tenantId, tool.id));
     }
 
     const flightKey = `${tenantId}\u0000${key}`;
@@ -166,20 +166,20 @@ export class CallService {
     try {
       answer = await upstream;
     } catch (e) {
-      this.d.cache.afterExecution(tenantId, tool, args); // the write may have happened before the failure
+      await this.d.cache.afterExecution(tenantId, tool, args); // the write may have happened before the failure
       return this.failed(tenantId, tool, input, base, t0, e, cacheable ? key : null, cacheable ? "MISS" : "BYPASS");
     }
     const stored =
       cacheable && answer.result.isError !== true
-        ? this.d.cache.store(tenantId, tool, { key, args, canonicalArgs, agentScope, structKey, result: answer.result, upstreamMs: answer.upstreamMs, epoch, vector })
+        ? await this.d.cache.store(tenantId, tool, { key, args, canonicalArgs, agentScope, structKey, result: answer.result, upstreamMs: answer.upstreamMs, epoch, vector })
         : false;
-    this.d.cache.afterExecution(tenantId, tool, args);
+    await this.d.cache.afterExecution(tenantId, tool, args);
     return this.answered(tenantId, tool, input, base, t0, answer.result, { status: cacheable ? "MISS" : "BYPASS", key: cacheable ? key : null, upstreamMs: answer.upstreamMs, stored });
   }
 
   /** Parameter paths the tool's entity mappings name (kept exact in semantic matching). */
-  private entityParams(tenantId: string, toolId: string): Set<string> {
-    return new Set(this.d.entities(tenantId).mappingsOfTool(toolId).map((m) => m.paramName));
+  private async entityParams(tenantId: string, toolId: string): Promise<Set<string>> {
+    return new Set((await this.d.entities(tenantId).mappingsOfTool(toolId)).map((m) => m.paramName));
   }
 
   private async upstream(tenantId: string, tool: ToolRecord, server: ServerRecord, args: Record<string, unknown>) {
@@ -187,11 +187,11 @@ export class CallService {
     try {
       const result = await this.d.pool.callTool(server, tool.name, args);
       const upstreamMs = performance.now() - started;
-      this.d.registry(tenantId).recordCallOutcome(server.id, upstreamMs, false, EMA_ALPHA);
+      await this.d.registry(tenantId).recordCallOutcome(server.id, upstreamMs, false, EMA_ALPHA);
       return { result, upstreamMs };
     } catch (e) {
       const answered = isJsonRpcError(e);
-      if (!answered) this.d.registry(tenantId).recordCallOutcome(server.id, performance.now() - started, true, EMA_ALPHA);
+      if (!answered) await this.d.registry(tenantId).recordCallOutcome(server.id, performance.now() - started, true, EMA_ALPHA);
       throw e;
     }
   }

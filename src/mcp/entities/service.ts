@@ -44,38 +44,38 @@ export class EntityService {
 
   // ---- entities ----
 
-  entity(tenantId: string, id: string): Entity {
-    const e = this.stores(tenantId).get(id);
+  async entity(tenantId: string, id: string): Promise<Entity> {
+    const e = await this.stores(tenantId).get(id);
     if (!e) throw notFound("entity");
     return e;
   }
 
-  create(tenantId: string, input: { name: string; description?: string; parentId?: string | null }): Entity {
+  create(tenantId: string, input: { name: string; description?: string; parentId?: string | null }): Promise<Entity> {
     const store = this.stores(tenantId);
-    return store.db.tx(() => {
-      if (input.parentId) this.entity(tenantId, input.parentId);
-      if (store.byName(input.name)) throw conflict(`an entity named "${input.name}" already exists`);
+    return store.db.tx(async () => {
+      if (input.parentId) await this.entity(tenantId, input.parentId);
+      if (await store.byName(input.name)) throw conflict(`an entity named "${input.name}" already exists`);
       const at = this.nowIso();
       const e: Entity = { id: uuid(), name: input.name, description: input.description ?? "", parentId: input.parentId ?? null, createdAt: at, updatedAt: at };
-      store.insert(e);
+      await store.insert(e);
       return e;
     });
   }
 
-  list(tenantId: string, f: { parentId?: string; name?: string }, p: Page): Listed<Entity> {
-    if (f.parentId) this.entity(tenantId, f.parentId);
+  async list(tenantId: string, f: { parentId?: string; name?: string }, p: Page): Promise<Listed<Entity>> {
+    if (f.parentId) await this.entity(tenantId, f.parentId);
     return this.stores(tenantId).list(f, p);
   }
 
-  update(tenantId: string, id: string, input: { name?: string; description?: string; parentId?: string | null }): Entity {
+  update(tenantId: string, id: string, input: { name?: string; description?: string; parentId?: string | null }): Promise<Entity> {
     const store = this.stores(tenantId);
-    return store.db.tx(() => {
-      const e = this.entity(tenantId, id);
-      if (input.name !== undefined && input.name !== e.name && store.byName(input.name)) throw conflict(`an entity named "${input.name}" already exists`);
+    return store.db.tx(async () => {
+      const e = await this.entity(tenantId, id);
+      if (input.name !== undefined && input.name !== e.name && (await store.byName(input.name))) throw conflict(`an entity named "${input.name}" already exists`);
       if (input.parentId) {
-        this.entity(tenantId, input.parentId);
+        await this.entity(tenantId, input.parentId);
         if (input.parentId === id) throw bad("an entity cannot be its own parent");
-        if (store.withDescendants(id).includes(input.parentId)) throw bad("parentId cannot be one of the entity's descendants");
+        if ((await store.withDescendants(id)).includes(input.parentId)) throw bad("parentId cannot be one of the entity's descendants");
       }
       const next: Entity = {
         ...e,
@@ -84,114 +84,114 @@ export class EntityService {
         parentId: input.parentId === undefined ? e.parentId : input.parentId,
         updatedAt: this.nowIso(),
       };
-      store.update(next);
+      await store.update(next);
       return next;
     });
   }
 
-  delete(tenantId: string, id: string): { entity: Entity; invalidated: number; rulesRemoved: number; mappingsRemoved: number } {
+  async delete(tenantId: string, id: string): Promise<{ entity: Entity; invalidated: number; rulesRemoved: number; mappingsRemoved: number }> {
     const store = this.stores(tenantId);
-    const entity = this.entity(tenantId, id);
-    const { invalidated } = this.cache().invalidateEntity(tenantId, entity, undefined, true, { reason: "entity_deleted" });
-    return store.db.tx(() => {
-      const mappings = store.mappingsOfEntity(id);
+    const entity = await this.entity(tenantId, id);
+    const { invalidated } = await this.cache().invalidateEntity(tenantId, entity, undefined, true, { reason: "entity_deleted" });
+    return store.db.tx(async () => {
+      const mappings = await store.mappingsOfEntity(id);
       const writers = mappings.filter((m) => m.operation === "WRITE").map((m) => m.toolId);
       const readers = new Set(mappings.filter((m) => m.operation === "READ").map((m) => m.toolId));
       let rulesRemoved = 0;
       for (const w of writers)
         for (const r of readers) {
-          const rule = store.ruleFor(w, r);
-          if (rule && !this.shareOther(store, w, r, id)) rulesRemoved += store.deleteRule(rule.id) ? 1 : 0;
+          const rule = await store.ruleFor(w, r);
+          if (rule && !(await this.shareOther(store, w, r, id))) rulesRemoved += (await store.deleteRule(rule.id)) ? 1 : 0;
         }
-      store.delete(id); // mappings cascade; children lose their parent
+      await store.delete(id); // mappings cascade; children lose their parent
       return { entity, invalidated, rulesRemoved, mappingsRemoved: mappings.length };
     });
   }
 
   /** Whether a write tool and a read tool share an entity other than `except`. */
-  private shareOther(store: EntityStore, writeToolId: string, readToolId: string, except: string): boolean {
-    const written = new Set(store.mappingsOfTool(writeToolId).filter((m) => m.operation === "WRITE" && m.entityId !== except).map((m) => m.entityId));
-    return store.mappingsOfTool(readToolId).some((m) => m.operation === "READ" && written.has(m.entityId));
+  private async shareOther(store: EntityStore, writeToolId: string, readToolId: string, except: string): Promise<boolean> {
+    const written = new Set((await store.mappingsOfTool(writeToolId)).filter((m) => m.operation === "WRITE" && m.entityId !== except).map((m) => m.entityId));
+    return (await store.mappingsOfTool(readToolId)).some((m) => m.operation === "READ" && written.has(m.entityId));
   }
 
   // ---- mappings ----
 
-  private tool(tenantId: string, id: string) {
-    const t = this.registry(tenantId).getTool(id);
+  private async tool(tenantId: string, id: string) {
+    const t = await this.registry(tenantId).getTool(id);
     if (!t) throw notFound("tool");
     return t;
   }
 
   /** POST /tool-entities: 404 when the tool or the entity is absent; the parameter must exist when the tool declares its parameters. */
-  map(tenantId: string, input: { toolId: string; entityId: string; paramName: string; operation: Operation }): { mapping: Mapping; created: boolean } {
+  map(tenantId: string, input: { toolId: string; entityId: string; paramName: string; operation: Operation }): Promise<{ mapping: Mapping; created: boolean }> {
     const store = this.stores(tenantId);
-    return store.db.tx(() => {
-      const tool = this.tool(tenantId, input.toolId);
-      this.entity(tenantId, input.entityId);
+    return store.db.tx(async () => {
+      const tool = await this.tool(tenantId, input.toolId);
+      await this.entity(tenantId, input.entityId);
       const props = (tool.inputSchema as { properties?: unknown }).properties;
       const top = input.paramName.split(".")[0]!;
       if (props && typeof props === "object" && !Object.hasOwn(props, top)) throw bad(`tool ${tool.name} has no parameter "${top}"`);
-      const old = store.mapping(input.toolId, input.entityId);
+      const old = await store.mapping(input.toolId, input.entityId);
       const mapping: Mapping = { ...input, createdAt: old?.createdAt ?? this.nowIso() };
-      store.upsertMapping(mapping);
+      await store.upsertMapping(mapping);
       return { mapping, created: !old };
     });
   }
 
-  unmap(tenantId: string, toolId: string, entityId: string) {
-    if (!this.stores(tenantId).deleteMapping(toolId, entityId)) throw notFound("tool-entity mapping");
+  async unmap(tenantId: string, toolId: string, entityId: string) {
+    if (!(await this.stores(tenantId).deleteMapping(toolId, entityId))) throw notFound("tool-entity mapping");
   }
 
-  mappingsOfTool(tenantId: string, toolId: string): Mapping[] {
-    this.tool(tenantId, toolId);
+  async mappingsOfTool(tenantId: string, toolId: string): Promise<Mapping[]> {
+    await this.tool(tenantId, toolId);
     return this.stores(tenantId).mappingsOfTool(toolId);
   }
 
   // ---- rules ----
 
-  rule(tenantId: string, id: string): Rule {
-    const r = this.stores(tenantId).rule(id);
+  async rule(tenantId: string, id: string): Promise<Rule> {
+    const r = await this.stores(tenantId).rule(id);
     if (!r) throw notFound("rule");
     return r;
   }
 
-  listRules(tenantId: string, f: RuleFilter, p: Page): Listed<Rule> {
+  listRules(tenantId: string, f: RuleFilter, p: Page): Promise<Listed<Rule>> {
     return this.stores(tenantId).listRules(f, p);
   }
 
-  createRule(tenantId: string, input: { writeToolId: string; invalidateToolId: string; enabled?: boolean }): Rule {
+  createRule(tenantId: string, input: { writeToolId: string; invalidateToolId: string; enabled?: boolean }): Promise<Rule> {
     const store = this.stores(tenantId);
-    return store.db.tx(() => {
-      this.tool(tenantId, input.writeToolId);
-      this.tool(tenantId, input.invalidateToolId);
+    return store.db.tx(async () => {
+      await this.tool(tenantId, input.writeToolId);
+      await this.tool(tenantId, input.invalidateToolId);
       if (input.writeToolId === input.invalidateToolId) throw bad("a rule's writeToolId and invalidateToolId must be different tools");
-      if (store.ruleFor(input.writeToolId, input.invalidateToolId)) throw conflict("a rule for this pair of tools already exists");
+      if (await store.ruleFor(input.writeToolId, input.invalidateToolId)) throw conflict("a rule for this pair of tools already exists");
       const r: Rule = { id: uuid(), writeToolId: input.writeToolId, invalidateToolId: input.invalidateToolId, enabled: input.enabled ?? true, createdAt: this.nowIso() };
-      store.insertRule(r);
+      await store.insertRule(r);
       return r;
     });
   }
 
-  setRuleEnabled(tenantId: string, id: string, enabled: boolean): Rule {
+  async setRuleEnabled(tenantId: string, id: string, enabled: boolean): Promise<Rule> {
     const store = this.stores(tenantId);
-    this.rule(tenantId, id);
-    store.setRuleEnabled(id, enabled);
+    await this.rule(tenantId, id);
+    await store.setRuleEnabled(id, enabled);
     return this.rule(tenantId, id);
   }
 
-  deleteRule(tenantId: string, id: string) {
-    if (!this.stores(tenantId).deleteRule(id)) throw notFound("rule");
+  async deleteRule(tenantId: string, id: string) {
+    if (!(await this.stores(tenantId).deleteRule(id))) throw notFound("rule");
   }
 
-  generate(tenantId: string): { rulesGenerated: number; rulesSkipped: number; generatedRules: GeneratedRule[]; message: string } {
+  async generate(tenantId: string): Promise<{ rulesGenerated: number; rulesSkipped: number; generatedRules: GeneratedRule[]; message: string }> {
     const store = this.stores(tenantId);
-    const tools = new Map(this.registry(tenantId).allTools().map((t) => [t.id, t]));
-    const entityNames = new Map(store.all().map((e) => [e.id, e.name]));
-    return store.db.tx(() => {
+    const tools = new Map((await this.registry(tenantId).allTools()).map((t) => [t.id, t]));
+    const entityNames = new Map((await store.all()).map((e) => [e.id, e.name]));
+    return store.db.tx(async () => {
       // pair -> shared entity names
       const pairs = new Map<string, { w: string; r: string; shared: string[] }>();
       const byEntity = new Map<string, Mapping[]>();
-      for (const m of store.allMappings()) byEntity.set(m.entityId, [...(byEntity.get(m.entityId) ?? []), m]);
+      for (const m of await store.allMappings()) byEntity.set(m.entityId, [...(byEntity.get(m.entityId) ?? []), m]);
       for (const [entityId, ms] of byEntity) {
         const writers = ms.filter((m) => m.operation === "WRITE" && tools.has(m.toolId) && tools.get(m.toolId)!.category !== "READ");
         const readers = ms.filter((m) => m.operation === "READ" && ["READ", "IDEMPOTENT"].includes(tools.get(m.toolId)?.category ?? ""));
@@ -208,11 +208,11 @@ export class EntityService {
       let skipped = 0;
       const sorted = [...pairs.values()].sort((a, b) => (tools.get(a.w)!.name + tools.get(a.r)!.name).localeCompare(tools.get(b.w)!.name + tools.get(b.r)!.name));
       for (const p of sorted) {
-        if (store.ruleFor(p.w, p.r)) {
+        if (await store.ruleFor(p.w, p.r)) {
           skipped++;
           continue;
         }
-        store.insertRule({ id: uuid(), writeToolId: p.w, invalidateToolId: p.r, enabled: true, createdAt: this.nowIso() });
+        await store.insertRule({ id: uuid(), writeToolId: p.w, invalidateToolId: p.r, enabled: true, createdAt: this.nowIso() });
         generated.push({ writeToolId: p.w, writeToolName: tools.get(p.w)!.name, invalidateToolId: p.r, invalidateToolName: tools.get(p.r)!.name, sharedEntities: p.shared.sort() });
       }
       return {

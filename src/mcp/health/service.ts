@@ -13,7 +13,7 @@
  * an answer, not a failure). Results are cached for 30 s (GET …/health); the background checker
  * (`checkAll`, on the domain's timer) checks every enabled server of every tenant.
  */
-import type { Storage } from "../../storage/scoped";
+import type { AsyncStorage } from "../../storage/async";
 import type { ForTenant } from "../../storage/scoped";
 import type { Logger } from "../../core/log";
 import type { McpConfig } from "../config";
@@ -61,7 +61,7 @@ export function nextStatus(current: ServerStatus, ok: boolean, latencyMs: number
 }
 
 export interface HealthDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   registry: ForTenant<RegistryStore>;
   pool: UpstreamPool;
   config: McpConfig;
@@ -69,7 +69,7 @@ export interface HealthDeps {
   events: EventHub;
   log: Logger;
   /** total cache hits of a server's tools (access_count) */
-  hitsOfServer(tenantId: string, serverId: string): number;
+  hitsOfServer(tenantId: string, serverId: string): Promise<number>;
 }
 
 export class HealthService {
@@ -77,7 +77,7 @@ export class HealthService {
 
   constructor(private readonly d: HealthDeps) {}
 
-  private resultOf(tenantId: string, s: ServerRecord, state: HealthState, cached: boolean): HealthResult {
+  private async resultOf(tenantId: string, s: ServerRecord, state: HealthState, cached: boolean): Promise<HealthResult> {
     return {
       serverId: s.id,
       status: s.status,
@@ -85,7 +85,7 @@ export class HealthService {
       latencyP99Ms: s.healthLatencyP99Ms,
       error: s.lastError,
       checkedAt: s.lastHealthCheck,
-      access_count: this.d.hitsOfServer(tenantId, s.id),
+      access_count: await this.d.hitsOfServer(tenantId, s.id),
       avg_latency_ms: state.avgLatencyMs === null ? null : Math.round(state.avgLatencyMs * 100) / 100,
       error_rate: Math.round(state.errorRate * 10_000) / 10_000,
       cached,
@@ -95,7 +95,7 @@ export class HealthService {
   /** GET …/health: the last result when younger than 30 s, else a new check. Throws nothing for a failing server. */
   async get(tenantId: string, server: ServerRecord): Promise<HealthResult> {
     const store = this.d.registry(tenantId);
-    const state = store.healthState(server.id)!;
+    const state = (await store.healthState(server.id))!;
     if (server.status === "DISABLED" || (state.lastHealthCheckMs !== null && this.d.clock.now() - state.lastHealthCheckMs < HEALTH_CACHE_MS))
       return this.resultOf(tenantId, server, state, true);
     return this.check(tenantId, server);
@@ -128,12 +128,12 @@ export class HealthService {
    * Fold one protocol round trip (a check, or a discovery) into the server's health: samples,
    * EMAs, failures, status; emits `health_check`. Returns the new result.
    */
-  record(tenantId: string, serverId: string, ok: boolean, latencyMs: number, error: string | null): HealthResult {
+  async record(tenantId: string, serverId: string, ok: boolean, latencyMs: number, error: string | null): Promise<HealthResult> {
     const store = this.d.registry(tenantId);
     const nowMs = this.d.clock.now();
-    const updated = store.db.tx(() => {
-      const s = store.getServer(serverId);
-      const prev = s && store.healthState(serverId);
+    const updated = await store.db.tx(async () => {
+      const s = await store.getServer(serverId);
+      const prev = s && (await store.healthState(serverId));
       if (!s || !prev) return undefined;
       const samples = ok ? [...prev.samples, Math.round(latencyMs * 100) / 100].slice(-SAMPLE_WINDOW) : prev.samples;
       const state: HealthState = {
@@ -146,9 +146,10 @@ export class HealthService {
       const status = nextStatus(s.status, ok, latencyMs, state, this.d.config);
       const p50 = percentile(samples, 50);
       const p99 = percentile(samples, 99);
-      store.recordHealth(serverId, { status, p50, p99, lastError: ok ? null : error, checkedAt: iso(nowMs), checkedAtMs: nowMs, state });
-      return { before: s.status, server: store.getServer(serverId)!, state };
+      await store.recordHealth(serverId, { status, p50, p99, lastError: ok ? null : error, checkedAt: iso(nowMs), checkedAtMs: nowMs, state });
+      return { before: s.status, server: (await store.getServer(serverId))!, state };
     });
+    store.changed();
     if (!updated) throw new Error("server vanished during its health check");
     const { server, state, before } = updated;
     this.d.events.activity(tenantId, "health_check", {
@@ -167,14 +168,14 @@ export class HealthService {
 
   /** Background pass: check every enabled server of every tenant (a few at a time). */
   async checkAll(concurrency = 4): Promise<number> {
-    const rows = this.d.storage
+    const rows = await this.d.storage
       .global("health checker: the background pass checks every tenant's enabled servers")
       .all<{ tenant_id: string; id: string }>("SELECT tenant_id, id FROM mcp_servers WHERE status != 'DISABLED' ORDER BY tenant_id, created_at");
     let next = 0;
     const worker = async () => {
       while (next < rows.length) {
         const r = rows[next++]!;
-        const s = this.d.registry(r.tenant_id).getServer(r.id);
+        const s = await this.d.registry(r.tenant_id).getServer(r.id);
         if (!s || s.status === "DISABLED") continue;
         try {
           await this.check(r.tenant_id, s);

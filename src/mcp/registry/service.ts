@@ -48,8 +48,8 @@ export interface DiscoveryResult {
 
 /** What removing a server or a tool must also clear in the tool cache (the cache part implements it). */
 export interface CacheCleaner {
-  dropServer(tenantId: string, serverId: string): void;
-  dropTools(tenantId: string, toolIds: string[]): void;
+  dropServer(tenantId: string, serverId: string): Promise<void>;
+  dropTools(tenantId: string, toolIds: string[]): Promise<void>;
 }
 
 const bad = (message: string) => new ApiError("validation_error", message);
@@ -187,54 +187,54 @@ export class RegistryService {
       createdAt: at,
       updatedAt: at,
     };
-    store.db.tx(() => {
-      if (store.serverByName(input.name)) throw conflict(`a server named "${input.name}" already exists`);
-      store.insertServer(server);
+    await store.db.tx(async () => {
+      if (await store.serverByName(input.name)) throw conflict(`a server named "${input.name}" already exists`);
+      await store.insertServer(server);
     });
+    store.changed();
     return publicServer(server);
   }
 
-  list(tenantId: string, f: ServerFilter, p: Page): Listed<Server> {
-    const { items, total } = this.stores(tenantId).listServers(f, p);
+  async list(tenantId: string, f: ServerFilter, p: Page): Promise<Listed<Server>> {
+    const { items, total } = await this.stores(tenantId).listServers(f, p);
     return { items: items.map(publicServer), total };
   }
 
-  server(tenantId: string, id: string): ServerRecord {
-    const s = this.stores(tenantId).getServer(id);
+  async server(tenantId: string, id: string): Promise<ServerRecord> {
+    const s = await this.stores(tenantId).getServer(id);
     if (!s) throw notFound("server");
     return s;
   }
 
-  delete(tenantId: string, id: string): ServerRecord {
+  async delete(tenantId: string, id: string): Promise<ServerRecord> {
     const store = this.stores(tenantId);
-    const s = this.server(tenantId, id);
-    store.db.tx(() => {
-      this.d.cache().dropServer(tenantId, id);
-      store.deleteServer(id); // tools, mappings, rules and connections cascade
-    });
+    const s = await this.server(tenantId, id);
+    // the cached results first (they outlive nothing: a failed delete only loses cached answers)
+    await this.d.cache().dropServer(tenantId, id);
+    await store.deleteServer(id); // tools, mappings, rules and connections cascade
     this.d.pool.drop(id);
     return s;
   }
 
   /** DISABLED is set and cleared by an admin only; a disabled server is never checked nor called. */
-  setEnabled(tenantId: string, id: string, enabled: boolean): Server {
+  async setEnabled(tenantId: string, id: string, enabled: boolean): Promise<Server> {
     const store = this.stores(tenantId);
-    const s = this.server(tenantId, id);
+    const s = await this.server(tenantId, id);
     if (!enabled && s.status !== "DISABLED") {
-      store.setStatus(id, "DISABLED", this.nowIso());
+      await store.setStatus(id, "DISABLED", this.nowIso());
       this.d.pool.drop(id);
     }
     if (enabled && s.status === "DISABLED") {
-      store.reenable(id, this.nowIso()); // PENDING until a check succeeds; earlier failures are forgotten
+      await store.reenable(id, this.nowIso()); // PENDING until a check succeeds; earlier failures are forgotten
     }
-    return publicServer(this.server(tenantId, id));
+    return publicServer(await this.server(tenantId, id));
   }
 
   // ------------------------------------------------------------------ discovery
 
   /** tools/list (every page): adds new tools, updates existing ones, marks vanished ones; 500 discovery_error when it fails. */
   async discover(tenantId: string, id: string): Promise<DiscoveryResult> {
-    const server = this.server(tenantId, id);
+    const server = await this.server(tenantId, id);
     if (server.status === "DISABLED") throw conflict("the server is DISABLED: enable it before discovering its tools");
     const started = performance.now();
     let listed: UpstreamTool[];
@@ -243,23 +243,27 @@ export class RegistryService {
     } catch (e) {
       const msg = errorText(e);
       this.d.pool.drop(server.id);
-      this.d.health().record(tenantId, server.id, false, performance.now() - started, msg);
+      await this.d.health().record(tenantId, server.id, false, performance.now() - started, msg);
       throw new ApiError("discovery_error", `discovery of ${server.name} failed: ${msg}`);
     }
     // a successful listing is a protocol round trip: it counts as a health sample
-    this.d.health().record(tenantId, server.id, true, performance.now() - started, null);
+    await this.d.health().record(tenantId, server.id, true, performance.now() - started, null);
     return this.applyDiscovery(tenantId, server.id, listed);
   }
 
   /** Merge a tool listing into the registry (exported for tests of the merge itself). */
-  applyDiscovery(tenantId: string, serverId: string, listed: UpstreamTool[]): DiscoveryResult {
+  async applyDiscovery(tenantId: string, serverId: string, listed: UpstreamTool[]): Promise<DiscoveryResult> {
     const store = this.stores(tenantId);
     const at = this.nowIso();
     let added = 0;
     let updated = 0;
-    const removed: string[] = [];
-    const tools = store.db.tx(() => {
-      const existing = new Map(store.toolsOfServer(serverId).map((t) => [t.name, t]));
+    let removed: string[] = [];
+    const tools = await store.db.tx(async () => {
+      // counted afresh by every attempt (a PostgreSQL transaction may run again)
+      added = 0;
+      updated = 0;
+      removed = [];
+      const existing = new Map((await store.toolsOfServer(serverId)).map((t) => [t.name, t]));
       const seen = new Set<string>();
       const out: ToolRecord[] = [];
       for (const u of listed) {
@@ -288,7 +292,7 @@ export class RegistryService {
             createdAt: at,
             updatedAt: at,
           };
-          store.insertTool(t);
+          await store.insertTool(t);
           added++;
           out.push(t);
           continue;
@@ -298,30 +302,31 @@ export class RegistryService {
           const c = classify({ name: u.name, description, annotations });
           Object.assign(t, recategorised(old, c.category), { categoryConfidence: c.confidence });
         }
-        store.updateTool(t);
+        await store.updateTool(t);
         updated++;
         out.push(t);
       }
       for (const old of existing.values())
         if (!seen.has(old.name) && old.available) {
-          store.updateTool({ ...old, available: false, updatedAt: at });
+          await store.updateTool({ ...old, available: false, updatedAt: at });
           removed.push(old.id);
         }
       return out;
     });
-    if (removed.length) this.d.cache().dropTools(tenantId, removed);
+    store.changed();
+    if (removed.length) await this.d.cache().dropTools(tenantId, removed);
     return { serverId, toolsDiscovered: tools.length, toolsAdded: added, toolsUpdated: updated, toolsRemoved: removed.length, tools: tools.map(publicTool) };
   }
 
   // ------------------------------------------------------------------ tools
 
-  listTools(tenantId: string, f: ToolFilter, p: Page): Listed<Tool> {
-    const { items, total } = this.stores(tenantId).listTools(f, p);
+  async listTools(tenantId: string, f: ToolFilter, p: Page): Promise<Listed<Tool>> {
+    const { items, total } = await this.stores(tenantId).listTools(f, p);
     return { items: items.map(publicTool), total };
   }
 
-  tool(tenantId: string, id: string): ToolRecord {
-    const t = this.stores(tenantId).getTool(id);
+  async tool(tenantId: string, id: string): Promise<ToolRecord> {
+    const t = await this.stores(tenantId).getTool(id);
     if (!t) throw notFound("tool");
     return t;
   }
@@ -331,10 +336,10 @@ export class RegistryService {
    * applies); cache fields mark the cacheConfig as set by hand. Only READ and IDEMPOTENT tools may
    * have their cache enabled; changing a tool to WRITE/UNKNOWN turns its cache off.
    */
-  configure(tenantId: string, id: string, input: ToolConfigInput): Tool {
+  async configure(tenantId: string, id: string, input: ToolConfigInput): Promise<Tool> {
     const store = this.stores(tenantId);
-    const out = store.db.tx(() => {
-      const t = this.tool(tenantId, id);
+    const out = await store.db.tx(async () => {
+      const t = await this.tool(tenantId, id);
       let next: ToolRecord = { ...t, updatedAt: this.nowIso() };
       if (input.category !== undefined) next = { ...next, ...recategorised(next, input.category), categoryConfidence: 1, categoryManualOverride: true };
       const cache: Partial<CacheConfig> = {};
@@ -348,10 +353,11 @@ export class RegistryService {
         throw bad(`the cache can be enabled only for READ or IDEMPOTENT tools (this tool is ${next.category})`);
       if (next.category === "WRITE" && next.cacheConfig.coalescingWindowMs > 0 && input.coalescingWindowMs !== undefined)
         throw bad("WRITE tools are never coalesced (coalescingWindowMs must be 0)");
-      store.updateTool(next);
+      await store.updateTool(next);
       return next;
     });
-    if (!out.cacheConfig.enabled) this.d.cache().dropTools(tenantId, [id]);
+    store.changed();
+    if (!out.cacheConfig.enabled) await this.d.cache().dropTools(tenantId, [id]);
     return publicTool(out);
   }
 }

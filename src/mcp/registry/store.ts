@@ -3,10 +3,11 @@
  * tenant). Health bookkeeping (rolling latency samples, EMAs, consecutive failures) lives on the
  * server row so it survives restarts.
  */
-import type { TenantDb } from "../../storage/scoped";
+import type { AsyncTenantDb, Changes, Params } from "../../storage/async";
+import type { Dialect } from "../../storage/dialect";
 import type { Page, Listed } from "../../core/pagination";
-import { flag, listPage, type Filter } from "../sql";
-import { likePattern, type AuthConfig, type CacheConfig, type Category, type ServerRecord, type ServerStatus, type Tool, type ToolAnnotations, type Transport, type AuthType } from "../types";
+import { containsFilter, flag, listPage, type Filter } from "../sql";
+import { type AuthConfig, type CacheConfig, type Category, type ServerRecord, type ServerStatus, type Tool, type ToolAnnotations, type Transport, type AuthType } from "../types";
 
 interface ServerRow {
   id: string;
@@ -138,8 +139,9 @@ export interface ToolFilter {
 
 /**
  * A change counter per tenant of its servers and tools, shared by every RegistryStore of one
- * storage (svc is one process per SQLite file, docs/architecture.md): state derived from the
- * registry (the /mcp endpoint's exposed tools) is current while the counter has not moved.
+ * process: state derived from the registry (the /mcp endpoint's exposed tools) is current with
+ * this process's writes while the counter has not moved. Another replica's writes (PostgreSQL)
+ * do not move it: what derives state from it also rebuilds on a timer (ExposedTools.TTL_MS).
  */
 export class RegistryVersions {
   private readonly byTenant = new Map<string, number>();
@@ -153,8 +155,9 @@ export class RegistryVersions {
 
 export class RegistryStore {
   constructor(
-    readonly db: TenantDb,
+    readonly db: AsyncTenantDb,
     private readonly versions: RegistryVersions,
+    private readonly d: Dialect,
   ) {}
 
   get tenantId() {
@@ -166,15 +169,27 @@ export class RegistryStore {
     return this.versions.of(this.db.tenantId);
   }
 
-  private changed() {
+  /**
+   * A write of servers or tools: the version moves once the statement has run (a reader that saw
+   * the new version reads the new rows; inside a transaction, the service bumps again after it commits).
+   */
+  private async write(sql: string, params: Params): Promise<Changes> {
+    try {
+      return await this.db.run(sql, params);
+    } finally {
+      this.changed();
+    }
+  }
+
+  /** moves the version (services call it again after a transaction that wrote commits) */
+  changed() {
     this.versions.bump(this.db.tenantId);
   }
 
   // ---- servers ----
 
-  insertServer(s: ServerRecord) {
-    this.changed();
-    this.db.run(
+  async insertServer(s: ServerRecord) {
+    await this.write(
       `INSERT INTO mcp_servers (id, tenant_id, name, description, url, transport, auth_type, auth_config, status, created_at, updated_at)
        VALUES ($id, $tenant, $name, $description, $url, $transport, $auth_type, $auth_config, $status, $created_at, $updated_at)`,
       {
@@ -193,59 +208,55 @@ export class RegistryStore {
   }
 
   /** Replace what a configuration import may change (url, transport, authentication, description). */
-  updateServerDefinition(s: ServerRecord) {
-    this.changed();
-    this.db.run(
+  async updateServerDefinition(s: ServerRecord) {
+    await this.write(
       `UPDATE mcp_servers SET description = $description, url = $url, transport = $transport, auth_type = $auth_type, auth_config = $auth_config, updated_at = $updated_at
        WHERE tenant_id = $tenant AND id = $id`,
       { id: s.id, description: s.description, url: s.url, transport: s.transport, auth_type: s.authType, auth_config: JSON.stringify(s.authConfig), updated_at: s.updatedAt },
     );
   }
 
-  getServer(id: string): ServerRecord | undefined {
-    const r = this.db.get<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant AND id = $id", { id });
+  async getServer(id: string): Promise<ServerRecord | undefined> {
+    const r = await this.db.get<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant AND id = $id", { id });
     return r && serverOf(r);
   }
 
-  serverByName(name: string): ServerRecord | undefined {
-    const r = this.db.get<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant AND name = $name", { name });
+  async serverByName(name: string): Promise<ServerRecord | undefined> {
+    const r = await this.db.get<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant AND name = $name", { name });
     return r && serverOf(r);
   }
 
-  listServers(f: ServerFilter, p: Page): Listed<ServerRecord> {
+  async listServers(f: ServerFilter, p: Page): Promise<Listed<ServerRecord>> {
     const filters: Filter[] = [
       ["status = $status", "status", f.status],
-      ["name LIKE $name ESCAPE '\\'", "name", f.name && likePattern(f.name)],
+      containsFilter(this.d, "name", "name", f.name),
     ];
     return listPage(this.db, "mcp_servers", filters, "name", p, serverOf);
   }
 
-  allServers(): ServerRecord[] {
-    return this.db.all<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant ORDER BY name").map(serverOf);
+  async allServers(): Promise<ServerRecord[]> {
+    return (await this.db.all<ServerRow>("SELECT * FROM mcp_servers WHERE tenant_id = $tenant ORDER BY name")).map(serverOf);
   }
 
-  deleteServer(id: string): boolean {
-    this.changed();
-    return this.db.run("DELETE FROM mcp_servers WHERE tenant_id = $tenant AND id = $id", { id }).changes > 0;
+  async deleteServer(id: string): Promise<boolean> {
+    return (await this.write("DELETE FROM mcp_servers WHERE tenant_id = $tenant AND id = $id", { id })).changes > 0;
   }
 
-  setStatus(id: string, status: ServerStatus, updatedAt: string) {
-    this.changed();
-    this.db.run("UPDATE mcp_servers SET status = $status, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", { id, status, updated_at: updatedAt });
+  async setStatus(id: string, status: ServerStatus, updatedAt: string) {
+    await this.write("UPDATE mcp_servers SET status = $status, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", { id, status, updated_at: updatedAt });
   }
 
   /** DISABLED -> PENDING: the next check decides; earlier failures and the cached result are forgotten. */
-  reenable(id: string, updatedAt: string) {
-    this.changed();
-    this.db.run(
+  async reenable(id: string, updatedAt: string) {
+    await this.write(
       `UPDATE mcp_servers SET status = 'PENDING', consecutive_failures = 0, last_health_check_ms = NULL, last_error = NULL, updated_at = $updated_at
        WHERE tenant_id = $tenant AND id = $id`,
       { id, updated_at: updatedAt },
     );
   }
 
-  healthState(id: string): HealthState | undefined {
-    const r = this.db.get<{ health_samples: string; consecutive_failures: number; avg_latency_ms: number | null; error_rate: number; last_health_check_ms: number | null }>(
+  async healthState(id: string): Promise<HealthState | undefined> {
+    const r = await this.db.get<{ health_samples: string; consecutive_failures: number; avg_latency_ms: number | null; error_rate: number; last_health_check_ms: number | null }>(
       "SELECT health_samples, consecutive_failures, avg_latency_ms, error_rate, last_health_check_ms FROM mcp_servers WHERE tenant_id = $tenant AND id = $id",
       { id },
     );
@@ -260,9 +271,8 @@ export class RegistryStore {
   }
 
   /** Record a health check: status, latency percentiles, error, bookkeeping. */
-  recordHealth(id: string, u: { status: ServerStatus; p50: number | null; p99: number | null; lastError: string | null; checkedAt: string; checkedAtMs: number; state: HealthState }) {
-    this.changed();
-    this.db.run(
+  async recordHealth(id: string, u: { status: ServerStatus; p50: number | null; p99: number | null; lastError: string | null; checkedAt: string; checkedAtMs: number; state: HealthState }) {
+    await this.write(
       `UPDATE mcp_servers SET status = $status, health_p50_ms = $p50, health_p99_ms = $p99, last_error = $last_error,
          last_health_check = $checked_at, last_health_check_ms = $checked_ms, health_samples = $samples,
          consecutive_failures = $failures, avg_latency_ms = $avg, error_rate = $error_rate, updated_at = $checked_at
@@ -288,8 +298,8 @@ export class RegistryStore {
    * a change of the version: every miss calls it, and nothing derived from the registry reads the
    * averages (exposure needs status, names and availability; an upstream call the connection fields).
    */
-  recordCallOutcome(id: string, latencyMs: number, failed: boolean, alpha: number) {
-    this.db.run(
+  async recordCallOutcome(id: string, latencyMs: number, failed: boolean, alpha: number) {
+    await this.db.run(
       `UPDATE mcp_servers SET
          avg_latency_ms = CASE WHEN avg_latency_ms IS NULL THEN $lat ELSE avg_latency_ms + $alpha * ($lat - avg_latency_ms) END,
          error_rate = error_rate + $alpha * ($failed - error_rate)
@@ -300,9 +310,8 @@ export class RegistryStore {
 
   // ---- tools ----
 
-  insertTool(t: ToolRecord) {
-    this.changed();
-    this.db.run(
+  async insertTool(t: ToolRecord) {
+    await this.write(
       `INSERT INTO mcp_tools (id, tenant_id, server_id, name, description, input_schema, annotations, category, category_confidence, category_manual,
          cache_enabled, cache_ttl_secs, semantic_threshold, cross_agent, coalescing_window_ms, cache_manual, available, last_discovered_at, created_at, updated_at)
        VALUES ($id, $tenant, $server_id, $name, $description, $input_schema, $annotations, $category, $category_confidence, $category_manual,
@@ -311,9 +320,8 @@ export class RegistryStore {
     );
   }
 
-  updateTool(t: ToolRecord) {
-    this.changed();
-    this.db.run(
+  async updateTool(t: ToolRecord) {
+    await this.write(
       `UPDATE mcp_tools SET description = $description, input_schema = $input_schema, annotations = $annotations, category = $category,
          category_confidence = $category_confidence, category_manual = $category_manual, cache_enabled = $cache_enabled,
          cache_ttl_secs = $cache_ttl_secs, semantic_threshold = $semantic_threshold, cross_agent = $cross_agent,
@@ -324,41 +332,41 @@ export class RegistryStore {
     );
   }
 
-  getTool(id: string): ToolRecord | undefined {
-    const r = this.db.get<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND id = $id", { id });
+  async getTool(id: string): Promise<ToolRecord | undefined> {
+    const r = await this.db.get<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND id = $id", { id });
     return r && toolOf(r);
   }
 
-  toolsOfServer(serverId: string): ToolRecord[] {
-    return this.db.all<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND server_id = $server_id ORDER BY name", { server_id: serverId }).map(toolOf);
+  async toolsOfServer(serverId: string): Promise<ToolRecord[]> {
+    return (await this.db.all<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND server_id = $server_id ORDER BY name", { server_id: serverId })).map(toolOf);
   }
 
-  toolByName(serverId: string, name: string): ToolRecord | undefined {
-    const r = this.db.get<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND server_id = $server_id AND name = $name", { server_id: serverId, name });
+  async toolByName(serverId: string, name: string): Promise<ToolRecord | undefined> {
+    const r = await this.db.get<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND server_id = $server_id AND name = $name", { server_id: serverId, name });
     return r && toolOf(r);
   }
 
-  allTools(): ToolRecord[] {
-    return this.db.all<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant ORDER BY name, server_id").map(toolOf);
+  async allTools(): Promise<ToolRecord[]> {
+    return (await this.db.all<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant ORDER BY name, server_id")).map(toolOf);
   }
 
-  toolsByIds(ids: string[]): ToolRecord[] {
+  async toolsByIds(ids: string[]): Promise<ToolRecord[]> {
     if (ids.length === 0) return [];
-    return this.db.all<ToolRow>("SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND id IN (SELECT value FROM json_each($ids))", { ids: JSON.stringify(ids) }).map(toolOf);
+    return (await this.db.all<ToolRow>(`SELECT * FROM mcp_tools WHERE tenant_id = $tenant AND id IN ${this.d.inJsonArray("$ids")}`, { ids: JSON.stringify(ids) })).map(toolOf);
   }
 
-  listTools(f: ToolFilter, p: Page): Listed<ToolRecord> {
+  async listTools(f: ToolFilter, p: Page): Promise<Listed<ToolRecord>> {
     const filters: Filter[] = [
       ["server_id = $server_id", "server_id", f.serverId],
       ["category = $category", "category", f.category],
       ["cache_enabled = $cache_enabled", "cache_enabled", flag(f.cacheEnabled)],
-      ["name LIKE $name ESCAPE '\\'", "name", f.name && likePattern(f.name)],
+      containsFilter(this.d, "name", "name", f.name),
     ];
     return listPage(this.db, "mcp_tools", filters, "name, server_id", p, toolOf);
   }
 
-  countToolsByServer(): Map<string, number> {
-    const rows = this.db.all<{ server_id: string; n: number }>("SELECT server_id, COUNT(*) AS n FROM mcp_tools WHERE tenant_id = $tenant GROUP BY server_id");
+  async countToolsByServer(): Promise<Map<string, number>> {
+    const rows = await this.db.all<{ server_id: string; n: number }>("SELECT server_id, COUNT(*) AS n FROM mcp_tools WHERE tenant_id = $tenant GROUP BY server_id");
     return new Map(rows.map((r) => [r.server_id, r.n]));
   }
 }

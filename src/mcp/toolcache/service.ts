@@ -8,7 +8,7 @@
  * moved meanwhile (a WRITE that ran during a READ's upstream call may have made it stale).
  */
 import type { ForTenant } from "../../storage/scoped";
-import type { Storage } from "../../storage/scoped";
+import type { AsyncStorage } from "../../storage/async";
 import { ApiError, notFound } from "../../core/errors";
 import type { Logger } from "../../core/log";
 import { dot, l2normalize } from "../../core/vectors";
@@ -65,13 +65,14 @@ export interface SearchInput {
 }
 
 export interface ToolCacheDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   stores: ForTenant<ToolCacheStore>;
   entities: ForTenant<EntityStore>;
   registry: ForTenant<RegistryStore>;
-  calls: ForTenant<CallStore>;
+  /** a tenant's call records, its queued ones written first */
+  calls: ForTenant<Promise<CallStore>>;
   /** the call log (calls/log.ts): its queued hit counts are written before an entry is shown */
-  callLog: { flush(tenantId: string): void };
+  callLog: { flush(tenantId: string): Promise<void> };
   vectors: ToolVectors;
   embedder: Embedder;
   clock: WallClock;
@@ -98,13 +99,13 @@ export class ToolCache {
   // ------------------------------------------------------------------ lookup and store
 
   /** A live entry under the key (an expired one is removed on the way). */
-  exact(tenantId: string, key: bigint): CacheEntry | undefined {
+  async exact(tenantId: string, key: bigint): Promise<CacheEntry | undefined> {
     if (!storableKey(key)) return undefined;
     const store = this.d.stores(tenantId);
-    const e = store.get(key);
+    const e = await store.get(key);
     if (!e) return undefined;
     if (e.expiresAtMs <= this.d.clock.now()) {
-      this.d.vectors.remove(tenantId, store.removeKeys([key]));
+      this.d.vectors.remove(tenantId, await store.removeKeys([key]));
       return undefined;
     }
     return e;
@@ -122,15 +123,15 @@ export class ToolCache {
   }
 
   /** The most similar live entry of the same tool, agent scope and argument structure, at or above the threshold. */
-  semantic(tenantId: string, tool: ToolRecord, agentScope: string, structKey: string, query: Float32Array, threshold: number): SemanticHit | undefined {
+  async semantic(tenantId: string, tool: ToolRecord, agentScope: string, structKey: string, query: Float32Array, threshold: number): Promise<SemanticHit | undefined> {
     const store = this.d.stores(tenantId);
-    const neighbours = this.d.vectors.search(store, tool.id, this.d.embedder.id, query, SEMANTIC_CANDIDATES);
+    const neighbours = await this.d.vectors.search(store, tool.id, this.d.embedder.id, query, SEMANTIC_CANDIDATES);
     if (!neighbours.length) return undefined;
     const now = this.d.clock.now();
     let best: SemanticHit | undefined;
-    for (const e of store.byVecKeys(neighbours.map((n) => n.key))) {
+    for (const e of await store.byVecKeys(neighbours.map((n) => n.key))) {
       if (e.agentScope !== agentScope || e.structKey !== structKey || e.expiresAtMs <= now || e.embedderId !== this.d.embedder.id) continue;
-      const vec = store.vectorOf(e.vecKey);
+      const vec = await store.vectorOf(e.vecKey);
       if (!vec) continue;
       const similarity = dot(query, vec);
       if (similarity >= threshold && (!best || similarity > best.similarity)) best = { entry: e, similarity };
@@ -143,22 +144,22 @@ export class ToolCache {
    * parameter's value, or the entity in general when the call lacks the parameter. Returns false
    * when nothing was stored (too large, or an invalidation happened since `epoch`).
    */
-  store(
+  async store(
     tenantId: string,
     tool: ToolRecord,
     call: { key: bigint; args: Record<string, unknown>; canonicalArgs: string; agentScope: string; structKey: string; result: unknown; upstreamMs: number; epoch: number; vector?: Float32Array },
-  ): boolean {
+  ): Promise<boolean> {
     if (this.epoch(tenantId) !== call.epoch) return false;
     const resultJson = JSON.stringify(call.result);
     if (resultJson.length > this.d.config.max_result_bytes) return false;
-    const tags: Tag[] = this.d
-      .entities(tenantId)
-      .mappingsOfTool(tool.id)
+    const tags: Tag[] = (await this.d.entities(tenantId).mappingsOfTool(tool.id))
       .filter((m) => m.operation === "READ")
       .map((m) => ({ entityId: m.entityId, value: entityValue(valueAt(call.args, m.paramName)) }));
     const now = this.d.clock.now();
     const store = this.d.stores(tenantId);
-    store.put(
+    // an invalidation that ran while the mappings were read makes the result possibly stale
+    if (this.epoch(tenantId) !== call.epoch) return false;
+    await store.put(
       {
         cacheKey: call.key,
         serverId: tool.serverId,
@@ -174,13 +175,13 @@ export class ToolCache {
       tags,
     );
     // the lookup's vector when semantic lookup ran; otherwise the entry is embedded when a search needs it
-    if (call.vector) this.attachVector(tenantId, tool.id, call.key, call.vector);
+    if (call.vector) await this.attachVector(tenantId, tool.id, call.key, call.vector);
     return true;
   }
 
-  private attachVector(tenantId: string, toolId: string, key: bigint, vec: Float32Array) {
+  private async attachVector(tenantId: string, toolId: string, key: bigint, vec: Float32Array) {
     const store = this.d.stores(tenantId);
-    const vecKey = store.setVector(key, this.d.embedder.id, vec);
+    const vecKey = await store.setVector(key, this.d.embedder.id, vec);
     if (vecKey !== undefined) this.d.vectors.add(store, toolId, this.d.embedder.id, vecKey, vec);
   }
 
@@ -193,11 +194,11 @@ export class ToolCache {
     const names = new Map<string, string>();
     let n = 0;
     for (;;) {
-      const rows = store.unembedded(this.d.embedder.id, this.d.clock.now(), batch);
+      const rows = await store.unembedded(this.d.embedder.id, this.d.clock.now(), batch);
       if (!rows.length) return n;
-      for (const r of rows) if (!names.has(r.toolId)) names.set(r.toolId, this.d.registry(tenantId).getTool(r.toolId)?.name ?? "");
+      for (const r of rows) if (!names.has(r.toolId)) names.set(r.toolId, (await this.d.registry(tenantId).getTool(r.toolId))?.name ?? "");
       const vecs = await this.d.embedder.embed(rows.map((r) => argsTextOf(names.get(r.toolId)!, JSON.parse(r.argsJson))));
-      rows.forEach((r, i) => this.attachVector(tenantId, r.toolId, r.cacheKey, vecs[i]!));
+      for (const [i, r] of rows.entries()) await this.attachVector(tenantId, r.toolId, r.cacheKey, vecs[i]!);
       n += rows.length;
       if (rows.length < batch) return n;
     }
@@ -211,9 +212,9 @@ export class ToolCache {
   }
 
   /** Drop every cached result of the tools. */
-  invalidateTools(tenantId: string, toolIds: string[], cause: InvalidationCause): number {
+  async invalidateTools(tenantId: string, toolIds: string[], cause: InvalidationCause): Promise<number> {
     this.bump(tenantId);
-    const n = this.removed(tenantId, this.d.stores(tenantId).removeTools(toolIds));
+    const n = this.removed(tenantId, await this.d.stores(tenantId).removeTools(toolIds));
     this.emit(tenantId, cause, { toolIds, invalidated: n });
     return n;
   }
@@ -223,17 +224,17 @@ export class ToolCache {
    * that depend on the entity in general); with `cascade`, every result of its descendant
    * entities too (their instance ids are unknown from the parent's, so all of them).
    */
-  invalidateEntity(tenantId: string, entity: Entity, value: string | undefined, cascade: boolean, cause: InvalidationCause, emit = true): { invalidated: number; entityIds: string[] } {
+  async invalidateEntity(tenantId: string, entity: Entity, value: string | undefined, cascade: boolean, cause: InvalidationCause, emit = true): Promise<{ invalidated: number; entityIds: string[] }> {
     this.bump(tenantId);
     const store = this.d.stores(tenantId);
-    let n = this.removed(tenantId, store.removeTagged([entity.id], value));
+    let n = this.removed(tenantId, await store.removeTagged([entity.id], value));
     const entityIds = [entity.id];
     if (cascade) {
-      const children = this.d.entities(tenantId).withDescendants(entity.id).filter((id) => id !== entity.id);
-      n += this.removed(tenantId, store.removeTagged(children));
+      const children = (await this.d.entities(tenantId).withDescendants(entity.id)).filter((id) => id !== entity.id);
+      n += this.removed(tenantId, await store.removeTagged(children));
       entityIds.push(...children);
     }
-    n += this.removeUntagged(tenantId, entityIds);
+    n += await this.removeUntagged(tenantId, entityIds);
     return this.emitEntity(tenantId, entity, value, cascade, cause, emit, entityIds, n);
   }
 
@@ -242,11 +243,11 @@ export class ToolCache {
    * carry no tag for it, so the tag queries above cannot find them: every such result of the mapped
    * tools goes (it may hold any instance of the entity). Results stored since then are tagged.
    */
-  private removeUntagged(tenantId: string, entityIds: string[]): number {
+  private async removeUntagged(tenantId: string, entityIds: string[]): Promise<number> {
     const es = this.d.entities(tenantId);
     const store = this.d.stores(tenantId);
     let n = 0;
-    for (const id of entityIds) for (const m of es.readMappingsOfEntity(id)) n += this.removed(tenantId, store.removeToolUpTo(m.toolId, m.cacheSeq));
+    for (const id of entityIds) for (const m of await es.readMappingsOfEntity(id)) n += this.removed(tenantId, await store.removeToolUpTo(m.toolId, m.cacheSeq));
     return n;
   }
 
@@ -263,23 +264,23 @@ export class ToolCache {
    * UNKNOWN, and IDEMPOTENT: repeating it has no further effect, the first call has one) drops
    * every cached result of its server; a READ tool drops nothing. Returns how many were dropped.
    */
-  afterExecution(tenantId: string, tool: ToolRecord, args: Record<string, unknown>): number {
+  async afterExecution(tenantId: string, tool: ToolRecord, args: Record<string, unknown>): Promise<number> {
     const es = this.d.entities(tenantId);
-    const rules = es.enabledRulesOf(tool.id);
-    const writes = es.mappingsOfTool(tool.id).filter((m) => m.operation === "WRITE");
+    const rules = await es.enabledRulesOf(tool.id);
+    const writes = (await es.mappingsOfTool(tool.id)).filter((m) => m.operation === "WRITE");
     if (!rules.length && !writes.length) {
-      if (tool.category === "READ" || es.hasRulesOf(tool.id)) return 0; // a read, or only disabled rules: configured to invalidate nothing now
+      if (tool.category === "READ" || (await es.hasRulesOf(tool.id))) return 0; // a read, or only disabled rules: configured to invalidate nothing now
       return this.invalidateServerReads(tenantId, tool);
     }
     this.bump(tenantId);
     const store = this.d.stores(tenantId);
-    let n = rules.length ? this.removed(tenantId, store.removeTools(rules.map((r) => r.invalidateToolId))) : 0;
+    let n = rules.length ? this.removed(tenantId, await store.removeTools(rules.map((r) => r.invalidateToolId))) : 0;
     const entities: Array<{ entityId: string; entityType: string; value: string | null }> = [];
     for (const m of writes) {
-      const entity = es.get(m.entityId);
+      const entity = await es.get(m.entityId);
       if (!entity) continue;
       const value = entityValue(valueAt(args, m.paramName));
-      n += this.invalidateEntity(tenantId, entity, value ?? undefined, true, { reason: "write" }, false).invalidated;
+      n += (await this.invalidateEntity(tenantId, entity, value ?? undefined, true, { reason: "write" }, false)).invalidated;
       entities.push({ entityId: entity.id, entityType: entity.name, value });
     }
     this.emit(tenantId, { reason: "write", toolId: tool.id, toolName: tool.name }, { rules: rules.map((r) => r.id), invalidatedToolIds: rules.map((r) => r.invalidateToolId), entities, invalidated: n });
@@ -287,9 +288,9 @@ export class ToolCache {
   }
 
   /** The default of a state-changing tool without rules or WRITE mappings: its server's cached results (its own kept). */
-  private invalidateServerReads(tenantId: string, tool: ToolRecord): number {
+  private async invalidateServerReads(tenantId: string, tool: ToolRecord): Promise<number> {
     this.bump(tenantId);
-    const n = this.removed(tenantId, this.d.stores(tenantId).removeServerExcept(tool.serverId, tool.id));
+    const n = this.removed(tenantId, await this.d.stores(tenantId).removeServerExcept(tool.serverId, tool.id));
     this.emit(tenantId, { reason: "write", toolId: tool.id, toolName: tool.name }, { scope: "server", serverId: tool.serverId, rules: [], invalidatedToolIds: [], entities: [], invalidated: n });
     return n;
   }
@@ -299,32 +300,34 @@ export class ToolCache {
   }
 
   /** Registry hooks: a deleted server's or vanished tools' results go too (CacheCleaner). */
-  dropServer(tenantId: string, serverId: string) {
+  async dropServer(tenantId: string, serverId: string) {
     this.bump(tenantId);
-    this.removed(tenantId, this.d.stores(tenantId).removeServer(serverId));
+    this.removed(tenantId, await this.d.stores(tenantId).removeServer(serverId));
   }
 
-  dropTools(tenantId: string, toolIds: string[]) {
+  async dropTools(tenantId: string, toolIds: string[]) {
     this.bump(tenantId);
-    this.removed(tenantId, this.d.stores(tenantId).removeTools(toolIds));
+    this.removed(tenantId, await this.d.stores(tenantId).removeTools(toolIds));
   }
 
   /** Remove expired entries of every tenant (the domain's timer). */
-  sweepExpired(): number {
+  async sweepExpired(): Promise<number> {
     const now = this.d.clock.now();
-    const tenants = this.d.storage
+    const tenants = await this.d.storage
       .global("tool cache sweep: expired entries of every tenant")
       .all<{ tenant_id: string }>("SELECT DISTINCT tenant_id FROM mcp_cache_entries WHERE expires_at_ms <= $now", { now });
     let n = 0;
-    for (const { tenant_id } of tenants) n += this.removed(tenant_id, this.d.stores(tenant_id).removeExpired(now));
+    for (const { tenant_id } of tenants) n += this.removed(tenant_id, await this.d.stores(tenant_id).removeExpired(now));
     return n;
   }
 
   // ------------------------------------------------------------------ API
 
-  view(tenantId: string, e: CacheEntry): EntryView {
-    const tool = this.d.registry(tenantId).getTool(e.toolId);
+  async view(tenantId: string, e: CacheEntry): Promise<EntryView> {
+    const tool = await this.d.registry(tenantId).getTool(e.toolId);
     const es = this.d.entities(tenantId);
+    const entities: EntryView["entities"] = [];
+    for (const t of await this.d.stores(tenantId).tags(e.cacheKey)) entities.push({ entityId: t.entityId, entityType: (await es.get(t.entityId))?.name ?? null, value: t.value });
     return {
       cacheKey: e.cacheKey,
       toolId: e.toolId,
@@ -340,17 +343,14 @@ export class ToolCache {
       lastAccessedAt: e.lastHitAtMs === null ? null : iso(e.lastHitAtMs),
       upstreamLatencyMs: e.upstreamMs,
       sizeBytes: e.sizeBytes,
-      entities: this.d
-        .stores(tenantId)
-        .tags(e.cacheKey)
-        .map((t) => ({ entityId: t.entityId, entityType: es.get(t.entityId)?.name ?? null, value: t.value })),
+      entities,
     };
   }
 
   /** GET /tool-cache/{cache_key}: 404 when absent or expired. */
-  get(tenantId: string, key: bigint): EntryView {
-    this.d.callLog.flush(tenantId);
-    const e = this.exact(tenantId, key);
+  async get(tenantId: string, key: bigint): Promise<EntryView> {
+    await this.d.callLog.flush(tenantId);
+    const e = await this.exact(tenantId, key);
     if (!e) throw notFound("cache entry");
     return this.view(tenantId, e);
   }
@@ -367,35 +367,36 @@ export class ToolCache {
       query = (await emb.embed([input.queryText!]))[0]!;
     }
     await this.embedMissing(tenantId);
-    this.d.callLog.flush(tenantId);
+    await this.d.callLog.flush(tenantId);
     const limit = input.limit ?? 10;
     const threshold = input.threshold ?? 0;
     const store = this.d.stores(tenantId);
     const now = this.d.clock.now();
-    let toolIds = store.toolsWithVectors(emb.id);
+    let toolIds = await store.toolsWithVectors(emb.id);
     if (input.toolId) toolIds = toolIds.filter((t) => t === input.toolId);
     const scored: Array<{ e: CacheEntry; similarity: number }> = [];
     for (const toolId of toolIds) {
-      const neighbours = this.d.vectors.search(store, toolId, emb.id, query, limit);
-      for (const e of store.byVecKeys(neighbours.map((n) => n.key))) {
+      const neighbours = await this.d.vectors.search(store, toolId, emb.id, query, limit);
+      for (const e of await store.byVecKeys(neighbours.map((n) => n.key))) {
         if (e.expiresAtMs <= now || (input.serverId && e.serverId !== input.serverId)) continue;
-        const vec = store.vectorOf(e.vecKey);
+        const vec = await store.vectorOf(e.vecKey);
         if (!vec) continue;
         const similarity = dot(query, vec);
         if (similarity >= threshold) scored.push({ e, similarity });
       }
     }
     scored.sort((a, b) => b.similarity - a.similarity);
-    const results = scored.slice(0, limit).map(({ e, similarity }) => ({ similarity: Math.round(similarity * 1e6) / 1e6, ...this.view(tenantId, e) }));
+    const results = [];
+    for (const { e, similarity } of scored.slice(0, limit)) results.push({ similarity: Math.round(similarity * 1e6) / 1e6, ...(await this.view(tenantId, e)) });
     return { results, total: results.length, embedder: { id: emb.id, dimensions: emb.dimensions } };
   }
 
   /** POST /tool-cache/stats: access count, hit rate and latency of one key (404 when neither cached nor ever called). */
-  stats(tenantId: string, key: bigint) {
+  async stats(tenantId: string, key: bigint) {
     if (!storableKey(key)) throw notFound("cache entry");
-    this.d.callLog.flush(tenantId);
-    const e = this.exact(tenantId, key);
-    const c = this.d.calls(tenantId).keyStats(key);
+    await this.d.callLog.flush(tenantId);
+    const e = await this.exact(tenantId, key);
+    const c = await (await this.d.calls(tenantId)).keyStats(key);
     if (!e && c.calls === 0) throw notFound("cache entry");
     return {
       cacheKey: key,
@@ -415,26 +416,28 @@ export class ToolCache {
   }
 
   /** POST /tool-cache/invalidate: by entity type name (0 when the tenant has no such entity: nothing is cached under it). */
-  invalidateByApi(tenantId: string, input: { entityType: string; entityId?: string; cascade?: boolean }) {
-    const entity = this.d.entities(tenantId).byName(input.entityType);
+  async invalidateByApi(tenantId: string, input: { entityType: string; entityId?: string; cascade?: boolean }) {
+    const entity = await this.d.entities(tenantId).byName(input.entityType);
     const cascade = input.cascade ?? false;
     // doc2 answers a count: an entity type this tenant never defined has nothing cached under it — 0, not 404
     if (!entity) return { invalidated: 0, entityType: input.entityType, entityId: input.entityId ?? null, cascade, entityTypes: [] as string[] };
-    const r = this.invalidateEntity(tenantId, entity, input.entityId, cascade, { reason: "manual" });
+    const r = await this.invalidateEntity(tenantId, entity, input.entityId, cascade, { reason: "manual" });
     const es = this.d.entities(tenantId);
+    const entityTypes: string[] = [];
+    for (const id of r.entityIds) entityTypes.push((await es.get(id))?.name ?? id);
     return {
       invalidated: r.invalidated,
       entityType: entity.name,
       entityId: input.entityId ?? null,
       cascade,
-      entityTypes: r.entityIds.map((id) => es.get(id)?.name ?? id),
+      entityTypes,
     };
   }
 
   /** GET /tool-cache/metrics: entries, memory, hit rate (over the recorded calls), configuration. */
-  metrics(tenantId: string) {
-    const t = this.d.stores(tenantId).totals(this.d.clock.now());
-    const c = this.d.calls(tenantId).cacheTotals();
+  async metrics(tenantId: string) {
+    const c = await (await this.d.calls(tenantId)).cacheTotals();
+    const t = await this.d.stores(tenantId).totals(this.d.clock.now());
     return {
       totalEntries: t.entries - t.expired,
       expiredEntries: t.expired,

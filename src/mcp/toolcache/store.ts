@@ -1,10 +1,12 @@
 /**
  * Cached tool results and their entity tags over the tenant-bound handle. SQLite holds every
  * entry and its f32 vector (the source of truth for the in-memory indexes, vectors.ts).
- * cache_key is read back as text: bun:sqlite returns INTEGERs as JS numbers, which lose digits
- * beyond 2^53.
+ * cache_key is read back as text: bun:sqlite (and the PostgreSQL backend) return INTEGERs/BIGINTs as
+ * JS numbers, which lose digits beyond 2^53.
  */
-import type { TenantDb } from "../../storage/scoped";
+import type { AsyncTenantDb } from "../../storage/async";
+import { vectorBytes, type Dialect } from "../../storage/dialect";
+import { asInt } from "../sql";
 
 export interface CacheEntry {
   cacheKey: bigint;
@@ -77,29 +79,38 @@ export interface Removed {
   toolId: string;
 }
 
-export class ToolCacheStore {
-  constructor(readonly db: TenantDb) {}
+const copyOf = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
-  get(key: bigint): CacheEntry | undefined {
-    const r = this.db.get<EntryRow>(`SELECT ${COLUMNS} FROM mcp_cache_entries WHERE tenant_id = $tenant AND cache_key = $key`, { key });
+export class ToolCacheStore {
+  /** `(SELECT …)` of the 64-bit integers a JSON array parameter lists (as numbers or, exactly, as strings of digits) */
+  private readonly intsOf: (param: string) => string;
+
+  constructor(
+    readonly db: AsyncTenantDb,
+    private readonly d: Dialect,
+  ) {
+    this.intsOf = (param) => `(SELECT CAST(value AS BIGINT) FROM ${d.jsonEach(param)})`;
+  }
+
+  async get(key: bigint): Promise<CacheEntry | undefined> {
+    const r = await this.db.get<EntryRow>(`SELECT ${COLUMNS} FROM mcp_cache_entries WHERE tenant_id = $tenant AND cache_key = $key`, { key });
     return r && entryOf(r);
   }
 
-  byVecKeys(vecKeys: number[]): CacheEntry[] {
+  async byVecKeys(vecKeys: number[]): Promise<CacheEntry[]> {
     if (!vecKeys.length) return [];
-    return this.db
-      .all<EntryRow>(`SELECT ${COLUMNS} FROM mcp_cache_entries WHERE tenant_id = $tenant AND vec_key IN (SELECT value FROM json_each($keys))`, { keys: JSON.stringify(vecKeys) })
-      .map(entryOf);
+    const rows = await this.db.all<EntryRow>(`SELECT ${COLUMNS} FROM mcp_cache_entries WHERE tenant_id = $tenant AND vec_key IN ${this.intsOf("$keys")}`, { keys: JSON.stringify(vecKeys) });
+    return rows.map(entryOf);
   }
 
   /** Store (or replace) an entry with its tags; returns its vec_key. */
-  put(e: NewEntry, tags: Tag[]): number {
-    return this.db.tx(() => {
-      this.removeKeys([e.cacheKey]);
+  put(e: NewEntry, tags: Tag[]): Promise<number> {
+    return this.db.tx(async () => {
+      await this.deleteWhere("cache_key = $key", { key: e.cacheKey });
       const size = e.argsJson.length + e.resultJson.length;
-      const r = this.db.run(
+      const r = await this.db.get<{ vec_key: number }>(
         `INSERT INTO mcp_cache_entries (cache_key, tenant_id, server_id, tool_id, agent_scope, args_json, struct_key, result_json, created_at_ms, expires_at_ms, upstream_ms, size_bytes)
-         VALUES ($key, $tenant, $server_id, $tool_id, $agent_scope, $args_json, $struct_key, $result_json, $created, $expires, $upstream_ms, $size)`,
+         VALUES ($key, $tenant, $server_id, $tool_id, $agent_scope, $args_json, $struct_key, $result_json, $created, $expires, $upstream_ms, $size) RETURNING vec_key`,
         {
           key: e.cacheKey,
           server_id: e.serverId,
@@ -114,52 +125,51 @@ export class ToolCacheStore {
           size,
         },
       );
-      for (const t of tags) this.db.run("INSERT INTO mcp_cache_tags (tenant_id, cache_key, entity_id, value) VALUES ($tenant, $key, $entity_id, $value)", { key: e.cacheKey, entity_id: t.entityId, value: t.value });
-      return Number(r.lastInsertRowid);
+      for (const t of tags) await this.db.run("INSERT INTO mcp_cache_tags (tenant_id, cache_key, entity_id, value) VALUES ($tenant, $key, $entity_id, $value)", { key: e.cacheKey, entity_id: t.entityId, value: t.value });
+      return r!.vec_key;
     });
   }
 
   /** Attach the embedding of an entry (if it still exists). */
-  setVector(key: bigint, embedderId: string, vec: Float32Array): number | undefined {
-    const r = this.db.get<{ vec_key: number }>(
+  async setVector(key: bigint, embedderId: string, vec: Float32Array): Promise<number | undefined> {
+    const r = await this.db.get<{ vec_key: number }>(
       "UPDATE mcp_cache_entries SET embedder_id = $embedder_id, vec = $vec, size_bytes = size_bytes + $bytes WHERE tenant_id = $tenant AND cache_key = $key RETURNING vec_key",
-      { key, embedder_id: embedderId, vec: new Uint8Array(vec.buffer, vec.byteOffset, vec.byteLength), bytes: vec.byteLength },
+      { key, embedder_id: embedderId, vec: vectorBytes(vec), bytes: vec.byteLength },
     );
     return r?.vec_key;
   }
 
-  vectorOf(vecKey: number): Float32Array | undefined {
-    const r = this.db.get<{ vec: Uint8Array | null }>("SELECT vec FROM mcp_cache_entries WHERE tenant_id = $tenant AND vec_key = $vec_key", { vec_key: vecKey });
-    return r?.vec ? new Float32Array(r.vec.buffer.slice(r.vec.byteOffset, r.vec.byteOffset + r.vec.byteLength)) : undefined;
+  async vectorOf(vecKey: number): Promise<Float32Array | undefined> {
+    const r = await this.db.get<{ vec: Uint8Array | null }>("SELECT vec FROM mcp_cache_entries WHERE tenant_id = $tenant AND vec_key = $vec_key", { vec_key: vecKey });
+    return r?.vec ? copyOf(r.vec) : undefined;
   }
 
   /** Every stored vector of a tool under an embedder (index rebuilds). */
-  vectorsOfTool(toolId: string, embedderId: string): Array<{ vecKey: number; vec: Float32Array }> {
-    return this.db
-      .all<{ vec_key: number; vec: Uint8Array }>("SELECT vec_key, vec FROM mcp_cache_entries WHERE tenant_id = $tenant AND tool_id = $tool_id AND embedder_id = $embedder_id AND vec IS NOT NULL", {
-        tool_id: toolId,
-        embedder_id: embedderId,
-      })
-      .map((r) => ({ vecKey: r.vec_key, vec: new Float32Array(r.vec.buffer.slice(r.vec.byteOffset, r.vec.byteOffset + r.vec.byteLength)) }));
+  async vectorsOfTool(toolId: string, embedderId: string): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
+    const rows = await this.db.all<{ vec_key: number; vec: Uint8Array }>(
+      "SELECT vec_key, vec FROM mcp_cache_entries WHERE tenant_id = $tenant AND tool_id = $tool_id AND embedder_id = $embedder_id AND vec IS NOT NULL",
+      { tool_id: toolId, embedder_id: embedderId },
+    );
+    return rows.map((r) => ({ vecKey: r.vec_key, vec: copyOf(r.vec) }));
   }
 
   /** Tools that have vectors under an embedder (search spans their indexes). */
-  toolsWithVectors(embedderId: string): string[] {
-    return this.db.all<{ tool_id: string }>("SELECT DISTINCT tool_id FROM mcp_cache_entries WHERE tenant_id = $tenant AND embedder_id = $embedder_id AND vec IS NOT NULL", { embedder_id: embedderId }).map((r) => r.tool_id);
+  async toolsWithVectors(embedderId: string): Promise<string[]> {
+    const rows = await this.db.all<{ tool_id: string }>("SELECT DISTINCT tool_id FROM mcp_cache_entries WHERE tenant_id = $tenant AND embedder_id = $embedder_id AND vec IS NOT NULL", { embedder_id: embedderId });
+    return rows.map((r) => r.tool_id);
   }
 
   /** Live entries without a vector of this embedder (oldest first). */
-  unembedded(embedderId: string, nowMs: number, limit: number): Array<{ cacheKey: bigint; toolId: string; argsJson: string }> {
-    return this.db
-      .all<{ key_text: string; tool_id: string; args_json: string }>(
-        "SELECT CAST(cache_key AS TEXT) AS key_text, tool_id, args_json FROM mcp_cache_entries WHERE tenant_id = $tenant AND (vec IS NULL OR embedder_id <> $embedder_id) AND expires_at_ms > $now ORDER BY vec_key LIMIT $limit",
-        { embedder_id: embedderId, now: nowMs, limit },
-      )
-      .map((r) => ({ cacheKey: BigInt(r.key_text), toolId: r.tool_id, argsJson: r.args_json }));
+  async unembedded(embedderId: string, nowMs: number, limit: number): Promise<Array<{ cacheKey: bigint; toolId: string; argsJson: string }>> {
+    const rows = await this.db.all<{ key_text: string; tool_id: string; args_json: string }>(
+      "SELECT CAST(cache_key AS TEXT) AS key_text, tool_id, args_json FROM mcp_cache_entries WHERE tenant_id = $tenant AND (vec IS NULL OR embedder_id <> $embedder_id) AND expires_at_ms > $now ORDER BY vec_key LIMIT $limit",
+      { embedder_id: embedderId, now: nowMs, limit },
+    );
+    return rows.map((r) => ({ cacheKey: BigInt(r.key_text), toolId: r.tool_id, argsJson: r.args_json }));
   }
 
   /** Count hits on the entries they were answered from (by vec_key: an entry removed or replaced since is left alone). */
-  recordHits(hits: Array<{ vecKey: number; atMs: number }>) {
+  async recordHits(hits: Array<{ vecKey: number; atMs: number }>) {
     const byEntry = new Map<number, { n: number; atMs: number }>();
     for (const h of hits) {
       const e = byEntry.get(h.vecKey);
@@ -170,53 +180,55 @@ export class ToolCacheStore {
       }
     }
     for (const [vecKey, e] of byEntry)
-      this.db.run("UPDATE mcp_cache_entries SET hits = hits + $n, last_hit_at_ms = MAX(COALESCE(last_hit_at_ms, 0), $at) WHERE tenant_id = $tenant AND vec_key = $vec_key", {
-        vec_key: vecKey,
-        n: e.n,
-        at: e.atMs,
-      });
+      await this.db.run(
+        "UPDATE mcp_cache_entries SET hits = hits + $n, last_hit_at_ms = CASE WHEN last_hit_at_ms > $at THEN last_hit_at_ms ELSE $at END WHERE tenant_id = $tenant AND vec_key = $vec_key",
+        { vec_key: vecKey, n: e.n, at: e.atMs },
+      );
   }
 
-  tags(key: bigint): Tag[] {
-    return this.db.all<{ entity_id: string; value: string | null }>("SELECT entity_id, value FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key = $key ORDER BY entity_id", { key }).map((r) => ({ entityId: r.entity_id, value: r.value }));
+  async tags(key: bigint): Promise<Tag[]> {
+    const rows = await this.db.all<{ entity_id: string; value: string | null }>("SELECT entity_id, value FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key = $key ORDER BY entity_id", { key });
+    return rows.map((r) => ({ entityId: r.entity_id, value: r.value }));
   }
 
   // ---- deletions (each returns what it removed) ----
 
-  private removeWhere(where: string, params: Record<string, string | number | bigint | null>): Removed[] {
-    return this.db.tx(() => {
-      const rows = this.db.all<{ vec_key: number; tool_id: string; key_text: string }>(
-        `DELETE FROM mcp_cache_entries WHERE tenant_id = $tenant AND ${where} RETURNING vec_key, tool_id, CAST(cache_key AS TEXT) AS key_text`,
-        params,
-      );
-      if (rows.length)
-        this.db.run("DELETE FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key IN (SELECT CAST(value AS INTEGER) FROM json_each($keys))", { keys: JSON.stringify(rows.map((r) => r.key_text)) });
-      return rows.map((r) => ({ vecKey: r.vec_key, toolId: r.tool_id }));
-    });
+  private removeWhere(where: string, params: Record<string, string | number | bigint | null>): Promise<Removed[]> {
+    return this.db.tx(() => this.deleteWhere(where, params));
   }
 
-  removeKeys(keys: bigint[]): Removed[] {
-    if (!keys.length) return [];
-    return this.removeWhere("cache_key IN (SELECT CAST(value AS INTEGER) FROM json_each($keys))", { keys: JSON.stringify(keys.map(String)) });
+  /** removeWhere's statements, for a caller already in a transaction (put: no savepoint of its own) */
+  private async deleteWhere(where: string, params: Record<string, string | number | bigint | null>): Promise<Removed[]> {
+    const rows = await this.db.all<{ vec_key: number; tool_id: string; key_text: string }>(
+      `DELETE FROM mcp_cache_entries WHERE tenant_id = $tenant AND ${where} RETURNING vec_key, tool_id, CAST(cache_key AS TEXT) AS key_text`,
+      params,
+    );
+    if (rows.length) await this.db.run(`DELETE FROM mcp_cache_tags WHERE tenant_id = $tenant AND cache_key IN ${this.intsOf("$keys")}`, { keys: JSON.stringify(rows.map((r) => r.key_text)) });
+    return rows.map((r) => ({ vecKey: r.vec_key, toolId: r.tool_id }));
   }
 
-  removeTools(toolIds: string[]): Removed[] {
-    if (!toolIds.length) return [];
-    return this.removeWhere("tool_id IN (SELECT value FROM json_each($ids))", { ids: JSON.stringify(toolIds) });
+  removeKeys(keys: bigint[]): Promise<Removed[]> {
+    if (!keys.length) return Promise.resolve([]);
+    return this.removeWhere(`cache_key IN ${this.intsOf("$keys")}`, { keys: JSON.stringify(keys.map(String)) });
   }
 
-  removeServer(serverId: string): Removed[] {
+  removeTools(toolIds: string[]): Promise<Removed[]> {
+    if (!toolIds.length) return Promise.resolve([]);
+    return this.removeWhere(`tool_id IN ${this.d.inJsonArray("$ids")}`, { ids: JSON.stringify(toolIds) });
+  }
+
+  removeServer(serverId: string): Promise<Removed[]> {
     return this.removeWhere("server_id = $server_id", { server_id: serverId });
   }
 
   /** A server's entries except one tool's (the write that invalidates by default keeps its own cached result, if any). */
-  removeServerExcept(serverId: string, toolId: string): Removed[] {
+  removeServerExcept(serverId: string, toolId: string): Promise<Removed[]> {
     return this.removeWhere("server_id = $server_id AND tool_id != $tool_id", { server_id: serverId, tool_id: toolId });
   }
 
   /** A tool's entries up to a vec_key (stored before a READ mapping existed: untagged for its entity). */
-  removeToolUpTo(toolId: string, vecKey: number): Removed[] {
-    if (vecKey <= 0) return [];
+  removeToolUpTo(toolId: string, vecKey: number): Promise<Removed[]> {
+    if (vecKey <= 0) return Promise.resolve([]);
     return this.removeWhere("tool_id = $tool_id AND vec_key <= $seq", { tool_id: toolId, seq: vecKey });
   }
 
@@ -224,29 +236,26 @@ export class ToolCacheStore {
    * Entries tagged with any of the entities: with `value`, those tagged with that id or with the
    * entity in general (a call without the parameter: a list depends on every instance).
    */
-  removeTagged(entityIds: string[], value?: string): Removed[] {
-    if (!entityIds.length) return [];
+  removeTagged(entityIds: string[], value?: string): Promise<Removed[]> {
+    if (!entityIds.length) return Promise.resolve([]);
     const ids = JSON.stringify(entityIds);
-    if (value === undefined)
-      return this.removeWhere("cache_key IN (SELECT cache_key FROM mcp_cache_tags WHERE tenant_id = $tenant AND entity_id IN (SELECT value FROM json_each($ids)))", { ids });
-    return this.removeWhere(
-      "cache_key IN (SELECT cache_key FROM mcp_cache_tags WHERE tenant_id = $tenant AND entity_id IN (SELECT value FROM json_each($ids)) AND (value = $value OR value IS NULL))",
-      { ids, value },
-    );
+    const tagged = `SELECT cache_key FROM mcp_cache_tags WHERE tenant_id = $tenant AND entity_id IN ${this.d.inJsonArray("$ids")}`;
+    if (value === undefined) return this.removeWhere(`cache_key IN (${tagged})`, { ids });
+    return this.removeWhere(`cache_key IN (${tagged} AND (value = $value OR value IS NULL))`, { ids, value });
   }
 
-  removeExpired(nowMs: number): Removed[] {
+  removeExpired(nowMs: number): Promise<Removed[]> {
     return this.removeWhere("expires_at_ms <= $now", { now: nowMs });
   }
 
   // ---- figures ----
 
-  totals(nowMs: number): { entries: number; expired: number; bytes: number; hits: number; withVectors: number } {
-    return this.db.get<{ entries: number; expired: number; bytes: number; hits: number; withVectors: number }>(
-      `SELECT COUNT(*) AS entries, COALESCE(SUM(expires_at_ms <= $now), 0) AS expired, COALESCE(SUM(size_bytes), 0) AS bytes,
-              COALESCE(SUM(hits), 0) AS hits, COALESCE(SUM(vec IS NOT NULL), 0) AS withVectors
+  async totals(nowMs: number): Promise<{ entries: number; expired: number; bytes: number; hits: number; withVectors: number }> {
+    return (await this.db.get<{ entries: number; expired: number; bytes: number; hits: number; withVectors: number }>(
+      `SELECT COUNT(*) AS entries, COALESCE(SUM(${asInt("expires_at_ms <= $now")}), 0) AS expired, COALESCE(SUM(size_bytes), 0) AS bytes,
+              COALESCE(SUM(hits), 0) AS hits, COALESCE(SUM(${asInt("vec IS NOT NULL")}), 0) AS "withVectors"
        FROM mcp_cache_entries WHERE tenant_id = $tenant`,
       { now: nowMs },
-    )!;
+    ))!;
   }
 }

@@ -11,8 +11,10 @@ import type { SourceService } from "../sources/service";
 import type { IntelligenceService } from "../intelligence";
 import { jsonResponse } from "../json";
 import * as S from "../schemas";
+import { examples, type Examples } from "../../core/openapi";
 
-const doc = (summary: string) => ({ detail: { summary, tags: ["memory"] } });
+/** A route's reference entry: what it does (who may call it is added by the OpenAPI document), with examples for the main ones. */
+const doc = (summary: string, description: string, e?: Examples) => ({ detail: { summary, description, tags: ["memory"], ...(e ? examples(e) : {}) } });
 
 export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: IntelligenceService, memory: MemoryService) =>
   kernel
@@ -23,7 +25,7 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         const { contributor, created } = memory.upsertContributor(principal.tenantId, body);
         return jsonResponse(contributor, created ? 201 : 200);
       },
-      { body: S.Contributor, perm: "ManageConfig", ...doc("Create or update a contributor") },
+      { body: S.Contributor, perm: "ManageConfig", ...doc("Create or update a contributor", "Registers the person agents work for (`contributorId`, display name, role, the agent ids that act for them); an existing id is updated, fields left out keep their values.") },
     )
     .get(
       "/contributors",
@@ -33,23 +35,23 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         const { items, total } = memory.listContributors(principal.tenantId, limit, offset);
         return jsonResponse({ contributors: items, total, limit, offset });
       },
-      { query: S.ListQuery, ...doc("List contributors") },
+      { query: S.ListQuery, ...doc("List contributors", "Lists the tenant's contributors (limit/offset) with their agent ids and roles.") },
     )
-    .get("/contributors/:id", ({ principal, params }) => jsonResponse(memory.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor") })
+    .get("/contributors/:id", ({ principal, params }) => jsonResponse(memory.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor", "Answers one contributor; 404 if the tenant has none with this id.") })
     .delete(
       "/contributors/:id",
       ({ principal, params }) => {
         memory.deleteContributor(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
-      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a contributor (their milestones stay)") },
+      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a contributor (their milestones stay)", "Removes a contributor; the milestones their agents stored stay as they are.") },
     )
     .get("/contributors/:id/activity", ({ principal, params, query }) => jsonResponse(memory.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
       params: S.IdParams,
       query: S.ActivityQuery,
-      ...doc("Milestones of a contributor's agents, newest first"),
+      ...doc("Milestones of a contributor's agents, newest first", "Lists the milestones stored by the contributor's agents across projects, newest first (limit/offset)."),
     })
-    .post("/sources", async ({ principal, body }) => jsonResponse(await sources.create(principal.tenantId, body), 201), { body: S.SourceCreate, perm: "ManageConfig", ...doc("Register an external source") })
+    .post("/sources", async ({ principal, body }) => jsonResponse(await sources.create(principal.tenantId, body), 201), { body: S.SourceCreate, perm: "ManageConfig", ...doc("Register an external source", "Registers a Slack, Jira, Confluence or GitHub source for a project with its connection settings (a credential only by the name of an environment variable, `tokenEnv`); its documents are searched by intelligence queries once synced.") })
     .get(
       "/sources",
       ({ principal, query }) => {
@@ -58,14 +60,14 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         const { items, total } = sources.list(principal.tenantId, limit, offset, query.projectId);
         return jsonResponse({ sources: items, total, limit, offset });
       },
-      { query: S.SourceListQuery, ...doc("List external sources") },
+      { query: S.SourceListQuery, ...doc("List external sources", "Lists the tenant's external sources (limit/offset), optionally of one project, with their last sync, items synced and last error.") },
     )
-    .get("/sources/:id", ({ principal, params }) => jsonResponse(sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source") })
+    .get("/sources/:id", ({ principal, params }) => jsonResponse(sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source", "Answers one external source with its settings and sync status; 404 if the tenant has none with this id.") })
     .put("/sources/:id", async ({ principal, params, body }) => jsonResponse(await sources.update(principal.tenantId, params.id, body)), {
       perm: "ManageConfig",
       params: S.IdParams,
       body: S.SourceUpdate,
-      ...doc("Update a source (partial)"),
+      ...doc("Update a source (partial)", "Changes a source's project, type, settings or whether it is enabled; fields left out keep their values."),
     })
     .delete(
       "/sources/:id",
@@ -73,16 +75,16 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
         sources.delete(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
-      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a source and its synced documents") },
+      { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a source and its synced documents", "Removes the source and every document synced from it.") },
     )
-    .post("/sources/:id/sync", async ({ principal, params }) => jsonResponse(await sources.sync(principal.tenantId, params.id)), { params: S.IdParams, perm: "ManageConfig", ...doc("Synchronise now") })
-    .get("/sources/:id/status", ({ principal, params }) => jsonResponse(sources.status(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Sync status") })
+    .post("/sources/:id/sync", async ({ principal, params }) => jsonResponse(await sources.sync(principal.tenantId, params.id)), { params: S.IdParams, perm: "ManageConfig", ...doc("Synchronise now", "Fetches the source's new documents from where the last sync stopped, embeds them and commits them batch by batch; 409 while a sync of the source runs.") })
+    .get("/sources/:id/status", ({ principal, params }) => jsonResponse(sources.status(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Sync status", "Answers the source's sync state: when it last synced, items synced, the cursor, the last error and whether a sync is running.") })
     .post(
       "/intelligence/query",
       async ({ principal, body, request }) => jsonResponse(await intelligence.query(principal.tenantId, body, kernel.stateOf(request)?.id)),
-      { body: S.IntelligenceQuery, ...doc("Answer a question from memory") },
+      { body: S.IntelligenceQuery, ...doc("Answer a question from memory", "Retrieves the milestones, promoted knowledge and (unless excluded) synced documents that match the question, filtered by project, contributor and time range, and answers with the configured model through the gateway, citing exactly those excerpts in `sources`; without a model the answer is the top excerpts.") },
     )
     .post("/intelligence/action", async ({ principal, body }) => jsonResponse(await intelligence.action(principal.tenantId, body.action, body.params)), {
       body: S.IntelligenceAction,
-      ...doc("Run an action on an external service (create_jira_ticket, post_slack)"),
+      ...doc("Run an action on an external service (create_jira_ticket, post_slack)", "Calls the target service through a configured source of its type: create_jira_ticket creates a Jira issue, post_slack posts a Slack message; answers what the service returned."),
     });

@@ -6,6 +6,7 @@
 import type { Endpoint, ProviderDefinition, ProxyRoute } from "../types";
 import { gemini, geminiRequest, GEMINI_ACTIONS, GenerateContentBody, CountTokensBody, EmbedContentBody, BatchEmbedBody } from "./adapter";
 import { safeDecodeURIComponent } from "../../../core/validation";
+import { GENERATE_CONTENT_EXAMPLE, PROXY_CACHE_SENTENCE as CACHE } from "../examples";
 
 /** `<rest>` after `/models/`: `{model}:{action}`, `{model}/{action}` or just `{model}`. */
 export function splitModelPath(rest: string): { model: string; action?: string; colon: boolean } | undefined {
@@ -42,15 +43,16 @@ function getModel(_request: Request, url: URL): { endpoint: Endpoint; params: Re
 }
 
 const ACTION_DOCS = (prefix: string) => [
-  { path: `${prefix}/models/{model}/generateContent`, summary: "Generate content", body: GenerateContentBody },
-  { path: `${prefix}/models/{model}/streamGenerateContent`, summary: "Generate content as Server-Sent Events", body: GenerateContentBody, stream: "sse" as const },
-  { path: `${prefix}/models/{model}/countTokens`, summary: "Count tokens (never cached)", body: CountTokensBody },
-  { path: `${prefix}/models/{model}/embedContent`, summary: "Embed content (forwarded, never cached)", body: EmbedContentBody },
-  { path: `${prefix}/models/{model}/batchEmbedContents`, summary: "Embed a batch of contents (forwarded, never cached)", body: BatchEmbedBody },
+  { path: `${prefix}/models/{model}/generateContent`, summary: "Generate content", description: `The Gemini API's generateContent (REST path form). ${CACHE}`, body: GenerateContentBody },
+  { path: `${prefix}/models/{model}/streamGenerateContent`, summary: "Generate content as Server-Sent Events", description: `The Gemini API's streamGenerateContent: the answer as a stream (Server-Sent Events with \`?alt=sse\`), replayed from the cache on a hit. ${CACHE}`, body: GenerateContentBody, stream: "sse" as const },
+  { path: `${prefix}/models/{model}/countTokens`, summary: "Count tokens (never cached)", description: "The Gemini API's countTokens, forwarded to the provider; the answer is never cached.", body: CountTokensBody },
+  { path: `${prefix}/models/{model}/embedContent`, summary: "Embed content (forwarded, never cached)", description: "The Gemini API's embedContent, forwarded to the provider as is.", body: EmbedContentBody },
+  { path: `${prefix}/models/{model}/batchEmbedContents`, summary: "Embed a batch of contents (forwarded, never cached)", description: "The Gemini API's batchEmbedContents, forwarded to the provider as is.", body: BatchEmbedBody },
   {
     path: `${prefix}/models/{model}:generateContent`,
     summary: "Generate content (the official SDK's colon form)",
-    description: "Also `:streamGenerateContent` (Server-Sent Events with `?alt=sse`, otherwise the REST API's streamed JSON array), `:countTokens`, `:embedContent`, `:batchEmbedContents`.",
+    examples: GENERATE_CONTENT_EXAMPLE,
+    description: `The Gemini API as the official SDK (@google/genai, base URL \`<svc>\`) calls it. ${CACHE} Also \`:streamGenerateContent\` (Server-Sent Events with \`?alt=sse\`, otherwise the REST API's streamed JSON array), \`:countTokens\`, \`:embedContent\`, \`:batchEmbedContents\`.`,
     body: GenerateContentBody,
   },
 ];
@@ -59,8 +61,8 @@ const modelRoutes = (prefix: "/v1beta" | "/v1"): ProxyRoute[] => [
   { method: "POST", path: `${prefix}/models/*`, dispatch: postAction, docs: ACTION_DOCS(prefix) },
   ...(prefix === "/v1beta"
     ? [
-        { method: "GET" as const, path: "/v1beta/models", endpoint: gemini.models, docs: [{ path: "/v1beta/models", summary: "List models (generate-content style)" }] },
-        { method: "GET" as const, path: "/v1beta/models/*", dispatch: getModel, docs: [{ path: "/v1beta/models/{model}", summary: "Get a model (generate-content style)" }] },
+        { method: "GET" as const, path: "/v1beta/models", endpoint: gemini.models, docs: [{ path: "/v1beta/models", summary: "List models (generate-content style)", description: "The Gemini API's model list, forwarded to the provider." }] },
+        { method: "GET" as const, path: "/v1beta/models/*", dispatch: getModel, docs: [{ path: "/v1beta/models/{model}", summary: "Get a model (generate-content style)", description: "One model of the Gemini API's list, forwarded to the provider." }] },
       ]
     : [
         // the Gemini SDK under apiVersion v1: the chat-completions style's paths, claimed by the SDK's credential

@@ -250,6 +250,9 @@ function metadata(call: ProxyCall, meta: CacheMeta) {
     similarity: meta.similarity,
     context_similarity: hit ? (meta.contextSimilarity ?? 1) : null,
     session_id: call.meta.sessionId as string,
+    // the operating point of the semantic tiers (issue 25): config, feedback (raised by wrong-hit reports) or
+    // request (X-Svc-Cache-Min-Similarity); absent when no semantic decision was made (exact hit, exact-only request)
+    ...(meta.decisionPoint !== undefined && meta.pointSource !== "exact" ? { decision_point: meta.decisionPoint, decision_point_source: meta.pointSource } : {}),
   };
 }
 

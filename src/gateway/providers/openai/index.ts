@@ -3,6 +3,7 @@ import type { ProviderDefinition } from "../types";
 import { openai, openaiRequest, ChatCompletionBody, EmbeddingsBody } from "./adapter";
 
 import { responses, ResponsesBody } from "./responses";
+import { CHAT_COMPLETIONS_EXAMPLE } from "../examples";
 
 export { openai, ChatCompletionBody } from "./adapter";
 
@@ -18,16 +19,16 @@ export const openaiProvider: ProviderDefinition = {
       method: "POST",
       path: "/v1/chat/completions",
       endpoint: openai.chatCompletions,
-      docs: [{ path: "/v1/chat/completions", summary: "Chat-completions proxy", description: "Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ChatCompletionBody, stream: "sse" }],
+      docs: [{ path: "/v1/chat/completions", summary: "Chat-completions proxy", examples: CHAT_COMPLETIONS_EXAMPLE, description: "The OpenAI Chat Completions API for the OpenAI SDK (base URL `<svc>/v1`). Answered from the tenant's cache when an identical or close enough request was answered before (X-Cache-Status: HIT), otherwise forwarded to the provider (MISS) and the answer stored. Provider chat-completions request; `stream: true` returns SSE. Adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ChatCompletionBody, stream: "sse" }],
     },
     {
       method: "POST",
       path: "/v1/responses",
       endpoint: responses,
-      docs: [{ path: "/v1/responses", summary: "Responses API proxy", description: "Provider Responses API request; `stream: true` returns its named SSE events (response.created … response.completed). Cached like chat-completions; adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ResponsesBody, stream: "sse" }],
+      docs: [{ path: "/v1/responses", summary: "Responses API proxy", description: "The OpenAI Responses API for the OpenAI SDK's `responses.create`. Provider Responses API request; `stream: true` returns its named SSE events (response.created … response.completed). Cached like chat-completions; adds `svc_metadata`. Headers X-Cache-Status, X-Request-ID.", body: ResponsesBody, stream: "sse" }],
     },
-    { method: "POST", path: "/v1/embeddings", endpoint: openai.embeddings, docs: [{ path: "/v1/embeddings", summary: "Embeddings (forwarded, never cached)", body: EmbeddingsBody }] },
-    { method: "GET", path: "/v1/models", endpoint: openai.models, docs: [{ path: "/v1/models", summary: "List models (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)" }] },
+    { method: "POST", path: "/v1/embeddings", endpoint: openai.embeddings, docs: [{ path: "/v1/embeddings", summary: "Embeddings (forwarded, never cached)", description: "The OpenAI Embeddings API: forwarded to the provider as is; the answer is never cached.", body: EmbeddingsBody }] },
+    { method: "GET", path: "/v1/models", endpoint: openai.models, docs: [{ path: "/v1/models", summary: "List models (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)", description: "The provider's model list, forwarded: OpenAI's, or Gemini's when the request carries the Gemini SDK's credential (the Gemini SDK under apiVersion v1)." }] },
     {
       method: "GET",
       path: "/v1/models/*",
@@ -35,7 +36,7 @@ export const openaiProvider: ProviderDefinition = {
         const id = modelId(url.pathname);
         return id === undefined ? undefined : { endpoint: openai.model, params: { model: id } };
       },
-      docs: [{ path: "/v1/models/{model}", summary: "Get a model (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)" }],
+      docs: [{ path: "/v1/models/{model}", summary: "Get a model (chat-completions style; generate-content style when called with x-goog-api-key or ?key=)", description: "One model of the provider's list, forwarded: OpenAI's, or Gemini's when the request carries the Gemini SDK's credential." }],
     },
   ],
 };

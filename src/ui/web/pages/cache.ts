@@ -9,6 +9,7 @@ interface Stats {
   misses: number;
   stores: number;
   evictions: number;
+  feedback: { wrong: number; right: number; point: number; raisedBy: number; maxWrongHitRate: number };
 }
 interface Entry {
   id: string;
@@ -28,10 +29,14 @@ interface Settings {
 }
 const PAGE = 20;
 
+/** the measured point closest to the floor in use (the table lists a few floors) */
+const nearest = (point: number): number =>
+  __SVC_OPERATING_POINTS__.reduce((best, p) => (Math.abs(p.threshold - point) < Math.abs(best - point) ? p.threshold : best), __SVC_OPERATING_POINTS__[0]!.threshold);
+
 /** BENCHMARKS.md's measured trade-off per operating point; the row in use is marked. */
 const TradeOff = ({ current }: { current: number | null }) =>
   html`<table class="compact">
-    <caption>Measured on the dev set (BENCHMARKS.md, "Learned hit decision")</caption>
+    <caption>Measured by cross-validation on cache-train (BENCHMARKS.md, "Cache quality")</caption>
     <thead><tr><th scope="col">Threshold</th><th scope="col" class="num">Precision</th><th scope="col" class="num">Recall</th><th scope="col" class="num">False-hit rate</th></tr></thead>
     <tbody>${__SVC_OPERATING_POINTS__.map(
       (p) => html`<tr class=${p.threshold === current ? "current" : ""} aria-current=${p.threshold === current ? "true" : undefined}>
@@ -139,11 +144,12 @@ export function CachePage() {
     ${o &&
     html`<div class="card">
       <h2>Operating point</h2>
-      <p>${o.learned
-        ? html`The learned hit decision accepts a semantic hit at probability ≥ <strong>${o.effectiveThreshold ?? "—"}</strong> (${o.source ?? "default"}; the model's own default is ${o.modelThreshold ?? "—"}).
-          Higher means fewer, surer hits (precision); lower means more hits (recall).`
-        : "The learned hit decision is not in use on this gateway (its embedder is not the one the decision was trained on)."}</p>
-      ${o.learned && html`<${TradeOff} current=${o.effectiveThreshold} />`}
+      <p>A semantic hit needs cosine similarity ≥ <strong>${s ? s.feedback.point.toFixed(2) : "—"}</strong>${s && s.feedback.raisedBy > 0 ? html` (raised by ${s.feedback.raisedBy.toFixed(2)} after ${int(s.feedback.wrong)} reported wrong hits)` : ""}, and the verifier's checks (numbers, names, negations, antonyms, argument order).
+        Higher means fewer, surer hits (precision); lower means more hits (recall). Reported wrong hits: ${s ? int(s.feedback.wrong) : "—"}, right: ${s ? int(s.feedback.right) : "—"}.</p>
+      ${s && html`<${TradeOff} current=${nearest(s.feedback.point)} />`}
+      ${o.learned
+        ? html`<p>The learned hit decision also runs: it accepts a semantic hit at probability ≥ <strong>${o.effectiveThreshold ?? "—"}</strong> (${o.source ?? "default"}; the model's own default is ${o.modelThreshold ?? "—"}).</p>`
+        : html`<p class="muted">The learned hit decision is off (<code>SVC_CACHE__LEARNED_DECISION</code>); the threshold below applies when it is on.</p>`}
       ${manage &&
       html`<form class="toolbar" onSubmit=${saveThreshold}>
         <label for="c-threshold">Decision threshold (0–1, empty for the default)</label>

@@ -1,0 +1,98 @@
+/**
+ * Several real svc processes (`bun src/main.ts`) sharing one SQLite file, one JWT secret, one
+ * fake upstream and one Redis: the multi-replica deployment on one machine.
+ */
+import type { Subprocess } from "bun";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { TokenService } from "../../src/core/auth";
+
+const BUN = process.execPath;
+const MAIN = join(ROOT, "src/main.ts");
+export const SECRET = "hotstate-test-secret-hotstate-test-secret";
+
+export interface Replica {
+  name: string;
+  url: string;
+  proc: Subprocess<"ignore", "ignore", "pipe">;
+}
+
+export interface Cluster {
+  replicas: Replica[];
+  dir: string;
+  token(tenantId: string, permissions: string[], sub?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SVC_")));
+
+async function spawn(name: string, env: Record<string, string>): Promise<Replica> {
+  const port = await freePort();
+  const proc = Bun.spawn([BUN, MAIN], {
+    cwd: ROOT,
+    env: { ...cleanEnv(), ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitHealthy(url, proc, 60_000);
+    // Redis is connected after start-up, not before it: ready once /ready's redis check holds
+    await until(`replica ${name} connected to redis`, async () => ((await (await fetch(`${url}/ready`)).json()) as any).checks?.redis === true, 30_000);
+  } catch (e) {
+    proc.kill(9);
+    throw new Error(`replica ${name}: ${e}: ${await new Response(proc.stderr).text()}`);
+  }
+  return { name, url, proc };
+}
+
+/**
+ * Start `n` replicas; `perReplica(i)` adds settings to replica i (e.g. its fail mode). The first
+ * starts alone (it creates and migrates the database), the others together.
+ */
+export async function startCluster(o: { n: number; redisUrl: string; upstreamUrl: string; env?: Record<string, string>; perReplica?: (i: number) => Record<string, string> }): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-hotstate-"));
+  const env = (i: number) => ({
+    SVC_STORAGE__PATH: join(dir, "svc.db"),
+    SVC_AUTH__JWT_SECRET: SECRET,
+    SVC_REDIS__URL: o.redisUrl,
+    SVC_SERVER__REQUEST_LOG: "false",
+    SVC_CACHE__ENABLED: "false",
+    SVC_PROVIDERS__OPENAI__BASE_URL: o.upstreamUrl,
+    SVC_PROVIDERS__OPENAI__API_KEY: "sk-up-openai",
+    ...o.env,
+    ...o.perReplica?.(i),
+  });
+  const names = "ABCDEFGH";
+  const replicas: Replica[] = [];
+  const stopAll = async () => {
+    for (const r of replicas) r.proc.kill("SIGTERM");
+    await Promise.all(replicas.map((r) => r.proc.exited));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    replicas.push(await spawn(names[0]!, env(0)));
+    replicas.push(...(await Promise.all(Array.from({ length: o.n - 1 }, (_, i) => spawn(names[i + 1]!, env(i + 1))))));
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+  const tokens = new TokenService(SECRET);
+  return {
+    replicas,
+    dir,
+    token: (tenantId, permissions, sub) => tokens.sign({ tenantId, sub, permissions }),
+    stop: stopAll,
+  };
+}
+
+/** Poll `probe` until it returns true or the deadline passes (then throws naming `what`). */
+export async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await probe())) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
+    await Bun.sleep(20);
+  }
+}
