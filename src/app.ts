@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts"];
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -183,7 +183,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   });
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
-  const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
+  const promptsD = prompts.create({ storage: data, kernel, completer: opts.completer ?? gatewayD.service });
   const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env, bus: hotState });
   const memoryD = memory.create({
     storage: data,

@@ -8,7 +8,7 @@ import { uuid, now } from "../core/ids";
 import type { Page, Listed } from "../core/pagination";
 import { NO_USAGE } from "../core/usage";
 import type { ForTenant } from "../storage/scoped";
-import type { Completer } from "./ports";
+import type { Completed, Completer } from "./ports";
 import type { PromptStore, RunFilter } from "./store";
 import { estimateTokens, render } from "./template";
 import { runUsage, type Actor, type Prompt, type Run, type RunUsage } from "./types";
@@ -41,8 +41,8 @@ export class PromptRunner {
     private readonly completer: Completer,
   ) {}
 
-  private must(store: PromptStore, id: string): Prompt {
-    const p = store.getPrompt(id);
+  private async must(store: PromptStore, id: string): Promise<Prompt> {
+    const p = await store.getPrompt(id);
     if (!p) throw notFound(`prompt '${id}'`);
     return p;
   }
@@ -54,9 +54,9 @@ export class PromptRunner {
    */
   async execute(actor: Actor, id: string, input: ExecuteInput, opts: { requestId?: string } = {}): Promise<ExecuteResult> {
     const store = this.stores(actor.tenantId);
-    const prompt = this.must(store, id);
+    const prompt = await this.must(store, id);
     const versionNo = input.version ?? prompt.currentVersion;
-    const v = store.getVersion(id, versionNo);
+    const v = await store.getVersion(id, versionNo);
     if (!v) throw notFound(`version ${versionNo} of prompt '${id}'`);
     const variables = input.variables ?? {};
     const renderedPrompt = render(v.template, variables);
@@ -99,14 +99,15 @@ export class PromptRunner {
       version: versionNo,
     });
     if (dryRun) {
-      store.insertRun(base);
+      await store.insertRun(base);
       return result(base);
     }
     if (prompt.status === "ARCHIVED") throw invalidRequest(`prompt '${id}' is ARCHIVED; move it to DRAFT or PUBLISHED to execute it (dry runs still work)`);
     if (!model) throw badRequest("no model to execute with: set 'model' on the prompt, the version or the request");
     const started = performance.now();
+    let out: Completed;
     try {
-      const out = await this.completer.complete({
+      out = await this.completer.complete({
         tenantId: actor.tenantId,
         model,
         messages: [{ role: "user", content: renderedPrompt }],
@@ -114,34 +115,35 @@ export class PromptRunner {
         maxTokens,
         requestId: opts.requestId,
       });
-      const run: Run = {
-        ...base,
-        status: "COMPLETED",
-        model: out.model || model,
-        response: out.text,
-        usage: runUsage(out.usage),
-        cacheHit: out.cacheHit,
-        durationMs: Math.round(performance.now() - started),
-      };
-      store.insertRun(run);
-      return result(run);
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError("internal_error", "model call failed");
-      store.insertRun({ ...base, status: "FAILED", error: `${err.type}: ${err.message}`, durationMs: Math.round(performance.now() - started) });
+      await store.insertRun({ ...base, status: "FAILED", error: `${err.type}: ${err.message}`, durationMs: Math.round(performance.now() - started) });
       throw err;
     }
+    // recorded outside the try: a database error here is reported as itself, not as a failed model call
+    const run: Run = {
+      ...base,
+      status: "COMPLETED",
+      model: out.model || model,
+      response: out.text,
+      usage: runUsage(out.usage),
+      cacheHit: out.cacheHit,
+      durationMs: Math.round(performance.now() - started),
+    };
+    await store.insertRun(run);
+    return result(run);
   }
 
-  listRuns(actor: Actor, id: string, filter: RunFilter, page: Page): Listed<Run> {
+  async listRuns(actor: Actor, id: string, filter: RunFilter, page: Page): Promise<Listed<Run>> {
     const store = this.stores(actor.tenantId);
-    this.must(store, id);
+    await this.must(store, id);
     return store.listRuns(id, filter, page);
   }
 
-  getRun(actor: Actor, id: string, runId: string): Run {
+  async getRun(actor: Actor, id: string, runId: string): Promise<Run> {
     const store = this.stores(actor.tenantId);
-    this.must(store, id);
-    const r = store.getRun(id, runId);
+    await this.must(store, id);
+    const r = await store.getRun(id, runId);
     if (!r) throw notFound(`run '${runId}' of prompt '${id}'`);
     return r;
   }

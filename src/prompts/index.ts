@@ -2,10 +2,11 @@
  * Prompts domain (doc1 §4.9–§4.11): prompt templates with versions, diffs and runs
  * (/api/v1/prompts), folders (/api/v1/folders, folders/) and multi-model chains
  * (/api/v1/chains, chains/). Models are called through the Completer port (ports.ts).
- * Tables: prompts, prompt_versions, prompt_runs, prompt_folders, prompt_chains.
+ * Tables: prompts, prompt_versions, prompt_runs, prompt_folders, prompt_chains — on the async
+ * storage (SQLite or PostgreSQL, docs/notes/postgres-plan.md).
  */
 import { Elysia } from "elysia";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { Completer } from "./ports";
@@ -31,9 +32,9 @@ export interface PromptServices {
 }
 
 /** The services alone, over a storage (tests call them without HTTP). */
-export function promptServices(storage: Storage, completer: Completer): PromptServices {
-  const prompts = (t: string) => new PromptStore(storage.tenant(t));
-  const folders = (t: string) => new FolderStore(storage.tenant(t));
+export function promptServices(storage: AsyncStorage, completer: Completer): PromptServices {
+  const prompts = (t: string) => new PromptStore(storage.tenant(t), storage.dialect);
+  const folders = (t: string) => new FolderStore(storage.tenant(t), storage.dialect);
   return {
     prompts: new PromptService(prompts, folders),
     runs: new PromptRunner(prompts, completer),
@@ -42,7 +43,7 @@ export function promptServices(storage: Storage, completer: Completer): PromptSe
   };
 }
 
-export function create(deps: { storage: Storage; kernel: Kernel; completer: Completer }): Domain<PromptServices> {
+export function create(deps: { storage: AsyncStorage; kernel: Kernel; completer: Completer }): Domain<PromptServices> {
   const s = promptServices(deps.storage, deps.completer);
   return {
     name: "prompts",

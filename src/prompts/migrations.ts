@@ -1,11 +1,12 @@
-import type { Migration } from "../storage/migrations";
+import type { Migration, MigrationSql } from "../storage/migrations";
 import { searchTextOf } from "./search";
 
-export const PROMPTS_MIGRATIONS: Migration[] = [
-  {
-    id: "0001_tables",
-    legacyId: "0300_prompts_tables",
-    up: `
+/**
+ * 0001 as SQLite has always run it (never edit an applied migration). PostgreSQL runs the same
+ * DDL with DOUBLE PRECISION for REAL (PostgreSQL's REAL is 4 bytes: a temperature of 0.7 would
+ * read back as 0.699999988); every other type means the same on both.
+ */
+const TABLES_0001 = `
       CREATE TABLE prompt_folders (
         id TEXT PRIMARY KEY,
         tenant_id TEXT NOT NULL,
@@ -88,18 +89,49 @@ export const PROMPTS_MIGRATIONS: Migration[] = [
         updated_at TEXT NOT NULL
       );
       CREATE INDEX prompt_chains_tenant ON prompt_chains(tenant_id, created_at);
-    `,
+    `;
+
+/** search_text for every prompt (0002): rows written before the column existed */
+async function backfillSearchText(sql: MigrationSql) {
+  const rows = await sql.all<{ id: string; name: string; description: string }>("SELECT id, name, description FROM prompts");
+  for (const r of rows) await sql.run("UPDATE prompts SET search_text = $text WHERE id = $id", { text: searchTextOf(r.name, r.description), id: r.id });
+}
+
+export const PROMPTS_MIGRATIONS: Migration[] = [
+  {
+    id: "0001_tables",
+    legacyId: "0300_prompts_tables",
+    up: { sqlite: TABLES_0001, postgres: TABLES_0001.replace(/\bREAL\b/g, "DOUBLE PRECISION") },
   },
   {
     // `search` is case-insensitive beyond ASCII (SQLite's LIKE folds only A-Z): match against a
     // lower-cased, NFC-normalised copy of name + description kept by the repository
     id: "0002_search_text",
     legacyId: "0301_prompts_search_text",
-    up: (db) => {
-      db.run("ALTER TABLE prompts ADD COLUMN search_text TEXT NOT NULL DEFAULT ''");
-      const rows = db.query("SELECT id, name, description FROM prompts").all() as Array<{ id: string; name: string; description: string }>;
-      const set = db.query("UPDATE prompts SET search_text = ? WHERE id = ?");
-      for (const r of rows) set.run(searchTextOf(r.name, r.description), r.id);
+    up: {
+      sqlite: (db) => {
+        db.run("ALTER TABLE prompts ADD COLUMN search_text TEXT NOT NULL DEFAULT ''");
+        const rows = db.query("SELECT id, name, description FROM prompts").all() as Array<{ id: string; name: string; description: string }>;
+        const set = db.query("UPDATE prompts SET search_text = ? WHERE id = ?");
+        for (const r of rows) set.run(searchTextOf(r.name, r.description), r.id);
+      },
+      postgres: async (sql) => {
+        await sql.run("ALTER TABLE prompts ADD COLUMN search_text TEXT NOT NULL DEFAULT ''");
+        await backfillSearchText(sql);
+      },
+    },
+  },
+  {
+    // runs of one prompt listed newest first: created_at, then insertion order for runs of the
+    // same millisecond. That tie-break was SQLite's implicit rowid; `seq` is an explicit column
+    // both dialects have, written by the store (store.ts nextSeq). Existing runs keep their order.
+    id: "0003_run_seq",
+    up: {
+      sqlite: `
+        ALTER TABLE prompt_runs ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE prompt_runs SET seq = rowid;
+      `,
+      postgres: "ALTER TABLE prompt_runs ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
     },
   },
 ];

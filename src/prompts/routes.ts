@@ -55,9 +55,9 @@ const PROMPT_EXECUTE_EXAMPLE = {
 export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: PromptRunner) => {
   return kernel
     .mount({ prefix: "/api/v1/prompts", envelope: DOC1 })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = prompts.list(actorOf(principal), { status: query.status, folderId: query.folderId, tag: query.tag, search: query.search }, page);
+      const { items, total } = await prompts.list(actorOf(principal), { status: query.status, folderId: query.folderId, tag: query.tag, search: query.search }, page);
       return pageEnvelope("prompts", items, total, page);
     }, { query: S.PromptListQuery, detail: { summary: "List prompts", description: "Lists the tenant's prompts (paged), filtered by status, folder, tag or a search in name and description.", ...tag("prompts") } })
     .post("", ({ principal, body, set }) => {
@@ -71,17 +71,17 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
       body: S.PromptUpdate,
       detail: { summary: "Update a prompt; a changed template creates a new version", description: "Changes a prompt's fields partially. A different template is saved as the next version (with `message` as its note); the other fields change in place.", ...tag("prompts") },
     })
-    .delete("/:id", ({ principal, params }) => {
-      prompts.delete(actorOf(principal), params.id);
+    .delete("/:id", async ({ principal, params }) => {
+      await prompts.delete(actorOf(principal), params.id);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a prompt with its versions and runs", description: "Deletes the prompt, every version and the log of its runs; irreversible.", ...tag("prompts") } })
     .post("/:id/duplicate", ({ principal, params, body, set }) => {
       set.status = 201;
       return prompts.duplicate(actorOf(principal), params.id, body ?? {});
     }, { params: S.IdParams, body: t.Optional(S.PromptDuplicate), perm: "ManageConfig", detail: { summary: "Copy the current template into a new prompt", description: "Creates a new prompt (version 1) from the current version of this one, optionally with another name or folder.", ...tag("prompts") } })
-    .get("/:id/versions", ({ principal, params, query }) => {
+    .get("/:id/versions", async ({ principal, params, query }) => {
       const page = pageOf(query);
-      const { items, total } = prompts.listVersions(actorOf(principal), params.id, page);
+      const { items, total } = await prompts.listVersions(actorOf(principal), params.id, page);
       return pageEnvelope("versions", items, total, page);
     }, { params: S.IdParams, query: S.PageOnlyQuery, detail: { summary: "List versions, newest first", description: "Lists the prompt's saved versions, newest first (paged), each with its template, settings and note.", ...tag("prompts") } })
     .post("/:id/versions", ({ principal, params, body, set }) => {
@@ -111,9 +111,9 @@ export const promptRoutes = (kernel: Kernel, prompts: PromptService, runs: Promp
       body: t.Optional(S.Execute),
       detail: { summary: "Render only (always a dry run)", description: "Fills the template with `variables` and answers the rendered text and its estimated tokens without calling a model; the dry run is recorded.", ...tag("prompts") },
     })
-    .get("/:id/runs", ({ principal, params, query }) => {
+    .get("/:id/runs", async ({ principal, params, query }) => {
       const page = pageOf(query);
-      const { items, total } = runs.listRuns(actorOf(principal), params.id, { status: query.status, version: query.version }, page);
+      const { items, total } = await runs.listRuns(actorOf(principal), params.id, { status: query.status, version: query.version }, page);
       return pageEnvelope("runs", items, total, page);
     }, { params: S.IdParams, query: S.RunListQuery, perm: "ViewLogs", detail: { summary: "List runs, newest first", description: "The log of the prompt's executions and dry runs, newest first (paged), filtered by status or version: rendered text, answer, tokens, cache hit and duration.", ...tag("prompts") } })
     .get("/:id/runs/:runId", ({ principal, params }) => runs.getRun(actorOf(principal), params.id, params.runId), {

@@ -1,12 +1,15 @@
 /**
  * Prompt business rules: slugs, automatic variables, immutable versions (create = v1, changed
  * template = N+1, explicit versions, rollback), diffs (diff.ts), status moves, duplicate.
- * Execution and runs are execute.ts. Plain methods over a PromptStore: tests call them without HTTP.
+ * Execution and runs are execute.ts. Plain async methods over a PromptStore: tests call them
+ * without HTTP. Transaction bodies touch only the database (on PostgreSQL they may run again).
  */
 import { badRequest, invalidRequest, notFound } from "../core/errors";
 import { uuid, now } from "../core/ids";
 import type { Page, Listed } from "../core/pagination";
 import type { ForTenant } from "../storage/scoped";
+import { StorageConstraintError } from "../storage/errors";
+import { refusable } from "./tx";
 import type { PromptFilter, PromptStore } from "./store";
 import type { FolderStore } from "./folders/store";
 import { extractVariables } from "./template";
@@ -52,6 +55,8 @@ const STATUS_MOVES: Record<PromptStatus, PromptStatus[]> = {
 };
 
 export const SLUG_MAX = 96;
+/** creates that lost a race for the same slug to a concurrent one, tried again up to this many times in all */
+const SLUG_ATTEMPTS = 8;
 
 /** Lower-case ASCII words joined by '-', accents folded; "prompt" when nothing is left. */
 export function slugify(name: string): string {
@@ -72,20 +77,21 @@ export class PromptService {
     private readonly folders: ForTenant<FolderStore>,
   ) {}
 
-  private must(store: PromptStore, id: string): Prompt {
-    const p = store.getPrompt(id);
+  private async must(store: PromptStore, id: string): Promise<Prompt> {
+    const p = await store.getPrompt(id);
     if (!p) throw notFound(`prompt '${id}'`);
     return p;
   }
 
-  private checkFolder(tenantId: string, folderId: string | null | undefined) {
-    if (folderId && !this.folders(tenantId).get(folderId)) throw notFound(`folder '${folderId}'`);
+  /** call inside the transaction that writes the prompt: a folder deleted meanwhile makes one of them retry (PostgreSQL) or wait (SQLite) */
+  private async checkFolder(tenantId: string, folderId: string | null | undefined) {
+    if (folderId && !(await this.folders(tenantId).get(folderId))) throw notFound(`folder '${folderId}'`);
   }
 
   /** The base slug, or base-2, base-3, ... whichever is free first (call inside a transaction). */
-  private freeSlug(store: PromptStore, name: string): string {
+  private async freeSlug(store: PromptStore, name: string): Promise<string> {
     const base = slugify(name);
-    const taken = new Set(store.slugsLike(base));
+    const taken = new Set(await store.slugsLike(base));
     if (!taken.has(base)) return base;
     for (let n = 2; ; n++) if (!taken.has(`${base}-${n}`)) return `${base}-${n}`;
   }
@@ -106,16 +112,31 @@ export class PromptService {
     };
   }
 
-  create(actor: Actor, input: CreatePromptInput, firstMessage?: string): Prompt {
+  /**
+   * The slug is chosen and written in one transaction. Two replicas creating the same name at
+   * once: SQLite runs one after the other; PostgreSQL may let both choose the same free slug and
+   * refuse the second insert (unique index) — that one runs again and sees the first's slug.
+   */
+  async create(actor: Actor, input: CreatePromptInput, firstMessage?: string): Promise<Prompt> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.createOnce(actor, input, firstMessage);
+      } catch (e) {
+        if (!(e instanceof StorageConstraintError && e.kind === "unique") || attempt >= SLUG_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  private createOnce(actor: Actor, input: CreatePromptInput, firstMessage?: string): Promise<Prompt> {
     const variables = extractVariables(input.template);
-    this.checkFolder(actor.tenantId, input.folderId);
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
+    return refusable(store, async () => {
+      await this.checkFolder(actor.tenantId, input.folderId);
       const at = now();
       const p: Prompt = {
         id: uuid(),
         name: input.name,
-        slug: this.freeSlug(store, input.name),
+        slug: await this.freeSlug(store, input.name),
         description: input.description ?? "",
         template: input.template,
         variables,
@@ -130,26 +151,26 @@ export class PromptService {
         createdAt: at,
         updatedAt: at,
       };
-      store.insertPrompt(p);
-      store.insertVersion(this.newVersion(p, actor, firstMessage ?? "Initial version", at));
+      await store.insertPrompt(p);
+      await store.insertVersion(this.newVersion(p, actor, firstMessage ?? "Initial version", at));
       return p;
     });
   }
 
-  get(actor: Actor, id: string): Prompt {
+  get(actor: Actor, id: string): Promise<Prompt> {
     return this.must(this.stores(actor.tenantId), id);
   }
 
-  list(actor: Actor, filter: PromptFilter, page: Page): Listed<Prompt> {
+  list(actor: Actor, filter: PromptFilter, page: Page): Promise<Listed<Prompt>> {
     return this.stores(actor.tenantId).listPrompts(filter, page);
   }
 
-  update(actor: Actor, id: string, input: UpdatePromptInput): Prompt {
+  update(actor: Actor, id: string, input: UpdatePromptInput): Promise<Prompt> {
     const variables = input.template !== undefined ? extractVariables(input.template) : undefined;
-    if (input.folderId !== undefined) this.checkFolder(actor.tenantId, input.folderId);
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      const cur = this.must(store, id);
+    return refusable(store, async () => {
+      if (input.folderId !== undefined) await this.checkFolder(actor.tenantId, input.folderId);
+      const cur = await this.must(store, id);
       if (input.status !== undefined && input.status !== cur.status && !STATUS_MOVES[cur.status].includes(input.status))
         throw invalidRequest(`prompt status cannot move from ${cur.status} to ${input.status} (allowed: ${STATUS_MOVES[cur.status].join(", ")})`);
       const templateChanged = input.template !== undefined && input.template !== cur.template;
@@ -169,18 +190,18 @@ export class PromptService {
         currentVersion: templateChanged ? cur.currentVersion + 1 : cur.currentVersion,
         updatedAt: at,
       };
-      store.updatePrompt(next);
-      if (templateChanged) store.insertVersion(this.newVersion(next, actor, input.message, at));
+      await store.updatePrompt(next);
+      if (templateChanged) await store.insertVersion(this.newVersion(next, actor, input.message, at));
       return next;
     });
   }
 
-  delete(actor: Actor, id: string): void {
-    if (!this.stores(actor.tenantId).deletePrompt(id)) throw notFound(`prompt '${id}'`);
+  async delete(actor: Actor, id: string): Promise<void> {
+    if (!(await this.stores(actor.tenantId).deletePrompt(id))) throw notFound(`prompt '${id}'`);
   }
 
-  duplicate(actor: Actor, id: string, input: { name?: string; folderId?: string | null }): Prompt {
-    const src = this.get(actor, id);
+  async duplicate(actor: Actor, id: string, input: { name?: string; folderId?: string | null }): Promise<Prompt> {
+    const src = await this.get(actor, id);
     return this.create(
       actor,
       {
@@ -201,11 +222,11 @@ export class PromptService {
   // ---- versions ----
 
   /** Always records a new version N+1 (even if the template is unchanged) and makes it current. */
-  addVersion(actor: Actor, id: string, input: VersionInput): PromptVersion {
+  addVersion(actor: Actor, id: string, input: VersionInput): Promise<PromptVersion> {
     const variables = extractVariables(input.template);
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      const cur = this.must(store, id);
+    return refusable(store, async () => {
+      const cur = await this.must(store, id);
       const at = now();
       const next: Prompt = {
         ...cur,
@@ -217,19 +238,19 @@ export class PromptService {
         currentVersion: cur.currentVersion + 1,
         updatedAt: at,
       };
-      store.updatePrompt(next);
+      await store.updatePrompt(next);
       const v = this.newVersion(next, actor, input.message, at);
-      store.insertVersion(v);
+      await store.insertVersion(v);
       return v;
     });
   }
 
   /** New version N+1 with version V's template, model, temperature and maxTokens. */
-  rollback(actor: Actor, id: string, version: number, message?: string): PromptVersion {
+  rollback(actor: Actor, id: string, version: number, message?: string): Promise<PromptVersion> {
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      const cur = this.must(store, id);
-      const old = store.getVersion(id, version);
+    return refusable(store, async () => {
+      const cur = await this.must(store, id);
+      const old = await store.getVersion(id, version);
       if (!old) throw notFound(`version ${version} of prompt '${id}'`);
       const at = now();
       const next: Prompt = {
@@ -242,29 +263,29 @@ export class PromptService {
         currentVersion: cur.currentVersion + 1,
         updatedAt: at,
       };
-      store.updatePrompt(next);
+      await store.updatePrompt(next);
       const v = this.newVersion(next, actor, message ?? `Rollback to version ${version}`, at);
-      store.insertVersion(v);
+      await store.insertVersion(v);
       return v;
     });
   }
 
-  listVersions(actor: Actor, id: string, page: Page): Listed<PromptVersion> {
+  async listVersions(actor: Actor, id: string, page: Page): Promise<Listed<PromptVersion>> {
     const store = this.stores(actor.tenantId);
-    this.must(store, id);
+    await this.must(store, id);
     return store.listVersions(id, page);
   }
 
-  getVersion(actor: Actor, id: string, version: number): PromptVersion {
+  async getVersion(actor: Actor, id: string, version: number): Promise<PromptVersion> {
     const store = this.stores(actor.tenantId);
-    this.must(store, id);
-    const v = store.getVersion(id, version);
+    await this.must(store, id);
+    const v = await store.getVersion(id, version);
     if (!v) throw notFound(`version ${version} of prompt '${id}'`);
     return v;
   }
 
-  diff(actor: Actor, id: string, fromVersion: number, toVersion: number): DiffResult {
-    return diffVersions(this.getVersion(actor, id, fromVersion), this.getVersion(actor, id, toVersion));
+  async diff(actor: Actor, id: string, fromVersion: number, toVersion: number): Promise<DiffResult> {
+    return diffVersions(await this.getVersion(actor, id, fromVersion), await this.getVersion(actor, id, toVersion));
   }
 }
 

@@ -5,11 +5,14 @@ import { RecordingGateway, startTwoTenants, apiCaller, expectError } from "./hel
 import { ChainService, applyTransform, parsePath } from "../../src/prompts/chains/service";
 import { ChainStore } from "../../src/prompts/chains/store";
 import { PROMPTS_MIGRATIONS } from "../../src/prompts/migrations";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { Db } from "../../src/storage/db";
 import { ApiError } from "../../src/core/errors";
 
-const chainStores = (db: Db) => (t: string) => new ChainStore(storageOf(db).tenant(t));
+const chainStores = (db: Db) => {
+  const storage = openStorage({ path: ":memory:", db });
+  return (t: string) => new ChainStore(storage.tenant(t));
+};
 
 let gw: TestGateway;
 let A: string;
@@ -152,7 +155,7 @@ describe("chain execution (service level, recording gateway)", () => {
     const replies = ['{"summary":"cats are great","score":9}', "Les chats sont super", "FINAL: les chats"];
     const double = new RecordingGateway((_req, n) => replies[n - 1]!);
     const svc = new ChainService(chainStores(db), double);
-    const chain = svc.create(actor, {
+    const chain = await svc.create(actor, {
       name: "three",
       steps: [
         { modelId: "gpt-4o-mini", systemPrompt: "Return JSON.", maxTokens: 50, temperature: 0 },
@@ -201,7 +204,7 @@ describe("chain execution (service level, recording gateway)", () => {
   test("a failing step stops the chain with an error naming the step; later steps are not called", async () => {
     const double = new RecordingGateway((req) => (req.model === "bad-model" ? new ApiError("proxy_error", "upstream returned 500") : "ok"));
     const svc = new ChainService(chainStores(db), double);
-    const chain = svc.create(actor, { name: "fails", steps: [{ modelId: "m1" }, { modelId: "bad-model" }, { modelId: "m3" }] });
+    const chain = await svc.create(actor, { name: "fails", steps: [{ modelId: "m1" }, { modelId: "bad-model" }, { modelId: "m3" }] });
     const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).then(() => undefined, (e) => e as ApiError);
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ type: "proxy_error", status: 502, extra: { step: 1 } });
@@ -212,7 +215,7 @@ describe("chain execution (service level, recording gateway)", () => {
   test("an extractField on non-JSON output stops the chain naming the step", async () => {
     const double = new RecordingGateway(() => "plain text, not JSON");
     const svc = new ChainService(chainStores(db), double);
-    const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1" }, { modelId: "m2", transform: "extractField", field: "a" }] });
+    const chain = await svc.create(actor, { name: "x", steps: [{ modelId: "m1" }, { modelId: "m2", transform: "extractField", field: "a" }] });
     const err = await svc.execute(actor, chain.id, [{ role: "user", content: "hi" }]).catch((e) => e as ApiError);
     expect(err).toMatchObject({ type: "invalid_request_error", extra: { step: 1 } });
     expect(double.calls).toHaveLength(1);
@@ -221,7 +224,7 @@ describe("chain execution (service level, recording gateway)", () => {
   test("a transform on step 0 applies to the last user message", async () => {
     const double = new RecordingGateway(() => "done");
     const svc = new ChainService(chainStores(db), double);
-    const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1", transform: "template", template: "Q: {{input}}" }] });
+    const chain = await svc.create(actor, { name: "x", steps: [{ modelId: "m1", transform: "template", template: "Q: {{input}}" }] });
     await svc.execute(actor, chain.id, [
       { role: "user", content: "first" },
       { role: "assistant", content: "reply" },
@@ -232,7 +235,7 @@ describe("chain execution (service level, recording gateway)", () => {
 
   test("an unavailable model -> 503 service_unavailable naming the step", async () => {
     const svc = new ChainService(chainStores(db), { complete: () => Promise.reject(new ApiError("service_unavailable", "the model gateway is not available")) });
-    const chain = svc.create(actor, { name: "x", steps: [{ modelId: "m1" }] });
+    const chain = await svc.create(actor, { name: "x", steps: [{ modelId: "m1" }] });
     await expect(svc.execute(actor, chain.id, [{ role: "user", content: "x" }])).rejects.toMatchObject({ type: "service_unavailable", status: 503 });
   });
 });

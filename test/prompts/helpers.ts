@@ -13,11 +13,11 @@ export class RecordingGateway implements Completer {
   readonly calls: Completion[] = [];
   /** reply for a request; default echoes the last message */
   constructor(
-    private readonly reply: (req: Completion, n: number) => string | ApiError = (r) => `echo: ${r.messages.at(-1)!.content}`,
+    private readonly reply: (req: Completion, n: number) => string | ApiError | Promise<string | ApiError> = (r) => `echo: ${r.messages.at(-1)!.content}`,
   ) {}
   async complete(req: Completion): Promise<Completed> {
     this.calls.push(structuredClone(req));
-    const out = this.reply(req, this.calls.length);
+    const out = await this.reply(req, this.calls.length);
     if (out instanceof ApiError) throw out;
     const inputTokens = req.messages.reduce((s, m) => s + m.content.split(/\s+/).filter(Boolean).length, 0);
     return { text: out, usage: { inputTokens, outputTokens: out.split(/\s+/).filter(Boolean).length }, cacheHit: false, model: req.model, durationMs: 1 };

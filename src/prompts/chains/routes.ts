@@ -12,9 +12,9 @@ const textOf = (content: string | Array<{ type: string; text?: string }>) =>
 export const chainRoutes = (kernel: Kernel, chains: ChainService) => {
   return kernel
     .mount({ prefix: "/api/v1/chains", envelope: DOC1 })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = chains.list(actorOf(principal), page);
+      const { items, total } = await chains.list(actorOf(principal), page);
       return pageEnvelope("chains", items, total, page);
     }, { query: S.PageOnlyQuery, detail: { summary: "List chains", description: "Lists the tenant's chains, paged, each with its steps.", ...tag("chains") } })
     .post("", ({ principal, body, set }) => {
@@ -28,8 +28,8 @@ export const chainRoutes = (kernel: Kernel, chains: ChainService) => {
       body: S.ChainBody,
       detail: { summary: "Replace a chain (whole steps array)", description: "Replaces the chain's name, description and its whole steps array; steps are checked as on create.", ...tag("chains") },
     })
-    .delete("/:id", ({ principal, params }) => {
-      chains.delete(actorOf(principal), params.id);
+    .delete("/:id", async ({ principal, params }) => {
+      await chains.delete(actorOf(principal), params.id);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete a chain", description: "Deletes the chain; irreversible.", ...tag("chains") } })
     .post(

@@ -16,6 +16,7 @@ import type { Page, Listed } from "../../core/pagination";
 import type { ForTenant } from "../../storage/scoped";
 import type { Completer, CompletionMessage } from "../ports";
 import type { ChainStore } from "./store";
+import { refusable } from "../tx";
 import type { Actor, Chain, ChainStep } from "../types";
 
 export interface ChainInput {
@@ -113,13 +114,13 @@ export class ChainService {
     private readonly completer: Completer,
   ) {}
 
-  private must(store: ChainStore, id: string): Chain {
-    const c = store.get(id);
+  private async must(store: ChainStore, id: string): Promise<Chain> {
+    const c = await store.get(id);
     if (!c) throw notFound(`chain '${id}'`);
     return c;
   }
 
-  create(actor: Actor, input: ChainInput): Chain {
+  async create(actor: Actor, input: ChainInput): Promise<Chain> {
     const steps = checkSteps(input.steps);
     const at = now();
     const c: Chain = {
@@ -132,36 +133,36 @@ export class ChainService {
       createdAt: at,
       updatedAt: at,
     };
-    this.stores(actor.tenantId).insert(c);
+    await this.stores(actor.tenantId).insert(c);
     return c;
   }
 
-  get(actor: Actor, id: string): Chain {
+  get(actor: Actor, id: string): Promise<Chain> {
     return this.must(this.stores(actor.tenantId), id);
   }
 
-  list(actor: Actor, page: Page): Listed<Chain> {
+  list(actor: Actor, page: Page): Promise<Listed<Chain>> {
     return this.stores(actor.tenantId).list(page);
   }
 
   /** Replaces name, description and the whole steps array. */
-  replace(actor: Actor, id: string, input: ChainInput): Chain {
+  replace(actor: Actor, id: string, input: ChainInput): Promise<Chain> {
     const steps = checkSteps(input.steps);
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      const cur = this.must(store, id);
+    return refusable(store, async () => {
+      const cur = await this.must(store, id);
       const next: Chain = { ...cur, name: input.name, description: input.description ?? "", steps, updatedAt: now() };
-      store.update(next);
+      await store.update(next);
       return next;
     });
   }
 
-  delete(actor: Actor, id: string): void {
-    if (!this.stores(actor.tenantId).delete(id)) throw notFound(`chain '${id}'`);
+  async delete(actor: Actor, id: string): Promise<void> {
+    if (!(await this.stores(actor.tenantId).delete(id))) throw notFound(`chain '${id}'`);
   }
 
   async execute(actor: Actor, id: string, messages: Message[], opts: { requestId?: string } = {}): Promise<ChainResult> {
-    const chain = this.get(actor, id);
+    const chain = await this.get(actor, id);
     const results: ChainStepResult[] = [];
     let previous = "";
     for (const [index, step] of chain.steps.entries()) {

@@ -1,5 +1,5 @@
-/** Chains, over the tenant-bound handle. */
-import type { TenantDb } from "../../storage/scoped";
+/** Chains, over the async tenant-bound handle (portable SQL: no dialect differences here). */
+import type { AsyncTenantDb } from "../../storage/async";
 import type { Page } from "../../core/pagination";
 import type { Chain } from "../types";
 
@@ -30,22 +30,23 @@ const chainOf = (r: ChainRow): Chain => ({
 });
 
 export class ChainStore {
-  constructor(private readonly db: TenantDb) {}
+  constructor(private readonly db: AsyncTenantDb) {}
 
-  tx<T>(fn: () => T): T {
+  /** fn in one transaction: it touches only the database and may run more than once (PostgreSQL) */
+  tx<T>(fn: () => Promise<T>): Promise<T> {
     return this.db.tx(fn);
   }
 
-  insert(c: Chain) {
-    this.db.run(
+  async insert(c: Chain) {
+    await this.db.run(
       `INSERT INTO prompt_chains (id, tenant_id, name, description, steps, created_by, created_at, updated_at)
        VALUES ($id, $tenant, $name, $description, $steps, $created_by, $created_at, $updated_at)`,
       { id: c.id, name: c.name, description: c.description, steps: JSON.stringify(c.steps), created_by: c.createdBy, created_at: c.createdAt, updated_at: c.updatedAt },
     );
   }
 
-  update(c: Chain) {
-    this.db.run("UPDATE prompt_chains SET name = $name, description = $description, steps = $steps, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", {
+  async update(c: Chain) {
+    await this.db.run("UPDATE prompt_chains SET name = $name, description = $description, steps = $steps, updated_at = $updated_at WHERE tenant_id = $tenant AND id = $id", {
       id: c.id,
       name: c.name,
       description: c.description,
@@ -54,20 +55,21 @@ export class ChainStore {
     });
   }
 
-  get(id: string) {
-    const r = this.db.get<ChainRow>("SELECT * FROM prompt_chains WHERE tenant_id = $tenant AND id = $id", { id });
+  async get(id: string) {
+    const r = await this.db.get<ChainRow>("SELECT * FROM prompt_chains WHERE tenant_id = $tenant AND id = $id", { id });
     return r && chainOf(r);
   }
 
-  list(page: Page) {
-    const total = this.db.get<{ n: number }>("SELECT count(*) AS n FROM prompt_chains WHERE tenant_id = $tenant")!.n;
-    const items = this.db
-      .all<ChainRow>("SELECT * FROM prompt_chains WHERE tenant_id = $tenant ORDER BY created_at DESC, id LIMIT $limit OFFSET $offset", { limit: page.limit, offset: page.offset })
-      .map(chainOf);
-    return { items, total };
+  async list(page: Page) {
+    const total = (await this.db.get<{ n: number }>("SELECT count(*) AS n FROM prompt_chains WHERE tenant_id = $tenant"))!.n;
+    const rows = await this.db.all<ChainRow>("SELECT * FROM prompt_chains WHERE tenant_id = $tenant ORDER BY created_at DESC, id LIMIT $limit OFFSET $offset", {
+      limit: page.limit,
+      offset: page.offset,
+    });
+    return { items: rows.map(chainOf), total };
   }
 
-  delete(id: string) {
-    return this.db.run("DELETE FROM prompt_chains WHERE tenant_id = $tenant AND id = $id", { id }).changes > 0;
+  async delete(id: string) {
+    return (await this.db.run("DELETE FROM prompt_chains WHERE tenant_id = $tenant AND id = $id", { id })).changes > 0;
   }
 }

@@ -9,9 +9,9 @@ import { actorOf, deleted, tag } from "../types";
 export const folderRoutes = (kernel: Kernel, folders: FolderService) => {
   return kernel
     .mount({ prefix: "/api/v1/folders", envelope: DOC1 })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = folders.list(actorOf(principal), query.parentId ?? null, page);
+      const { items, total } = await folders.list(actorOf(principal), query.parentId ?? null, page);
       return pageEnvelope("folders", items, total, page);
     }, { query: S.FolderListQuery, detail: { summary: "List the children of a folder (root when parentId is omitted)", description: "Lists the folders directly under `parentId` (the top level when it is omitted), paged.", ...tag("folders") } })
     .post("", ({ principal, body, set }) => {
@@ -25,8 +25,8 @@ export const folderRoutes = (kernel: Kernel, folders: FolderService) => {
       body: S.FolderUpdate,
       detail: { summary: "Rename or move a folder", description: "Changes a folder's name or parent (null: the top level); a folder cannot move under itself or one of its descendants.", ...tag("folders") },
     })
-    .delete("/:id", ({ principal, params }) => {
-      folders.delete(actorOf(principal), params.id);
+    .delete("/:id", async ({ principal, params }) => {
+      await folders.delete(actorOf(principal), params.id);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "ManageConfig", detail: { summary: "Delete an empty folder", description: "Deletes a folder that holds no prompts and no subfolders; otherwise the request is refused.", ...tag("folders") } });
 };

@@ -8,46 +8,47 @@ import { uuid, now } from "../../core/ids";
 import type { Page, Listed } from "../../core/pagination";
 import type { ForTenant } from "../../storage/scoped";
 import type { FolderStore } from "./store";
+import { refusable } from "../tx";
 import type { Actor, Folder } from "../types";
 
 export class FolderService {
   constructor(private readonly stores: ForTenant<FolderStore>) {}
 
-  private must(store: FolderStore, id: string): Folder {
-    const f = store.get(id);
+  private async must(store: FolderStore, id: string): Promise<Folder> {
+    const f = await store.get(id);
     if (!f) throw notFound(`folder '${id}'`);
     return f;
   }
 
-  create(actor: Actor, input: { name: string; parentId?: string | null }): Folder {
+  create(actor: Actor, input: { name: string; parentId?: string | null }): Promise<Folder> {
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      if (input.parentId) this.must(store, input.parentId);
+    return refusable(store, async () => {
+      if (input.parentId) await this.must(store, input.parentId);
       const at = now();
       const f: Folder = { id: uuid(), name: input.name, parentId: input.parentId ?? null, createdBy: actor.sub, createdAt: at, updatedAt: at };
-      store.insert(f);
+      await store.insert(f);
       return f;
     });
   }
 
-  get(actor: Actor, id: string): Folder {
+  get(actor: Actor, id: string): Promise<Folder> {
     return this.must(this.stores(actor.tenantId), id);
   }
 
-  list(actor: Actor, parentId: string | null, page: Page): Listed<Folder> {
+  async list(actor: Actor, parentId: string | null, page: Page): Promise<Listed<Folder>> {
     const store = this.stores(actor.tenantId);
-    if (parentId) this.must(store, parentId);
+    if (parentId) await this.must(store, parentId);
     return store.listChildren(parentId, page);
   }
 
-  update(actor: Actor, id: string, input: { name?: string; parentId?: string | null }): Folder {
+  update(actor: Actor, id: string, input: { name?: string; parentId?: string | null }): Promise<Folder> {
     const store = this.stores(actor.tenantId);
-    return store.tx(() => {
-      const cur = this.must(store, id);
+    return refusable(store, async () => {
+      const cur = await this.must(store, id);
       if (input.parentId) {
-        this.must(store, input.parentId);
+        await this.must(store, input.parentId);
         // the new parent's path up to the root must not pass through this folder
-        if (store.ancestry(input.parentId).includes(id))
+        if ((await store.ancestry(input.parentId)).includes(id))
           throw badRequest(input.parentId === id ? "a folder cannot be its own parent" : "a folder cannot be moved under one of its own descendants");
       }
       const next: Folder = {
@@ -56,19 +57,19 @@ export class FolderService {
         parentId: input.parentId !== undefined ? input.parentId : cur.parentId,
         updatedAt: now(),
       };
-      store.update(next);
+      await store.update(next);
       return next;
     });
   }
 
-  delete(actor: Actor, id: string): void {
+  async delete(actor: Actor, id: string): Promise<void> {
     const store = this.stores(actor.tenantId);
-    store.tx(() => {
-      this.must(store, id);
-      const c = store.contents(id);
+    await refusable(store, async () => {
+      await this.must(store, id);
+      const c = await store.contents(id);
       if (c.folders > 0 || c.prompts > 0)
         throw invalidRequest(`folder '${id}' is not empty (${c.prompts} prompt(s), ${c.folders} subfolder(s)); move or delete them first`);
-      store.delete(id);
+      await store.delete(id);
     });
   }
 }
