@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway"];
+const SYNC_DOMAINS = ["ratelimit", "cache", "gateway"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -122,7 +122,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     maxTtlSecs: config.auth.max_token_ttl_secs,
     jwksUrl: config.auth.jwks_url,
   });
-  const apiKeys = keys.createKeyService(storage);
+  const apiKeys = keys.createKeyService(data);
   const auth = new Authenticator(tokens, [apiKeys]);
   // hot state shared by replicas (issue 24): limits, budgets and invalidations through Redis when configured
   const hotState = config.redis.url

@@ -214,9 +214,9 @@ async function main(argv: string[]) {
         process.stderr.write(`created API key ${created.id} (${created.name}) for tenant ${tenant}${team}; it is shown only once:\n`);
         process.stdout.write(created.key + "\n");
       } else if (sub === "list") {
-        process.stdout.write(JSON.stringify(keys.list(tenant), null, 2) + "\n");
+        process.stdout.write(JSON.stringify(await keys.list(tenant), null, 2) + "\n");
       } else if (sub === "revoke") {
-        keys.revoke(tenant, need(values.id, "--id"));
+        await keys.revoke(tenant, need(values.id, "--id"));
         process.stderr.write("revoked\n");
       } else throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${USAGE}`);
     } finally {

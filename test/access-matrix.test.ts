@@ -288,8 +288,8 @@ describe("access matrix (docs/security.md)", () => {
     });
 
   test("the probe's API key with only ViewMetrics: cannot register an MCP server, delete or publish a prompt; an editor's key can", async () => {
-    const viewer = gw.ctx.apiKeys.create(TENANT, "dashboard", ["ViewMetrics"]).key;
-    const editor = gw.ctx.apiKeys.create(TENANT, "editor", ["ManageConfig"]).key;
+    const viewer = (await gw.ctx.apiKeys.create(TENANT, "dashboard", ["ViewMetrics"])).key;
+    const editor = (await gw.ctx.apiKeys.create(TENANT, "editor", ["ManageConfig"])).key;
     const prompt = await gw.api("/api/v1/prompts", { method: "POST", token: editor, json: { name: "kept", template: "Hello {{name}}" } });
     expect(prompt.status).toBe(201);
     const id = ((await prompt.json()) as { id: string }).id;

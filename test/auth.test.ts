@@ -3,13 +3,13 @@ import { SignJWT, generateKeyPair, exportJWK } from "jose";
 import { TokenService, Authenticator, hasPermission, requirePermission, extractCredential, PERMISSIONS, parsePermissions, type Principal } from "../src/core/auth";
 import { ApiError } from "../src/core/errors";
 import { Db } from "../src/storage/db";
-import { storageOf } from "../src/storage/scoped";
+import { openStorage } from "../src/storage/open";
 import { createKeyService, isApiKey, KEYS_MIGRATIONS } from "../src/keys";
 
 /** The keys domain's service over a database with its table. */
 const keyService = (path: string) => {
   const db = new Db(path, [{ domain: "keys", migrations: KEYS_MIGRATIONS }]);
-  return { db, keys: createKeyService(storageOf(db)) };
+  return { db, keys: createKeyService(openStorage({ path, db })) };
 };
 const isGatewayCredential = (c: string) => isApiKey(c) || c.split(".").length === 3;
 
@@ -154,15 +154,15 @@ describe("credentials and API keys", () => {
   test("API key: create, authenticate, revoke", async () => {
     const { db, keys } = keyService(":memory:");
     const auth = new Authenticator(new TokenService(SECRET), [keys]);
-    const { key, record } = keys.create("acme", "ci", ["ViewKeys"]);
+    const { key, record } = await keys.create("acme", "ci", ["ViewKeys"]);
     expect(key.startsWith("svc_")).toBe(true);
     const p = await auth.authenticateCredential(key);
     expect(p).toMatchObject({ tenantId: "acme", via: "api_key", keyId: record.id });
-    keys.revoke("acme", record.id);
+    await keys.revoke("acme", record.id);
     await expectAuthError(auth.authenticateCredential(key), "invalid API key");
     await expectAuthError(auth.authenticateCredential(undefined), "missing credentials: send Authorization: Bearer <token>");
     await expectAuthError(auth.authenticateCredential("plain-garbage"), "invalid credentials");
-    expect(() => keys.revoke("other-tenant", record.id)).toThrow("api key not found");
+    await expect(keys.revoke("other-tenant", record.id)).rejects.toThrow("api key not found");
     db.close();
   });
 });
@@ -248,7 +248,7 @@ describe("API keys across processes and the token exchange's budget", () => {
     const { startGateway, TEST_JWT_SECRET } = await import("./helpers/gateway");
     const gw = await startGateway();
     try {
-      const { key, record } = gw.ctx.apiKeys.create("multi-p", "ci", ["ViewMetrics"]);
+      const { key, record } = await gw.ctx.apiKeys.create("multi-p", "ci", ["ViewMetrics"]);
       const call = () => fetch(gw.url + "/api/v1/rate-limits/tiers", { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
       expect(await call()).toBe(200); // verified and memoised in the server process
       const cli = Bun.spawnSync([process.execPath, "src/main.ts", "keys", "revoke", "--tenant", "multi-p", "--id", record.id], {
@@ -275,14 +275,14 @@ describe("API keys across processes and the token exchange's budget", () => {
     const gw = await startGateway({ rate_limits: { enabled: true } }, {}, { clock: new FakeClock() });
     try {
       const exchange = (apiKey: string) => fetch(gw.url + "/api/v1/auth/token", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey }) }).then((r) => r.status);
-      const revoked = gw.ctx.apiKeys.create("budget-t", "old");
-      gw.ctx.apiKeys.revoke("budget-t", revoked.record.id);
+      const revoked = await gw.ctx.apiKeys.create("budget-t", "old");
+      await gw.ctx.apiKeys.revoke("budget-t", revoked.record.id);
       for (let i = 0; i < 15; i++) {
         expect(await exchange(`svc_unknown${i}`)).toBe(401);
         expect(await exchange(revoked.key)).toBe(401);
       }
       // the tenant's 10-per-minute exchange budget is untouched
-      const { key } = gw.ctx.apiKeys.create("budget-t", "live");
+      const { key } = await gw.ctx.apiKeys.create("budget-t", "live");
       const statuses = [];
       for (let i = 0; i < 11; i++) statuses.push(await exchange(key));
       expect(statuses).toEqual([...Array(10).fill(200), 429]);

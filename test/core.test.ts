@@ -10,7 +10,7 @@ afterAll(() => gw.stop());
 
 describe("auth token exchange", () => {
   test("valid API key -> 24h bearer token that authenticates", async () => {
-    const { key } = gw.ctx.apiKeys.create("tenant-a", "k1", ["ViewMetrics"]);
+    const { key } = await gw.ctx.apiKeys.create("tenant-a", "k1", ["ViewMetrics"]);
     const r = await gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } });
     expect(r.status).toBe(200);
     const body = await r.json();
@@ -38,13 +38,13 @@ describe("auth token exchange", () => {
     expect((await r2.json()).error.type).toBe("invalid_request_error");
   });
   test("revoked key no longer exchanges", async () => {
-    const { key, record } = gw.ctx.apiKeys.create("tenant-a", "k2");
-    gw.ctx.apiKeys.revoke("tenant-a", record.id);
+    const { key, record } = await gw.ctx.apiKeys.create("tenant-a", "k2");
+    await gw.ctx.apiKeys.revoke("tenant-a", record.id);
     const r = await gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } });
     expect(r.status).toBe(401);
   });
-  test("keys are stored hashed", () => {
-    const { key } = gw.ctx.apiKeys.create("tenant-a", "k3");
+  test("keys are stored hashed", async () => {
+    const { key } = await gw.ctx.apiKeys.create("tenant-a", "k3");
     const rows = gw.ctx.db.all<any>("SELECT * FROM api_keys");
     expect(JSON.stringify(rows)).not.toContain(key);
   });
@@ -256,7 +256,7 @@ describe("storage", () => {
         tiers: 1,
       });
       // and the data is usable through the services: the old key authenticates, the prompt reads
-      expect(app.apiKeys.verify(fixture.apiKey)).toMatchObject({ tenantId: fixture.tenant, via: "api_key" });
+      expect(await app.apiKeys.verify(fixture.apiKey)).toMatchObject({ tenantId: fixture.tenant, via: "api_key" });
       expect(await app.prompts.prompts.get({ tenantId: fixture.tenant, sub: "t" }, fixture.promptId)).toMatchObject({ currentVersion: 2, template: "Hi {{name}}!" });
       expect(app.cache.stats(fixture.tenant).entries).toBe(2);
     } finally {
@@ -300,7 +300,7 @@ describe("storage", () => {
     const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db") }, { server: { host: "127.0.0.1", port: 0, request_log: false } });
     const quiet = { logger: new Logger("error", () => {}) };
     let s = await startServer(config, quiet);
-    const { key } = s.ctx.apiKeys.create("persist-t", "k", ["ManageConfig", "ViewMetrics"]);
+    const { key } = await s.ctx.apiKeys.create("persist-t", "k", ["ManageConfig", "ViewMetrics"]);
     const token = await s.ctx.tokens.sign({ tenantId: "persist-t", permissions: ["ManageConfig", "ViewMetrics"] });
     const put = await fetch(`${s.url}/api/v1/rate-limits/persist-t`, { method: "PUT", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: '{"tier":"enterprise"}' });
     expect(put.status).toBe(200);

@@ -91,7 +91,7 @@ describe("4. authentication before validation on every route", () => {
 
 describe("5. credentials only where they belong", () => {
   test("admin routes accept Authorization: Bearer only — not ?key=, x-api-key or x-goog-api-key", async () => {
-    const { key } = gw.ctx.apiKeys.create("hard-a", "k", ["WorkspaceAdmin"]);
+    const { key } = await gw.ctx.apiKeys.create("hard-a", "k", ["WorkspaceAdmin"]);
     for (const cred of [token, key]) {
       await expectDoc1(await raw(`/api/v1/prompts?key=${encodeURIComponent(cred)}`), 401, "authentication_error");
       await expectDoc1(await raw("/api/v1/prompts", { headers: { "x-api-key": cred } }), 401, "authentication_error");

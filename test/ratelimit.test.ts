@@ -259,7 +259,7 @@ describe("HTTP", () => {
   test("token exchange: 30 parallel exchanges by a pro tenant -> exactly 10 pass (10/min group)", async () => {
     const admin = await gw.token("tx", ["ManageConfig"]); // a fresh tenant: fresh buckets
     expect((await gw.api("/api/v1/rate-limits/tx", { token: admin, method: "PUT", json: { tier: "pro" } })).status).toBe(200);
-    const { key } = gw.ctx.apiKeys.create("tx", "k");
+    const { key } = await gw.ctx.apiKeys.create("tx", "k");
     const rs = await Promise.all(Array.from({ length: 30 }, () => gw.api("/api/v1/auth/token", { method: "POST", json: { apiKey: key } })));
     expect(rs.filter((r) => r.status === 200).length).toBe(10);
     const r = rs.find((r) => r.status === 429)!;

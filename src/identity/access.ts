@@ -46,6 +46,10 @@ export class AccessCheck {
   private readonly withKey = new WeakMap<Principal, Principal>();
   /** bumped by every forget: a load that started before one is not cached */
   private generation = 0;
+  /** the same for keys' state (forgetKey) */
+  private keyGeneration = 0;
+  /** key-state lookups in flight (the keys domain is async) */
+  private readonly keyLookups = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly userStore: ForTenant<UserStore>,
@@ -70,8 +74,14 @@ export class AccessCheck {
 
   /** Forget the cached state of one key (it was revoked), or of every key (none given). */
   forgetKey(tenantId?: string, keyId?: string) {
-    if (tenantId !== undefined && keyId !== undefined) this.keys.delete(`${tenantId}\u0000${keyId}`);
-    else this.keys.clear();
+    this.keyGeneration++;
+    if (tenantId !== undefined && keyId !== undefined) {
+      this.keys.delete(`${tenantId}\u0000${keyId}`);
+      this.keyLookups.delete(`${tenantId}\u0000${keyId}`);
+    } else {
+      this.keys.clear();
+      this.keyLookups.clear();
+    }
   }
 
   private user(p: Principal, userId: string): Principal | Promise<Principal> {
@@ -105,14 +115,32 @@ export class AccessCheck {
     return { until: Math.min(until, eff.validUntil), permissions: eff.permissions };
   }
 
-  private key(p: Principal, keyId: string): Principal {
+  /** a key's cached state answers at once; otherwise the keys domain (async storage) is asked */
+  private key(p: Principal, keyId: string): Principal | Promise<Principal> {
     const cacheKey = `${p.tenantId}\u0000${keyId}`;
-    let active = this.keys.get(cacheKey);
-    if (active === undefined) {
-      const record = this.keyRegistry.get(p.tenantId, keyId);
-      active = record !== undefined && record.revokedAt === null;
-      this.keys.set(cacheKey, active);
+    const active = this.keys.get(cacheKey);
+    if (active !== undefined) return this.keyed(p, keyId, active);
+    // one lookup per key at a time: requests arriving while it runs share it
+    let pending = this.keyLookups.get(cacheKey);
+    if (!pending) {
+      const generation = this.keyGeneration;
+      const lookup: Promise<boolean> = this.keyRegistry
+        .get(p.tenantId, keyId)
+        .then((record) => {
+          const now = record !== undefined && record.revokedAt === null;
+          // a revocation while the lookup ran must not be overwritten by what it read
+          if (generation === this.keyGeneration) this.keys.set(cacheKey, now);
+          return now;
+        })
+        .finally(() => {
+          if (this.keyLookups.get(cacheKey) === lookup) this.keyLookups.delete(cacheKey);
+        });
+      this.keyLookups.set(cacheKey, (pending = lookup));
     }
+    return pending.then((now) => this.keyed(p, keyId, now));
+  }
+
+  private keyed(p: Principal, keyId: string, active: boolean): Principal {
     if (!active) throw unauthenticated("the token's API key was revoked or does not exist");
     let out = this.withKey.get(p);
     if (!out) this.withKey.set(p, (out = { ...p, keyId }));

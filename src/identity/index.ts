@@ -152,8 +152,8 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     create: (t, name, permissions) => deps.keys.create(t, name, permissions),
     list: (t) => deps.keys.list(t),
     get: (t, id) => deps.keys.get(t, id),
-    revoke: (t, id) => {
-      deps.keys.revoke(t, id);
+    revoke: async (t, id) => {
+      await deps.keys.revoke(t, id);
       bus.publish(TOPICS.keyRevoked, JSON.stringify({ t, id }));
     },
   };

@@ -19,13 +19,14 @@ export interface KeyRecord {
   revokedAt: string | null;
 }
 
+/** async: the keys domain keeps them on the async storage (SQLite or PostgreSQL) */
 export interface KeyRegistry {
   /** a new key; the plain key is returned once */
-  create(tenantId: string, name: string, permissions?: string[]): { key: string; record: KeyRecord };
-  list(tenantId: string): KeyRecord[];
-  get(tenantId: string, id: string): KeyRecord | undefined;
-  /** throws not_found when no active key has this id */
-  revoke(tenantId: string, id: string): void;
+  create(tenantId: string, name: string, permissions?: string[]): Promise<{ key: string; record: KeyRecord }>;
+  list(tenantId: string): Promise<KeyRecord[]>;
+  get(tenantId: string, id: string): Promise<KeyRecord | undefined>;
+  /** rejects not_found when no active key has this id */
+  revoke(tenantId: string, id: string): Promise<void>;
 }
 
 /** One hour of one key's usage with one model. */

@@ -1,8 +1,9 @@
 /**
  * Keys domain: svc API keys (the credential core's authenticator verifies through it) and the
- * token exchange, POST /api/v1/auth/token. Tables: api_keys.
+ * token exchange, POST /api/v1/auth/token. Tables: api_keys, on the async storage (SQLite or
+ * PostgreSQL, docs/notes/postgres-plan.md).
  */
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel, RequestLimiter } from "../core/kernel";
 import type { TokenService } from "../core/auth";
 import type { Domain } from "../core/domain";
@@ -15,7 +16,7 @@ export { ApiKeyService, API_KEY_PREFIX, isApiKey, type ApiKeyRecord } from "./se
 export { KEYS_MIGRATIONS } from "./migrations";
 
 /** The service alone (the CLI, and the authenticator, which exists before the kernel). */
-export const createKeyService = (storage: Storage) => new ApiKeyService(keyStores(storage));
+export const createKeyService = (storage: AsyncStorage) => new ApiKeyService(keyStores(storage));
 
 export interface KeysDeps {
   service: ApiKeyService;

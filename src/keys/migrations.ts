@@ -20,4 +20,16 @@ export const KEYS_MIGRATIONS: Migration[] = [
       CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     `,
   },
+  {
+    // keys of one millisecond were listed in SQLite's rowid order; `seq` is an explicit column
+    // both backends have (written by the store), existing keys keep their order
+    id: "0002_seq",
+    up: {
+      sqlite: `
+        ALTER TABLE api_keys ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE api_keys SET seq = rowid;
+      `,
+      postgres: "ALTER TABLE api_keys ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+    },
+  },
 ];

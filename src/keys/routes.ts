@@ -16,7 +16,7 @@ export const keyRoutes = (kernel: Kernel, keys: ApiKeyService, tokens: TokenServ
     async ({ body, request }) => {
       let principal;
       try {
-        principal = keys.verify(body.apiKey);
+        principal = await keys.verify(body.apiKey);
       } catch {
         throw unauthenticated("invalid API key");
       }

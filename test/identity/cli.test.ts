@@ -31,8 +31,8 @@ describe("svc keys create --team", () => {
       app = open();
       const keys = await app.identity.teams.keys("tenant-cli", team.id);
       expect(keys.map((k) => k.name)).toEqual(["ci"]);
-      expect(app.apiKeys.list("tenant-cli").map((k) => k.name)).toEqual(["ci"]);
-      expect(app.apiKeys.verify(key).keyId).toBe(keys[0]!.id);
+      expect((await app.apiKeys.list("tenant-cli")).map((k) => k.name)).toEqual(["ci"]);
+      expect((await app.apiKeys.verify(key)).keyId).toBe(keys[0]!.id);
       await closeApp(app);
     } finally {
       rmSync(dir, { recursive: true, force: true });

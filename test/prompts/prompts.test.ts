@@ -110,7 +110,7 @@ describe("create and get", () => {
 
 describe("credentials", () => {
   test("an API key works as the bearer credential; createdBy is its sub", async () => {
-    const { key, record } = gw.ctx.apiKeys.create("tenant-a", "ci-bot", ["ManageConfig"]);
+    const { key, record } = await gw.ctx.apiKeys.create("tenant-a", "ci-bot", ["ManageConfig"]);
     const r = await call("POST", P, key, { name: "By key", template: "x" });
     expect(r.status).toBe(201);
     expect(r.body.createdBy).toBe(`key:${record.id}`);

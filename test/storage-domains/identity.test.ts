@@ -25,14 +25,14 @@ const config = loadConfig({}, { identity: { passwords: { argon2_memory_kib: 8_19
 function memoryKeys(): KeyRegistry {
   const keys: KeyRecord[] = [];
   return {
-    create(tenantId, name, permissions = []) {
+    async create(tenantId, name, permissions = []) {
       const record: KeyRecord = { id: crypto.randomUUID(), tenantId, name, prefix: "svc_", permissions, createdAt: new Date().toISOString(), lastUsedAt: null, revokedAt: null };
       keys.push(record);
       return { key: `svc_${record.id}`, record };
     },
-    list: (t) => keys.filter((k) => k.tenantId === t),
-    get: (t, id) => keys.find((k) => k.tenantId === t && k.id === id),
-    revoke(t, id) {
+    list: async (t) => keys.filter((k) => k.tenantId === t),
+    get: async (t, id) => keys.find((k) => k.tenantId === t && k.id === id),
+    async revoke(t, id) {
       const k = keys.find((k) => k.tenantId === t && k.id === id);
       if (k) k.revokedAt = new Date().toISOString();
     },

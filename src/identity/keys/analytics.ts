@@ -59,8 +59,8 @@ export class KeyAnalyticsService {
     private readonly clock: WallClock,
   ) {}
 
-  analytics(tenantId: string, keyId: string, period: AnalyticsPeriod): KeyAnalytics {
-    if (!this.registry.get(tenantId, keyId)) throw notFound("virtual key");
+  async analytics(tenantId: string, keyId: string, period: AnalyticsPeriod): Promise<KeyAnalytics> {
+    if (!(await this.registry.get(tenantId, keyId))) throw notFound("virtual key");
     const hours = ANALYTICS_PERIODS[period];
     const end = Math.floor(this.clock() / HOUR) * HOUR + HOUR;
     const start = end - hours * HOUR;

@@ -48,15 +48,14 @@ export class VirtualKeyService {
     const permissions = [...new Set(input.permissions ?? [])];
     if (held) for (const p of permissions) if (!implies(held, p)) throw forbidden(`cannot create a key with permission ${p}, which the caller does not hold`);
     if (input.teamId != null) await this.teams.require(tenantId, input.teamId);
-    const { key, record } = this.registry.create(tenantId, input.name, permissions);
+    const { key, record } = await this.registry.create(tenantId, input.name, permissions);
     if (input.teamId != null) await this.teams.assignKey(tenantId, record.id, input.teamId);
     return { key, ...this.view(record, input.teamId ?? null) };
   }
 
   async list(tenantId: string, q: { teamId?: string; status?: KeyStatus; offset: number; limit: number }): Promise<Listed<VirtualKey>> {
     const links = await this.teamStore(tenantId).keyTeams();
-    const all = this.registry
-      .list(tenantId)
+    const all = (await this.registry.list(tenantId))
       .map((r) => this.view(r, links.get(r.id) ?? null))
       .filter((k) => (q.teamId === undefined || k.teamId === q.teamId) && (q.status === undefined || k.status === q.status))
       .reverse();
@@ -64,16 +63,16 @@ export class VirtualKeyService {
   }
 
   async get(tenantId: string, id: string): Promise<VirtualKey> {
-    const r = this.registry.get(tenantId, id);
+    const r = await this.registry.get(tenantId, id);
     if (!r) throw notFound("virtual key");
     return this.view(r, await this.teams.teamOfKey(tenantId, id));
   }
 
   /** revoke (idempotent: a revoked key answers as it is) */
-  revoke(tenantId: string, id: string): Promise<VirtualKey> {
-    const r = this.registry.get(tenantId, id);
+  async revoke(tenantId: string, id: string): Promise<VirtualKey> {
+    const r = await this.registry.get(tenantId, id);
     if (!r) throw notFound("virtual key");
-    if (!r.revokedAt) this.registry.revoke(tenantId, id);
+    if (!r.revokedAt) await this.registry.revoke(tenantId, id);
     return this.get(tenantId, id);
   }
 

@@ -225,7 +225,7 @@ export class TeamService {
   async keys(tenantId: string, teamId: string): Promise<KeyRecord[]> {
     await this.require(tenantId, teamId);
     const ids = new Set(await this.store(tenantId).keyIds(teamId));
-    return this.keyRegistry.list(tenantId).filter((k) => ids.has(k.id));
+    return (await this.keyRegistry.list(tenantId)).filter((k) => ids.has(k.id));
   }
 
   async teamOfKey(tenantId: string, keyId: string): Promise<string | null> {
@@ -234,7 +234,7 @@ export class TeamService {
 
   /** Assign a key to a live team, or unlink it (null). */
   async assignKey(tenantId: string, keyId: string, teamId: string | null): Promise<void> {
-    if (!this.keyRegistry.get(tenantId, keyId)) throw notFound("virtual key");
+    if (!(await this.keyRegistry.get(tenantId, keyId))) throw notFound("virtual key");
     const s = this.store(tenantId);
     await s.db.tx(async () => {
       if (teamId !== null && !(await s.get(teamId))) throw notFound("team");
@@ -257,7 +257,7 @@ export class TeamService {
     const own = await s.keyIds(teamId);
     const all = await s.keyIdsOf(await s.subtree(teamId));
     const ownSet = new Set(own);
-    const keys = this.keyRegistry.list(tenantId).filter((k) => ownSet.has(k.id));
+    const keys = (await this.keyRegistry.list(tenantId)).filter((k) => ownSet.has(k.id));
     return {
       teamId,
       totalSpendCents: centsOf(this.usage.spendUsd(tenantId, all, since)),
