@@ -55,20 +55,20 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * The app's modules in parts (each import evaluates its part of the bundle at once; the heavy
  * domains are parts of their own), a turn of the event loop between them.
  */
-const MODULES: Array<() => Promise<unknown>> = [
-  () => import("./core/kernel"),
-  () => import("./core/auth"),
-  () => import("./embedding"),
-  () => import("./cache"),
-  () => import("./gateway"),
-  () => import("./keys"),
-  () => import("./ratelimit"),
-  () => import("./prompts"),
-  () => import("./identity"),
-  () => import("./mcp"),
-  () => import("./memory"),
-  () => import("./ops"),
-  () => import("./ui"),
+export const APP_MODULES: Array<[name: string, load: () => Promise<unknown>]> = [
+  ["core/kernel", () => import("./core/kernel")],
+  ["core/auth", () => import("./core/auth")],
+  ["embedding", () => import("./embedding")],
+  ["cache", () => import("./cache")],
+  ["gateway", () => import("./gateway")],
+  ["keys", () => import("./keys")],
+  ["ratelimit", () => import("./ratelimit")],
+  ["prompts", () => import("./prompts")],
+  ["identity", () => import("./identity")],
+  ["mcp", () => import("./mcp")],
+  ["memory", () => import("./memory")],
+  ["ops", () => import("./ops")],
+  ["ui", () => import("./ui")],
 ];
 
 /** Seams for tests: the app is built only once `buildAfter` settles (the socket listens before). */
@@ -117,7 +117,7 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
   let closeApp: (app: App) => Promise<void>;
   try {
     await seams.buildAfter;
-    for (const load of MODULES) {
+    for (const [, load] of APP_MODULES) {
       await load();
       await turn();
     }
