@@ -32,6 +32,8 @@ interface Start {
   appMs: number;
   /** CPU ms of every thread at that answer */
   appCpuMs: number;
+  /** peak RSS in MiB at that answer */
+  appRssMiB: number;
 }
 
 /** Sum of on-CPU time (ns, first field of schedstat) of every live thread, and of the main thread. */
@@ -92,6 +94,7 @@ async function startOnce(binary: string, dataDir: string): Promise<Start> {
     if (Number.isNaN(healthMs)) throw new Error(`${binary}: no 200 on /health within 60 s`);
     let appMs = NaN;
     let appCpuMs = NaN;
+    let appRssMiB = NaN;
     while (performance.now() < deadline) {
       const answered = await fetch(`${url}/ready`).then(
         async (r) => (await r.arrayBuffer(), true),
@@ -100,11 +103,12 @@ async function startOnce(binary: string, dataDir: string): Promise<Start> {
       if (answered) {
         appMs = performance.now() - t0;
         appCpuMs = cpuOf(proc.pid).all;
+        appRssMiB = peakRssMiB(proc.pid);
         break;
       }
       await Bun.sleep(1);
     }
-    return { healthMs, cpuMs: cpu.all, mainCpuMs: cpu.main, rssMiB, appMs, appCpuMs };
+    return { healthMs, cpuMs: cpu.all, mainCpuMs: cpu.main, rssMiB, appMs, appCpuMs, appRssMiB };
   } finally {
     proc.kill("SIGTERM");
     const stopped = await Promise.race([proc.exited.then(() => true), Bun.sleep(10_000).then(() => false)]);
@@ -167,6 +171,7 @@ async function main() {
     ["rssMiB", "peak RSS at that 200 (MiB)", 1],
     ["appMs", "spawn -> first /ready answer: app built (ms)", 1],
     ["appCpuMs", "CPU, all threads, at that answer (ms)", 1],
+    ["appRssMiB", "peak RSS at that answer (MiB)", 1],
   ];
   console.log(`| figure | data dir | this | base | this/base |\n|---|---|---|---|---|`);
   for (const [k, label] of fields)
