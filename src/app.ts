@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts", "identity", "memory"];
+const SYNC_DOMAINS = ["keys", "ratelimit", "cache", "gateway", "prompts"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -133,6 +133,8 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
       `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
         `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
     );
+  const alone = replicaWarning(config);
+  if (alone) log.warn(alone);
   const db = new Db(config.storage.path);
   const storage = storageOf(db);
   const data = openStorage({ path: config.storage.path, db, poolSize: config.storage.pool_size });
@@ -168,13 +170,14 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     metrics,
     log,
     kernel,
+    shared: hotState && { store: hotState, log: hotState, prefix: config.redis.prefix },
   });
   yield "embedding, cache";
   // identity: users, roles, teams with budgets (the gateway's spend guard), the per-request user check
   const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
   const identityD = identity.create({
     config: config.identity,
-    storage,
+    storage: data,
     kernel,
     keys: apiKeys,
     usage: usageReader(storage, () => gatewayD.usage),
@@ -208,10 +211,10 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage, kernel, completer: opts.completer ?? gatewayD.service });
   yield "keys, ratelimit, prompts";
-  const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env });
+  const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env, bus: hotState });
   yield "mcp";
   const memoryD = memory.create({
-    storage,
+    storage: data,
     kernel,
     embedder: embeddingD.service,
     completer: opts.completer ?? gatewayD.service,
@@ -288,6 +291,15 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     fetch: kernel.fetch,
     startedAt,
   };
+}
+
+/**
+ * A shared database (SVC_STORAGE__URL) means several replicas are likely; without Redis each one
+ * decides rate limits, budgets and caches alone.
+ */
+export function replicaWarning(config: Pick<Config, "storage" | "redis">): string | undefined {
+  if (config.storage.url === undefined || config.redis.url) return undefined;
+  return "SVC_STORAGE__URL is set without SVC_REDIS__URL: with several replicas, rate limits and team budgets are per replica (a tenant gets N times its limit) and each replica's cache index sees only its own entries; set SVC_REDIS__URL to share them";
 }
 
 /**

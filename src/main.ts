@@ -212,7 +212,7 @@ async function main(argv: string[]) {
       const keys = app.apiKeys;
       const tenant = need(values.tenant, "--tenant");
       if (sub === "create") {
-        const created = app.identity.keys.create(tenant, { name: need(values.name, "--name"), permissions: parsePermissions(values.permissions), teamId: values.team });
+        const created = await app.identity.keys.create(tenant, { name: need(values.name, "--name"), permissions: parsePermissions(values.permissions), teamId: values.team });
         const team = created.teamId ? ` in team ${created.teamId}` : "";
         process.stderr.write(`created API key ${created.id} (${created.name}) for tenant ${tenant}${team}; it is shown only once:\n`);
         process.stdout.write(created.key + "\n");

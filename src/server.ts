@@ -121,7 +121,11 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
       await load();
       await turn();
     }
-    const [appModule, { pathOf }, { AUTH_PATH_PREFIX, PEER_ADDRESS_HEADER }] = await Promise.all([import("./app"), import("./core/kernel"), import("./identity")]);
+    const [appModule, { pathOf, BEARER_SUBPROTOCOL, subprotocolToken }, { AUTH_PATH_PREFIX, PEER_ADDRESS_HEADER }] = await Promise.all([
+      import("./app"),
+      import("./core/kernel"),
+      import("./identity"),
+    ]);
     closeApp = appModule.closeApp;
     app = await appModule.createAppYielding(config, opts);
     log = app.log;
@@ -133,7 +137,7 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
         // the peer address, for identity's per-address sign-in limits (a client's own value is overwritten)
         if (pathOf(request.url).startsWith(AUTH_PATH_PREFIX)) request.headers.set(PEER_ADDRESS_HEADER, srv.requestIP(request)?.address ?? "");
         if (!socket) return await app.fetch(request);
-        const admitted = await app.kernel.admit(request);
+        const admitted = await app.kernel.admit(request, undefined, { websocket: true });
         if ("response" in admitted) return admitted.response;
         let data: unknown;
         try {
@@ -141,7 +145,10 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
         } catch (e) {
           return app.kernel.errorFor(e, admitted.state.mount.envelope, pathOf(request.url));
         }
-        if (srv.upgrade(admitted.request, { data: { route: socket, data }, headers: { "x-request-id": admitted.state.id } })) return undefined;
+        // a token offered as a subprotocol was read at the front door: the answer names svc.bearer (never echoes the token)
+        const headers: Record<string, string> = { "x-request-id": admitted.state.id };
+        if (subprotocolToken(request) !== undefined) headers["sec-websocket-protocol"] = BEARER_SUBPROTOCOL;
+        if (srv.upgrade(admitted.request, { data: { route: socket, data }, headers })) return undefined;
         return errorResponse(new ApiError("invalid_request_error", "WebSocket upgrade failed"), admitted.state.mount.envelope);
       } finally {
         inFlight--;

@@ -99,6 +99,13 @@ describe("dist/svc copied alone", () => {
       const docs = await fetch(`${url}/docs/assets/swagger-ui-bundle.js`);
       expect(docs.status).toBe(200);
       await docs.arrayBuffer();
+      // the dashboard's page and bundle are embedded in the binary (no file read at run time)
+      const ui = await fetch(`${url}/ui/`);
+      expect(ui.status).toBe(200);
+      expect(await ui.text()).toContain("app.js");
+      const uiJs = await fetch(`${url}/ui/app.js`);
+      expect(uiJs.status).toBe(200);
+      expect((await uiJs.text()).length).toBeGreaterThan(10_000);
       proc.kill("SIGTERM");
       expect(await proc.exited).toBe(0);
     } finally {

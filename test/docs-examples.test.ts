@@ -84,7 +84,7 @@ describe("the guides' marked curl examples against a test gateway", () => {
     work = mkdtempSync(join(tmpdir(), "svc-docs-"));
     env.TOKEN = await gw.token("acme", ["WorkspaceAdmin"]);
     env.VIEWER = await gw.token("acme", ["ViewMetrics"]);
-    env.KEY = gw.ctx.identity.keys.create("acme", { name: "docs", permissions: ["ViewMetrics"] }).key;
+    env.KEY = (await gw.ctx.identity.keys.create("acme", { name: "docs", permissions: ["ViewMetrics"] })).key;
   }, 90_000);
   afterAll(async () => {
     await gw?.stop();

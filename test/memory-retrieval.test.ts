@@ -8,15 +8,16 @@
  *  - the issue's example: "brute force protection for logins" finds the login rate limiting, not
  *    a milestone about backups.
  * The whole set's numbers are in BENCHMARKS.md ("Memory retrieval", scripts/bench/memory-retrieval.ts).
+ * Every check runs on both backends (SQLite: FTS5; PostgreSQL: tsvector, lexical.ts) over the same
+ * vectors (the embedder runs once per text); the nDCG figures are printed per backend.
  */
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterAll, expect, test, beforeAll } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../src/config";
-import { createApp, closeApp, type App } from "../src/app";
-import { Logger } from "../src/core/log";
 import { Retriever, type Hit, type RankMode } from "../src/memory/search";
+import type { MemoryServices } from "../src/memory";
+import { eachBackend, SETUP_TIMEOUT } from "./storage/backends";
+import { memoryOver, releaseEmbedder, sharedEmbedder } from "./memory/backends";
 import { ndcgAt } from "../scripts/bench/memory-retrieval";
 import { ROOT } from "../scripts/bench/harness";
 
@@ -34,31 +35,27 @@ const queries = set.queries.filter((q) => inSlice(q.topic));
 const key = (m: { branchPurpose: string; cumulativeProgress: string; thisContribution: string }) => `${m.branchPurpose}\n${m.cumulativeProgress}\n${m.thisContribution}`;
 const fixtureId = new Map(milestones.map((m) => [key(m), m.id]));
 
-describe("memory retrieval on the labelled set", () => {
-  let dir: string;
-  let app: App;
+afterAll(releaseEmbedder);
+
+eachBackend("memory-retrieval", (backend) => {
+  let m: MemoryServices;
   let retriever: Retriever;
   const tenant = "t";
-  const ids = (hits: Hit[]) => {
-    const rows = app.memory.memory.store(tenant).milestonesByKeys(hits.map((h) => h.key));
+  const ids = async (hits: Hit[]) => {
+    const rows = await m.memory.store(tenant).milestonesByKeys(hits.map((h) => h.key));
     return hits.map((h) => fixtureId.get(key(rows.get(h.key)!)) ?? "other");
   };
   const rank = async (text: string, opts: { mode?: RankMode; cut?: boolean } = {}) =>
-    retriever.rank(app.memory.memory.store(tenant), "milestone", text, await retriever.embedQuery(text), ["p"], 10, {}, opts);
+    retriever.rank(m.memory.store(tenant), "milestone", text, await retriever.embedQuery(text), ["p"], 10, {}, opts);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "svc-retrieval-"));
-    app = createApp(loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "retrieval-secret-retrieval-secret" }), { logger: new Logger("error") });
-    app.memory.memory.createProject(tenant, { projectId: "p", name: "P", roadmap: "" });
-    for (const m of milestones) await app.memory.memory.storeMilestone(tenant, "p", { branchPurpose: m.branchPurpose, cumulativeProgress: m.cumulativeProgress, thisContribution: m.thisContribution, agentId: m.agentId });
+    m = await memoryOver(await backend.open());
+    await m.memory.createProject(tenant, { projectId: "p", name: "P", roadmap: "" });
+    for (const x of milestones) await m.memory.storeMilestone(tenant, "p", { branchPurpose: x.branchPurpose, cumulativeProgress: x.cumulativeProgress, thisContribution: x.thisContribution, agentId: x.agentId });
     // a milestone the issue saw ranked first for a question about logins
-    await app.memory.memory.storeMilestone(tenant, "p", { branchPurpose: "database operations", cumulativeProgress: "Postgres backups run nightly", thisContribution: "Configured pgBackRest for Postgres backups with weekly full and daily incremental backups", agentId: "ops-1" });
-    retriever = new Retriever(app.embedder, app.memory.vectors);
-  }, 240_000);
-  afterAll(async () => {
-    await closeApp(app);
-    rmSync(dir, { recursive: true, force: true });
-  });
+    await m.memory.storeMilestone(tenant, "p", { branchPurpose: "database operations", cumulativeProgress: "Postgres backups run nightly", thisContribution: "Configured pgBackRest for Postgres backups with weekly full and daily incremental backups", agentId: "ops-1" });
+    retriever = new Retriever(sharedEmbedder(), m.vectors);
+  }, SETUP_TIMEOUT + 240_000);
 
   test("the slice is what the set promises: several relevant milestones per query, all four kinds of query", () => {
     expect(milestones.length).toBeGreaterThan(400);
@@ -71,9 +68,10 @@ describe("memory retrieval on the labelled set", () => {
     const mean: Record<string, number> = {};
     for (const mode of ["lexical", "semantic", "fused"] as RankMode[]) {
       let sum = 0;
-      for (const q of queries) sum += ndcgAt(ids(await rank(q.text, { mode, cut: false })), q.relevant);
+      for (const q of queries) sum += ndcgAt(await ids(await rank(q.text, { mode, cut: false })), q.relevant);
       mean[mode] = sum / queries.length;
     }
+    console.log(`memory retrieval nDCG@10 (${backend.name}): ${Object.entries(mean).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")}`);
     expect(mean.fused!).toBeGreaterThan(mean.lexical!);
     expect(mean.fused!).toBeGreaterThan(mean.semantic!);
   }, 60_000);
@@ -85,17 +83,18 @@ describe("memory retrieval on the labelled set", () => {
     let relevant = 0;
     let kept = 0;
     for (const q of queries) {
-      const all = ids(await rank(q.text, { cut: false }));
-      const cut = new Set(ids(await rank(q.text)));
+      const all = await ids(await rank(q.text, { cut: false }));
+      const cut = new Set(await ids(await rank(q.text)));
       for (const id of all) if (q.relevant[id]) (relevant++, cut.has(id) && kept++);
     }
+    console.log(`memory retrieval cut (${backend.name}): off-topic ${(returned / set.offTopic.length).toFixed(2)} per query, relevant kept ${(kept / relevant).toFixed(3)}`);
     expect(kept / relevant).toBeGreaterThan(0.9);
   }, 60_000);
 
   test("'brute force protection for logins' finds the login rate limiting among the first three, and not the backups", async () => {
     const hits = await rank("brute force protection for logins");
-    const rows = app.memory.memory.store(tenant).milestonesByKeys(hits.map((h) => h.key));
-    const topics = hits.map((h) => set.milestones.find((m) => m.id === fixtureId.get(key(rows.get(h.key)!)))?.topic ?? "other");
+    const rows = await m.memory.store(tenant).milestonesByKeys(hits.map((h) => h.key));
+    const topics = hits.map((h) => set.milestones.find((x) => x.id === fixtureId.get(key(rows.get(h.key)!)))?.topic ?? "other");
     expect(topics.slice(0, 3)).toContain("login/ratelimit");
     expect(topics.slice(0, 3).every((t) => t.startsWith("login/"))).toBe(true);
     expect(hits.map((h) => rows.get(h.key)!.thisContribution).join("\n")).not.toContain("pgBackRest");

@@ -36,7 +36,7 @@ describe("SVC_STORAGE__URL", () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ConfigError);
-      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL.*identity.*Unset SVC_STORAGE__URL/s);
+      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL.*keys.*Unset SVC_STORAGE__URL/s);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -23,12 +23,12 @@ const dir = mkdtempSync(join(tmpdir(), "svc-bench-identity-"));
 const app = createApp(loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "bench-secret-bench-secret-bench" }), { logger: new Logger("error", () => {}) });
 const id = app.identity;
 const T = "bench";
-const user = id.users.create(T, { email: "bench@example.com" });
-id.roles.assign(T, user.id, { roleId: id.roles.findByName(T, "viewer")!.id });
-const parent = id.teams.create(T, { name: "org", maxBudgetCents: 1e12 });
-const team = id.teams.create(T, { name: "team", parentTeamId: parent.id, maxBudgetCents: 1e12 });
-const loose = id.keys.create(T, { name: "loose" });
-const budgeted = id.keys.create(T, { name: "budgeted", teamId: team.id });
+const user = await id.users.create(T, { email: "bench@example.com" });
+await id.roles.assign(T, user.id, { roleId: (await id.roles.findByName(T, "viewer"))!.id });
+const parent = await id.teams.create(T, { name: "org", maxBudgetCents: 1e12 });
+const team = await id.teams.create(T, { name: "team", parentTeamId: parent.id, maxBudgetCents: 1e12 });
+const loose = await id.keys.create(T, { name: "loose" });
+const budgeted = await id.keys.create(T, { name: "budgeted", teamId: team.id });
 
 const tenantJwt = await app.tokens.sign({ tenantId: T, sub: T });
 const userJwt = await app.tokens.sign({ tenantId: T, sub: `user:${user.id}` });
@@ -48,12 +48,19 @@ async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
   return ((performance.now() - t0) * 1e6) / N;
 }
 
-// a single-node guard answers synchronously (a shared store's would return a promise)
-const sync = <T>(t: T | Promise<T>) => t as T;
+// the first check and admission read the stores; after that both answer from memory, synchronously
+await id.access.check(userP);
+await id.access.check(keyP);
+for (const keyId of [loose.id, budgeted.id]) (await id.guard.admit({ tenantId: T, sub: "k", keyId }, "gpt-4o-mini")).settle(0);
+function sync<T>(v: T | Promise<T>): T {
+  if (v instanceof Promise) throw new Error("a warm check or admission went to the database");
+  return v;
+}
+
 const cases: Record<string, () => void> = {
-  "check: tenant token": () => void id.access.check(tenantP),
-  "check: user token": () => void id.access.check(userP),
-  "check: token exchanged for a key": () => void id.access.check(keyP),
+  "check: tenant token": () => void sync(id.access.check(tenantP)),
+  "check: user token": () => void sync(id.access.check(userP)),
+  "check: token exchanged for a key": () => void sync(id.access.check(keyP)),
   "guard: no key": () => sync(id.guard.admit({ tenantId: T, sub: T }, "gpt-4o-mini")).settle(0),
   "guard: key of no team": () => sync(id.guard.admit({ tenantId: T, sub: "k", keyId: loose.id }, "gpt-4o-mini")).settle(0.0001),
   "guard: key of a budgeted team (2 budgets)": () => sync(id.guard.admit({ tenantId: T, sub: "k", keyId: budgeted.id }, "gpt-4o-mini")).settle(0.0001),

@@ -57,9 +57,9 @@ async function main() {
     const t0 = performance.now();
     let stored = false;
     try {
-      memory.getProject(tenant, "product");
+      await memory.getProject(tenant, "product");
     } catch {
-      memory.createProject(tenant, { projectId: "product", name: "Product", roadmap: "" });
+      await memory.createProject(tenant, { projectId: "product", name: "Product", roadmap: "" });
       for (const m of set.milestones) {
         const { deduplicated } = await memory.storeMilestone(tenant, "product", { branchPurpose: m.branchPurpose, cumulativeProgress: m.cumulativeProgress, thisContribution: m.thisContribution, agentId: m.agentId });
         if (deduplicated) throw new Error(`fixture milestone ${m.id} duplicates another`);
@@ -69,8 +69,9 @@ async function main() {
     const storeSecs = stored ? (performance.now() - t0) / 1000 : 0;
     const store = memory.store(tenant);
     const retriever = new Retriever(app.embedder, app.memory.vectors);
-    const idsOf = (hits: Hit[]) => {
-      const rows = store.milestonesByKeys(hits.map((h) => h.key));
+    const idsOf = async (ranked: Promise<Hit[]>) => {
+      const hits = await ranked;
+      const rows = await store.milestonesByKeys(hits.map((h) => h.key));
       return hits.map((h) => fixtureId.get(key(rows.get(h.key)!))!);
     };
     const fusion: Fusion | undefined = values.fusion ? JSON.parse(values.fusion) : undefined;
@@ -82,7 +83,7 @@ async function main() {
       for (const f of variants) {
         const by: Record<string, number[]> = {};
         for (const q of set.queries) {
-          const ranked = idsOf(retriever.rank(store, "milestone", q.text, vecs.get(q.id)!, ["product"], 10, {}, { fusion: f, cut: false }));
+          const ranked = await idsOf(retriever.rank(store, "milestone", q.text, vecs.get(q.id)!, ["product"], 10, {}, { fusion: f, cut: false }));
           for (const k of [q.kind, "all"]) (by[k] ??= []).push(ndcgAt(ranked, q.relevant));
         }
         process.stdout.write(`${JSON.stringify(f)} ${Object.entries(by).map(([k, v]) => `${k} ${mean(v).toFixed(3)}`).join("  ")}\n`);
@@ -102,14 +103,14 @@ async function main() {
     for (const q of set.queries) {
       const vec = await retriever.embedQuery(q.text);
       for (const { name: mode, mode: rankMode, fusion: f } of rankings) {
-        const ranked = idsOf(retriever.rank(store, "milestone", q.text, vec, ["product"], 10, {}, { mode: rankMode, cut: false, fusion: f }));
+        const ranked = await idsOf(retriever.rank(store, "milestone", q.text, vec, ["product"], 10, {}, { mode: rankMode, cut: false, fusion: f }));
         for (const kind of [q.kind, "all"]) {
           const r = ((results[mode] ??= {})[kind] ??= { ndcg: [], mrr: [] });
           r.ndcg.push(ndcgAt(ranked, q.relevant));
           r.mrr.push(reciprocalRank(ranked, q.relevant));
         }
         if (mode === "fused") {
-          const kept = new Set(idsOf(retriever.rank(store, "milestone", q.text, vec, ["product"], 10, {}, { fusion })));
+          const kept = new Set(await idsOf(retriever.rank(store, "milestone", q.text, vec, ["product"], 10, {}, { fusion })));
           for (const id of ranked) if (q.relevant[id]) (cut.relevantInTop10++, kept.has(id) && cut.keptRelevant++);
           cut.returnedOnTopic += kept.size;
           cut.onTopicQueries++;
@@ -120,8 +121,8 @@ async function main() {
     let offUncut = 0;
     for (const text of set.offTopic) {
       const vec = await retriever.embedQuery(text);
-      offUncut += retriever.rank(store, "milestone", text, vec, ["product"], 10, {}, { cut: false, fusion }).length;
-      offReturned += retriever.rank(store, "milestone", text, vec, ["product"], 10, {}, { fusion }).length;
+      offUncut += (await retriever.rank(store, "milestone", text, vec, ["product"], 10, {}, { cut: false, fusion })).length;
+      offReturned += (await retriever.rank(store, "milestone", text, vec, ["product"], 10, {}, { fusion })).length;
     }
     const table = Object.fromEntries(
       modes.map((mode) => [mode, Object.fromEntries(Object.entries(results[mode]!).map(([kind, r]) => [kind, { ndcg10: +mean(r.ndcg).toFixed(3), mrr: +mean(r.mrr).toFixed(3), n: r.ndcg.length }]))]),

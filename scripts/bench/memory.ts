@@ -24,7 +24,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TokenService } from "../../src/core/auth";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
+import { Lexical } from "../../src/memory/lexical";
 import { loadConfig } from "../../src/config";
 import * as embedding from "../../src/embedding";
 import { Metrics } from "../../src/core/metrics";
@@ -133,23 +134,24 @@ async function bulkLoad(total: number) {
   const cfg = loadConfig({});
   const emb = embedding.create({ config: cfg.embedding, metrics: new Metrics(), log: new Logger("error") });
   const db = new Db(dbPath);
-  const store = new MemoryStore(storageOf(db).tenant("bench"));
+  const data = openStorage({ path: dbPath, db });
+  const store = new MemoryStore(data.tenant("bench"), new Lexical(data.dialect, undefined), data.dialect);
   const t0 = performance.now();
   const n = total - stored;
   for (let i = stored; i < total; i += 64) {
     const batch = Array.from({ length: Math.min(64, total - i) }, (_, j) => ({ p: `p${(i + j) % PROJECTS}`, m: milestone((i + j) % PROJECTS) }));
     const vecs = await emb.service.embed(batch.map((b) => milestoneEmbedText(b.m)));
-    store.tx(() =>
-      batch.forEach((b, j) => {
+    await store.tx(async () => {
+      for (const [j, b] of batch.entries()) {
         const at = new Date().toISOString();
         const hash = contentHash(b.m.branchPurpose, b.m.cumulativeProgress, b.m.thisContribution);
-        store.insertMilestone(
-          { milestoneId: uuid(), projectId: b.p, branchName: "main", ...b.m, contentHash: hash, contentHashHex: "", sequenceNumber: store.nextSequence(b.p, at), mergedFrom: null, createdAt: at },
+        await store.insertMilestone(
+          { milestoneId: uuid(), projectId: b.p, branchName: "main", ...b.m, contentHash: hash, contentHashHex: "", sequenceNumber: await store.nextSequence(b.p, at), mergedFrom: null, createdAt: at },
           emb.service.id,
           vecs[j]!,
         );
-      }),
-    );
+      }
+    });
   }
   db.close();
   await emb.close?.();

@@ -42,9 +42,9 @@ async function build(redisUrl: string): Promise<{ app: App; key: Principal }> {
   const config = loadConfig({}, { storage: { path: join(dir, "svc.db") }, auth: { jwt_secret: "bench-hot-state-secret-bench-hot-state" }, cache: { enabled: false }, redis: { url: redisUrl }, server: { request_log: false } });
   const app = createApp(config, { logger: log });
   if (app.hotState) for (let i = 0; i < 500 && !app.hotState.ready(); i++) await Bun.sleep(10);
-  const parent = app.identity.teams.create("bench", { name: "org", maxBudgetCents: 1_000_000_000 });
-  const team = app.identity.teams.create("bench", { name: "team", parentTeamId: parent.id, maxBudgetCents: 1_000_000_000 });
-  const k = app.identity.keys.create("bench", { name: "budget", teamId: team.id });
+  const parent = await app.identity.teams.create("bench", { name: "org", maxBudgetCents: 1_000_000_000 });
+  const team = await app.identity.teams.create("bench", { name: "team", parentTeamId: parent.id, maxBudgetCents: 1_000_000_000 });
+  const k = await app.identity.keys.create("bench", { name: "budget", teamId: team.id });
   return { app, key: { tenantId: "bench", sub: `key:${k.id}`, permissions: new Set(), via: "api_key", keyId: k.id } };
 }
 

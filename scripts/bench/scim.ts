@@ -23,11 +23,11 @@ for (const size of sizes) {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-scim-"));
   const app = createApp(loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_AUTH__JWT_SECRET: "bench-secret-bench-secret-bench" }, { rate_limits: { enabled: false } }), { logger: new Logger("error", () => {}) });
   const T = "bench";
-  const { plainValue } = app.identity.scimTokens.create(T, { name: "bench", scopes: ["users:read", "users:write", "groups:read", "groups:write"] });
+  const { plainValue } = await app.identity.scimTokens.create(T, { name: "bench", scopes: ["users:read", "users:write", "groups:read", "groups:write"] });
   const ids: string[] = [];
-  for (let i = 0; i < size; i++) ids.push(app.identity.users.create(T, { email: `user${i}@bench.test`, identity_provider: "scim" }).id);
-  const team = app.identity.teams.create(T, { name: "g" });
-  app.identity.teams.setMembers(T, team.id, ids.slice(0, Math.min(100, size)));
+  for (let i = 0; i < size; i++) ids.push((await app.identity.users.create(T, { email: `user${i}@bench.test`, identity_provider: "scim" })).id);
+  const team = await app.identity.teams.create(T, { name: "g" });
+  await app.identity.teams.setMembers(T, team.id, ids.slice(0, Math.min(100, size)));
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await app.fetch(
       new Request(`http://bench${path}`, {

@@ -42,6 +42,7 @@ import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import type { CacheMetrics } from "./metrics";
 import { FeedbackBook, type FeedbackStats } from "./feedback";
+import { CacheSync, applyChange, type CacheSharing } from "./replicas";
 
 export interface EngineSettings {
   enabled: boolean;
@@ -96,6 +97,8 @@ export interface EngineSettings {
   connectivity?: number;
   efConstruction?: number;
   singleFlightWaitMs: number;
+  /** replicas: the cross-replica single flight's lease, renewed while its holder runs (default 3000 ms) */
+  singleFlightLeaseMs?: number;
   /** neighbours examined per lookup */
   candidates: number;
   /** a tenant's in-memory state (indexes, counters) is dropped after this long without use (default 600 s) */
@@ -139,6 +142,8 @@ export interface EngineOptions {
   timers?: boolean;
   /** how often the TTL sweep and idle-tenant unloading run (default 60 s) */
   sweepIntervalMs?: number;
+  /** several replicas (Redis): follow and announce entry changes, single flight across replicas (replicas.ts) */
+  shared?: CacheSharing;
 }
 
 /** what lookup() derived for this input (keys, embeddings), carried by its miss so store/singleFlight do not redo it */
@@ -194,6 +199,8 @@ export class SemanticCacheEngine {
   private closed = false;
   /** wrong-hit feedback: per-tenant negatives and operating points (feedback.ts) */
   readonly feedback: FeedbackBook;
+  /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
+  readonly sync?: CacheSync;
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
@@ -238,7 +245,14 @@ export class SemanticCacheEngine {
       log: o.log,
     });
     if (o.timers !== false) this.startTimers();
+    if (o.shared) this.sync = new CacheSync(o.shared, (e) => applyChange(e, this.tenants, this.exact, this.sessions), this.resync, o.log, o.metrics);
   }
+
+  /** Changes may have been missed (Redis restarted or flushed): drop what memory holds; it reloads from the database. */
+  private resync = () => {
+    this.exact.clear();
+    this.tenants.dropAll();
+  };
 
   /** Hit bookkeeping and the gauge every second; TTL sweep and idle unloading every minute. */
   private startTimers() {
@@ -496,6 +510,7 @@ export class SemanticCacheEngine {
     const ts = this.tenants.get(tenantId);
     ts.repo.putSettings(next, this.now());
     ts.dropSettings();
+    void this.sync?.append({ t: tenantId, k: "settings" });
     return ts.settings();
   }
 
@@ -556,6 +571,8 @@ export class SemanticCacheEngine {
     ts.count++;
     ts.stats.stores++;
     if (semantic) this.tenants.index(input.tenantId, ts, keys.partition!).add(vecKey, state.queryVec!);
+    // announced before the answer leaves this replica: the others serve it as soon as the client has it
+    const announced = this.sync?.added(input.tenantId, vecKey, semantic ? keys.partition! : null, keys.exactKey);
     this.exact.set(`${input.tenantId}\u0000${keys.exactKey}`, {
       vecKey,
       id,
@@ -564,17 +581,34 @@ export class SemanticCacheEngine {
       outputTokens: payload.usage.outputTokens,
       expiresAt,
     });
-    if (ts.count > s.maxEntriesPerTenant) {
+    // with replicas this replica's count follows the others' changes through the stream: near the bound, the database's count decides
+    if (ts.count > s.maxEntriesPerTenant || (this.sync && ts.count * 10 >= s.maxEntriesPerTenant * 9)) {
       this.tenants.flushTouches(ts);
-      const evicted = ts.repo.evictColdest(ts.count - s.maxEntriesPerTenant);
+      // the database decides how many go (its count, not this replica's): with several replicas the
+      // LRU eviction happens once for the tenant, by whichever replica's statement runs first
+      const evicted = ts.repo.evictOver(s.maxEntriesPerTenant);
       ts.stats.evictions += evicted.length;
       this.dropRows(input.tenantId, ts, evicted);
+      if (this.sync) ts.count = ts.repo.count();
     }
+    await announced;
   }
 
-  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T> {
+  /**
+   * Coalesce concurrent identical misses (in process; with `replay` and replicas, across replicas:
+   * a waiter on another replica answers `replay(entry)` once the holder's answer is stored).
+   */
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult, replay?: (p: CachedPayload) => T): Promise<T> {
     const keys = stateOf(miss)?.keys ?? deriveKeys(input, this.emb.id);
-    return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
+    const sync = this.sync;
+    if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
+    const t = input.tenantId;
+    const fromEntry = () => {
+      const row = this.closed ? undefined : this.tenants.get(t).repo.findExact(keys.exactKey, this.now());
+      return row ? replay({ body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } }) : undefined;
+    };
+    const opts = { leaseMs: this.o.settings.singleFlightLeaseMs ?? 3_000, waitMs: this.o.settings.singleFlightWaitMs };
+    return this.flights.run(`${t}\u0000${keys.exactKey}`, () => sync.flight(t, keys.exactKey, opts, fn, fromEntry));
   }
 
   // ---------------------------------------------------------------- admin
@@ -586,6 +620,7 @@ export class SemanticCacheEngine {
     this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
     this.feedback.forgetTenant(tenantId);
+    await this.sync?.append({ t: tenantId, k: "purge" });
     return removed.length;
   }
 
@@ -650,6 +685,7 @@ export class SemanticCacheEngine {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    this.sync?.close();
     this.tenants.close();
     this.exact.clear();
   }
@@ -657,6 +693,7 @@ export class SemanticCacheEngine {
   // ---------------------------------------------------------------- internals
 
   private dropRows(tenantId: string, ts: TenantState, rows: Removed[]) {
+    this.sync?.dropped(tenantId, rows);
     for (const r of rows) {
       if (r.partition) ts.parts.get(r.partition)?.remove(r.vecKey);
       this.exact.delete(`${tenantId}\u0000${r.exactKey}`);

@@ -15,12 +15,14 @@ import { CACHE_MIGRATIONS } from "./migrations";
 import { cacheMetrics } from "./metrics";
 import { cacheRoutes } from "./routes";
 import type { CacheConfig, ContextCacheConfig } from "./config";
+import type { CacheSharing } from "./replicas";
 
 export { SemanticCacheEngine, type EngineSettings } from "./engine";
 export { LearnedModel } from "./verify/learned";
 export { defaultLearnedModel } from "./verify/learned-default";
 export { CACHE_SECTIONS, checkCacheConfig, type CacheConfig, type ContextCacheConfig } from "./config";
 export { CACHE_MIGRATIONS } from "./migrations";
+export type { CacheSharing } from "./replicas";
 
 /** The configuration sections the cache reads. */
 export interface CacheSettingsInput {
@@ -77,6 +79,8 @@ export interface CacheDeps {
   metrics: Metrics;
   log: Logger;
   kernel: Kernel;
+  /** several replicas (Redis): one cache across them (replicas.ts); absent on a single node */
+  shared?: CacheSharing;
 }
 
 /** What the engine reads of the whole configuration. */
@@ -107,6 +111,7 @@ export function create(deps: CacheDeps): Domain<SemanticCacheEngine> & { metrics
     metrics,
     settings: engineSettings(deps.config),
     indexDir: indexDirOf(deps.config.cache, deps.databasePath),
+    shared: deps.shared,
   });
   return {
     name: "cache",

@@ -220,12 +220,16 @@ export class CacheStore {
     return this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant ${REMOVED}`);
   }
 
-  evictColdest(n: number): Removed[] {
-    if (n <= 0) return [];
+  /**
+   * LRU eviction decided by the database: the coldest entries beyond `max`, counted in the same
+   * statement, so replicas storing at once evict what is over the bound once, not once each.
+   */
+  evictOver(max: number): Removed[] {
     return this.t.all<Removed>(
       `DELETE FROM cache_entries WHERE tenant_id = $tenant AND vec_key IN (
-         SELECT vec_key FROM cache_entries WHERE tenant_id = $tenant ORDER BY last_used_at ASC, vec_key ASC LIMIT $n) ${REMOVED}`,
-      { n },
+         SELECT vec_key FROM cache_entries WHERE tenant_id = $tenant ORDER BY last_used_at ASC, vec_key ASC
+         LIMIT MAX(0, (SELECT COUNT(*) FROM cache_entries WHERE tenant_id = $tenant) - $max)) ${REMOVED}`,
+      { max },
     );
   }
 

@@ -75,6 +75,22 @@ export class TenantRegistry {
     return ts;
   }
 
+  /** The tenant's state when it is loaded (never loads it). */
+  peek(tenantId: string): TenantState | undefined {
+    return this.tenants.get(tenantId);
+  }
+
+  /** Drop a tenant's memory without saving it (another replica changed its entries wholesale): it reloads from the database. */
+  drop(tenantId: string) {
+    this.tenants.delete(tenantId);
+  }
+
+  /** Drop every tenant's memory without saving (changes may have been missed): each reloads from the database on its next use. */
+  dropAll() {
+    this.flushTouches(); // hit bookkeeping is this replica's own: kept
+    this.tenants.clear();
+  }
+
   /** Tenants whose state is in memory (diagnostics and tests). */
   loaded(): string[] {
     return [...this.tenants.keys()];

@@ -25,6 +25,10 @@ export const TOPICS = {
   budget: "identity.budget",
   /** a tenant's rate-limit tier changed: {t} */
   tier: "ratelimit.tier",
+  /** MCP tool-result cache: an invalidation began {t, b: 1} (a read in flight must not store), or entries went {t, r: [[toolId, vecKey]]} */
+  mcpToolCache: "mcp.toolcache",
+  /** MCP stream events for WebSocket subscribers on every replica: "<channel>\0<tenant>\0<event JSON>" */
+  mcpEvents: "mcp.events",
 } as const;
 
 export type Topic = (typeof TOPICS)[keyof typeof TOPICS];
@@ -70,6 +74,19 @@ export const script = (src: string): Script => ({ src, sha: new Bun.CryptoHasher
 export interface SharedStore {
   readonly connected: boolean;
   run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown>;
+}
+
+/**
+ * An ordered log every replica follows (a Redis Stream): entries are appended by scripts on the
+ * SharedStore (XADD, after the durable write) and read here in order by each replica from its own
+ * position. A replica starts at the log's end (what came before is already in the database);
+ * after a reconnect it goes on from its position, and when entries it did not read may be gone
+ * (Redis restarted or flushed, the log trimmed past its position) `resync` is called instead: the
+ * follower then rebuilds what it keeps in memory from the database.
+ */
+export interface SharedLog {
+  /** `handler` gets each entry's payload and its append time (ms since the epoch, the store's clock) */
+  follow(stream: string, handler: (payload: string, appendedAt: number) => void, resync: () => void): void;
 }
 
 export type FailMode = "closed" | "open";

@@ -97,10 +97,20 @@ export class RequestObserver {
   /** tenants that made an authenticated request since start (for /stats) */
   readonly tenantsSeen = new Set<string>();
   requests = 0;
+  private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
-  finish(request: Request, state: { id: string; route?: string; principal?: Principal; facts?: Record<string, unknown>; settled?: Promise<unknown> }, status: number, startedAt: number) {
+  /**
+   * Be told the status of every authenticated request's answer (tenant, status, the mount that
+   * served it), synchronously: a watcher must only count, never do I/O (e.g. the overview's
+   * per-tenant error and 429 counts, written behind in batches).
+   */
+  watch(f: (tenantId: string, status: number, mount: Mount) => void) {
+    this.watchers = [...this.watchers, f];
+  }
+
+  finish(request: Request, state: { id: string; route?: string; principal?: Principal; facts?: Record<string, unknown>; settled?: Promise<unknown>; mount?: Mount }, status: number, startedAt: number) {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
@@ -109,7 +119,10 @@ export class RequestObserver {
     this.metrics.httpRequests.inc(labels);
     this.metrics.httpDuration.observe(labels, ms / 1000);
     const tenant = state.principal?.tenantId;
-    if (tenant) this.tenantsSeen.add(tenant);
+    if (tenant) {
+      this.tenantsSeen.add(tenant);
+      if (state.mount) for (const w of this.watchers) w(tenant, status, state.mount);
+    }
     if (!this.requestLog) return;
     const line = (extra?: Record<string, unknown>) =>
       this.log.info("request", {
@@ -293,7 +306,7 @@ export class Kernel {
    * and body size. Either the (possibly re-buffered) request and its state, or the error answer.
    * WebSocket upgrades use it directly.
    */
-  async admit(request: Request, route?: string): Promise<{ request: Request; state: RequestState } | { response: Response; state: RequestState }> {
+  async admit(request: Request, route?: string, opts?: { websocket?: boolean }): Promise<{ request: Request; state: RequestState } | { response: Response; state: RequestState }> {
     const path = pathOf(request.url);
     const mount = this.mountOf(path);
     const state: RequestState = { id: requestIdOf(request), mount, route, headers: {} };
@@ -302,8 +315,14 @@ export class Kernel {
       this.checkHeaderSize(request);
       if (mount.auth !== "public") {
         // the URL object only where it is read (a domain's own credential; ?key= is parsed lazily)
+        // a browser cannot set Authorization on a WebSocket: an upgrade may carry the bearer token as a subprotocol instead
+        const offered = opts?.websocket && typeof mount.auth !== "function" && !request.headers.has("authorization") ? subprotocolToken(request) : undefined;
         state.principal =
-          typeof mount.auth === "function" ? await mount.auth(request, new URL(request.url)) : await this.o.auth.authenticate(request, mount.auth);
+          typeof mount.auth === "function"
+            ? await mount.auth(request, new URL(request.url))
+            : offered !== undefined
+              ? await this.o.auth.authenticateCredential(offered)
+              : await this.o.auth.authenticate(request, mount.auth);
         // the in-process limiter answers synchronously; the shared one (Redis) is awaited
         const limited = this.o.limiter.enforce(state.principal, groupOf(mount, request.method), state.headers);
         if (limited) await limited;
@@ -453,6 +472,23 @@ export class Kernel {
       });
     }
   }
+}
+
+/** The subprotocol a WebSocket client names to carry its bearer token (browsers cannot set Authorization on a WebSocket). */
+export const BEARER_SUBPROTOCOL = "svc.bearer";
+
+/**
+ * The token of `Sec-WebSocket-Protocol: svc.bearer, <token>` (a JWT or API key is a valid
+ * subprotocol token); undefined when the upgrade does not offer svc.bearer, "" when it offers it
+ * without a token (refused as missing credentials).
+ */
+export function subprotocolToken(request: Request): string | undefined {
+  const offered = request.headers.get("sec-websocket-protocol");
+  if (!offered) return undefined;
+  const list = offered.split(",").map((p) => p.trim());
+  const i = list.indexOf(BEARER_SUBPROTOCOL);
+  if (i < 0) return undefined;
+  return list[i + 1] ?? "";
 }
 
 /** The rate-limit group a mount declares for a request method. */

@@ -9,18 +9,26 @@
  */
 import { RedisClient } from "bun";
 import type { RedisConfig } from "./config";
-import { LocalBus, TOPICS, type Bus, type FailMode, type FailPolicy, type Script, type SharedStore, type Topic } from "./hotstate";
+import { LocalBus, TOPICS, type Bus, type FailMode, type FailPolicy, type Script, type SharedLog, type SharedStore, type Topic } from "./hotstate";
 import type { Logger } from "./log";
 import type { Counter } from "./metrics";
 
 const CHANNEL = "bus";
+
+/** a followed stream: its key, this replica's position (last id read; null = not yet placed at the end) */
+interface Follower {
+  key: string;
+  pos: string | null;
+  handler: (payload: string, appendedAt: number) => void;
+  resync: () => void;
+}
 
 interface Pending {
   at: number;
   reject: (e: Error) => void;
 }
 
-export class RedisHotState implements SharedStore, Bus {
+export class RedisHotState implements SharedStore, Bus, SharedLog {
   readonly bus = new LocalBus();
   private readonly cmd: RedisClient;
   private readonly sub: RedisClient;
@@ -34,6 +42,9 @@ export class RedisHotState implements SharedStore, Bus {
   private readonly pending = new Set<Pending>();
   private readonly watchdog: ReturnType<typeof setInterval>;
   readonly fail: FailPolicy;
+  /** streams followed (SharedLog), read by one blocking XREAD on a third connection */
+  private readonly follows: Follower[] = [];
+  private reader?: RedisClient;
 
   constructor(
     readonly config: RedisConfig,
@@ -75,7 +86,7 @@ export class RedisHotState implements SharedStore, Bus {
 
   /** /ready: both connections up (limits need commands, invalidations need the subscriber) */
   ready(): boolean {
-    return this.cmd.connected && this.sub.connected && this.subscribed;
+    return this.cmd.connected && this.sub.connected && this.subscribed && (this.follows.length === 0 || (!!this.reader?.connected && this.follows.every((f) => f.pos !== null)));
   }
 
   run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
@@ -155,8 +166,79 @@ export class RedisHotState implements SharedStore, Bus {
     }
   }
 
+  // ---- SharedLog ------------------------------------------------------------------
+
+  follow(stream: string, handler: (payload: string, appendedAt: number) => void, resync: () => void) {
+    this.follows.push({ key: `${this.config.prefix}${stream}`, pos: null, handler, resync });
+    if (this.follows.length === 1) void this.readLoop();
+  }
+
+  /** this replica's position in a followed stream (tests) */
+  position(stream: string): string | null {
+    return this.follows.find((f) => f.key === `${this.config.prefix}${stream}`)?.pos ?? null;
+  }
+
+  /**
+   * One blocking XREAD over every followed stream, on its own connection (a blocked connection
+   * cannot carry other commands). A stream is first placed at its end. After a connection loss
+   * the reader goes on from its position when that entry is still in the stream, so nothing is
+   * skipped or read twice; when it is gone (Redis restarted, flushed, or the stream trimmed past
+   * it), entries may have been missed: the follower resyncs and starts again at the end.
+   */
+  private async readLoop() {
+    let r: RedisClient | undefined;
+    let fresh = true;
+    while (!this.closed) {
+      try {
+        if (!r?.connected) {
+          r?.close();
+          r = this.reader = new RedisClient(this.config.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: 2_000, enableAutoPipelining: false });
+          await r.connect();
+          fresh = true;
+        }
+        if (fresh) {
+          for (const f of this.follows) {
+            if (f.pos !== null && f.pos !== "0-0") {
+              const still = (await r.send("XRANGE", [f.key, f.pos, f.pos])) as unknown[];
+              if (still.length) continue;
+            }
+            const tail = (await r.send("XREVRANGE", [f.key, "+", "-", "COUNT", "1"])) as Array<[string, unknown]>;
+            const had = f.pos !== null;
+            f.pos = tail[0]?.[0] ?? "0-0";
+            if (had) f.resync();
+          }
+          fresh = false;
+        }
+        const got = await r.send("XREAD", ["COUNT", "500", "BLOCK", "1000", "STREAMS", ...this.follows.map((f) => f.key), ...this.follows.map((f) => f.pos!)]);
+        if (!got) continue;
+        // RESP3 answers a map {stream: entries}; RESP2 an array of [stream, entries]
+        const byKey = Array.isArray(got) ? Object.fromEntries(got as Array<[string, unknown]>) : (got as Record<string, unknown>);
+        for (const f of this.follows) {
+          for (const [id, fields] of (byKey[f.key] ?? []) as Array<[string, string[]]>) {
+            f.pos = id;
+            const i = fields.indexOf("p");
+            try {
+              // an entry id is "<ms>-<seq>", the ms of Redis's clock at XADD
+              if (i >= 0) f.handler(fields[i + 1]!, Number(id.slice(0, id.indexOf("-"))));
+            } catch (e) {
+              this.log.warn("stream entry not applied", { stream: f.key, id, error: String(e) });
+            }
+          }
+        }
+      } catch (e) {
+        if (this.closed) break;
+        if (!fresh) this.log.warn("redis stream reader lost its connection (reconnecting)", { error: String(e) });
+        fresh = true;
+        r?.close();
+        r = undefined;
+        await Bun.sleep(200);
+      }
+    }
+  }
+
   close() {
     this.closed = true;
+    this.reader?.close();
     clearInterval(this.watchdog);
     this.cmd.close();
     this.sub.close();

@@ -21,7 +21,7 @@ import { queryRoutes } from "./query";
 import { GatewayService } from "./service";
 import { PriceTable } from "./prices";
 import { UsageQuery, usageRoutes } from "./usage-api";
-import { OVERVIEW_MIGRATIONS, OverviewQuery, overviewRoutes } from "./overview-api";
+import { OutcomeCounter, OVERVIEW_MIGRATIONS, OverviewQuery, overviewRoutes } from "./overview-api";
 import { Elysia } from "elysia";
 import { probeProvider, type ProbeResult } from "./probe";
 import type { ProviderName } from "./providers";
@@ -130,18 +130,24 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   });
   const service = new GatewayService(pipeline, () => deps.config.models.routes);
   const usageQuery = new UsageQuery(deps.storage, () => usage.flush());
-  for (const prefix of PROXY_PREFIXES) deps.kernel.register({ prefix, envelope: DOC1, auth: "sdk", rateGroup: "proxy" });
+  const proxyMounts = PROXY_PREFIXES.map((prefix) => deps.kernel.register({ prefix, envelope: DOC1, auth: "sdk", rateGroup: "proxy" }));
+  // the overview's errors and 429s: the proxies' failed answers leave no usage record
+  const outcomes = new OutcomeCounter(deps.storage, (e) => deps.log.error("request outcome flush failed", { error: String(e) }));
+  deps.kernel.observer.watch((tenantId, status, mount) => proxyMounts.includes(mount) && outcomes.observe(tenantId, status));
   return {
     name: "gateway",
     migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS],
     routes: new Elysia({ name: "svc-gateway" }).use(queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled)).use(usageRoutes(deps.kernel, usageQuery))
-      .use(overviewRoutes(deps.kernel, new OverviewQuery(deps.storage, () => usage.flush()))),
+      .use(overviewRoutes(deps.kernel, new OverviewQuery(deps.storage, () => usage.flush(), Date.now, outcomes))),
     native: proxyRoutes(proxyServer({ pipeline, log: deps.log, isGatewayCredential: deps.isGatewayCredential })),
     service,
     pipeline,
     usage,
     usageQuery,
     probe: (provider, timeoutMs) => probeProvider(deps.config.providers, provider as ProviderName, timeoutMs),
-    close: () => usage.close(),
+    close: () => {
+      usage.close();
+      outcomes.close();
+    },
   };
 }

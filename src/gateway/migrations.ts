@@ -52,4 +52,16 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
     id: "0004_usage_priced",
     up: `ALTER TABLE usage_records ADD COLUMN priced INTEGER NOT NULL DEFAULT 1;`,
   },
+  {
+    // why a request hit or missed (the dashboard's request detail, and "this hit was wrong" on the
+    // entry that answered): the cache entry of a hit, the similarity (a hit's, or a miss's nearest
+    // cached question), the learned stage's score when it decided, and the operating point used
+    id: "0007_usage_cache_detail",
+    up: `
+      ALTER TABLE usage_records ADD COLUMN cache_entry_id TEXT;
+      ALTER TABLE usage_records ADD COLUMN similarity REAL;
+      ALTER TABLE usage_records ADD COLUMN learned_score REAL;
+      ALTER TABLE usage_records ADD COLUMN cache_point REAL;
+    `,
+  },
 ];

@@ -85,6 +85,16 @@ const backfill = (table: string, unit: string, chars: number) => `
     ${L.map((_, i) => `SUM(${bucketCase.replaceAll("NEW.", "")} = ${i})`).join(", ")}
   FROM usage_records GROUP BY tenant_id, substr(created_at, 1, ${chars});`;
 
+/** Per tenant and minute / hour: proxy answers that were errors (5xx) or rate limited (429) (OutcomeCounter). */
+const outcomeTable = (table: string, unit: string) => `
+  CREATE TABLE ${table} (
+    tenant_id TEXT NOT NULL,
+    ${unit} TEXT NOT NULL,
+    errors INTEGER NOT NULL DEFAULT 0,
+    rate_limited INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, ${unit})
+  ) WITHOUT ROWID;`;
+
 export const OVERVIEW_MIGRATIONS: Migration[] = [
   {
     // per-minute rows serve the last hour, per-hour rows the last day and 30 days (at most 720 rows)
@@ -105,7 +115,82 @@ export const OVERVIEW_MIGRATIONS: Migration[] = [
     id: "0006_usage_records_status",
     up: `CREATE INDEX usage_records_tenant_status_time ON usage_records(tenant_id, cache_status, created_at);`,
   },
+  {
+    // per tenant and minute / hour: proxy answers that were errors (5xx) or rate limited (429)
+    id: "0008_request_outcomes",
+    up: `${outcomeTable("request_outcome_minute", "minute")}\n${outcomeTable("request_outcome_hour", "hour")}`,
+  },
 ];
+
+/**
+ * Failed proxy requests leave no usage record (only answered requests have one), so the overview's
+ * errors (5xx answers: upstream failures, timeouts, the gateway's own) and 429s (the tenant's rate
+ * limits, or a provider's passed on) are counted from the front door's answers (the kernel's
+ * RequestObserver.watch): per tenant and minute in memory, written behind in one transaction every
+ * FLUSH_MS (and before the overview reads) into a per-minute and a per-hour table, like the usage
+ * rollups. The request path only increments a counter.
+ */
+export class OutcomeCounter {
+  static FLUSH_MS = 1_000;
+  /** tenant \0 minute -> counts not yet written */
+  private pending = new Map<string, { tenantId: string; minute: string; errors: number; limited: number }>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(private readonly storage: Storage, private readonly onError: (e: unknown) => void = () => {}, private readonly now: () => number = Date.now) {}
+
+  /** One answer's status (the request path: a map update, nothing else). */
+  observe(tenantId: string, status: number) {
+    const limited = status === 429;
+    if ((!limited && status < 500) || this.closed) return;
+    const minute = new Date(this.now()).toISOString().slice(0, 16);
+    const k = `${tenantId}\0${minute}`;
+    let c = this.pending.get(k);
+    if (!c) this.pending.set(k, (c = { tenantId, minute, errors: 0, limited: 0 }));
+    if (limited) c.limited++;
+    else c.errors++;
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), OutcomeCounter.FLUSH_MS);
+      (this.timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /** Write the pending counts (one transaction for all tenants); a failed write keeps them for the next flush. */
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const add = (db: ReturnType<Storage["tenant"]>, table: string, unit: string, at: string, e: number, l: number) =>
+      db.run(
+        `INSERT INTO ${table} (tenant_id, ${unit}, errors, rate_limited) VALUES ($tenant, $at, $e, $l)
+         ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET errors = errors + excluded.errors, rate_limited = rate_limited + excluded.rate_limited`,
+        { at, e, l },
+      );
+    try {
+      this.storage.tx(() => {
+        for (const c of batch.values()) {
+          const db = this.storage.tenant(c.tenantId);
+          add(db, "request_outcome_minute", "minute", c.minute, c.errors, c.limited);
+          add(db, "request_outcome_hour", "hour", c.minute.slice(0, 13), c.errors, c.limited);
+        }
+      });
+    } catch (e) {
+      for (const [k, c] of batch) {
+        const now = this.pending.get(k);
+        if (now) (now.errors += c.errors), (now.limited += c.limited);
+        else this.pending.set(k, c);
+      }
+      this.onError(e);
+    }
+  }
+
+  close() {
+    this.flush();
+    this.closed = true;
+  }
+}
 
 /** Each range: the rollup it reads, how many of its units (the current one included), and the series' step (characters of the unit kept). */
 export const RANGES = {
@@ -136,7 +221,12 @@ export function quantile(counts: number[], q: number): number {
 }
 
 export class OverviewQuery {
-  constructor(private readonly storage: Storage, private readonly flush: () => void, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly storage: Storage,
+    private readonly flush: () => void,
+    private readonly now: () => number = Date.now,
+    private readonly outcomes?: OutcomeCounter,
+  ) {}
 
   overview(tenantId: string, range: OverviewRange) {
     const spec = RANGES[range];
@@ -151,6 +241,11 @@ export class OverviewQuery {
     const sums = `SUM(requests) AS requests, SUM(hits_exact) AS exact, SUM(hits_semantic) AS semantic, SUM(hits_context) AS context, SUM(misses) AS misses,
       SUM(bypassed) AS bypassed, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved`;
     const row = db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM ${spec.table} WHERE ${where}`, { from, to })!;
+    this.outcomes?.flush();
+    const failed = db.get<{ errors: number | null; limited: number | null }>(
+      `SELECT SUM(errors) AS errors, SUM(rate_limited) AS limited FROM ${spec.table.replace("usage_rollup", "request_outcome")} WHERE ${where}`,
+      { from, to },
+    )!;
     const n = (k: string) => Number(row[k] ?? 0);
     const hist = L.map((c) => n(c));
     const hits = n("exact") + n("semantic") + n("context");
@@ -160,7 +255,20 @@ export class OverviewQuery {
            SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM ${spec.table} WHERE ${where} GROUP BY t ORDER BY t`,
         { from, to },
       )
-      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved) }));
+      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved), errors: 0, rateLimited: 0 }));
+    // errors and 429s per bucket; a bucket with failures only is listed too
+    const outcomeTable = spec.table.replace("usage_rollup", "request_outcome");
+    const byT = new Map(series.map((p) => [p.t, p]));
+    for (const r of db.all<{ t: string; errors: number; limited: number }>(
+      `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(errors) AS errors, SUM(rate_limited) AS limited FROM ${outcomeTable} WHERE ${where} GROUP BY t`,
+      { from, to },
+    )) {
+      let p = byT.get(r.t);
+      if (!p) byT.set(r.t, (p = { t: r.t, requests: 0, hits: 0, misses: 0, costUsd: 0, costSavedUsd: 0, errors: 0, rateLimited: 0 }));
+      p.errors = r.errors;
+      p.rateLimited = r.limited;
+    }
+    if (byT.size > series.length) series.splice(0, series.length, ...[...byT.values()].sort((a, b) => a.t.localeCompare(b.t)));
     const startOf = (u: string) => Date.parse(spec.chars === 16 ? `${u}:00.000Z` : `${u}:00:00.000Z`);
     return {
       range,
@@ -178,6 +286,8 @@ export class OverviewQuery {
         costUsd: usd(n("cost")),
         costSavedUsd: usd(n("saved")),
         latencyMs: { p50: quantile(hist, 0.5), p99: quantile(hist, 0.99) },
+        errors: Number(failed.errors ?? 0),
+        rateLimited: Number(failed.limited ?? 0),
       },
       series,
     };
@@ -198,7 +308,7 @@ export class OverviewQuery {
     const total = db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM usage_records WHERE ${where}`, args)!.n;
     const rows = db.all<Record<string, any>>(
       `SELECT created_at, request_id, key_id, style, provider, model, upstream_model, deployment, attempts, cache_status, cache_tier, streamed,
-         input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd
+         input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, cache_entry_id, similarity, learned_score, cache_point
        FROM usage_records WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`,
       args,
     );
@@ -221,6 +331,10 @@ export class OverviewQuery {
         latencyMs: r.latency_ms,
         costUsd: r.cost_usd,
         costSavedUsd: r.cost_saved_usd,
+        cacheEntryId: r.cache_entry_id ?? null,
+        similarity: r.similarity ?? null,
+        learnedScore: r.learned_score ?? null,
+        cachePoint: r.cache_point ?? null,
       })),
       total,
       limit,
@@ -255,8 +369,10 @@ export const OverviewSchema = t.Object({
     costUsd: t.Number(),
     costSavedUsd: t.Number(),
     latencyMs: t.Object({ p50: t.Number(), p99: t.Number() }, { description: "interpolated within histogram buckets (~25% wide)" }),
+    errors: t.Integer({ description: "proxy requests answered with a 5xx (upstream failures, timeouts, the gateway's own errors); not counted in `requests`" }),
+    rateLimited: t.Integer({ description: "proxy requests answered 429 (the tenant's rate limits, or a provider's passed on); not counted in `requests`" }),
   }),
-  series: t.Array(t.Object({ t: t.String(), requests: Count, hits: Count, misses: Count, costUsd: t.Number(), costSavedUsd: t.Number() })),
+  series: t.Array(t.Object({ t: t.String(), requests: Count, hits: Count, misses: Count, costUsd: t.Number(), costSavedUsd: t.Number(), errors: Count, rateLimited: Count })),
 });
 
 const RequestSchema = t.Object({
@@ -277,6 +393,10 @@ const RequestSchema = t.Object({
   latencyMs: t.Number(),
   costUsd: t.Number(),
   costSavedUsd: t.Number(),
+  cacheEntryId: t.Nullable(t.String({ description: "the cache entry that answered a hit" })),
+  similarity: t.Nullable(t.Number({ description: "a hit's similarity, or a miss's nearest cached question's; null when bypassed or nothing was compared" })),
+  learnedScore: t.Nullable(t.Number({ description: "the learned stage's probability of same meaning, when it decided the hit" })),
+  cachePoint: t.Nullable(t.Number({ description: "the operating point (cosine floor) the lookup used" })),
 });
 
 export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
@@ -287,7 +407,7 @@ export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
     response: OverviewSchema,
     detail: {
       summary: "Overview of the caller's tenant over the last hour, day or 30 days: requests, hits per tier, cost, saved, latency, a series",
-      description: "What the dashboard's overview shows, for the last 60 minutes, 24 hours or 30 days (whole UTC units, the current one included): requests, hits per tier, misses and bypassed, tokens, cost and cost saved, latency p50/p99, and a per-minute, hour or day series for charts.",
+      description: "What the dashboard's overview shows, for the last 60 minutes, 24 hours or 30 days (whole UTC units, the current one included): requests, hits per tier, misses and bypassed, tokens, cost and cost saved, latency p50/p99, errors (5xx) and 429s of the proxies, and a per-minute, hour or day series for charts.",
       tags: ["usage"],
     },
   }))
@@ -303,7 +423,7 @@ export const overviewRoutes = (kernel: Kernel, q: OverviewQuery) =>
     response: t.Object({ requests: t.Array(RequestSchema), total: Count, limit: Count, offset: Count }),
     detail: {
       summary: "The caller's per-request usage records, newest first, filtered by cache status, model or key",
-      description: "One record per proxied request of the tenant (limit/offset, or `before` a timestamp for the next page): request id, key, style, provider, model and deployment, attempts, cache status and tier, whether it streamed, tokens, latency and cost.",
+      description: "One record per proxied request of the tenant (limit/offset, or `before` a timestamp for the next page): request id, key, style, provider, model and deployment, attempts, cache status and tier, whether it streamed, tokens, latency and cost, and why it hit or missed: the answering cache entry, the similarity (a miss's nearest), the learned score and the operating point.",
       tags: ["usage"],
     },
   }));

@@ -160,7 +160,7 @@ export class Pipeline {
         };
         const raw = lookup.payload.body;
         const usage = lookup.payload.usage;
-        this.record(x, meta, usage, call.stream, undefined);
+        this.record(x, meta, usage, call.stream, undefined, lookup.entryId);
         if (call.stream && endpoint.stream) {
           const frames = endpoint.stream.replay(raw, call, meta).join("");
           return { kind: "stream", stream: textStream(frames), contentType: endpoint.stream.contentType, meta };
@@ -200,7 +200,8 @@ export class Pipeline {
     };
     let res: FlightResult;
     try {
-      res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup) : await fetchAndStore();
+      // (a waiter on another replica answers from the entry the flight stored: no provider served it here)
+      res = store ? await this.d.cache.singleFlight(input, fetchAndStore, lookup, (p) => ({ ok: true, body: p.body, usage: p.usage })) : await fetchAndStore();
     } catch (e) {
       ticket.settle(0);
       throw e;
@@ -371,7 +372,7 @@ export class Pipeline {
   }
 
   /** Usage record and token charge; returns the list-price cost of what went upstream (0 on a hit). */
-  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean, served: Served | undefined): number {
+  private record(x: ExecInput, meta: CacheMeta, usage: Usage, streamed: boolean, served: Served | undefined, entryId?: string): number {
     if (usage.inputTokens || usage.outputTokens) {
       try {
         this.d.meter.chargeTokens(x.tenantId, usage.inputTokens + usage.outputTokens);
@@ -396,6 +397,11 @@ export class Pipeline {
       deployment: served?.deployment,
       upstreamModel: served?.model || undefined,
       attempts: served?.attempts ?? 0,
+      // why it hit or missed (a miss's similarity is its nearest cached question's, 0 when nothing was compared: recorded as none)
+      cacheEntryId: entryId,
+      similarity: meta.status === "HIT" || (meta.status === "MISS" && meta.similarity > 0) ? meta.similarity : undefined,
+      learnedScore: meta.learnedScore,
+      cachePoint: meta.decisionPoint,
     });
     // a hit is priced as the model asked for; an upstream answer as the model that gave it
     const cost = this.d.prices.costOf(served?.model || x.call.model, usage.inputTokens, usage.outputTokens);

@@ -80,8 +80,11 @@ export interface ResponseCache {
   lookup(input: CacheKeyInput): Promise<LookupResult>;
   /** Write after a complete, successful upstream response. Never call for errors or cut streams. */
   store(input: CacheKeyInput, payload: CachedPayload, miss?: LookupResult): Promise<void>;
-  /** Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait). */
-  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult): Promise<T>;
+  /**
+   * Coalesce concurrent identical misses: one fn() runs, the others await its result (bounded wait).
+   * With several replicas, a waiter on another replica answers `replay(entry)` from the stored entry.
+   */
+  singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult, replay?: (p: CachedPayload) => T): Promise<T>;
   /** Count a request that skipped the cache (X-Svc-Skip-Cache) in the cache's metrics. */
   bypassed(style: string): void;
 }

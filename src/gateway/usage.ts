@@ -31,6 +31,14 @@ export interface UsageRecord {
   upstreamModel?: string;
   /** upstream attempts, retries and fallbacks included (0 on a hit) */
   attempts?: number;
+  /** the cache entry that answered a hit */
+  cacheEntryId?: string;
+  /** a hit's similarity, or a miss's nearest cached question's (none when bypassed or nothing was compared) */
+  similarity?: number;
+  /** the learned stage's probability of same meaning, when it decided the hit */
+  learnedScore?: number;
+  /** the operating point (cosine floor) the lookup used */
+  cachePoint?: number;
 }
 
 export interface UsageRow extends UsageRecord {
@@ -49,8 +57,8 @@ export class UsageStore {
   constructor(private readonly db: TenantDb) {}
   insert(r: UsageRow) {
     this.db.run(
-      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts, priced)
-       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts, $priced)`,
+      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts, priced, cache_entry_id, similarity, learned_score, cache_point)
+       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts, $priced, $entry, $similarity, $learned, $point)`,
       {
         id: r.id,
         at: r.createdAt,
@@ -72,6 +80,10 @@ export class UsageStore {
         upmodel: r.upstreamModel ?? null,
         attempts: r.attempts ?? 0,
         priced: r.priced === false ? 0 : 1,
+        entry: r.cacheEntryId ?? null,
+        similarity: r.similarity ?? null,
+        learned: r.learnedScore ?? null,
+        point: r.cachePoint ?? null,
       },
     );
   }
@@ -100,6 +112,10 @@ export class UsageStore {
         upstreamModel: r.upstream_model ?? undefined,
         attempts: r.attempts,
         priced: r.priced === 1,
+        cacheEntryId: r.cache_entry_id ?? undefined,
+        similarity: r.similarity ?? undefined,
+        learnedScore: r.learned_score ?? undefined,
+        cachePoint: r.cache_point ?? undefined,
       }));
   }
 }

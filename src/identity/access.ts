@@ -4,7 +4,9 @@
  *    loaded (cached for `user_cache_ms`, forgotten in-process on every change to the user, its
  *    assignments or roles, and never past the earliest expiry of its assignments); unknown,
  *    soft-deleted or SUSPENDED → 401 `authentication_error`; otherwise the principal carries the
- *    token's permissions ∪ those of the user's unexpired workspace-wide role assignments.
+ *    token's permissions ∪ those of the user's unexpired workspace-wide role assignments. A cached
+ *    user is answered synchronously (no database, no promise); only a miss awaits the storage, and a
+ *    load that a `forget` overtook is used for its own request but not cached.
  *  - `sub = "key:<id>"` on an access token exchanged for an API key: the key must still exist and
  *    be unrevoked (401 otherwise, like a suspended user's token); the key id is attached (`keyId`),
  *    so the key's team budget and analytics apply to the token like to the key. The answer is
@@ -42,6 +44,8 @@ export class AccessCheck {
   private readonly merged = new WeakMap<Principal, { entry: Entry; principal: Principal }>();
   /** the principal with its keyId, per verified principal */
   private readonly withKey = new WeakMap<Principal, Principal>();
+  /** bumped by every forget: a load that started before one is not cached */
+  private generation = 0;
 
   constructor(
     private readonly userStore: ForTenant<UserStore>,
@@ -51,7 +55,7 @@ export class AccessCheck {
     private readonly ttlMs: number,
   ) {}
 
-  check = (p: Principal): Principal | void => {
+  check = (p: Principal): Principal | void | Promise<Principal> => {
     const sub = p.sub;
     if (sub.startsWith(USER_SUB)) return this.user(p, sub.slice(USER_SUB.length));
     if (p.via === "jwt" && p.keyId === undefined && sub.startsWith(KEY_SUB)) return this.key(p, sub.slice(KEY_SUB.length));
@@ -59,6 +63,7 @@ export class AccessCheck {
 
   /** Forget what is cached about one user, or about every user (a role changed). */
   forget(tenantId?: string, userId?: string) {
+    this.generation++;
     if (tenantId !== undefined && userId !== undefined) this.users.delete(`${tenantId}\u0000${userId}`);
     else this.users.clear();
   }
@@ -69,14 +74,19 @@ export class AccessCheck {
     else this.keys.clear();
   }
 
-  private user(p: Principal, userId: string): Principal {
+  private user(p: Principal, userId: string): Principal | Promise<Principal> {
     const cacheKey = `${p.tenantId}\u0000${userId}`;
     const nowMs = this.clock();
-    let e = this.users.get(cacheKey);
-    if (!e || nowMs >= e.until) {
-      e = this.load(p.tenantId, userId, nowMs);
-      this.users.set(cacheKey, e);
-    }
+    const e = this.users.get(cacheKey);
+    if (e && nowMs < e.until) return this.apply(p, e);
+    const generation = this.generation;
+    return this.load(p.tenantId, userId, nowMs).then((loaded) => {
+      if (generation === this.generation) this.users.set(cacheKey, loaded);
+      return this.apply(p, loaded);
+    });
+  }
+
+  private apply(p: Principal, e: Entry): Principal {
     if (e.refuse) throw unauthenticated(e.refuse);
     const m = this.merged.get(p);
     if (m && m.entry === e) return m.principal;
@@ -85,13 +95,13 @@ export class AccessCheck {
     return principal;
   }
 
-  private load(tenantId: string, userId: string, nowMs: number): Entry {
+  private async load(tenantId: string, userId: string, nowMs: number): Promise<Entry> {
     const until = nowMs + this.ttlMs;
-    const status = this.userStore(tenantId).statusOf(userId);
+    const status = await this.userStore(tenantId).statusOf(userId);
     if (!status) return { until, refuse: "the token's user does not exist in this workspace", permissions: [] };
     if (status.deleted) return { until, refuse: "the token's user was deleted", permissions: [] };
     if (status.status !== "ACTIVE") return { until, refuse: "the token's user is suspended", permissions: [] };
-    const eff = this.roles.effective(tenantId, userId);
+    const eff = await this.roles.effective(tenantId, userId);
     return { until: Math.min(until, eff.validUntil), permissions: eff.permissions };
   }
 

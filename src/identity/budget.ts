@@ -135,8 +135,12 @@ export class BudgetGuard {
     const tenantId = spender.tenantId;
     let ws = this.workspaces.get(tenantId);
     if (!ws) this.workspaces.set(tenantId, (ws = { chains: new Map(), spent: new Map() }));
-    let chain = ws.chains.get(keyId);
-    if (!chain) ws.chains.set(keyId, (chain = this.chainOf(tenantId, keyId)));
+    const chain = ws.chains.get(keyId);
+    // the chain and its spend come from the stores once (async), then admission answers from memory
+    if (!chain) {
+      const w = ws;
+      return this.chainOf(tenantId, keyId).then((c) => (w.chains.set(keyId, c), this.admit(spender, model)));
+    }
     if (chain.length === 0) return FREE;
     return this.shared ? this.admitShared(tenantId, ws, chain, model, this.shared) : this.admitLocal(tenantId, ws, chain, model);
   }
@@ -159,8 +163,9 @@ export class BudgetGuard {
         const b = chain[i]!;
         const { start, end } = periodOf(b.period, nowMs);
         const s = this.teams(tenantId);
+        const keyIds = await s.keyIdsOf(await s.subtree(b.teamId));
         this.usage.flush();
-        const usd = this.usage.spendUsd(tenantId, s.keyIdsOf(s.subtree(b.teamId)), iso(start));
+        const usd = this.usage.spendUsd(tenantId, keyIds, iso(start));
         await shared.store.run(SEED, [keys[i]!], [usd, Math.max(1, Math.min(end - nowMs, REBUILD_MS))]);
       }
     } catch (e) {
@@ -188,8 +193,14 @@ export class BudgetGuard {
     }
   }
 
-  private admitLocal(tenantId: string, ws: WorkspaceState, chain: Budget[], model: string): Ticket {
+  private admitLocal(tenantId: string, ws: WorkspaceState, chain: Budget[], model: string): Ticket | Promise<Ticket> {
     const nowMs = this.clock();
+    let stale: Budget[] | undefined;
+    for (const b of chain) if (!((ws.spent.get(b.teamId)?.end ?? 0) > nowMs)) (stale ??= []).push(b);
+    if (stale) {
+      // a period's spend is read from the stores once (async), then kept current in memory
+      return Promise.all(stale.map((b) => this.loadSpent(ws, tenantId, b, nowMs))).then(() => this.admitLocal(tenantId, ws, chain, model));
+    }
     let reserved = this.reserved.get(tenantId);
     if (!reserved) this.reserved.set(tenantId, (reserved = new Map()));
     for (const b of chain) {
@@ -220,14 +231,14 @@ export class BudgetGuard {
   }
 
   /** The live budgeted teams from the key's team up to the root. */
-  private chainOf(tenantId: string, keyId: string): Budget[] {
+  private async chainOf(tenantId: string, keyId: string): Promise<Budget[]> {
     const s = this.teams(tenantId);
     const out: Budget[] = [];
     const seen = new Set<string>();
-    let id = s.teamOfKey(keyId);
+    let id = await s.teamOfKey(keyId);
     while (id !== undefined && !seen.has(id)) {
       seen.add(id);
-      const t = s.get(id);
+      const t = await s.get(id);
       if (!t) break;
       if (t.maxBudgetCents !== null) out.push({ teamId: t.id, name: t.name, maxCents: t.maxBudgetCents, period: t.budgetPeriod });
       id = t.parentTeamId ?? undefined;
@@ -235,15 +246,17 @@ export class BudgetGuard {
     return out;
   }
 
-  private spentOf(ws: WorkspaceState, tenantId: string, b: Budget, nowMs: number): Spent {
-    const cur = ws.spent.get(b.teamId);
-    if (cur && nowMs < cur.end) return cur;
+  /** the current period's spend, loaded by admit before it asks */
+  private spentOf(ws: WorkspaceState, _tenantId: string, b: Budget, _nowMs: number): Spent {
+    return ws.spent.get(b.teamId)!;
+  }
+
+  private async loadSpent(ws: WorkspaceState, tenantId: string, b: Budget, nowMs: number): Promise<void> {
     const { start, end } = periodOf(b.period, nowMs);
     const s = this.teams(tenantId);
+    const keyIds = await s.keyIdsOf(await s.subtree(b.teamId));
     this.usage.flush();
-    const spent = { end, usd: this.usage.spendUsd(tenantId, s.keyIdsOf(s.subtree(b.teamId)), iso(start)) };
-    ws.spent.set(b.teamId, spent);
-    return spent;
+    ws.spent.set(b.teamId, { end, usd: this.usage.spendUsd(tenantId, keyIds, iso(start)) });
   }
 }
 

@@ -10,7 +10,7 @@
  */
 import { Elysia } from "elysia";
 import { createHmac } from "node:crypto";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { DocumentedOperation } from "../core/openapi";
@@ -94,7 +94,8 @@ export interface IdentityServices {
 
 export interface IdentityDeps {
   config: IdentityConfig;
-  storage: Storage;
+  /** the async storage (SQLite or PostgreSQL: docs/notes/postgres-plan.md) */
+  storage: AsyncStorage;
   kernel: Kernel;
   /** svc API keys (the keys domain's ApiKeyService) */
   keys: KeyRegistry;
@@ -128,8 +129,9 @@ export interface IdentityDeps {
 /** The services alone, over a storage (tests call them without HTTP). */
 export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">): IdentityServices & { mailer?: Mailer } {
   const { storage, clock } = deps;
-  const userStore = (t: string) => new UserStore(storage.tenant(t));
-  const teamStore = (t: string) => new TeamStore(storage.tenant(t));
+  const d = storage.dialect;
+  const userStore = (t: string) => new UserStore(storage.tenant(t), d);
+  const teamStore = (t: string) => new TeamStore(storage.tenant(t), d);
   let access: AccessCheck | undefined;
   let guard: BudgetGuard | undefined;
   // every change that cached answers depend on goes over the bus: this process forgets at once
@@ -156,7 +158,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     },
   };
   const users = new UserService(userStore, clock, (t, u) => bus.publish(TOPICS.user, JSON.stringify({ t, u })));
-  const roles = new RoleService((t) => new RoleStore(storage.tenant(t)), users, clock, (t, u) => bus.publish(TOPICS.user, u === undefined ? "" : JSON.stringify({ t, u })));
+  const roles = new RoleService((t) => new RoleStore(storage.tenant(t), d), users, clock, (t, u) => bus.publish(TOPICS.user, u === undefined ? "" : JSON.stringify({ t, u })));
   const teams = new TeamService(teamStore, userStore, keys, deps.usage, clock, (t) => bus.publish(TOPICS.budget, JSON.stringify({ t })));
   access = new AccessCheck(userStore, roles, keys, clock, deps.config.user_cache_ms);
   guard = new BudgetGuard(teamStore, deps.usage, clock, deps.sharedBudgets);
@@ -172,7 +174,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
     clock,
     deps.config.passwords,
     deps.config.public_url,
-    (t) => (sso?.list(t, { status: "active", offset: 0, limit: 1 }).total ?? 0) > 0,
+    async (t) => ((await sso?.list(t, { status: "active", offset: 0, limit: 1 }))?.total ?? 0) > 0,
     deps.warn,
   );
   const invitations = new InvitationService(
@@ -237,7 +239,7 @@ export function create(deps: IdentityDeps): Domain<IdentityServices> {
       .use(invitationRoutes(deps.kernel, s.invitations))
       .use(auditRoutes(deps.kernel, s.audit))
       .use(keyRoutes(deps.kernel, s.keys, s.analytics))
-      .use(ssoRoutes(deps.kernel, s.sso, s.signin, (t) => s.sso.list(t, { offset: 0, limit: 100 }).items.some((c) => c.samlConfig?.signRequests)))
+      .use(ssoRoutes(deps.kernel, s.sso, s.signin, async (t) => (await s.sso.list(t, { offset: 0, limit: 100 })).items.some((c) => c.samlConfig?.signRequests)))
       .use(scimAdminRoutes(deps.kernel, s.scimTokens, s.scimActivities))
       .use(scimProviderRoutes(deps.kernel, s.scimTokens, s.scim, s.scimActivities))
       .use(passwordRoutes(deps.kernel, s.passwords, deps.config.passwords.forwarded_for_hops)),

@@ -1,4 +1,5 @@
 /** Records of the identity domain as its service returns them (doc3 §2.3; field spelling per resource). */
+import { StorageConstraintError } from "../storage/errors";
 
 export const USER_STATUSES = ["ACTIVE", "SUSPENDED"] as const;
 export type UserStatus = (typeof USER_STATUSES)[number];
@@ -72,11 +73,11 @@ export const fold = (s: string) => s.normalize("NFC").toLowerCase();
 export const deleted = (id: string) => ({ deleted: true as const, id });
 
 /** A unique-index violation that raced past the read gets the same answer the read would have given. */
-export function uniqueOr409<T>(fn: () => T, err: () => Error): T {
+export async function uniqueOr409<T>(fn: () => Promise<T>, err: () => Error): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (e) {
-    if ((e as { code?: string }).code?.startsWith("SQLITE_CONSTRAINT")) throw err();
+    if (e instanceof StorageConstraintError && e.kind === "unique") throw err();
     throw e;
   }
 }

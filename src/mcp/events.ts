@@ -8,6 +8,7 @@
  *   connection stream (/api/v1/mcp/connections/events): connection_state
  */
 import { toJson } from "./json";
+import { TOPICS, type Bus } from "../core/hotstate";
 
 export type Channel = "activity" | "connections";
 
@@ -25,7 +26,22 @@ type Listener = (text: string) => void;
 export class EventHub {
   private readonly subs = new Map<string, Set<Listener>>();
 
-  constructor(private readonly now: () => number) {}
+  /**
+   * `bus` (several replicas): every event goes through it, so subscribers on every replica get it
+   * (the bus delivers to this replica's own subscribers synchronously, as before). Without it events
+   * stay in the process.
+   */
+  constructor(
+    private readonly now: () => number,
+    private readonly bus?: Bus,
+  ) {
+    bus?.subscribe(TOPICS.mcpEvents, (payload) => {
+      const a = payload.indexOf("\u0000");
+      const b = payload.indexOf("\u0000", a + 1);
+      if (a < 0 || b < 0) return; // "" after a bus outage: events sent meanwhile are gone
+      this.deliver(this.key(payload.slice(0, a) as Channel, payload.slice(a + 1, b)), payload.slice(b + 1));
+    });
+  }
 
   private key(channel: Channel, tenantId: string) {
     return `${channel}\u0000${tenantId}`;
@@ -43,15 +59,21 @@ export class EventHub {
     };
   }
 
-  /** Whether anyone listens (callers skip building events nobody receives). */
+  /** Whether anyone listens (callers skip building events nobody receives); with replicas, someone may on another one. */
   listening(channel: Channel, tenantId: string): boolean {
-    return this.subs.has(this.key(channel, tenantId));
+    return !!this.bus || this.subs.has(this.key(channel, tenantId));
   }
 
   publish(channel: Channel, tenantId: string, type: StreamEvent["type"], data: Record<string, unknown>) {
-    const set = this.subs.get(this.key(channel, tenantId));
-    if (!set) return;
+    if (!this.bus && !this.subs.has(this.key(channel, tenantId))) return;
     const text = toJson({ type, timestamp: new Date(this.now()).toISOString(), data } satisfies StreamEvent);
+    if (this.bus) this.bus.publish(TOPICS.mcpEvents, `${channel}\u0000${tenantId}\u0000${text}`);
+    else this.deliver(this.key(channel, tenantId), text);
+  }
+
+  private deliver(key: string, text: string) {
+    const set = this.subs.get(key);
+    if (!set) return;
     for (const l of set) {
       try {
         l(text);

@@ -14,6 +14,7 @@
  * policy (core/outbound.ts); STDIO servers only from the operator's allow-list.
  */
 import { Elysia } from "elysia";
+import type { Bus } from "../core/hotstate";
 import { Type as T } from "@sinclair/typebox";
 import type { DocumentedOperation } from "../core/openapi";
 import type { AsyncStorage } from "../storage/async";
@@ -51,6 +52,8 @@ export interface McpDeps {
   log: Logger;
   clock: WallClock;
   env: Env;
+  /** several replicas (Redis): tool-cache invalidations and stream events reach every replica */
+  bus?: Bus;
 }
 
 export const MCP_ENDPOINT = "/mcp";

@@ -7,6 +7,7 @@ import type { OutboundPolicy } from "../core/outbound";
 import type { Logger } from "../core/log";
 import type { McpConfig } from "./config";
 import type { Embedder, WallClock } from "./ports";
+import type { Bus } from "../core/hotstate";
 import { EventHub } from "./events";
 import { RegistryStore, RegistryVersions } from "./registry/store";
 import { RegistryService } from "./registry/service";
@@ -34,6 +35,8 @@ export interface McpServiceDeps {
   clock: WallClock;
   /** where the environment variables named in authConfig are read (process.env) */
   env: Env;
+  /** several replicas (Redis): tool-cache invalidations and stream events reach every replica */
+  bus?: Bus;
 }
 
 export interface McpServices {
@@ -72,9 +75,9 @@ export function mcpServices(d: McpServiceDeps): McpServices {
   };
   const connectionStore = (t: string) => new ConnectionStore(storage.tenant(t));
 
-  const events = new EventHub(() => clock.now());
+  const events = new EventHub(() => clock.now(), d.bus);
   const pool = new UpstreamPool(config, { outbound: d.outbound, env: d.env, oauth: new OAuthTokens(d.outbound.fetch, d.env, () => clock.now()), mtlsDir: config.mtls_dir }, log);
-  const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, callLog, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log });
+  const cache = new ToolCache({ storage, stores: cacheStore, entities: entityStore, registry: registryStore, calls: callStore, callLog, vectors: new ToolVectors(), embedder: d.embedder, clock, events, config, log, bus: d.bus });
   const health = new HealthService({ storage, registry: registryStore, pool, config, clock, events, log, hitsOfServer: async (t, id) => (await callStore(t)).hitsOfServer(id) });
   const registry = new RegistryService(registryStore, { outbound: d.outbound, config, clock, pool, health: () => health, cache: () => cache });
   const entities = new EntityService(entityStore, registryStore, () => cache, clock);

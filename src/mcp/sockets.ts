@@ -3,7 +3,9 @@
  * rate limit); a socket then receives its own tenant's events only (events.ts).
  *
  *  - /api/v1/mcp/stream: tool calls, hits, misses, invalidations, health checks — a live log of
- *    the tenant's calls, so it needs ViewLogs (docs/security.md, "Access matrix");
+ *    the tenant's calls, so it needs ViewLogs (docs/security.md, "Access matrix"); the token comes
+ *    in `Authorization: Bearer` or, from a browser (which cannot set that header on a WebSocket), as
+ *    the subprotocols `svc.bearer, <token>` (read by the front door, core/kernel.ts), never `?token=`;
  *  - /api/v1/mcp/connections/events: connection state changes; the JWT may come in `?token=`;
  *    at most `max_connection_event_sockets` (100) concurrent sockets in the process: the next
  *    upgrade is refused before switching protocols with 503 `service_unavailable` in the doc2

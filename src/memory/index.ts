@@ -9,14 +9,15 @@
  */
 import { Elysia } from "elysia";
 import { dirname, join } from "node:path";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { OutboundPolicy } from "../core/outbound";
 import type { Completer, Embedder } from "./ports";
 import type { MemoryConfig } from "./config";
 import { MEMORY_MIGRATIONS } from "./migrations";
-import { MemoryStore, TermStats } from "./store";
+import { MemoryStore } from "./store";
+import { Lexical } from "./lexical";
 import { MemoryVectors } from "./vectors";
 import { Retriever } from "./search";
 import { MemoryService } from "./service";
@@ -26,6 +27,7 @@ import { projectRoutes } from "./routes/projects";
 import { orgRoutes } from "./routes/org";
 
 export type { Completer, Embedder } from "./ports";
+export { normalizeCopiedText } from "./lexical";
 export { MEMORY_SECTIONS, type MemoryConfig } from "./config";
 
 export interface MemoryServices {
@@ -36,7 +38,8 @@ export interface MemoryServices {
 }
 
 export interface MemoryDeps {
-  storage: Storage;
+  /** the async storage (SQLite or PostgreSQL) */
+  storage: AsyncStorage;
   embedder: Embedder;
   completer: Completer;
   outbound: OutboundPolicy;
@@ -50,8 +53,11 @@ export interface MemoryDeps {
 
 /** The services alone, over a storage (tests call them without HTTP). */
 export function memoryServices(d: MemoryDeps): MemoryServices {
-  const stats = new TermStats(d.storage.global("FTS document frequency of a query word within a tenant's scope token (a count only)"), d.config.lexical_max_df);
-  const stores = (t: string) => new MemoryStore(d.storage.tenant(t), stats);
+  const dialect = d.storage.dialect;
+  // SQLite counts a word's FTS5 matches without a join (the expression is narrowed by a tenant-derived scope token; only a number comes back)
+  const counter = dialect.name === "sqlite" ? d.storage.global("FTS document frequency of a query word within a tenant's scope token (a count only)") : undefined;
+  const lexical = new Lexical(dialect, counter, d.config.lexical_max_df);
+  const stores = (t: string) => new MemoryStore(d.storage.tenant(t), lexical, dialect);
   const clock = d.clock ?? Date.now;
   const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null);
   const retriever = new Retriever(d.embedder, vectors);
@@ -71,8 +77,8 @@ export function create(deps: MemoryDeps & { kernel: Kernel }): Domain<MemoryServ
     migrations: MEMORY_MIGRATIONS,
     routes: new Elysia({ name: "svc-memory" }).use(projectRoutes(deps.kernel, s.memory)).use(orgRoutes(deps.kernel, s.sources, s.intelligence, s.memory)),
     service: s,
-    close: () => {
-      s.vectors.saveAll();
+    close: async () => {
+      await s.vectors.saveAll();
       s.vectors.clear();
     },
   };

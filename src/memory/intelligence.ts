@@ -11,7 +11,6 @@
  */
 import { ApiError, badRequest, notFound } from "../core/errors";
 import type { OutboundPolicy } from "../core/outbound";
-import type { ForTenant } from "../storage/scoped";
 import type { MemoryConfig } from "./config";
 import type { Completer } from "./ports";
 import type { Hit, Retriever } from "./search";
@@ -51,7 +50,7 @@ const cut = (s: string, n = EXCERPT) => (s.length > n ? s.slice(0, n - 1) + "…
 
 export class IntelligenceService {
   constructor(
-    private readonly stores: ForTenant<MemoryStore>,
+    private readonly stores: (tenantId: string) => MemoryStore,
     private readonly memory: MemoryService,
     private readonly sources: SourceService,
     private readonly retriever: Retriever,
@@ -63,14 +62,14 @@ export class IntelligenceService {
 
   async query(tenantId: string, b: QueryInput, requestId?: string) {
     const s = this.stores(tenantId);
-    const projects = this.memory.resolveProjects(tenantId, b.projectIds);
+    const projects = await this.memory.resolveProjects(tenantId, b.projectIds);
     const range = b.timeRange ?? "30d";
     const days = RANGE_DAYS[range];
     const since = days === null ? undefined : new Date(this.clock() - days * 86_400_000).toISOString();
     let agentIds: string[] | undefined;
     let contributor: { contributorId: string; displayName: string } | undefined;
     if (b.contributorFilter !== undefined) {
-      const c = s.contributor(b.contributorFilter) ?? s.contributorByName(b.contributorFilter);
+      const c = (await s.contributor(b.contributorFilter)) ?? (await s.contributorByName(b.contributorFilter));
       if (!c) throw notFound(`contributor '${b.contributorFilter}'`);
       contributor = { contributorId: c.contributorId, displayName: c.displayName };
       agentIds = c.agentIds;
@@ -80,11 +79,12 @@ export class IntelligenceService {
     const filter = { since, agentIds };
     // a contributor filter narrows to that contributor's milestones (knowledge and documents have no agent)
     const kinds = (agentIds ? ["milestone"] : ["milestone", "knowledge", ...(b.includeExternalSources === false ? [] : ["document"])]) as Hit["kind"][];
-    const hits = kinds
-      .flatMap((k) => this.retriever.rank(s, k, b.question, vec, projects, limit, filter))
+    const ranked: Hit[] = [];
+    for (const k of kinds) ranked.push(...(await this.retriever.rank(s, k, b.question, vec, projects, limit, filter)));
+    const hits = ranked
       .sort((a, z) => z.score - a.score || (z.similarity ?? -1) - (a.similarity ?? -1))
       .slice(0, limit);
-    const sources = this.excerpts(s, hits);
+    const sources = await this.excerpts(s, hits);
     const base = { question: b.question, projectsSearched: projects, timeRange: range, ...(contributor ? { contributor } : {}) };
     const model = this.config.intelligence_model;
     if (!sources.length)
@@ -119,10 +119,10 @@ export class IntelligenceService {
     return { answer: out.text, sources, ...base, mode: "llm" as const, model: out.model, cacheHit: out.cacheHit };
   }
 
-  private excerpts(s: MemoryStore, hits: Hit[]): SourceExcerpt[] {
-    const ms = s.milestonesByKeys(hits.filter((h) => h.kind === "milestone").map((h) => h.key));
-    const ks = s.knowledgeByKeys(hits.filter((h) => h.kind === "knowledge").map((h) => h.key));
-    const ds = s.documentsByKeys(hits.filter((h) => h.kind === "document").map((h) => h.key));
+  private async excerpts(s: MemoryStore, hits: Hit[]): Promise<SourceExcerpt[]> {
+    const ms = await s.milestonesByKeys(hits.filter((h) => h.kind === "milestone").map((h) => h.key));
+    const ks = await s.knowledgeByKeys(hits.filter((h) => h.kind === "knowledge").map((h) => h.key));
+    const ds = await s.documentsByKeys(hits.filter((h) => h.kind === "document").map((h) => h.key));
     return hits.flatMap((h): SourceExcerpt[] => {
       if (h.kind === "milestone") {
         const m = ms.get(h.key);
@@ -161,7 +161,7 @@ export class IntelligenceService {
     const text = jira ? "" : req("text", 40_000);
     const givenChannel = jira ? undefined : opt("channel", 128);
     // no configured target is not a bad request (doc1 gives {executed, action, result}): answered 200 with executed false and the reason
-    const target = this.targetSource(tenantId, type, opt("sourceId", 128));
+    const target = await this.targetSource(tenantId, type, opt("sourceId", 128));
     if (typeof target === "string") return { executed: false, action, result: { error: target } };
     const src = target;
     const projectKey = givenKey ?? (typeof src.config.projectKey === "string" ? src.config.projectKey : undefined);
@@ -203,14 +203,14 @@ export class IntelligenceService {
    * configured, or no enabled configured source of the type). A named source that does not exist
    * is 404 and one of another type 400: those are the caller's mistakes, not missing configuration.
    */
-  private targetSource(tenantId: string, type: SourceType, sourceId: string | undefined): ExternalSource | string {
+  private async targetSource(tenantId: string, type: SourceType, sourceId: string | undefined): Promise<ExternalSource | string> {
     if (sourceId !== undefined) {
-      const src = this.sources.get(tenantId, sourceId);
+      const src = await this.sources.get(tenantId, sourceId);
       if (src.sourceType !== type) throw badRequest(`body field 'params.sourceId': source '${sourceId}' is ${src.sourceType}, not ${type}`);
       if (isUnconfigured(src.config)) return `source '${sourceId}' is not configured (PUT /api/v1/memory/sources/${sourceId} with its config)`;
       return src;
     }
-    const found = this.stores(tenantId).sourcesOfType(type).find((x) => x.enabled && !isUnconfigured(x.config));
+    const found = (await this.stores(tenantId).sourcesOfType(type)).find((x) => x.enabled && !isUnconfigured(x.config));
     return found ?? `no enabled ${type} source is configured (POST /api/v1/memory/sources with sourceType '${type}' and its config)`;
   }
 

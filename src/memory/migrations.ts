@@ -4,13 +4,17 @@
  * truth the in-memory USearch indexes are rebuilt from) and a row in an FTS5 table whose rowid is
  * the item's integer key (BM25 lexical matching); its `scope` column holds a tenant token and a
  * project token (store.ts scopeOf) so FTS5 narrows a match to the searched projects itself.
+ *
+ * PostgreSQL gets the same tables in portable types (postgresOf): epoch-free counters and the
+ * signed 64-bit content hash as BIGINT (PostgreSQL's INTEGER is 32-bit), vectors as BYTEA, the
+ * reuse score as DOUBLE PRECISION, generated keys as identity columns, and each FTS5 table as the
+ * dialect's full-text table (a 'simple' tsvector of `body`, GIN-indexed; `scope` stored beside it
+ * with a btree index for the scope's statistics — lexical.ts).
  */
+import { postgresDialect } from "../storage/dialect";
 import type { Migration } from "../storage/migrations";
 
-export const MEMORY_MIGRATIONS: Migration[] = [
-  {
-    id: "0001_tables",
-    up: `
+const TABLES_0001 = `
       CREATE TABLE memory_projects (
         tenant_id TEXT NOT NULL,
         project_id TEXT NOT NULL,
@@ -179,6 +183,17 @@ export const MEMORY_MIGRATIONS: Migration[] = [
       CREATE UNIQUE INDEX memory_documents_ext ON memory_documents(tenant_id, source_id, external_id);
       CREATE INDEX memory_documents_project ON memory_documents(tenant_id, project_id);
       CREATE VIRTUAL TABLE memory_documents_fts USING fts5(body, scope, tokenize = "unicode61 tokenchars '_'");
-    `,
-  },
-];
+    `;
+
+/** The PostgreSQL text of a SQLite DDL of this file (types above; the SQLite text itself never changes). */
+export function postgresOf(sqlite: string): string {
+  const d = postgresDialect;
+  return sqlite
+    .replace(/CREATE VIRTUAL TABLE (\w+) USING fts5\(body, scope, tokenize = "unicode61 tokenchars '_'"\);/g, (_m, table: string) => `${d.ftsTable({ table, ranked: ["body"], unranked: ["scope"] })};\nCREATE INDEX ${table}_scope ON ${table} (scope text_pattern_ops);`)
+    .replace(/INTEGER PRIMARY KEY AUTOINCREMENT/g, d.autoId)
+    .replace(/\bINTEGER\b/g, "BIGINT")
+    .replace(/\bREAL\b/g, "DOUBLE PRECISION")
+    .replace(/\bBLOB\b/g, d.blob);
+}
+
+export const MEMORY_MIGRATIONS: Migration[] = [{ id: "0001_tables", up: { sqlite: TABLES_0001, postgres: postgresOf(TABLES_0001) } }];

@@ -1,7 +1,8 @@
 /**
  * Hybrid retrieval over a tenant's memory: the query is embedded with the gateway's embedder and
- * looked up in the per-project USearch indexes (semantic), and matched with SQLite FTS5/BM25
- * (lexical: exact identifiers, file names, error strings). The two are fused by score, not by rank
+ * looked up in the per-project USearch indexes (semantic), and matched with full-text search and
+ * BM25 (lexical: exact identifiers, file names, error strings; lexical.ts, FTS5 on SQLite, a
+ * tsvector on PostgreSQL). The two are fused by score, not by rank
  * (FUSION, below): `score` = (cosine + 0.15 × lexical strength) / 1.15, 0..1, where the lexical
  * strength measures the BM25 match against the best one the searched items allow — a shared
  * common word adds nothing, a shared rare identifier nearly as much as a close paraphrase. A
@@ -103,7 +104,7 @@ export class Retriever {
    * The best `k` items of one kind among the given projects, fused (`mode` "lexical" or "semantic":
    * one ranking alone — the retrieval benchmark compares them).
    */
-  rank(store: MemoryStore, kind: ItemKind, query: string, vec: Float32Array, projectIds: string[], k: number, filter: RetrieveFilter = {}, opts: RankOptions = {}): Hit[] {
+  async rank(store: MemoryStore, kind: ItemKind, query: string, vec: Float32Array, projectIds: string[], k: number, filter: RetrieveFilter = {}, opts: RankOptions = {}): Promise<Hit[]> {
     const mode = opts.mode ?? "fused";
     const fusion = opts.fusion ?? FUSION;
     if (!projectIds.length || k <= 0) return [];
@@ -111,15 +112,15 @@ export class Retriever {
     const depth = Math.max(k * 2, 40) * (filtered ? 4 : 1);
     // semantic: each project's index, merged by similarity
     let semantic: Array<{ key: number; similarity: number; projectId: string }> = [];
-    if (mode !== "lexical") for (const p of projectIds) for (const n of this.vectors.search(store, p, kind, this.embedder.id, vec, depth)) semantic.push({ ...n, projectId: p });
+    if (mode !== "lexical") for (const p of projectIds) for (const n of await this.vectors.search(store, p, kind, this.embedder.id, vec, depth)) semantic.push({ ...n, projectId: p });
     semantic.sort((a, b) => b.similarity - a.similarity || a.key - b.key);
     semantic = semantic.slice(0, depth);
     if (filtered) {
-      const ok = store.filterKeys(kind, semantic.map((s) => s.key), filter);
+      const ok = await store.filterKeys(kind, semantic.map((s) => s.key), filter);
       semantic = semantic.filter((s) => ok.has(s.key));
     }
     // lexical
-    const lexical = mode === "semantic" ? [] : store.lexical(kind, queryWords(query), projectIds, depth, filter);
+    const lexical = mode === "semantic" ? [] : await store.lexical(kind, queryWords(query), projectIds, depth, filter);
     const hits = new Map<number, Hit & { raw: number }>();
     const hit = (key: number) => {
       let h = hits.get(key);
@@ -142,7 +143,7 @@ export class Retriever {
     let idfMax = 1;
     let items = 0;
     if (lexical.length) {
-      items = projectIds.reduce((sum, p) => sum + this.vectors.size(store, p, kind, this.embedder.id, vec.length), 0);
+      for (const p of projectIds) items += await this.vectors.size(store, p, kind, this.embedder.id, vec.length);
       idfMax = Math.max(0.5, Math.log((items - 0.5) / 1.5));
     }
     const lin = fusion.kind === "linear" ? fusion : (FUSION as Extract<Fusion, { kind: "linear" }>);

@@ -7,7 +7,6 @@
 import { ApiError, badRequest, conflict, invalidRequest, notFound } from "../core/errors";
 import { now, uuid } from "../core/ids";
 import { l2normalize } from "../core/vectors";
-import type { ForTenant } from "../storage/scoped";
 import type { MemoryConfig } from "./config";
 import { contentHash } from "./hash";
 import type { Embedder } from "./ports";
@@ -72,7 +71,7 @@ const reduction = (without: number, withMem: number) => (without > 0 ? round2(((
 
 export class MemoryService {
   constructor(
-    private readonly stores: ForTenant<MemoryStore>,
+    private readonly stores: (tenantId: string) => MemoryStore,
     private readonly embedder: Embedder,
     private readonly vectors: MemoryVectors,
     private readonly retriever: Retriever,
@@ -90,46 +89,47 @@ export class MemoryService {
 
   // ---------------------------------------------------------------- projects
 
-  createProject(tenantId: string, body: { projectId: string; name: string; roadmap: string }): Project {
+  async createProject(tenantId: string, body: { projectId: string; name: string; roadmap: string }): Promise<Project> {
     const s = this.stores(tenantId);
-    s.tx(() => {
-      if (s.projectExists(body.projectId)) throw conflict(`project '${body.projectId}' already exists`);
-      s.insertProject({ ...body, at: this.at() });
+    const at = this.at();
+    await s.tx(async () => {
+      if (await s.projectExists(body.projectId)) throw conflict(`project '${body.projectId}' already exists`);
+      await s.insertProject({ ...body, at });
     });
-    return s.project(body.projectId)!;
+    return (await s.project(body.projectId))!;
   }
 
   listProjects(tenantId: string, limit: number, offset: number) {
     return this.stores(tenantId).listProjects(limit, offset);
   }
 
-  getProject(tenantId: string, projectId: string): Project {
-    const p = this.stores(tenantId).project(projectId);
+  async getProject(tenantId: string, projectId: string): Promise<Project> {
+    const p = await this.stores(tenantId).project(projectId);
     if (!p) throw notFound(`project '${projectId}'`);
     return p;
   }
 
   /** Delete a project with everything it holds, in one transaction; then drop its vector indexes. */
-  deleteProject(tenantId: string, projectId: string) {
+  async deleteProject(tenantId: string, projectId: string) {
     const s = this.stores(tenantId);
-    s.tx(() => {
-      if (!s.projectExists(projectId)) throw notFound(`project '${projectId}'`);
-      s.deleteProject(projectId);
+    await s.tx(async () => {
+      if (!(await s.projectExists(projectId))) throw notFound(`project '${projectId}'`);
+      await s.deleteProject(projectId);
     });
     this.vectors.dropProject(tenantId, projectId);
   }
 
-  updateRoadmap(tenantId: string, projectId: string, roadmap: string): Project {
+  async updateRoadmap(tenantId: string, projectId: string, roadmap: string): Promise<Project> {
     const s = this.stores(tenantId);
-    this.getProject(tenantId, projectId);
-    s.updateRoadmap(projectId, roadmap, this.at());
-    return s.project(projectId)!;
+    await this.getProject(tenantId, projectId);
+    await s.updateRoadmap(projectId, roadmap, this.at());
+    return (await s.project(projectId))!;
   }
 
   // ---------------------------------------------------------------- milestones
 
-  private writableBranch(s: MemoryStore, projectId: string, branchName: string): Branch {
-    const b = s.branch(projectId, branchName);
+  private async writableBranch(s: MemoryStore, projectId: string, branchName: string): Promise<Branch> {
+    const b = await s.branch(projectId, branchName);
     if (!b) throw notFound(`branch '${branchName}'`);
     if (b.status !== "active") throw conflict(`branch '${branchName}' is ${b.status}: no new milestones may be added`);
     return b;
@@ -143,21 +143,21 @@ export class MemoryService {
     const s = this.stores(tenantId);
     const branchName = body.branchName ?? "main";
     const hash = contentHash(body.branchPurpose, body.cumulativeProgress, body.thisContribution);
-    const check = () => {
-      if (!s.projectExists(projectId)) throw notFound(`project '${projectId}'`);
+    const check = async () => {
+      if (!(await s.projectExists(projectId))) throw notFound(`project '${projectId}'`);
       // an unknown branch is a 404 even when the content exists elsewhere: a misspelt branch name must not pass as a stored milestone
-      if (!s.branch(projectId, branchName)) throw notFound(`branch '${branchName}'`);
-      const dup = s.milestoneByHash(projectId, hash);
+      if (!(await s.branch(projectId, branchName))) throw notFound(`branch '${branchName}'`);
+      const dup = await s.milestoneByHash(projectId, hash);
       if (dup) return dup;
-      this.writableBranch(s, projectId, branchName);
+      await this.writableBranch(s, projectId, branchName);
       return undefined;
     };
-    const early = check();
+    const early = await check();
     if (early) return { milestone: early, deduplicated: true };
     const [vec] = await this.embedder.embed([milestoneEmbedText(body)]);
     // the embedding awaited: decide again, then number and insert in one transaction
-    const result = s.tx(() => {
-      const dup = check();
+    const result = await s.tx(async () => {
+      const dup = await check();
       if (dup) return { milestone: dup, deduplicated: true, key: -1 };
       const at = this.at();
       const m: Milestone = {
@@ -169,14 +169,14 @@ export class MemoryService {
         thisContribution: body.thisContribution,
         contentHash: hash,
         contentHashHex: "",
-        sequenceNumber: s.nextSequence(projectId, at),
+        sequenceNumber: await s.nextSequence(projectId, at),
         agentId: body.agentId,
         agentType: body.agentType ?? "custom",
         mergedFrom: null,
         createdAt: at,
       };
-      const key = s.insertMilestone(m, this.embedder.id, vec!);
-      return { milestone: s.milestone(projectId, m.milestoneId)!, deduplicated: false, key };
+      const key = await s.insertMilestone(m, this.embedder.id, vec!);
+      return { milestone: (await s.milestone(projectId, m.milestoneId))!, deduplicated: false, key };
     });
     if (!result.deduplicated) this.vectors.add(tenantId, projectId, "milestone", result.key, vec!);
     return { milestone: result.milestone, deduplicated: result.deduplicated };
@@ -184,12 +184,12 @@ export class MemoryService {
 
   // ---------------------------------------------------------------- logs
 
-  appendLog(tenantId: string, projectId: string, body: { branchName?: string; agentId: string; phase: Phase; content: string }): LogEntry {
+  async appendLog(tenantId: string, projectId: string, body: { branchName?: string; agentId: string; phase: Phase; content: string }): Promise<LogEntry> {
     const s = this.stores(tenantId);
     const branchName = body.branchName ?? "main";
-    return s.tx(() => {
-      this.getProject(tenantId, projectId);
-      const b = s.branch(projectId, branchName);
+    return s.tx(async () => {
+      await this.getProject(tenantId, projectId);
+      const b = await s.branch(projectId, branchName);
       if (!b) throw notFound(`branch '${branchName}'`);
       if (b.status !== "active") throw conflict(`branch '${branchName}' is ${b.status}: no new log entries may be added`);
       const e = {
@@ -198,11 +198,11 @@ export class MemoryService {
         branchName,
         agentId: body.agentId,
         phase: body.phase,
-        sequenceNumber: s.nextLogSequence(projectId, branchName),
+        sequenceNumber: await s.nextLogSequence(projectId, branchName),
         createdAt: this.at(),
         content: body.content,
       };
-      s.insertLog(e);
+      await s.insertLog(e);
       const { content: _c, ...entry } = e;
       return entry;
     });
@@ -210,42 +210,42 @@ export class MemoryService {
 
   // ---------------------------------------------------------------- branches
 
-  createBranch(tenantId: string, projectId: string, body: { branchName: string; parentBranch?: string; purpose: string; agentId: string }): Branch {
+  async createBranch(tenantId: string, projectId: string, body: { branchName: string; parentBranch?: string; purpose: string; agentId: string }): Promise<Branch> {
     const s = this.stores(tenantId);
     const parent = body.parentBranch ?? "main";
-    s.tx(() => {
-      this.getProject(tenantId, projectId);
-      if (s.branch(projectId, body.branchName)) throw conflict(`branch '${body.branchName}' already exists`);
-      const p = s.branch(projectId, parent);
+    await s.tx(async () => {
+      await this.getProject(tenantId, projectId);
+      if (await s.branch(projectId, body.branchName)) throw conflict(`branch '${body.branchName}' already exists`);
+      const p = await s.branch(projectId, parent);
       if (!p) throw notFound(`parent branch '${parent}'`);
       if (p.status !== "active") throw conflict(`parent branch '${parent}' is ${p.status}`);
-      s.insertBranch({ projectId, branchName: body.branchName, parentBranch: parent, purpose: body.purpose, agentId: body.agentId, at: this.at() });
+      await s.insertBranch({ projectId, branchName: body.branchName, parentBranch: parent, purpose: body.purpose, agentId: body.agentId, at: this.at() });
     });
-    return s.branch(projectId, body.branchName)!;
+    return (await s.branch(projectId, body.branchName))!;
   }
 
   /** doc1 §2.1: memory lists take `limit`/`offset`; oldest first (main first). */
-  listBranches(tenantId: string, projectId: string, limit = 50, offset = 0): { items: Branch[]; total: number } {
-    this.getProject(tenantId, projectId);
+  async listBranches(tenantId: string, projectId: string, limit = 50, offset = 0): Promise<{ items: Branch[]; total: number }> {
+    await this.getProject(tenantId, projectId);
     return this.stores(tenantId).branchPage(projectId, limit, offset);
   }
 
-  getBranch(tenantId: string, projectId: string, name: string): Branch {
-    this.getProject(tenantId, projectId);
-    const b = this.stores(tenantId).branch(projectId, name);
+  async getBranch(tenantId: string, projectId: string, name: string): Promise<Branch> {
+    await this.getProject(tenantId, projectId);
+    const b = await this.stores(tenantId).branch(projectId, name);
     if (!b) throw notFound(`branch '${name}'`);
     return b;
   }
 
-  abandonBranch(tenantId: string, projectId: string, name: string, reason: string): Branch {
+  async abandonBranch(tenantId: string, projectId: string, name: string, reason: string): Promise<Branch> {
     const s = this.stores(tenantId);
-    s.tx(() => {
-      const b = this.getBranch(tenantId, projectId, name);
+    await s.tx(async () => {
+      const b = await this.getBranch(tenantId, projectId, name);
       if (name === "main") throw invalidRequest("branch 'main' cannot be abandoned");
       if (b.status !== "active") throw conflict(`branch '${name}' is ${b.status}; only an active branch can be abandoned`);
-      s.abandonBranch(projectId, name, reason, this.at());
+      await s.abandonBranch(projectId, name, reason, this.at());
     });
-    return s.branch(projectId, name)!;
+    return (await s.branch(projectId, name))!;
   }
 
   /**
@@ -257,24 +257,24 @@ export class MemoryService {
     const s = this.stores(tenantId);
     const target = body.targetBranch ?? "main";
     if (body.sourceBranch === target) throw badRequest(`body field 'targetBranch': a branch cannot be merged into itself ('${target}')`);
-    const check = () => {
-      this.getProject(tenantId, projectId);
-      const src = s.branch(projectId, body.sourceBranch);
+    const check = async () => {
+      await this.getProject(tenantId, projectId);
+      const src = await s.branch(projectId, body.sourceBranch);
       if (!src) throw notFound(`source branch '${body.sourceBranch}'`);
-      const tgt = s.branch(projectId, target);
+      const tgt = await s.branch(projectId, target);
       if (!tgt) throw notFound(`target branch '${target}'`);
       if (src.status !== "active") throw conflict(`source branch '${body.sourceBranch}' is ${src.status}; only an active branch can be merged`);
       if (tgt.status !== "active") throw conflict(`target branch '${target}' is ${tgt.status}`);
       return tgt;
     };
-    const tgt = check();
+    const tgt = await check();
     const contribution = `Merged branch '${body.sourceBranch}' into '${target}'.`;
     const input = { branchPurpose: tgt.purpose, cumulativeProgress: body.mergeSummary, thisContribution: contribution };
     const [vec] = await this.embedder.embed([milestoneEmbedText(input)]);
-    const out = s.tx(() => {
-      const t2 = check();
+    const out = await s.tx(async () => {
+      const t2 = await check();
       const at = this.at();
-      const merged = s.countBranchMilestones(projectId, body.sourceBranch);
+      const merged = await s.countBranchMilestones(projectId, body.sourceBranch);
       const m: Milestone = {
         milestoneId: uuid(),
         projectId,
@@ -291,10 +291,10 @@ export class MemoryService {
         createdAt: at,
       };
       // the same summary merged before into this target: distinct merges stay distinct milestones
-      if (s.milestoneByHash(projectId, m.contentHash)) m.contentHash = contentHash(t2.purpose, body.mergeSummary, `${contribution} (${m.milestoneId})`);
-      m.sequenceNumber = s.nextSequence(projectId, at);
-      const key = s.insertMilestone(m, this.embedder.id, vec!);
-      s.markMerged(projectId, body.sourceBranch, target, m.milestoneId, at);
+      if (await s.milestoneByHash(projectId, m.contentHash)) m.contentHash = contentHash(t2.purpose, body.mergeSummary, `${contribution} (${m.milestoneId})`);
+      m.sequenceNumber = await s.nextSequence(projectId, at);
+      const key = await s.insertMilestone(m, this.embedder.id, vec!);
+      await s.markMerged(projectId, body.sourceBranch, target, m.milestoneId, at);
       return { key, milestoneId: m.milestoneId, merged };
     });
     this.vectors.add(tenantId, projectId, "milestone", out.key, vec!);
@@ -303,64 +303,64 @@ export class MemoryService {
 
   // ---------------------------------------------------------------- recall
 
-  recall(tenantId: string, projectId: string, q: RecallQuery) {
+  async recall(tenantId: string, projectId: string, q: RecallQuery) {
     const s = this.stores(tenantId);
-    const project = this.getProject(tenantId, projectId);
+    const project = await this.getProject(tenantId, projectId);
     const view = q.view ?? "overview";
     const branch = q.branch ?? "main";
     const offset = q.offset ?? 0;
     switch (view) {
       case "overview":
-        return { view, project, branches: s.branches(projectId) };
+        return { view, project, branches: await s.branches(projectId) };
       case "branch": {
-        this.getBranch(tenantId, projectId, branch);
+        await this.getBranch(tenantId, projectId, branch);
         const limit = q.limit ?? 10;
-        const { items, total } = s.branchMilestones(projectId, branch, limit, offset);
+        const { items, total } = await s.branchMilestones(projectId, branch, limit, offset);
         return { view, branch, milestones: items, total, limit, offset };
       }
       case "milestone": {
         if (!q.milestoneId) throw badRequest("query field 'milestoneId': required for view 'milestone'");
-        const m = s.milestone(projectId, q.milestoneId);
+        const m = await s.milestone(projectId, q.milestoneId);
         if (!m) throw notFound(`milestone '${q.milestoneId}'`);
         return { view, milestones: [m] };
       }
       case "log": {
-        this.getBranch(tenantId, projectId, branch);
+        await this.getBranch(tenantId, projectId, branch);
         const limit = q.limit ?? 20;
-        const { items, total } = s.logs(projectId, branch, limit, offset);
+        const { items, total } = await s.logs(projectId, branch, limit, offset);
         return { view, branch, logEntries: items, total, limit, offset };
       }
       case "metadata": {
         if (!q.segment) throw badRequest("query field 'segment': required for view 'metadata'");
-        return { view, metadata: this.segment(s, projectId, q.segment) };
+        return { view, metadata: await this.segment(s, projectId, q.segment) };
       }
     }
   }
 
-  private segment(s: MemoryStore, projectId: string, name: string) {
+  private async segment(s: MemoryStore, projectId: string, name: string) {
     const derived = (data: unknown) => ({ segment: name, kind: "derived", data, updatedAt: this.at() });
     switch (name) {
       case "agents":
-        return derived(s.agentStats(projectId).map((a) => ({ ...a, agentTypes: JSON.parse(a.agentTypes) })));
+        return derived((await s.agentStats(projectId)).map((a) => ({ ...a, agentTypes: JSON.parse(a.agentTypes) })));
       case "branches":
-        return derived(s.branchStats(projectId));
+        return derived(await s.branchStats(projectId));
       case "stats":
-        return derived({ ...s.projectCounts(projectId), customSegments: s.metadataSegments(projectId) });
+        return derived({ ...(await s.projectCounts(projectId)), customSegments: await s.metadataSegments(projectId) });
       case "sessions":
-        return derived(this.summaryOf(s, projectId));
+        return derived(await this.summaryOf(s, projectId));
     }
-    const custom = s.metadata(projectId, name);
+    const custom = await s.metadata(projectId, name);
     if (!custom) throw notFound(`metadata segment '${name}'`);
     return { segment: name, kind: "custom", data: custom.data, updatedAt: custom.updatedAt };
   }
 
   /** Write a custom metadata segment (derived names are read-only). */
-  putSegment(tenantId: string, projectId: string, name: string, data: Record<string, unknown>) {
+  async putSegment(tenantId: string, projectId: string, name: string, data: Record<string, unknown>) {
     const s = this.stores(tenantId);
-    this.getProject(tenantId, projectId);
+    await this.getProject(tenantId, projectId);
     if ((DERIVED_SEGMENTS as readonly string[]).includes(name)) throw invalidRequest(`metadata segment '${name}' is derived and read-only`);
-    s.putMetadata(projectId, name, data, this.at());
-    return { segment: name, kind: "custom", data, updatedAt: s.metadata(projectId, name)!.updatedAt };
+    await s.putMetadata(projectId, name, data, this.at());
+    return { segment: name, kind: "custom", data, updatedAt: (await s.metadata(projectId, name))!.updatedAt };
   }
 
   // ---------------------------------------------------------------- search
@@ -369,13 +369,13 @@ export class MemoryService {
     const s = this.stores(tenantId);
     let projects: string[];
     if (projectId !== undefined) {
-      this.getProject(tenantId, projectId);
+      await this.getProject(tenantId, projectId);
       projects = [projectId];
-    } else projects = this.resolveProjects(tenantId, body.projectIds);
+    } else projects = await this.resolveProjects(tenantId, body.projectIds);
     const limit = body.limit ?? (projectId !== undefined ? 20 : 50);
     const vec = await this.retriever.embedQuery(body.query);
-    const hits = this.retriever.rank(s, "milestone", body.query, vec, projects, limit);
-    const rows = s.milestonesByKeys(hits.map((h) => h.key));
+    const hits = await this.retriever.rank(s, "milestone", body.query, vec, projects, limit);
+    const rows = await s.milestonesByKeys(hits.map((h) => h.key));
     const milestones = hits.flatMap((h) => {
       const m = rows.get(h.key);
       return m ? [{ ...m, score: h.score, similarity: h.similarity, lexicalRank: h.lexicalRank }] : [];
@@ -384,17 +384,17 @@ export class MemoryService {
   }
 
   /** The listed projects (each must exist: 404 otherwise), or every project of the tenant. */
-  resolveProjects(tenantId: string, ids?: string[]): string[] {
+  async resolveProjects(tenantId: string, ids?: string[]): Promise<string[]> {
     const s = this.stores(tenantId);
     if (ids === undefined) return s.projectIds();
     const unique = [...new Set(ids)];
-    for (const id of unique) if (!s.projectExists(id)) throw notFound(`project '${id}'`);
+    for (const id of unique) if (!(await s.projectExists(id))) throw notFound(`project '${id}'`);
     return unique;
   }
 
   // ---------------------------------------------------------------- session metrics
 
-  recordSession(tenantId: string, projectId: string, b: SessionInput): { session: Session; created: boolean } {
+  async recordSession(tenantId: string, projectId: string, b: SessionInput): Promise<{ session: Session; created: boolean }> {
     const s = this.stores(tenantId);
     if (Date.parse(b.endedAt) < Date.parse(b.startedAt)) throw badRequest("body field 'endedAt': must not be before startedAt");
     const session: Session = {
@@ -418,21 +418,21 @@ export class MemoryService {
     };
     const parts = session.toolCallsRead + session.toolCallsSearch + session.toolCallsEdit + session.toolCallsExecute + session.toolCallsAgent;
     if (parts > session.toolCallsTotal) throw badRequest("body field 'toolCallsTotal': less than the sum of the per-kind tool calls");
-    const created = s.tx(() => {
-      this.getProject(tenantId, projectId);
-      if (!s.branch(projectId, session.branchName)) throw notFound(`branch '${session.branchName}'`);
+    const created = await s.tx(async () => {
+      await this.getProject(tenantId, projectId);
+      if (!(await s.branch(projectId, session.branchName))) throw notFound(`branch '${session.branchName}'`);
       return s.upsertSession(session);
     });
-    return { session: s.session(projectId, b.sessionId), created };
+    return { session: await s.session(projectId, b.sessionId), created };
   }
 
-  metricsSummary(tenantId: string, projectId: string) {
-    this.getProject(tenantId, projectId);
+  async metricsSummary(tenantId: string, projectId: string) {
+    await this.getProject(tenantId, projectId);
     return this.summaryOf(this.stores(tenantId), projectId);
   }
 
-  private summaryOf(s: MemoryStore, projectId: string) {
-    const groups = s.sessionGroups(projectId);
+  private async summaryOf(s: MemoryStore, projectId: string) {
+    const groups = await s.sessionGroups(projectId);
     const tally = (rows: typeof groups) => {
       const w = { n: 0, compactions: 0, tools: 0, duration: 0 };
       const wo = { n: 0, compactions: 0, tools: 0, duration: 0 };
@@ -473,7 +473,7 @@ export class MemoryService {
             avgContextToolReductionPct: t.w.n && t.wo.n ? reduction(t.wo.tools / t.wo.n, t.w.tools / t.w.n) : 0,
           };
         }),
-      recentSessions: s.recentSessions(projectId, RECENT_SESSIONS),
+      recentSessions: await s.recentSessions(projectId, RECENT_SESSIONS),
     };
   }
 
@@ -481,7 +481,7 @@ export class MemoryService {
 
   async promote(tenantId: string, projectId: string, b: PromoteInput): Promise<{ promoted: boolean; knowledgeId: string; reuseScore: number; deduplicated: boolean }> {
     const s = this.stores(tenantId);
-    this.getProject(tenantId, projectId);
+    await this.getProject(tenantId, projectId);
     if (b.summaryEmbedding && b.summaryEmbedding.length !== this.embedder.dimensions)
       throw badRequest(`body field 'summaryEmbedding': expected ${this.embedder.dimensions} dimensions (the gateway's embedder ${this.embedder.id}), got ${b.summaryEmbedding.length}`);
     if (b.summaryEmbedding) {
@@ -491,17 +491,17 @@ export class MemoryService {
       if (!f32.some((x) => x !== 0)) throw badRequest("body field 'summaryEmbedding': must not be the zero vector");
     }
     const hash = contentHash(b.summary);
-    const dup = s.knowledgeByHash(projectId, hash);
+    const dup = await s.knowledgeByHash(projectId, hash);
     if (dup) return { promoted: true, knowledgeId: dup.knowledge_id, reuseScore: dup.reuse_score, deduplicated: true };
-    this.checkPromotionRate(s, projectId);
+    await this.checkPromotionRate(s, projectId);
     const vec = b.summaryEmbedding ? l2normalize(Float32Array.from(b.summaryEmbedding)) : (await this.embedder.embed([b.summary]))[0]!;
-    const out = s.tx(() => {
-      this.getProject(tenantId, projectId);
-      const again = s.knowledgeByHash(projectId, hash);
+    const out = await s.tx(async () => {
+      await this.getProject(tenantId, projectId);
+      const again = await s.knowledgeByHash(projectId, hash);
       if (again) return { id: again.knowledge_id, score: again.reuse_score, key: -1 };
-      this.checkPromotionRate(s, projectId);
+      await this.checkPromotionRate(s, projectId);
       const id = uuid();
-      const key = s.insertKnowledge(
+      const key = await s.insertKnowledge(
         { knowledge_id: id, project_id: projectId, cache_key: b.cacheKey, reuse_score: b.reuseScore, summary: b.summary, l2_collection: b.l2Collection, blob_key: b.blobKey ?? null, created_at: this.at() },
         hash,
         this.embedder.id,
@@ -514,9 +514,9 @@ export class MemoryService {
   }
 
   /** At most `promotions_per_minute` new knowledge records per project in any 60 s window. */
-  private checkPromotionRate(s: MemoryStore, projectId: string) {
+  private async checkPromotionRate(s: MemoryStore, projectId: string) {
     const nowMs = this.clock();
-    const recent = s.promotionsSince(projectId, new Date(nowMs - 60_000).toISOString());
+    const recent = await s.promotionsSince(projectId, new Date(nowMs - 60_000).toISOString());
     const max = this.config.promotions_per_minute;
     if (recent.length >= max) {
       const oldest = Date.parse(recent[recent.length - max]!);
@@ -532,32 +532,32 @@ export class MemoryService {
    * updates it"): fields the body leaves out keep their values, so re-registering a name does not
    * empty the contributor's agentIds (and with them its activity); `role: null` clears the role.
    */
-  upsertContributor(tenantId: string, b: { contributorId: string; displayName: string; agentIds?: string[]; role?: string | null }): { contributor: Contributor; created: boolean } {
+  async upsertContributor(tenantId: string, b: { contributorId: string; displayName: string; agentIds?: string[]; role?: string | null }): Promise<{ contributor: Contributor; created: boolean }> {
     const s = this.stores(tenantId);
-    const old = s.contributor(b.contributorId);
+    const old = await s.contributor(b.contributorId);
     const agentIds = b.agentIds ?? old?.agentIds ?? [];
     const role = b.role !== undefined ? b.role : (old?.role ?? null);
-    s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
-    return { contributor: s.contributor(b.contributorId)!, created: !old };
+    await s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
+    return { contributor: (await s.contributor(b.contributorId))!, created: !old };
   }
 
   listContributors(tenantId: string, limit: number, offset: number) {
     return this.stores(tenantId).listContributors(limit, offset);
   }
 
-  getContributor(tenantId: string, id: string): Contributor {
-    const c = this.stores(tenantId).contributor(id);
+  async getContributor(tenantId: string, id: string): Promise<Contributor> {
+    const c = await this.stores(tenantId).contributor(id);
     if (!c) throw notFound(`contributor '${id}'`);
     return c;
   }
 
-  deleteContributor(tenantId: string, id: string) {
-    if (!this.stores(tenantId).deleteContributor(id)) throw notFound(`contributor '${id}'`);
+  async deleteContributor(tenantId: string, id: string) {
+    if (!(await this.stores(tenantId).deleteContributor(id))) throw notFound(`contributor '${id}'`);
   }
 
-  activity(tenantId: string, id: string, limit: number, offset: number) {
-    const contributor = this.getContributor(tenantId, id);
-    const { items, total } = this.stores(tenantId).milestonesOfAgents(contributor.agentIds, limit, offset);
+  async activity(tenantId: string, id: string, limit: number, offset: number) {
+    const contributor = await this.getContributor(tenantId, id);
+    const { items, total } = await this.stores(tenantId).milestonesOfAgents(contributor.agentIds, limit, offset);
     return { contributor, milestones: items, totalMilestones: total, limit, offset };
   }
 }

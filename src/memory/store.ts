@@ -1,9 +1,14 @@
 /**
- * Every SQL statement of the Memory API, over the tenant-bound handle (each binds $tenant; FTS
- * tables are reached through their item table's tenant column). The services never see SQL.
+ * Every SQL statement of the Memory API, over the tenant-bound async handle (each binds $tenant;
+ * FTS tables are reached through their item table's tenant column), one text for SQLite and
+ * PostgreSQL; what differs comes from the dialect (sqlOf below) and, for full-text search, from
+ * lexical.ts. The services never see SQL.
  */
 import { createHash } from "node:crypto";
-import type { SqlHandle, TenantDb } from "../storage/scoped";
+import { ApiError } from "../core/errors";
+import type { AsyncTenantDb } from "../storage/async";
+import type { Dialect } from "../storage/dialect";
+import type { Lexical } from "./lexical";
 import { hashHex } from "./hash";
 import {
   blobF32,
@@ -220,43 +225,49 @@ export const milestoneText = (m: { branchPurpose: string; cumulativeProgress: st
 
 const TABLE: Record<ItemKind, string> = { milestone: "memory_milestones", knowledge: "memory_knowledge", document: "memory_documents" };
 
-/**
- * Document frequencies of query words within a scope, cached briefly (shared by the stores of one
- * app). Lexical matching drops words present in more than `maxDf` items of the searched scope:
- * their BM25 weight is near zero, and matching them would make the query cost grow with the corpus.
- */
-export class TermStats {
-  private readonly cache = new Map<string, { n: number; at: number }>();
-  constructor(
-    /** counts FTS matches across tenants (the expression is narrowed by a tenant-derived scope token; only a number comes back) */
-    private readonly counter: SqlHandle | undefined,
-    readonly maxDf = 2_000,
-    private readonly ttlMs = 30_000,
-    private readonly maxEntries = 50_000,
-  ) {}
-
-  /** Matches of `match` in `table`, counted up to maxDf + 1 (cached for ttlMs). */
-  count(table: string, match: string, fallback: () => number): number {
-    const now = Date.now();
-    const key = `${table}\u0000${match}`;
-    const e = this.cache.get(key);
-    if (e && now - e.at < this.ttlMs) return e.n;
-    const n = this.counter
-      ? this.counter.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${table} WHERE ${table} MATCH $match LIMIT $cap)`, { match, cap: this.maxDf + 1 })!.n
-      : fallback();
-    if (this.cache.size >= this.maxEntries) this.cache.clear();
-    this.cache.set(key, { n, at: now });
-    return n;
-  }
-}
-
 const token = (prefix: string, s: string) => prefix + createHash("sha256").update(s).digest("hex").slice(0, 16);
 
+/** SQL texts that differ by dialect, built once per dialect (dialect.ts). */
+function sqlOf(d: Dialect) {
+  const ids = (param: string) => d.inJsonArray(param);
+  /** item keys bound as a JSON array of numbers */
+  const keys = (param: string) => `(SELECT CAST(value AS BIGINT) FROM ${d.jsonEach(param)})`;
+  return {
+    ids,
+    keys,
+    /**
+     * Branches in creation order; a project's `main` first among those created in the same
+     * millisecond (it is created with the project), then by name (no rowid on PostgreSQL).
+     */
+    branchOrder: (b: string) => `${b}created_at, CASE WHEN ${b}branch_name = 'main' THEN 0 ELSE 1 END, ${b}branch_name`,
+    agentStats: `WITH acts AS (
+         SELECT agent_id, agent_type, 1 AS ms, 0 AS lg, 0 AS ss, created_at FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p
+         UNION ALL SELECT agent_id, NULL, 0, 1, 0, created_at FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p
+         UNION ALL SELECT agent_id, agent_type, 0, 0, 1, ended_at FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p)
+       SELECT a.agent_id AS "agentId",
+              COALESCE((SELECT ${d.jsonArrayAgg("DISTINCT t.agent_type")} FROM acts t WHERE t.agent_id = a.agent_id AND t.agent_type IS NOT NULL AND t.agent_type != ''), '[]') AS "agentTypes",
+              SUM(a.ms) AS milestones, SUM(a.lg) AS "logEntries", SUM(a.ss) AS sessions, MIN(a.created_at) AS "firstAt", MAX(a.created_at) AS "lastAt"
+       FROM acts a GROUP BY a.agent_id ORDER BY a.agent_id`,
+  };
+}
+type Sql = ReturnType<typeof sqlOf>;
+const SQL_BY_DIALECT = new Map<Dialect, Sql>();
+const sqlFor = (d: Dialect): Sql => {
+  let s = SQL_BY_DIALECT.get(d);
+  if (!s) SQL_BY_DIALECT.set(d, (s = sqlOf(d)));
+  return s;
+};
+
 export class MemoryStore {
+  private readonly sql: Sql;
+
   constructor(
-    readonly db: TenantDb,
-    private readonly stats: TermStats = new TermStats(undefined),
-  ) {}
+    readonly db: AsyncTenantDb,
+    private readonly lex: Lexical,
+    dialect: Dialect,
+  ) {
+    this.sql = sqlFor(dialect);
+  }
 
   /** FTS scope tokens: one for the tenant, one for the tenant's project (narrowing only; SQL still filters). */
   tenantToken(): string {
@@ -270,156 +281,180 @@ export class MemoryStore {
     return this.db.tenantId;
   }
 
-  tx<T>(fn: () => T): T {
-    return this.db.tx(fn);
+  /**
+   * fn in one transaction (on PostgreSQL it may run again: database work only). Every body in
+   * this domain checks before it writes, so a refusal it throws (ApiError: 404, 409, 429) leaves
+   * nothing written: the empty transaction is committed and the refusal rethrown after it, not
+   * rolled back — on SQLite the async transaction shares the connection with the domains still on
+   * the synchronous storage, and a rollback would take along a write of theirs that ran between
+   * the body's awaits (docs/notes/postgres-plan.md, "Transition hazard"). Other errors roll back.
+   */
+  async tx<T>(fn: () => Promise<T>): Promise<T> {
+    const out = await this.db.tx(async (): Promise<{ ok: T } | { refused: ApiError }> => {
+      try {
+        return { ok: await fn() };
+      } catch (e) {
+        if (e instanceof ApiError) return { refused: e };
+        throw e;
+      }
+    });
+    if ("refused" in out) throw out.refused;
+    return out.ok;
+  }
+
+  private async count(sql: string, params?: Record<string, unknown>): Promise<number> {
+    return (await this.db.get<{ n: number }>(sql, params as never))!.n;
   }
 
   // ---------------------------------------------------------------- projects
 
-  private projectOf(r: ProjectRow): Project {
+  private async projectOf(r: ProjectRow): Promise<Project> {
     return {
       projectId: r.project_id,
       tenantId: this.tenantId,
       name: r.name,
       roadmap: r.roadmap,
       milestoneCount: r.milestone_count,
-      activeBranches: this.activeBranches(r.project_id),
+      activeBranches: await this.activeBranches(r.project_id),
       createdAt: r.created_at,
       updatedAt: r.updated_at,
     };
   }
 
-  activeBranches(projectId: string): string[] {
-    return this.db
-      .all<{ branch_name: string }>(
-        `SELECT branch_name FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p AND status = 'active' ORDER BY created_at, rowid`,
-        { p: projectId },
-      )
-      .map((r) => r.branch_name);
+  async activeBranches(projectId: string): Promise<string[]> {
+    const rows = await this.db.all<{ branch_name: string }>(
+      `SELECT branch_name FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p AND status = 'active' ORDER BY ${this.sql.branchOrder("")}`,
+      { p: projectId },
+    );
+    return rows.map((r) => r.branch_name);
   }
 
-  project(projectId: string): Project | undefined {
-    const r = this.db.get<ProjectRow>(`SELECT * FROM memory_projects WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId });
+  async project(projectId: string): Promise<Project | undefined> {
+    const r = await this.db.get<ProjectRow>(`SELECT * FROM memory_projects WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId });
     return r && this.projectOf(r);
   }
 
-  projectExists(projectId: string): boolean {
-    return !!this.db.get(`SELECT 1 AS x FROM memory_projects WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId });
+  async projectExists(projectId: string): Promise<boolean> {
+    return !!(await this.db.get(`SELECT 1 AS x FROM memory_projects WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId }));
   }
 
-  projectIds(): string[] {
-    return this.db.all<{ project_id: string }>(`SELECT project_id FROM memory_projects WHERE tenant_id = $tenant ORDER BY project_id`).map((r) => r.project_id);
+  async projectIds(): Promise<string[]> {
+    return (await this.db.all<{ project_id: string }>(`SELECT project_id FROM memory_projects WHERE tenant_id = $tenant ORDER BY project_id`)).map((r) => r.project_id);
   }
 
-  listProjects(limit: number, offset: number): { items: Project[]; total: number } {
-    const rows = this.db.all<ProjectRow>(`SELECT * FROM memory_projects WHERE tenant_id = $tenant ORDER BY created_at, project_id LIMIT $limit OFFSET $offset`, { limit, offset });
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_projects WHERE tenant_id = $tenant`)!.n;
-    return { items: rows.map((r) => this.projectOf(r)), total };
+  async listProjects(limit: number, offset: number): Promise<{ items: Project[]; total: number }> {
+    const rows = await this.db.all<ProjectRow>(`SELECT * FROM memory_projects WHERE tenant_id = $tenant ORDER BY created_at, project_id LIMIT $limit OFFSET $offset`, { limit, offset });
+    const total = await this.count(`SELECT COUNT(*) AS n FROM memory_projects WHERE tenant_id = $tenant`);
+    const items: Project[] = [];
+    for (const r of rows) items.push(await this.projectOf(r));
+    return { items, total };
   }
 
-  insertProject(p: { projectId: string; name: string; roadmap: string; at: string }) {
-    this.db.run(
+  async insertProject(p: { projectId: string; name: string; roadmap: string; at: string }) {
+    await this.db.run(
       `INSERT INTO memory_projects (tenant_id, project_id, name, roadmap, created_at, updated_at) VALUES ($tenant, $p, $name, $roadmap, $at, $at)`,
       { p: p.projectId, name: p.name, roadmap: p.roadmap, at: p.at },
     );
-    this.db.run(
+    await this.db.run(
       `INSERT INTO memory_branches (tenant_id, project_id, branch_name, parent_branch, purpose, status, agent_id, created_at, updated_at)
        VALUES ($tenant, $p, 'main', NULL, $purpose, 'active', 'system', $at, $at)`,
       { p: p.projectId, purpose: "main line of the project", at: p.at },
     );
   }
 
-  updateRoadmap(projectId: string, roadmap: string, at: string) {
-    this.db.run(`UPDATE memory_projects SET roadmap = $roadmap, updated_at = $at WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId, roadmap, at });
+  async updateRoadmap(projectId: string, roadmap: string, at: string) {
+    await this.db.run(`UPDATE memory_projects SET roadmap = $roadmap, updated_at = $at WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId, roadmap, at });
   }
 
-  /** Item keys of a project's searchable rows (to drop them from the vector indexes). */
-  deleteProject(projectId: string) {
+  /** Remove a project with every row it holds. */
+  async deleteProject(projectId: string) {
     const p = { p: projectId };
     for (const kind of ["milestone", "knowledge", "document"] as ItemKind[]) {
       const t = TABLE[kind];
-      this.db.run(`DELETE FROM ${t}_fts WHERE rowid IN (SELECT key FROM ${t} WHERE tenant_id = $tenant AND project_id = $p)`, p);
-      this.db.run(`DELETE FROM ${t} WHERE tenant_id = $tenant AND project_id = $p`, p);
+      await this.db.run(`DELETE FROM ${t}_fts WHERE rowid IN (SELECT key FROM ${t} WHERE tenant_id = $tenant AND project_id = $p)`, p);
+      await this.db.run(`DELETE FROM ${t} WHERE tenant_id = $tenant AND project_id = $p`, p);
     }
     for (const t of ["memory_logs", "memory_branches", "memory_sessions", "memory_metadata", "memory_sources", "memory_projects"])
-      this.db.run(`DELETE FROM ${t} WHERE tenant_id = $tenant AND project_id = $p`, p);
+      await this.db.run(`DELETE FROM ${t} WHERE tenant_id = $tenant AND project_id = $p`, p);
   }
 
   /** Take the next sequence number of a project and count one more milestone. */
-  nextSequence(projectId: string, at: string): number {
-    return this.db.get<{ seq: number }>(
+  async nextSequence(projectId: string, at: string): Promise<number> {
+    return (await this.db.get<{ seq: number }>(
       `UPDATE memory_projects SET next_seq = next_seq + 1, milestone_count = milestone_count + 1, updated_at = $at
        WHERE tenant_id = $tenant AND project_id = $p RETURNING next_seq - 1 AS seq`,
       { p: projectId, at },
-    )!.seq;
+    ))!.seq;
   }
 
   // ---------------------------------------------------------------- branches
 
   private static BRANCH_SELECT = `SELECT b.*, (SELECT COUNT(*) FROM memory_milestones m WHERE m.tenant_id = b.tenant_id AND m.project_id = b.project_id AND m.branch_name = b.branch_name) AS milestone_count FROM memory_branches b`;
 
-  branch(projectId: string, name: string): Branch | undefined {
-    const r = this.db.get<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p AND b.branch_name = $b`, { p: projectId, b: name });
+  async branch(projectId: string, name: string): Promise<Branch | undefined> {
+    const r = await this.db.get<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p AND b.branch_name = $b`, { p: projectId, b: name });
     return r && branchOf(r);
   }
 
-  branches(projectId: string): Branch[] {
-    return this.db
-      .all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid`, { p: projectId })
-      .map(branchOf);
+  async branches(projectId: string): Promise<Branch[]> {
+    return (await this.db.all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY ${this.sql.branchOrder("b.")}`, { p: projectId })).map(branchOf);
   }
 
-  branchPage(projectId: string, limit: number, offset: number): { items: Branch[]; total: number } {
-    const items = this.db
-      .all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid LIMIT $limit OFFSET $offset`, { p: projectId, limit, offset })
-      .map(branchOf);
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId })!.n;
+  async branchPage(projectId: string, limit: number, offset: number): Promise<{ items: Branch[]; total: number }> {
+    const items = (
+      await this.db.all<BranchRow>(`${MemoryStore.BRANCH_SELECT} WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY ${this.sql.branchOrder("b.")} LIMIT $limit OFFSET $offset`, {
+        p: projectId,
+        limit,
+        offset,
+      })
+    ).map(branchOf);
+    const total = await this.count(`SELECT COUNT(*) AS n FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId });
     return { items, total };
   }
 
-  insertBranch(b: { projectId: string; branchName: string; parentBranch: string; purpose: string; agentId: string; at: string }) {
-    this.db.run(
+  async insertBranch(b: { projectId: string; branchName: string; parentBranch: string; purpose: string; agentId: string; at: string }) {
+    await this.db.run(
       `INSERT INTO memory_branches (tenant_id, project_id, branch_name, parent_branch, purpose, status, agent_id, created_at, updated_at)
        VALUES ($tenant, $p, $b, $parent, $purpose, 'active', $agent, $at, $at)`,
       { p: b.projectId, b: b.branchName, parent: b.parentBranch, purpose: b.purpose, agent: b.agentId, at: b.at },
     );
   }
 
-  abandonBranch(projectId: string, name: string, reason: string, at: string) {
-    this.db.run(
+  async abandonBranch(projectId: string, name: string, reason: string, at: string) {
+    await this.db.run(
       `UPDATE memory_branches SET status = 'abandoned', abandon_reason = $reason, updated_at = $at WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`,
       { p: projectId, b: name, reason, at },
     );
   }
 
-  markMerged(projectId: string, name: string, into: string, milestoneId: string, at: string) {
-    this.db.run(
+  async markMerged(projectId: string, name: string, into: string, milestoneId: string, at: string) {
+    await this.db.run(
       `UPDATE memory_branches SET status = 'merged', merged_into = $into, merge_milestone_id = $mid, updated_at = $at WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`,
       { p: projectId, b: name, into, mid: milestoneId, at },
     );
   }
 
-  nextLogSequence(projectId: string, branch: string): number {
-    return this.db.get<{ seq: number }>(
+  async nextLogSequence(projectId: string, branch: string): Promise<number> {
+    return (await this.db.get<{ seq: number }>(
       `UPDATE memory_branches SET next_log_seq = next_log_seq + 1 WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b RETURNING next_log_seq - 1 AS seq`,
       { p: projectId, b: branch },
-    )!.seq;
+    ))!.seq;
   }
 
   // ---------------------------------------------------------------- milestones
 
-  milestoneByHash(projectId: string, hash: bigint): Milestone | undefined {
-    const r = this.db.get<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND content_hash = $h`, { p: projectId, h: hash });
+  async milestoneByHash(projectId: string, hash: bigint): Promise<Milestone | undefined> {
+    const r = await this.db.get<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND content_hash = $h`, { p: projectId, h: hash });
     return r && milestoneOf(r);
   }
 
-  milestone(projectId: string, milestoneId: string): Milestone | undefined {
-    const r = this.db.get<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND milestone_id = $id`, { p: projectId, id: milestoneId });
+  async milestone(projectId: string, milestoneId: string): Promise<Milestone | undefined> {
+    const r = await this.db.get<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND milestone_id = $id`, { p: projectId, id: milestoneId });
     return r && milestoneOf(r);
   }
 
-  insertMilestone(m: Milestone, embedderId: string, vec: Float32Array): number {
-    const key = this.db.get<{ key: number }>(
+  async insertMilestone(m: Milestone, embedderId: string, vec: Float32Array): Promise<number> {
+    const key = (await this.db.get<{ key: number }>(
       `INSERT INTO memory_milestones (milestone_id, tenant_id, project_id, branch_name, branch_purpose, cumulative_progress, this_contribution, content_hash, sequence_number, agent_id, agent_type, merged_from, embedder_id, vec, created_at)
        VALUES ($id, $tenant, $p, $b, $purpose, $progress, $contribution, $hash, $seq, $agent, $agentType, $mergedFrom, $embedder, $vec, $at) RETURNING key`,
       {
@@ -438,117 +473,107 @@ export class MemoryStore {
         vec: f32Blob(vec),
         at: m.createdAt,
       },
-    )!.key;
-    this.indexText("milestone", key, milestoneText(m), m.projectId);
+    ))!.key;
+    await this.indexText("milestone", key, milestoneText(m), m.projectId);
     return key;
   }
 
-  branchMilestones(projectId: string, branch: string, limit: number, offset: number): { items: Milestone[]; total: number } {
+  async branchMilestones(projectId: string, branch: string, limit: number, offset: number): Promise<{ items: Milestone[]; total: number }> {
     const p = { p: projectId, b: branch };
-    const rows = this.db.all<MilestoneRow>(
+    const rows = await this.db.all<MilestoneRow>(
       `SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b ORDER BY sequence_number DESC LIMIT $limit OFFSET $offset`,
       { ...p, limit, offset },
     );
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, p)!.n;
+    const total = await this.count(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, p);
     return { items: rows.map(milestoneOf), total };
   }
 
-  countBranchMilestones(projectId: string, branch: string): number {
-    return this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, { p: projectId, b: branch })!.n;
+  countBranchMilestones(projectId: string, branch: string): Promise<number> {
+    return this.count(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, { p: projectId, b: branch });
   }
 
-  milestonesByKeys(keys: number[]): Map<number, Milestone> {
+  async milestonesByKeys(keys: number[]): Promise<Map<number, Milestone>> {
     if (!keys.length) return new Map();
-    const rows = this.db.all<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND key IN (SELECT value FROM json_each($keys))`, {
+    const rows = await this.db.all<MilestoneRow>(`SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND key IN ${this.sql.keys("$keys")}`, {
       keys: JSON.stringify(keys),
     });
     return new Map(rows.map((r) => [r.key, milestoneOf(r)]));
   }
 
-  milestonesOfAgents(agentIds: string[], limit: number, offset: number): { items: Milestone[]; total: number } {
+  async milestonesOfAgents(agentIds: string[], limit: number, offset: number): Promise<{ items: Milestone[]; total: number }> {
     const a = { agents: JSON.stringify(agentIds) };
-    const rows = this.db.all<MilestoneRow>(
-      `SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND agent_id IN (SELECT value FROM json_each($agents)) ORDER BY created_at DESC, key DESC LIMIT $limit OFFSET $offset`,
+    const rows = await this.db.all<MilestoneRow>(
+      `SELECT ${MILESTONE_COLS} FROM memory_milestones WHERE tenant_id = $tenant AND agent_id IN ${this.sql.ids("$agents")} ORDER BY created_at DESC, key DESC LIMIT $limit OFFSET $offset`,
       { ...a, limit, offset },
     );
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND agent_id IN (SELECT value FROM json_each($agents))`, a)!.n;
+    const total = await this.count(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND agent_id IN ${this.sql.ids("$agents")}`, a);
     return { items: rows.map(milestoneOf), total };
   }
 
   // ---------------------------------------------------------------- logs
 
-  insertLog(e: LogEntry & { content: string }) {
-    this.db.run(
+  async insertLog(e: LogEntry & { content: string }) {
+    await this.db.run(
       `INSERT INTO memory_logs (entry_id, tenant_id, project_id, branch_name, agent_id, phase, content, sequence_number, created_at)
        VALUES ($id, $tenant, $p, $b, $agent, $phase, $content, $seq, $at)`,
       { id: e.entryId, p: e.projectId, b: e.branchName, agent: e.agentId, phase: e.phase, content: e.content, seq: e.sequenceNumber, at: e.createdAt },
     );
   }
 
-  logs(projectId: string, branch: string, limit: number, offset: number): { items: LogEntry[]; total: number } {
+  async logs(projectId: string, branch: string, limit: number, offset: number): Promise<{ items: LogEntry[]; total: number }> {
     const p = { p: projectId, b: branch };
-    const rows = this.db.all<LogRow>(
+    const rows = await this.db.all<LogRow>(
       `SELECT * FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b ORDER BY sequence_number DESC LIMIT $limit OFFSET $offset`,
       { ...p, limit, offset },
     );
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, p)!.n;
+    const total = await this.count(`SELECT COUNT(*) AS n FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p AND branch_name = $b`, p);
     return { items: rows.map((r) => logOf(r, true)), total };
   }
 
   // ---------------------------------------------------------------- metadata segments
 
   agentStats(projectId: string) {
-    return this.db.all<{ agentId: string; agentTypes: string; milestones: number; logEntries: number; sessions: number; firstAt: string; lastAt: string }>(
-      `WITH acts AS (
-         SELECT agent_id, agent_type, 1 AS ms, 0 AS lg, 0 AS ss, created_at FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p
-         UNION ALL SELECT agent_id, NULL, 0, 1, 0, created_at FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p
-         UNION ALL SELECT agent_id, agent_type, 0, 0, 1, ended_at FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p)
-       SELECT agent_id AS agentId, COALESCE(json_group_array(DISTINCT agent_type) FILTER (WHERE agent_type IS NOT NULL AND agent_type != ''), '[]') AS agentTypes,
-              SUM(ms) AS milestones, SUM(lg) AS logEntries, SUM(ss) AS sessions, MIN(created_at) AS firstAt, MAX(created_at) AS lastAt
-       FROM acts GROUP BY agent_id ORDER BY agent_id`,
-      { p: projectId },
-    );
+    return this.db.all<{ agentId: string; agentTypes: string; milestones: number; logEntries: number; sessions: number; firstAt: string; lastAt: string }>(this.sql.agentStats, { p: projectId });
   }
 
   branchStats(projectId: string) {
     return this.db.all<{ branchName: string; status: string; milestones: number; logEntries: number; lastMilestoneAt: string | null }>(
-      `SELECT b.branch_name AS branchName, b.status AS status,
+      `SELECT b.branch_name AS "branchName", b.status AS status,
               (SELECT COUNT(*) FROM memory_milestones m WHERE m.tenant_id = $tenant AND m.project_id = $p AND m.branch_name = b.branch_name) AS milestones,
-              (SELECT COUNT(*) FROM memory_logs l WHERE l.tenant_id = $tenant AND l.project_id = $p AND l.branch_name = b.branch_name) AS logEntries,
-              (SELECT MAX(created_at) FROM memory_milestones m WHERE m.tenant_id = $tenant AND m.project_id = $p AND m.branch_name = b.branch_name) AS lastMilestoneAt
-       FROM memory_branches b WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY b.created_at, b.rowid`,
+              (SELECT COUNT(*) FROM memory_logs l WHERE l.tenant_id = $tenant AND l.project_id = $p AND l.branch_name = b.branch_name) AS "logEntries",
+              (SELECT MAX(created_at) FROM memory_milestones m WHERE m.tenant_id = $tenant AND m.project_id = $p AND m.branch_name = b.branch_name) AS "lastMilestoneAt"
+       FROM memory_branches b WHERE b.tenant_id = $tenant AND b.project_id = $p ORDER BY ${this.sql.branchOrder("b.")}`,
       { p: projectId },
     );
   }
 
-  projectCounts(projectId: string) {
-    const p = { p: projectId };
-    const n = (sql: string) => this.db.get<{ n: number }>(sql, p)!.n;
+  async projectCounts(projectId: string) {
+    const n = (table: string) => this.count(`SELECT COUNT(*) AS n FROM ${table} WHERE tenant_id = $tenant AND project_id = $p`, { p: projectId });
     return {
-      milestones: n(`SELECT COUNT(*) AS n FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p`),
-      logEntries: n(`SELECT COUNT(*) AS n FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p`),
-      branches: n(`SELECT COUNT(*) AS n FROM memory_branches WHERE tenant_id = $tenant AND project_id = $p`),
-      sessions: n(`SELECT COUNT(*) AS n FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p`),
-      knowledge: n(`SELECT COUNT(*) AS n FROM memory_knowledge WHERE tenant_id = $tenant AND project_id = $p`),
-      documents: n(`SELECT COUNT(*) AS n FROM memory_documents WHERE tenant_id = $tenant AND project_id = $p`),
-      sources: n(`SELECT COUNT(*) AS n FROM memory_sources WHERE tenant_id = $tenant AND project_id = $p`),
+      milestones: await n("memory_milestones"),
+      logEntries: await n("memory_logs"),
+      branches: await n("memory_branches"),
+      sessions: await n("memory_sessions"),
+      knowledge: await n("memory_knowledge"),
+      documents: await n("memory_documents"),
+      sources: await n("memory_sources"),
     };
   }
 
-  metadata(projectId: string, segment: string): { data: unknown; updatedAt: string } | undefined {
-    const r = this.db.get<{ data: string; updated_at: string }>(`SELECT data, updated_at FROM memory_metadata WHERE tenant_id = $tenant AND project_id = $p AND segment = $s`, {
+  async metadata(projectId: string, segment: string): Promise<{ data: unknown; updatedAt: string } | undefined> {
+    const r = await this.db.get<{ data: string; updated_at: string }>(`SELECT data, updated_at FROM memory_metadata WHERE tenant_id = $tenant AND project_id = $p AND segment = $s`, {
       p: projectId,
       s: segment,
     });
     return r && { data: JSON.parse(r.data), updatedAt: r.updated_at };
   }
 
-  metadataSegments(projectId: string): string[] {
-    return this.db.all<{ segment: string }>(`SELECT segment FROM memory_metadata WHERE tenant_id = $tenant AND project_id = $p ORDER BY segment`, { p: projectId }).map((r) => r.segment);
+  async metadataSegments(projectId: string): Promise<string[]> {
+    return (await this.db.all<{ segment: string }>(`SELECT segment FROM memory_metadata WHERE tenant_id = $tenant AND project_id = $p ORDER BY segment`, { p: projectId })).map((r) => r.segment);
   }
 
-  putMetadata(projectId: string, segment: string, data: unknown, at: string) {
-    this.db.run(
+  async putMetadata(projectId: string, segment: string, data: unknown, at: string) {
+    await this.db.run(
       `INSERT INTO memory_metadata (tenant_id, project_id, segment, data, updated_at) VALUES ($tenant, $p, $s, $data, $at)
        ON CONFLICT (tenant_id, project_id, segment) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
       { p: projectId, s: segment, data: JSON.stringify(data), at },
@@ -557,9 +582,10 @@ export class MemoryStore {
 
   // ---------------------------------------------------------------- sessions
 
-  upsertSession(s: Session): boolean {
-    const existed = !!this.db.get(`SELECT 1 AS x FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p AND session_id = $s`, { p: s.projectId, s: s.sessionId });
-    this.db.run(
+  /** Insert or update a session; true when it is new. */
+  async upsertSession(s: Session): Promise<boolean> {
+    const existed = !!(await this.db.get(`SELECT 1 AS x FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p AND session_id = $s`, { p: s.projectId, s: s.sessionId }));
+    await this.db.run(
       `INSERT INTO memory_sessions (tenant_id, project_id, session_id, branch_name, agent_id, agent_type, milestones_recalled, compaction_count, tool_calls_total, tool_calls_read, tool_calls_search, tool_calls_edit, tool_calls_execute, tool_calls_agent, session_duration_secs, started_at, ended_at, created_at)
        VALUES ($tenant, $p, $s, $b, $agent, $agentType, $recalled, $compactions, $total, $read, $search, $edit, $execute, $agentCalls, $duration, $started, $ended, $at)
        ON CONFLICT (tenant_id, project_id, session_id) DO UPDATE SET branch_name = excluded.branch_name, agent_id = excluded.agent_id, agent_type = excluded.agent_type,
@@ -590,40 +616,44 @@ export class MemoryStore {
     return !existed;
   }
 
-  session(projectId: string, sessionId: string): Session {
-    return sessionOf(this.db.get<SessionRow>(`SELECT * FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p AND session_id = $s`, { p: projectId, s: sessionId })!);
+  async session(projectId: string, sessionId: string): Promise<Session> {
+    return sessionOf((await this.db.get<SessionRow>(`SELECT * FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p AND session_id = $s`, { p: projectId, s: sessionId }))!);
   }
 
   sessionGroups(projectId: string) {
+    const withMemory = `CASE WHEN milestones_recalled > 0 THEN 1 ELSE 0 END`;
     return this.db.all<{ agentType: string; withMemory: number; n: number; compactions: number; contextTools: number; duration: number }>(
-      `SELECT agent_type AS agentType, (milestones_recalled > 0) AS withMemory, COUNT(*) AS n, SUM(compaction_count) AS compactions,
-              SUM(tool_calls_read + tool_calls_search) AS contextTools, SUM(session_duration_secs) AS duration
-       FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p GROUP BY agent_type, withMemory`,
+      `SELECT agent_type AS "agentType", ${withMemory} AS "withMemory", COUNT(*) AS n, SUM(compaction_count) AS compactions,
+              SUM(tool_calls_read + tool_calls_search) AS "contextTools", SUM(session_duration_secs) AS duration
+       FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p GROUP BY agent_type, ${withMemory}`,
       { p: projectId },
     );
   }
 
-  recentSessions(projectId: string, limit: number): Session[] {
-    return this.db
-      .all<SessionRow>(`SELECT * FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p ORDER BY ended_at DESC, key DESC LIMIT $limit`, { p: projectId, limit })
-      .map(sessionOf);
+  async recentSessions(projectId: string, limit: number): Promise<Session[]> {
+    return (await this.db.all<SessionRow>(`SELECT * FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p ORDER BY ended_at DESC, key DESC LIMIT $limit`, { p: projectId, limit })).map(
+      sessionOf,
+    );
   }
 
   // ---------------------------------------------------------------- knowledge
 
-  knowledgeByHash(projectId: string, hash: bigint): KnowledgeRow | undefined {
-    return this.db.get<KnowledgeRow>(`SELECT * FROM memory_knowledge WHERE tenant_id = $tenant AND project_id = $p AND content_hash = $h`, { p: projectId, h: hash });
+  knowledgeByHash(projectId: string, hash: bigint): Promise<KnowledgeRow | undefined> {
+    return this.db.get<KnowledgeRow>(
+      `SELECT key, knowledge_id, project_id, cache_key, reuse_score, summary, l2_collection, blob_key, created_at FROM memory_knowledge WHERE tenant_id = $tenant AND project_id = $p AND content_hash = $h`,
+      { p: projectId, h: hash },
+    );
   }
 
   /** Creation times of the project's promotions since `since` (oldest first). */
-  promotionsSince(projectId: string, since: string): string[] {
-    return this.db
-      .all<{ created_at: string }>(`SELECT created_at FROM memory_knowledge WHERE tenant_id = $tenant AND project_id = $p AND created_at > $since ORDER BY created_at`, { p: projectId, since })
-      .map((r) => r.created_at);
+  async promotionsSince(projectId: string, since: string): Promise<string[]> {
+    return (
+      await this.db.all<{ created_at: string }>(`SELECT created_at FROM memory_knowledge WHERE tenant_id = $tenant AND project_id = $p AND created_at > $since ORDER BY created_at`, { p: projectId, since })
+    ).map((r) => r.created_at);
   }
 
-  insertKnowledge(k: Omit<KnowledgeRow, "key">, hash: bigint, embedderId: string, vec: Float32Array): number {
-    const key = this.db.get<{ key: number }>(
+  async insertKnowledge(k: Omit<KnowledgeRow, "key">, hash: bigint, embedderId: string, vec: Float32Array): Promise<number> {
+    const key = (await this.db.get<{ key: number }>(
       `INSERT INTO memory_knowledge (knowledge_id, tenant_id, project_id, cache_key, reuse_score, summary, l2_collection, blob_key, content_hash, embedder_id, vec, created_at)
        VALUES ($id, $tenant, $p, $cacheKey, $score, $summary, $l2, $blob, $hash, $embedder, $vec, $at) RETURNING key`,
       {
@@ -639,15 +669,15 @@ export class MemoryStore {
         vec: f32Blob(vec),
         at: k.created_at,
       },
-    )!.key;
-    this.indexText("knowledge", key, k.summary, k.project_id);
+    ))!.key;
+    await this.indexText("knowledge", key, k.summary, k.project_id);
     return key;
   }
 
-  knowledgeByKeys(keys: number[]): Map<number, KnowledgeRow> {
+  async knowledgeByKeys(keys: number[]): Promise<Map<number, KnowledgeRow>> {
     if (!keys.length) return new Map();
-    const rows = this.db.all<KnowledgeRow>(
-      `SELECT key, knowledge_id, project_id, cache_key, reuse_score, summary, l2_collection, blob_key, created_at FROM memory_knowledge WHERE tenant_id = $tenant AND key IN (SELECT value FROM json_each($keys))`,
+    const rows = await this.db.all<KnowledgeRow>(
+      `SELECT key, knowledge_id, project_id, cache_key, reuse_score, summary, l2_collection, blob_key, created_at FROM memory_knowledge WHERE tenant_id = $tenant AND key IN ${this.sql.keys("$keys")}`,
       { keys: JSON.stringify(keys) },
     );
     return new Map(rows.map((r) => [r.key, r]));
@@ -656,13 +686,21 @@ export class MemoryStore {
   // ---------------------------------------------------------------- documents
 
   /** Insert or replace a synced document; returns its key and whether an older version was replaced. */
-  upsertDocument(projectId: string, sourceId: string, d: DocumentInput, documentId: string, embedderId: string, vec: Float32Array, at: string): { key: number; replaced: number | null } {
-    const old = this.db.get<{ key: number }>(`SELECT key FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s AND external_id = $e`, { s: sourceId, e: d.externalId });
+  async upsertDocument(
+    projectId: string,
+    sourceId: string,
+    d: DocumentInput,
+    documentId: string,
+    embedderId: string,
+    vec: Float32Array,
+    at: string,
+  ): Promise<{ key: number; replaced: number | null }> {
+    const old = await this.db.get<{ key: number }>(`SELECT key FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s AND external_id = $e`, { s: sourceId, e: d.externalId });
     if (old) {
-      this.db.run(`DELETE FROM memory_documents_fts WHERE rowid IN (SELECT key FROM memory_documents WHERE tenant_id = $tenant AND key = $k)`, { k: old.key });
-      this.db.run(`DELETE FROM memory_documents WHERE tenant_id = $tenant AND key = $k`, { k: old.key });
+      await this.db.run(`DELETE FROM memory_documents_fts WHERE rowid IN (SELECT key FROM memory_documents WHERE tenant_id = $tenant AND key = $k)`, { k: old.key });
+      await this.db.run(`DELETE FROM memory_documents WHERE tenant_id = $tenant AND key = $k`, { k: old.key });
     }
-    const key = this.db.get<{ key: number }>(
+    const key = (await this.db.get<{ key: number }>(
       `INSERT INTO memory_documents (document_id, tenant_id, project_id, source_id, external_id, kind, title, body, url, author, updated_at, embedder_id, vec, created_at)
        VALUES ($id, $tenant, $p, $s, $e, $kind, $title, $body, $url, $author, $updated, $embedder, $vec, $at) RETURNING key`,
       {
@@ -680,21 +718,21 @@ export class MemoryStore {
         vec: f32Blob(vec),
         at,
       },
-    )!.key;
-    this.indexText("document", key, `${d.title}\n${d.body}`, projectId);
+    ))!.key;
+    await this.indexText("document", key, `${d.title}\n${d.body}`, projectId);
     return { key, replaced: old?.key ?? null };
   }
 
-  documentsByKeys(keys: number[]): Map<number, DocumentRow> {
+  async documentsByKeys(keys: number[]): Promise<Map<number, DocumentRow>> {
     if (!keys.length) return new Map();
-    const rows = this.db.all<DocumentRow>(
-      `SELECT key, document_id, project_id, source_id, external_id, kind, title, body, url, author, updated_at, created_at FROM memory_documents WHERE tenant_id = $tenant AND key IN (SELECT value FROM json_each($keys))`,
+    const rows = await this.db.all<DocumentRow>(
+      `SELECT key, document_id, project_id, source_id, external_id, kind, title, body, url, author, updated_at, created_at FROM memory_documents WHERE tenant_id = $tenant AND key IN ${this.sql.keys("$keys")}`,
       { keys: JSON.stringify(keys) },
     );
     return new Map(rows.map((r) => [r.key, r]));
   }
 
-  documentsOfSource(sourceId: string): DocumentRow[] {
+  documentsOfSource(sourceId: string): Promise<DocumentRow[]> {
     return this.db.all<DocumentRow>(
       `SELECT key, document_id, project_id, source_id, external_id, kind, title, body, url, author, updated_at, created_at FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s ORDER BY key`,
       { s: sourceId },
@@ -702,103 +740,78 @@ export class MemoryStore {
   }
 
   /** Remove a source's documents; returns their keys. */
-  deleteDocumentsOfSource(sourceId: string): Array<{ key: number; project_id: string }> {
-    const rows = this.db.all<{ key: number; project_id: string }>(`SELECT key, project_id FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s`, { s: sourceId });
-    this.db.run(`DELETE FROM memory_documents_fts WHERE rowid IN (SELECT key FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s)`, { s: sourceId });
-    this.db.run(`DELETE FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s`, { s: sourceId });
+  async deleteDocumentsOfSource(sourceId: string): Promise<Array<{ key: number; project_id: string }>> {
+    const rows = await this.db.all<{ key: number; project_id: string }>(`SELECT key, project_id FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s`, { s: sourceId });
+    await this.db.run(`DELETE FROM memory_documents_fts WHERE rowid IN (SELECT key FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s)`, { s: sourceId });
+    await this.db.run(`DELETE FROM memory_documents WHERE tenant_id = $tenant AND source_id = $s`, { s: sourceId });
     return rows;
   }
 
   // ---------------------------------------------------------------- search support
 
-  private indexText(kind: ItemKind, key: number, text: string, projectId: string) {
+  private async indexText(kind: ItemKind, key: number, text: string, projectId: string) {
     const t = TABLE[kind];
-    this.db.run(`INSERT INTO ${t}_fts (rowid, body, scope) SELECT key, $body, $scope FROM ${t} WHERE tenant_id = $tenant AND key = $key`, {
+    await this.db.run(`INSERT INTO ${t}_fts (rowid, body, scope) SELECT key, CAST($body AS TEXT), CAST($scope AS TEXT) FROM ${t} WHERE tenant_id = $tenant AND key = $key`, {
       key,
-      body: text,
+      body: this.lex.bodyOf(text),
       scope: `${this.tenantToken()} ${this.projectToken(projectId)}`,
     });
   }
 
   /** Vectors of a project's items of one kind (to build its index). */
-  vectors(kind: ItemKind, projectId: string, embedderId: string): Array<{ vecKey: number; vec: Float32Array }> {
-    return this.db
-      .all<{ key: number; vec: Uint8Array }>(`SELECT key, vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`, { p: projectId, e: embedderId })
-      .map((r) => ({ vecKey: r.key, vec: blobF32(r.vec) }));
+  async vectors(kind: ItemKind, projectId: string, embedderId: string): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
+    return (await this.db.all<{ key: number; vec: Uint8Array }>(`SELECT key, vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`, { p: projectId, e: embedderId })).map(
+      (r) => ({ vecKey: r.key, vec: blobF32(r.vec) }),
+    );
   }
 
   /** What a saved index must match to be loaded: count, max and sum of the keys of the rows it holds. */
-  fingerprint(kind: ItemKind, projectId: string, embedderId: string): { count: number; maxKey: number; sumKey: number } {
-    return this.db.get<{ count: number; maxKey: number; sumKey: number }>(
-      `SELECT COUNT(*) AS count, COALESCE(MAX(key), 0) AS maxKey, COALESCE(SUM(key), 0) AS sumKey FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`,
+  async fingerprint(kind: ItemKind, projectId: string, embedderId: string): Promise<{ count: number; maxKey: number; sumKey: number }> {
+    return (await this.db.get<{ count: number; maxKey: number; sumKey: number }>(
+      `SELECT COUNT(*) AS count, COALESCE(MAX(key), 0) AS "maxKey", COALESCE(SUM(key), 0) AS "sumKey" FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`,
       { p: projectId, e: embedderId },
-    )!;
+    ))!;
   }
 
   /**
    * BM25 matches of any of `words` among the given projects' items of one kind, best first, with
-   * optional filters (agent ids, created since). The FTS5 expression itself is narrowed to the
-   * project's scope token (the tenant's, for several projects; SQL keeps only the listed ones); words in more than
-   * `TermStats.maxDf` items of that scope are dropped (rarest first, at most 2 × maxDf postings in
-   * all), so the cost stays bounded as the corpus grows.
+   * optional filters (agent ids, created since); lexical.ts runs it on either backend. The match is
+   * narrowed to the project's scope (the tenant's, for several projects; SQL keeps only the listed
+   * ones); words in more than `maxDf` items of that scope are dropped, so the cost stays bounded.
    */
-  lexical(kind: ItemKind, words: string[], projectIds: string[], k: number, filter: { agentIds?: string[]; since?: string } = {}): Array<{ key: number; bm25: number }> {
-    if (!words.length || !projectIds.length) return [];
-    const t = TABLE[kind];
-    // one project: its token; several: the tenant's (an OR of project tokens makes FTS5 merge their doclists for every word)
-    const scope = projectIds.length === 1 ? `scope : "${this.projectToken(projectIds[0]!)}"` : `scope : "${this.tenantToken()}"`;
-    const counted = words.map((w) => {
-      const match = `${scope} AND body : "${w}"`;
-      const n = this.stats.count(`${t}_fts`, match, () =>
-        this.db.get<{ n: number }>(
-          `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid WHERE ${t}_fts MATCH $match AND i.tenant_id = $tenant LIMIT $cap)`,
-          { match, cap: this.stats.maxDf + 1 },
-        )!.n,
-      );
-      return { w, n };
-    });
-    const kept: string[] = [];
-    let postings = 0;
-    for (const c of counted.filter((c) => c.n > 0 && c.n <= this.stats.maxDf).sort((a, b) => a.n - b.n)) {
-      if (postings + c.n > 2 * this.stats.maxDf && kept.length) break;
-      kept.push(c.w);
-      postings += c.n;
-    }
-    if (!kept.length) return [];
+  lexical(kind: ItemKind, words: string[], projectIds: string[], k: number, filter: { agentIds?: string[]; since?: string } = {}): Promise<Array<{ key: number; bm25: number }>> {
     const time = kind === "document" ? "updated_at" : "created_at";
-    const where = [`i.tenant_id = $tenant`, `i.project_id IN (SELECT value FROM json_each($projects))`];
-    const params: Record<string, string | number> = { match: `${scope} AND body : (${kept.map((w) => `"${w}"`).join(" OR ")})`, projects: JSON.stringify(projectIds), k };
+    const where: string[] = [];
+    const params: Record<string, string> = {};
     if (filter.agentIds && kind === "milestone") {
-      where.push(`i.agent_id IN (SELECT value FROM json_each($agents))`);
+      where.push(`i.agent_id IN ${this.sql.ids("$agents")}`);
       params.agents = JSON.stringify(filter.agentIds);
     }
     if (filter.since) {
       where.push(`i.${time} >= $since`);
       params.since = filter.since;
     }
-    return this.db.all<{ key: number; bm25: number }>(
-      `SELECT f.rowid AS key, bm25(${t}_fts, 1.0, 0.0) AS bm25 FROM ${t}_fts f JOIN ${t} i ON i.key = f.rowid
-       WHERE ${t}_fts MATCH $match AND ${where.join(" AND ")} ORDER BY bm25(${t}_fts, 1.0, 0.0) LIMIT $k`,
-      params,
-    );
+    // one project: its token; several: the tenant's (an OR of project tokens makes FTS5 merge their doclists for every word)
+    const scope = { tenantToken: this.tenantToken(), projectToken: projectIds.length === 1 ? this.projectToken(projectIds[0]!) : undefined, projectIds };
+    return this.lex.search(this.db, { table: TABLE[kind], words, scope, k, where, params });
   }
 
   /** Keys (of the given set) that pass the filters. */
-  filterKeys(kind: ItemKind, keys: number[], filter: { agentIds?: string[]; since?: string }): Set<number> {
+  async filterKeys(kind: ItemKind, keys: number[], filter: { agentIds?: string[]; since?: string }): Promise<Set<number>> {
     if (!keys.length) return new Set();
     const t = TABLE[kind];
     const time = kind === "document" ? "updated_at" : "created_at";
-    const where = [`tenant_id = $tenant`, `key IN (SELECT value FROM json_each($keys))`];
+    const where = [`tenant_id = $tenant`, `key IN ${this.sql.keys("$keys")}`];
     const params: Record<string, string> = { keys: JSON.stringify(keys) };
     if (filter.agentIds && kind === "milestone") {
-      where.push(`agent_id IN (SELECT value FROM json_each($agents))`);
+      where.push(`agent_id IN ${this.sql.ids("$agents")}`);
       params.agents = JSON.stringify(filter.agentIds);
     }
     if (filter.since) {
       where.push(`${time} >= $since`);
       params.since = filter.since;
     }
-    return new Set(this.db.all<{ key: number }>(`SELECT key FROM ${t} WHERE ${where.join(" AND ")}`, params).map((r) => r.key));
+    return new Set((await this.db.all<{ key: number }>(`SELECT key FROM ${t} WHERE ${where.join(" AND ")}`, params)).map((r) => r.key));
   }
 
   // ---------------------------------------------------------------- contributors
@@ -813,31 +826,31 @@ export class MemoryStore {
     updatedAt: r.updated_at,
   });
 
-  contributor(id: string): Contributor | undefined {
-    const r = this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id });
+  async contributor(id: string): Promise<Contributor | undefined> {
+    const r = await this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id });
     return r && this.contributorOf(r);
   }
 
-  contributorByName(name: string): Contributor | undefined {
-    const r = this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND lower(display_name) = lower($name) ORDER BY contributor_id LIMIT 1`, { name });
+  async contributorByName(name: string): Promise<Contributor | undefined> {
+    const r = await this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND lower(display_name) = lower($name) ORDER BY contributor_id LIMIT 1`, { name });
     return r && this.contributorOf(r);
   }
 
-  listContributors(limit: number, offset: number): { items: Contributor[]; total: number } {
-    const rows = this.db.all<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant ORDER BY contributor_id LIMIT $limit OFFSET $offset`, { limit, offset });
-    return { items: rows.map(this.contributorOf), total: this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_contributors WHERE tenant_id = $tenant`)!.n };
+  async listContributors(limit: number, offset: number): Promise<{ items: Contributor[]; total: number }> {
+    const rows = await this.db.all<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant ORDER BY contributor_id LIMIT $limit OFFSET $offset`, { limit, offset });
+    return { items: rows.map(this.contributorOf), total: await this.count(`SELECT COUNT(*) AS n FROM memory_contributors WHERE tenant_id = $tenant`) };
   }
 
-  upsertContributor(c: { contributorId: string; displayName: string; agentIds: string[]; role: string | null; at: string }): void {
-    this.db.run(
+  async upsertContributor(c: { contributorId: string; displayName: string; agentIds: string[]; role: string | null; at: string }): Promise<void> {
+    await this.db.run(
       `INSERT INTO memory_contributors (tenant_id, contributor_id, display_name, agent_ids, role, created_at, updated_at) VALUES ($tenant, $id, $name, $agents, $role, $at, $at)
        ON CONFLICT (tenant_id, contributor_id) DO UPDATE SET display_name = excluded.display_name, agent_ids = excluded.agent_ids, role = excluded.role, updated_at = excluded.updated_at`,
       { id: c.contributorId, name: c.displayName, agents: JSON.stringify(c.agentIds), role: c.role, at: c.at },
     );
   }
 
-  deleteContributor(id: string): boolean {
-    return this.db.run(`DELETE FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id }).changes > 0;
+  async deleteContributor(id: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id })).changes > 0;
   }
 
   // ---------------------------------------------------------------- sources
@@ -857,53 +870,53 @@ export class MemoryStore {
     itemsSynced: r.items_synced,
   });
 
-  source(id: string): ExternalSource | undefined {
-    const r = this.db.get<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id });
+  async source(id: string): Promise<ExternalSource | undefined> {
+    const r = await this.db.get<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id });
     return r && this.sourceOf(r);
   }
 
-  sourcesOfType(type: SourceType): ExternalSource[] {
-    return this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_type = $type ORDER BY created_at, source_id`, { type }).map(this.sourceOf);
+  async sourcesOfType(type: SourceType): Promise<ExternalSource[]> {
+    return (await this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_type = $type ORDER BY created_at, source_id`, { type })).map(this.sourceOf);
   }
 
-  listSources(limit: number, offset: number, projectId?: string): { items: ExternalSource[]; total: number } {
+  async listSources(limit: number, offset: number, projectId?: string): Promise<{ items: ExternalSource[]; total: number }> {
     const where = projectId === undefined ? `tenant_id = $tenant` : `tenant_id = $tenant AND project_id = $p`;
     const p: Record<string, string> = projectId === undefined ? {} : { p: projectId };
-    const rows = this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE ${where} ORDER BY created_at, source_id LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
-    return { items: rows.map(this.sourceOf), total: this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_sources WHERE ${where}`, p)!.n };
+    const rows = await this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE ${where} ORDER BY created_at, source_id LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
+    return { items: rows.map(this.sourceOf), total: await this.count(`SELECT COUNT(*) AS n FROM memory_sources WHERE ${where}`, p) };
   }
 
-  insertSource(s: ExternalSource) {
-    this.db.run(
+  async insertSource(s: ExternalSource) {
+    await this.db.run(
       `INSERT INTO memory_sources (tenant_id, source_id, project_id, source_type, config, sync_cursor, last_synced_at, enabled, created_at, updated_at)
        VALUES ($tenant, $id, $p, $type, $config, '', NULL, 1, $at, $at)`,
       { id: s.sourceId, p: s.projectId, type: s.sourceType, config: JSON.stringify(s.config), at: s.createdAt },
     );
   }
 
-  updateSource(id: string, s: { projectId: string; sourceType: SourceType; config: Record<string, unknown>; enabled: boolean; resetCursor: boolean; at: string }) {
-    this.db.run(
+  async updateSource(id: string, s: { projectId: string; sourceType: SourceType; config: Record<string, unknown>; enabled: boolean; resetCursor: boolean; at: string }) {
+    await this.db.run(
       `UPDATE memory_sources SET project_id = $p, source_type = $type, config = $config, enabled = $enabled, updated_at = $at,
-         sync_cursor = CASE WHEN $reset THEN '' ELSE sync_cursor END WHERE tenant_id = $tenant AND source_id = $id`,
+         sync_cursor = CASE WHEN $reset = 1 THEN '' ELSE sync_cursor END WHERE tenant_id = $tenant AND source_id = $id`,
       { id, p: s.projectId, type: s.sourceType, config: JSON.stringify(s.config), enabled: s.enabled ? 1 : 0, reset: s.resetCursor ? 1 : 0, at: s.at },
     );
   }
 
   /** Commit one synced batch's cursor (inside the batch's transaction). */
-  advanceCursor(id: string, cursor: string, items: number) {
-    this.db.run(`UPDATE memory_sources SET sync_cursor = $cursor, items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, cursor, n: items });
+  async advanceCursor(id: string, cursor: string, items: number) {
+    await this.db.run(`UPDATE memory_sources SET sync_cursor = $cursor, items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, cursor, n: items });
   }
 
-  addItemsSynced(id: string, items: number) {
-    this.db.run(`UPDATE memory_sources SET items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, n: items });
+  async addItemsSynced(id: string, items: number) {
+    await this.db.run(`UPDATE memory_sources SET items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, n: items });
   }
 
-  finishSync(id: string, at: string, error: string | null) {
-    if (error === null) this.db.run(`UPDATE memory_sources SET last_synced_at = $at, last_error = NULL WHERE tenant_id = $tenant AND source_id = $id`, { id, at });
-    else this.db.run(`UPDATE memory_sources SET last_error = $error WHERE tenant_id = $tenant AND source_id = $id`, { id, error });
+  async finishSync(id: string, at: string, error: string | null) {
+    if (error === null) await this.db.run(`UPDATE memory_sources SET last_synced_at = $at, last_error = NULL WHERE tenant_id = $tenant AND source_id = $id`, { id, at });
+    else await this.db.run(`UPDATE memory_sources SET last_error = $error WHERE tenant_id = $tenant AND source_id = $id`, { id, error });
   }
 
-  deleteSource(id: string): boolean {
-    return this.db.run(`DELETE FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id }).changes > 0;
+  async deleteSource(id: string): Promise<boolean> {
+    return (await this.db.run(`DELETE FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id })).changes > 0;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * In-memory USearch indexes (core/vector-index.ts) of the Memory API's searchable items, one per
  * (tenant, project, kind) so a project's search never sees another's items and a deleted project
- * drops its whole index. Built lazily from the f32 vectors SQLite holds (the source of truth),
+ * drops its whole index. Built lazily from the f32 vectors the database holds (the source of truth),
  * kept current as items are stored and removed; at most `maxIndexes` stay loaded (least recently
  * used dropped). With an index directory, an index is saved when it is dropped from memory and on
  * shutdown, and loaded instead of rebuilt when its fingerprint (count, max and sum of the item
@@ -23,6 +23,9 @@ interface Loaded {
 
 export class MemoryVectors {
   private readonly indexes = new Map<string, Loaded>();
+  /** indexes being built (read from the database), and the add/remove calls that arrived meanwhile */
+  private readonly building = new Map<string, Promise<VectorIndex>>();
+  private readonly queued = new Map<string, Array<{ key: number; vec?: Float32Array }>>();
   /** indexes read from a saved file (diagnostics and tests) */
   loadedFromDisk = 0;
   builtFromRows = 0;
@@ -38,10 +41,10 @@ export class MemoryVectors {
     return join(this.dir!, `${h}-${kind}.usearch`);
   }
 
-  private save(l: Loaded) {
+  private async save(l: Loaded) {
     if (!this.dir || !l.idx.dirty) return;
     try {
-      l.idx.save(this.file(l.store.tenantId, l.projectId, l.kind), l.store.fingerprint(l.kind, l.projectId, l.embedderId));
+      l.idx.save(this.file(l.store.tenantId, l.projectId, l.kind), await l.store.fingerprint(l.kind, l.projectId, l.embedderId));
     } catch {
       // best effort: the next start rebuilds from SQLite
     }
@@ -51,7 +54,7 @@ export class MemoryVectors {
     return `${tenantId}\u0000${projectId}\u0000${kind}`;
   }
 
-  private indexOf(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): VectorIndex {
+  private indexOf(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): VectorIndex | Promise<VectorIndex> {
     const k = this.key(store.tenantId, projectId, kind);
     let l = this.indexes.get(k);
     if (l && l.idx.params.dimensions !== dimensions) l = undefined;
@@ -60,38 +63,61 @@ export class MemoryVectors {
       this.indexes.set(k, l);
       return l.idx;
     }
+    // one build per index at a time: concurrent searches of a cold project wait for the same one
+    let p = this.building.get(k);
+    if (!p) {
+      this.queued.set(k, []);
+      p = this.build(store, projectId, kind, embedderId, dimensions, k).finally(() => {
+        this.building.delete(k);
+        this.queued.delete(k);
+      });
+      this.building.set(k, p);
+    }
+    return p;
+  }
+
+  private async build(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number, k: string): Promise<VectorIndex> {
     const idx = new VectorIndex({ ...DEFAULT_INDEX_PARAMS, dimensions, quantization: "f32" });
-    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), store.fingerprint(kind, projectId, embedderId))) this.loadedFromDisk++;
+    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), await store.fingerprint(kind, projectId, embedderId))) this.loadedFromDisk++;
     else {
-      idx.addMany(store.vectors(kind, projectId, embedderId));
+      idx.addMany(await store.vectors(kind, projectId, embedderId));
       this.builtFromRows++;
     }
+    // items stored or removed while the rows were read: add()/remove() queued them (idempotent)
+    for (const op of this.queued.get(k) ?? []) {
+      if (op.vec) {
+        if (op.vec.length === dimensions) idx.add(op.key, op.vec);
+      } else idx.remove(op.key);
+    }
+    this.queued.delete(k);
     this.indexes.set(k, { idx, store, projectId, kind, embedderId });
     while (this.indexes.size > this.maxIndexes) {
       const oldest = this.indexes.keys().next().value!;
-      this.save(this.indexes.get(oldest)!);
+      void this.save(this.indexes.get(oldest)!);
       this.indexes.delete(oldest);
     }
     return idx;
   }
 
   add(tenantId: string, projectId: string, kind: ItemKind, key: number, vec: Float32Array) {
+    this.queued.get(this.key(tenantId, projectId, kind))?.push({ key, vec });
     const idx = this.indexes.get(this.key(tenantId, projectId, kind))?.idx;
     if (idx && idx.params.dimensions === vec.length) idx.add(key, vec);
     // an index not loaded yet reads the vector from SQLite when it is built
   }
 
   remove(tenantId: string, projectId: string, kind: ItemKind, key: number) {
+    this.queued.get(this.key(tenantId, projectId, kind))?.push({ key });
     this.indexes.get(this.key(tenantId, projectId, kind))?.idx.remove(key);
   }
 
-  search(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, query: Float32Array, k: number): Neighbour[] {
-    return this.indexOf(store, projectId, kind, embedderId, query.length).search(query, k);
+  async search(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, query: Float32Array, k: number): Promise<Neighbour[]> {
+    return (await this.indexOf(store, projectId, kind, embedderId, query.length)).search(query, k);
   }
 
   /** Items in a project's index (the searched scope's size: how rare a word is among them). */
-  size(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): number {
-    return this.indexOf(store, projectId, kind, embedderId, dimensions).size;
+  async size(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): Promise<number> {
+    return (await this.indexOf(store, projectId, kind, embedderId, dimensions)).size;
   }
 
   dropProject(tenantId: string, projectId: string) {
@@ -102,8 +128,8 @@ export class MemoryVectors {
   }
 
   /** Save every changed index (shutdown). */
-  saveAll() {
-    for (const l of this.indexes.values()) this.save(l);
+  async saveAll() {
+    for (const l of this.indexes.values()) await this.save(l);
   }
 
   /** Loaded indexes (diagnostics and tests). */

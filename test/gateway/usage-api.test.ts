@@ -47,7 +47,7 @@ describe("usage and cost", () => {
   let keyId = "";
 
   test("requests of two providers, an API key and a JWT, a miss, a hit and a bypass", async () => {
-    const key = gw.ctx.identity.keys.create("tenant-a", { name: "usage-app" });
+    const key = await gw.ctx.identity.keys.create("tenant-a", { name: "usage-app" });
     keyId = key.id;
     const viaKey = new OpenAI({ apiKey: key.key, baseURL: gw.url + "/v1", maxRetries: 0 });
     const viaJwt = new OpenAI({ apiKey: await gw.token("tenant-a"), baseURL: gw.url + "/v1", maxRetries: 0 });

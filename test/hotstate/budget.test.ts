@@ -35,8 +35,8 @@ async function appWith(failMode: "closed" | "open") {
   const app = createApp(config, { logger: new Logger("error") });
   apps.push(app);
   await until("redis ready", async () => app.hotState!.ready(), 10_000);
-  const team = app.identity.teams.create("t1", { name: "team", maxBudgetCents: 1_000 });
-  const key = app.identity.keys.create("t1", { name: "k", teamId: team.id });
+  const team = await app.identity.teams.create("t1", { name: "team", maxBudgetCents: 1_000 });
+  const key = await app.identity.keys.create("t1", { name: "k", teamId: team.id });
   const admit = async () => {
     try {
       const ticket = await app.identity.guard.admit({ tenantId: "t1", sub: `key:${key.id}`, keyId: key.id }, "gpt-4o-mini");

@@ -17,7 +17,7 @@ describe("svc keys create --team", () => {
     try {
       const open = () => createApp(loadConfig(env), { logger: new Logger("error", () => {}) });
       let app = open();
-      const team = app.identity.teams.create("tenant-cli", { name: "cli team", maxBudgetCents: 100 });
+      const team = await app.identity.teams.create("tenant-cli", { name: "cli team", maxBudgetCents: 100 });
       await closeApp(app);
       const run = (args: string[]) => Bun.spawnSync([process.execPath, join(ROOT, "src/main.ts"), ...args], { env: { ...process.env, ...env }, cwd: ROOT });
       const ok = run(["keys", "create", "--tenant", "tenant-cli", "--name", "ci", "--team", team.id]);
@@ -29,7 +29,7 @@ describe("svc keys create --team", () => {
       expect(bad.exitCode).toBe(1);
       expect(bad.stderr.toString()).toContain("team not found");
       app = open();
-      const keys = app.identity.teams.keys("tenant-cli", team.id);
+      const keys = await app.identity.teams.keys("tenant-cli", team.id);
       expect(keys.map((k) => k.name)).toEqual(["ci"]);
       expect(app.apiKeys.list("tenant-cli").map((k) => k.name)).toEqual(["ci"]);
       expect(app.apiKeys.verify(key).keyId).toBe(keys[0]!.id);

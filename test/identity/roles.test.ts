@@ -245,20 +245,20 @@ describe("user tokens (sub user:<id>)", () => {
     expectError(await call("GET", U, cross), 401, "authentication_error");
   });
 
-  test("the service contract: permissionsOf, findByName, assign idempotent", () => {
+  test("the service contract: permissionsOf, findByName, assign idempotent", async () => {
     const s = env.gw.ctx.identity;
-    const u = s.users.create("tenant-svc", { email: "svc@example.com", external_id: "x1", identity_provider: "okta" });
-    expect(s.users.findByEmail("tenant-svc", "SVC@example.com")?.id).toBe(u.id);
-    expect(s.users.findByExternalId("tenant-svc", "x1", "okta")?.id).toBe(u.id);
-    expect(s.users.findByExternalId("tenant-svc", "x1", "azure")).toBeUndefined();
-    const editor = s.roles.findByName("tenant-svc", "Editor")!;
+    const u = await s.users.create("tenant-svc", { email: "svc@example.com", external_id: "x1", identity_provider: "okta" });
+    expect((await s.users.findByEmail("tenant-svc", "SVC@example.com"))?.id).toBe(u.id);
+    expect((await s.users.findByExternalId("tenant-svc", "x1", "okta"))?.id).toBe(u.id);
+    expect(await s.users.findByExternalId("tenant-svc", "x1", "azure")).toBeUndefined();
+    const editor = (await s.roles.findByName("tenant-svc", "Editor"))!;
     expect(editor.is_system).toBe(true);
-    s.roles.assign("tenant-svc", u.id, { roleId: editor.id });
-    s.roles.assign("tenant-svc", u.id, { roleId: editor.id, scope: null, expiresAt: null });
-    expect(s.roles.assignments("tenant-svc", u.id)).toHaveLength(1);
-    expect(s.roles.permissionsOf("tenant-svc", u.id).sort()).toEqual(["ManageConfig", "ManageKeys", "ViewKeys", "ViewLogs", "ViewMetrics"]);
-    s.users.remove("tenant-svc", u.id);
-    expect(s.users.get("tenant-svc", u.id)).toBeUndefined();
-    expect(s.users.list("tenant-svc", { offset: 0, limit: 10 }).total).toBe(0);
+    await s.roles.assign("tenant-svc", u.id, { roleId: editor.id });
+    await s.roles.assign("tenant-svc", u.id, { roleId: editor.id, scope: null, expiresAt: null });
+    expect(await s.roles.assignments("tenant-svc", u.id)).toHaveLength(1);
+    expect((await s.roles.permissionsOf("tenant-svc", u.id)).sort()).toEqual(["ManageConfig", "ManageKeys", "ViewKeys", "ViewLogs", "ViewMetrics"]);
+    await s.users.remove("tenant-svc", u.id);
+    expect(await s.users.get("tenant-svc", u.id)).toBeUndefined();
+    expect((await s.users.list("tenant-svc", { offset: 0, limit: 10 })).total).toBe(0);
   });
 });

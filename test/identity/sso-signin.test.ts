@@ -205,12 +205,12 @@ describe("OIDC sign-in", () => {
   test("without jitProvisioning unknown users are refused; a SCIM-provisioned user is linked on first sign-in", async () => {
     const { domain } = await activeConnection("oidc", { jitProvisioning: false });
     expectError(await oidcSignIn(`carol@${domain}`), 403, "authorization_error", "just-in-time");
-    const scimUser = env.gw.ctx.identity.users.create("tenant-a", { email: `Dave@${domain}`, name: "Dave", external_id: "entra-object-id", identity_provider: "scim" });
+    const scimUser = await env.gw.ctx.identity.users.create("tenant-a", { email: `Dave@${domain}`, name: "Dave", external_id: "entra-object-id", identity_provider: "scim" });
     const r = await oidcSignIn(`dave@${domain}`);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ created: false, user: { id: scimUser.id, email: `Dave@${domain}` } });
     // linking changes nothing on the SCIM-managed record
-    expect(env.gw.ctx.identity.users.get("tenant-a", scimUser.id)).toMatchObject({ external_id: "entra-object-id", identity_provider: "scim" });
+    expect(await env.gw.ctx.identity.users.get("tenant-a", scimUser.id)).toMatchObject({ external_id: "entra-object-id", identity_provider: "scim" });
   });
 
   test("an inactive connection refuses new sign-ins (also one already started); issued tokens keep working; a suspended user is refused", async () => {
@@ -378,7 +378,7 @@ describe("SAML sign-in", () => {
 
   test("the first SAML sign-in of a SCIM-provisioned user links to it; without JIT unknown users are refused", async () => {
     const { domain } = await activeConnection("saml", { jitProvisioning: false });
-    const u = env.gw.ctx.identity.users.create("tenant-a", { email: `frank@${domain}`, external_id: "okta-00u1", identity_provider: "scim" });
+    const u = await env.gw.ctx.identity.users.create("tenant-a", { email: `frank@${domain}`, external_id: "okta-00u1", identity_provider: "scim" });
     const req = await samlStart(`frank@${domain}`);
     const r = await post(samlIdp.signedResponse({ inResponseTo: req.id, acsUrl: ACS(), audience: ENTITY(), email: `FRANK@${domain}` }), req.relayState);
     expect(r.status).toBe(200);

@@ -79,9 +79,10 @@ describe("connections", () => {
     expect(row.client_secret_enc + row.oidc_config).not.toContain(idp.clientSecret);
     // it decrypts (only) for its own connection
     const svc = env.gw.ctx.identity.sso;
-    expect(svc.clientSecretOf(svc.requireRow("tenant-a", c.id))).toBe(idp.clientSecret);
+    expect(svc.clientSecretOf(await svc.requireRow("tenant-a", c.id))).toBe(idp.clientSecret);
     const other = await create(oidcBody());
-    expect(() => svc.clientSecretOf({ ...svc.requireRow("tenant-a", other.id), client_secret_enc: row.client_secret_enc })).toThrow();
+    const otherRow = await svc.requireRow("tenant-a", other.id);
+    expect(() => svc.clientSecretOf({ ...otherRow, client_secret_enc: row.client_secret_enc })).toThrow();
     // defaults; SAML
     const s = await create(samlBody({ name: "Entra" }));
     expect(s).toMatchObject({ protocol: "saml", oidcConfig: null, jitProvisioning: false, defaultRole: "viewer", status: "inactive" });
@@ -137,10 +138,10 @@ describe("connections", () => {
     expect(up.status).toBe(200);
     expect(up.body.oidcConfig).toEqual({ ...c.oidcConfig, clientSecret: expect.stringMatching(/•{8}$/) });
     expect(up.body).toMatchObject({ name: "Partial", jitProvisioning: false, defaultRole: "viewer", status: "inactive" });
-    expect(svc.clientSecretOf(svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
+    expect(svc.clientSecretOf(await svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
     const up2 = (await call("PUT", `${C}/${c.id}`, A, { name: "Renamed", jitProvisioning: true, oidcConfig: { scopes: ["email"] } })).body;
     expect(up2).toMatchObject({ name: "Renamed", jitProvisioning: true, oidcConfig: { issuerUrl: idp.issuer, clientId: idp.clientId, scopes: ["openid", "email"] } });
-    expect(svc.clientSecretOf(svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
+    expect(svc.clientSecretOf(await svc.requireRow("tenant-a", c.id))).toBe("rotated-secret-value");
     // a nested samlConfig.attributeMapping with only `email` changes only that claim; null removes one
     const sm = await create(samlBody());
     const m1 = await call("PUT", `${C}/${sm.id}`, A, { samlConfig: { attributeMapping: { email: "mail" } } });
@@ -370,7 +371,7 @@ describe("domains and activation", () => {
     const app = env.gw.ctx;
     const s = identityServices({
       config: app.config.identity,
-      storage: app.storage,
+      storage: app.data,
       keys: app.apiKeys,
       usage: { flush() {}, spendUsd: () => 0, hourly: () => [], modelsBefore: () => [] },
       secret: "x",
@@ -387,8 +388,8 @@ describe("domains and activation", () => {
     }).sso;
     try {
       const t = "tenant-https-file";
-      const c = s.create(t, { name: "web", protocol: "oidc", oidcConfig: { issuerUrl: idp.issuer, clientId: "c", clientSecret: "s" } });
-      const added = s.addDomain(t, c.id, { domain: uniqueDomain(), verificationMethod: "https-file" });
+      const c = await s.create(t, { name: "web", protocol: "oidc", oidcConfig: { issuerUrl: idp.issuer, clientId: "c", clientSecret: "s" } });
+      const added = await s.addDomain(t, c.id, { domain: uniqueDomain(), verificationMethod: "https-file" });
       expect((await s.verifyDomain(t, c.id, added.domain.id)).status).toBe("failed");
       served = "other-token\n";
       expect((await s.verifyDomain(t, c.id, added.domain.id)).success).toBe(false);

@@ -128,14 +128,14 @@ describe("teams", () => {
     expect((await call("GET", `${T}/${t.id}/members`, A)).body).toEqual({ teamId: t.id, userIds: [], total: 0 });
     // the service contract
     const s = env.gw.ctx.identity.teams;
-    s.setMembers("tenant-a", t.id, [u2.id]);
-    expect(s.members("tenant-a", t.id)).toEqual([u2.id]);
-    s.removeMembers("tenant-a", t.id, [u2.id]);
-    expect(s.members("tenant-a", t.id)).toEqual([]);
-    const scim = s.create("tenant-a", { name: "scim group", external_id: "grp-1" });
-    expect(s.findByExternalId("tenant-a", "grp-1")?.id).toBe(scim.id);
-    expect(s.findByName("tenant-a", "SCIM Group")?.id).toBe(scim.id);
-    expect(s.update("tenant-a", scim.id, { external_id: null }).external_id).toBeNull();
+    await s.setMembers("tenant-a", t.id, [u2.id]);
+    expect(await s.members("tenant-a", t.id)).toEqual([u2.id]);
+    await s.removeMembers("tenant-a", t.id, [u2.id]);
+    expect(await s.members("tenant-a", t.id)).toEqual([]);
+    const scim = await s.create("tenant-a", { name: "scim group", external_id: "grp-1" });
+    expect((await s.findByExternalId("tenant-a", "grp-1"))?.id).toBe(scim.id);
+    expect((await s.findByName("tenant-a", "SCIM Group"))?.id).toBe(scim.id);
+    expect((await s.update("tenant-a", scim.id, { external_id: null })).external_id).toBeNull();
   });
 
   test("tenant isolation: B never sees or changes A's teams", async () => {

@@ -11,12 +11,15 @@ import { startProxyEnv, type ProxyEnv } from "../gateway/setup";
 import { join } from "node:path";
 import { axeViolations, launchBrowser, screenshot, type Browser } from "./browser";
 import { operatingPoints } from "../../src/ui/bundle";
+import { DnsServer, FakeOidcProvider } from "../identity/sso-fakes";
 
 const TENANT = "ui-tenant";
 let env: ProxyEnv;
 let browser: Browser;
 let adminToken: string;
 let adminKey: string;
+let dns: DnsServer;
+let idp: FakeOidcProvider;
 
 const api = async (method: string, path: string, json?: unknown, token = adminToken) => {
   const r = await env.gw.api(path, { method, token, json });
@@ -49,13 +52,18 @@ const goto = async (page: Page, name: string) => {
 };
 
 beforeAll(async () => {
-  [env, browser] = await Promise.all([startProxyEnv(), launchBrowser()]);
+  [dns, idp] = await Promise.all([DnsServer.start(), FakeOidcProvider.start()]);
+  // SSO: the connection's domain is verified against a DNS server on loopback, its provider is on loopback too
+  const sso = { outbound: { allow_private: true }, identity: { sso: { dns_servers: dns.address, dns_timeout_ms: 1000 } } };
+  [env, browser] = await Promise.all([startProxyEnv(sso), launchBrowser()]);
   adminToken = await env.gw.token(TENANT, ["WorkspaceAdmin"], "admin");
   adminKey = (await api("POST", "/api/v1/virtual-keys", { name: "dashboard admin", permissions: ["WorkspaceAdmin"] })).key;
 }, 300_000);
 afterAll(async () => {
   await browser?.close();
   await env?.stop();
+  dns?.stop();
+  idp?.stop();
 });
 
 describe("dashboard in Chromium", () => {
@@ -78,6 +86,15 @@ describe("dashboard in Chromium", () => {
       expect((await ask(client, q)).response.headers.get("x-cache-status")).toBe("MISS");
     for (const q of ["What is the capital of France?", "Who wrote Hamlet?"])
       expect((await ask(client, q)).response.headers.get("x-cache-status")).toBe("HIT");
+    // one request the provider fails (5xx) and one over the provider's rate limit (429): no usage record, counted apart
+    const failing = async (status: number, q: string) => {
+      env.fake.failNext({ kind: "status", status });
+      const e = await ask(client, q).then(() => undefined, (err) => err);
+      expect(e).toBeInstanceOf(OpenAI.APIError);
+      return (e as InstanceType<typeof OpenAI.APIError>).status;
+    };
+    expect(await failing(500, "A question the provider fails")).toBeGreaterThanOrEqual(500);
+    expect(await failing(429, "A question over the provider's rate limit")).toBe(429);
 
     const page = await browser.page();
     await signIn(page, adminKey);
@@ -91,7 +108,10 @@ describe("dashboard in Chromium", () => {
     await expect(stat(page, "Exact hits").textContent()).resolves.toBe("2");
     await expect(stat(page, "Misses").textContent()).resolves.toBe("3");
     await expect(stat(page, "Hit ratio").textContent()).resolves.toBe("40.0%");
-    expect(await page.locator("figure.chart canvas").count()).toBeGreaterThanOrEqual(2);
+    await expect(stat(page, "Errors").textContent()).resolves.toBe("1");
+    await expect(stat(page, "Rate limited (429)").textContent()).resolves.toBe("1");
+    expect(await page.locator("figure.chart canvas").count()).toBeGreaterThanOrEqual(3);
+    await page.locator("figure.chart figcaption", { hasText: "Errors and 429s per minute" }).waitFor();
     await expect(page.getByRole("button", { name: "Sign out" }).isVisible()).resolves.toBe(true);
     await checkPage(page, "overview");
 
@@ -112,9 +132,17 @@ describe("dashboard in Chromium", () => {
     await page.locator("table caption", { hasText: "1–5 of 5" }).waitFor();
     await page.getByLabel("Cache status").selectOption("HIT");
     await page.locator("table caption", { hasText: "of 2" }).waitFor();
-    await page.locator("tbody tr").first().getByRole("button", { name: /^Show/ }).click();
+    // the older hit (France): why it hit, the entry that answered, and "This hit was wrong" through the cache's feedback
+    const france = (await api("GET", "/api/v1/usage/requests?cache_status=HIT")).requests[1];
+    await page.locator("tbody tr").nth(1).getByRole("button", { name: /^Show/ }).click();
     await expect(page.getByText("Exact hit: the same request").isVisible()).resolves.toBe(true);
+    const pair = (label: string) => page.locator(`dl.pairs dt:text-is("${label}") + dd`);
+    await expect(pair("Cache entry").textContent()).resolves.toBe(france.cacheEntryId);
+    await expect(pair("Similarity").textContent()).resolves.toBe("1.000");
     await checkPage(page, "requests");
+    await page.getByRole("button", { name: "This hit was wrong" }).click();
+    await page.getByRole("status").filter({ hasText: "the cache was told this hit was wrong" }).waitFor();
+    expect((await ask(client, "What is the capital of France?")).response.headers.get("x-cache-status")).toBe("MISS");
     await page.close();
   }, 120_000);
 
@@ -282,6 +310,7 @@ describe("dashboard in Chromium", () => {
       thisContribution: "charted requests and cache hits per hour with uPlot",
       agentId: "agent-1",
     });
+    await api("POST", "/api/v1/chains", { name: "Summarise twice", steps: [{ modelId: "gpt-4o-mini" }, { modelId: "gpt-4o-mini" }] });
     const page = await browser.page();
     await signIn(page, adminKey);
     await goto(page, "Prompts");
@@ -300,10 +329,25 @@ describe("dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Execute" }).click();
     await page.locator("pre.out", { hasText: /^answer #\d+: Hi Ada, welcome!/ }).waitFor();
     expect(env.fake.received("/v1/chat/completions").length).toBe(before + 1);
+    // a chain of two steps, run from the page: the second step gets the first one's answer
+    await page.getByRole("button", { name: "Run Summarise twice" }).click();
+    await page.getByLabel("Chain input").fill("Tell me about Ada");
+    const calls = env.fake.received("/v1/chat/completions").length;
+    await page.getByRole("button", { name: "Run chain" }).click();
+    const out = page.getByLabel("Chain output");
+    await out.waitFor();
+    expect(await out.textContent()).toMatch(/^answer #\d+: answer #\d+: Tell me about Ada$/);
+    expect(await page.getByRole("table", { name: /Steps of this run/ }).locator("tbody tr").count()).toBe(2);
+    expect(env.fake.received("/v1/chat/completions").length).toBe(calls + 2);
     await checkPage(page, "prompts");
     await goto(page, "MCP");
     await page.locator("table caption", { hasText: "Servers (0)" }).waitFor();
     await stat(page, "Tool calls").waitFor();
+    // live activity over the WebSocket (the token as a subprotocol, not in the URL): an invalidation appears
+    await page.getByText("Connected: new tool calls").waitFor();
+    await api("POST", "/api/v1/mcp/entities", { name: "dashboard-entity" });
+    await api("POST", "/api/v1/tool-cache/invalidate", { entityType: "dashboard-entity" });
+    await page.getByRole("list", { name: "Live MCP activity" }).getByText(/invalidated 0 entries \(manual, dashboard-entity\)/).waitFor();
     await checkPage(page, "mcp");
     await goto(page, "Memory");
     await page.getByRole("cell", { name: "dashboard-project", exact: true }).waitFor();
@@ -418,6 +462,37 @@ describe("dashboard in Chromium", () => {
     } finally {
       proxy.stop(true);
     }
+  }, 60_000);
+
+  test("SSO sign-in returns to the dashboard signed in (a one-time code in the fragment, never the token)", async () => {
+    const C = "/api/v1/sso/connections";
+    const domain = "dashboard-sso.test";
+    const c = await api("POST", C, { name: "dashboard sso", protocol: "oidc", jitProvisioning: true, defaultRole: "viewer", oidcConfig: { issuerUrl: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret } });
+    const d = (await api("POST", `${C}/${c.id}/domains`, { domain })).domain;
+    dns.records.set(`_svc-verify.${domain}`, [d.verificationToken]);
+    expect((await api("PUT", `${C}/${c.id}/domains/${d.id}/verify`)).success).toBe(true);
+    expect((await api("POST", `${C}/${c.id}/test`)).success).toBe(true);
+    await api("POST", `${C}/${c.id}/activate`);
+    idp.email = `ada@${domain}`;
+    const page = await browser.page();
+    const urls: string[] = [];
+    // every navigation, redirect hops included, and every call the page made
+    page.on("request", (r) => urls.push(r.url()));
+    page.on("framenavigated", (f) => urls.push(f.url()));
+    await page.goto(`${env.gw.url}/ui`);
+    await page.getByLabel("Work e-mail").fill(`ada@${domain}`);
+    await page.getByRole("button", { name: "Continue with SSO" }).click();
+    await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+    const token = await page.evaluate(() => JSON.parse(sessionStorage.getItem("svc.session")!).token as string);
+    // the way back went through the provider and /ui#sso=<code>; no URL carried the token, and the code is gone from the address bar
+    expect(urls.some((u) => u.startsWith(idp.issuer))).toBe(true);
+    expect(urls.some((u) => /\/ui#sso=/.test(u))).toBe(true);
+    expect(urls.filter((u) => u.includes(token.slice(-20)))).toEqual([]);
+    expect(page.url()).toBe(`${env.gw.url}/ui`);
+    // the viewer role's pages (its permissions come from the sign-in's answer): no administration
+    expect(await page.getByRole("navigation", { name: "Pages" }).getByRole("link").allTextContents()).toEqual(["Overview", "Usage", "Requests", "Keys", "Cache", "Prompts", "MCP", "Memory", "System"]);
+    expect(page.errors).toEqual([]);
+    await page.close();
   }, 60_000);
 
   test("Sign out ends the session", async () => {

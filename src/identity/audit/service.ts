@@ -49,9 +49,9 @@ export class AuditService {
     private readonly roles: RoleService,
   ) {}
 
-  tree(tenantId: string, userId: string, resourceType?: ResourceType) {
-    const user = this.users.require(tenantId, userId);
-    const held = this.roles.held(tenantId, userId);
+  async tree(tenantId: string, userId: string, resourceType?: ResourceType) {
+    const user = await this.users.require(tenantId, userId);
+    const held = await this.roles.held(tenantId, userId);
     const effective = new Set<string>();
     const roles = held.map((h) => {
       const permissions = h.role.permissions
@@ -74,12 +74,12 @@ export class AuditService {
    * The caller's own permissions. `claims`: the verified token's payload (for its own permissions
    * and expiry), absent for an API key or another credential.
    */
-  me(p: Principal, claims?: { permissions?: unknown; exp?: unknown }) {
+  async me(p: Principal, claims?: { permissions?: unknown; exp?: unknown }) {
     const expiresAt = typeof claims?.exp === "number" ? new Date(claims.exp * 1000).toISOString() : null;
     const own = claims ? (Array.isArray(claims.permissions) ? claims.permissions.filter((x): x is string => typeof x === "string") : []) : [...p.permissions];
     const userId = p.sub.startsWith(USER_SUB) ? p.sub.slice(USER_SUB.length) : undefined;
-    const user = userId ? this.users.get(p.tenantId, userId) : undefined;
-    const held = user ? this.roles.held(p.tenantId, user.id) : [];
+    const user = userId ? await this.users.get(p.tenantId, userId) : undefined;
+    const held = user ? await this.roles.held(p.tenantId, user.id) : [];
     const sources = [
       { type: "credential" as const, via: p.via, keyId: p.keyId ?? null, permissions: [...new Set(own)].sort(), expiresAt },
       ...held.map((h) => ({
@@ -100,11 +100,11 @@ export class AuditService {
     };
   }
 
-  check(tenantId: string, q: { user_id: string; resource_type: ResourceType; action: Action; resource_id?: string }) {
-    this.users.require(tenantId, q.user_id);
+  async check(tenantId: string, q: { user_id: string; resource_type: ResourceType; action: Action; resource_id?: string }) {
+    await this.users.require(tenantId, q.user_id);
     const granted: Decision[] = [];
     const denied: Decision[] = [];
-    for (const h of this.roles.held(tenantId, q.user_id)) {
+    for (const h of await this.roles.held(tenantId, q.user_id)) {
       const allowing = h.role.permissions.filter((p) => permits(p, q.resource_type, q.action));
       const inScope = h.row.scope === WORKSPACE_SCOPE || (q.resource_id !== undefined && h.row.scope === `${q.resource_type}:${q.resource_id}`);
       const reason = allowing.length === 0 ? "no_permission" : h.expired ? "expired" : !inScope ? "out_of_scope" : "granted";

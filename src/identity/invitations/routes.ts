@@ -51,7 +51,7 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
         .mount({ prefix: "/api/v1/invitations", envelope: DOC3 })
         .post("", async ({ principal, body, set, request }) => {
           set.status = 201;
-          return invitations.create(principal.tenantId, body, actor(principal), originOf(request));
+          return await invitations.create(principal.tenantId, body, actor(principal), originOf(request));
         }, {
           body: S.InviteBody,
           perm: "WorkspaceAdmin",
@@ -63,24 +63,24 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
             ...tag("invitations"),
           },
         })
-        .get("", ({ principal, query, request }) => {
+        .get("", async ({ principal, query, request }) => {
           if (query.page_size !== undefined && query.pageSize !== undefined && query.page_size !== query.pageSize)
             throw badRequest("query: page_size and pageSize disagree");
           const page = pageOf({ page: query.page, pageSize: query.page_size ?? query.pageSize });
-          const { items, total } = invitations.list(principal.tenantId, { email: query.email, status: query.status, offset: page.offset, limit: page.limit }, originOf(request));
+          const { items, total } = await invitations.list(principal.tenantId, { email: query.email, status: query.status, offset: page.offset, limit: page.limit }, originOf(request));
           return pageEnvelope("invitations", items, total, page);
         }, { query: S.InvitationListQuery, perm: "WorkspaceAdmin", detail: { summary: "List invitations, newest first (pending ones with their link)", description: "Lists the workspace's invitations (paged), filtered by e-mail or status (pending, accepted, expired, revoked), with the e-mail delivery status of each.", ...tag("invitations") } })
-        .get("/:id", ({ principal, params, request }) => invitations.get(principal.tenantId, params.id, originOf(request)), {
+        .get("/:id", async ({ principal, params, request }) => await invitations.get(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Get an invitation (pending: with its link for manual delivery)", description: "Answers one invitation with its status and delivery status; a pending one carries its link, for handing it over another way.", ...tag("invitations") },
         })
-        .post("/:id/resend", ({ principal, params, request }) => invitations.resend(principal.tenantId, params.id, originOf(request)), {
+        .post("/:id/resend", async ({ principal, params, request }) => await invitations.resend(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Resend with a new token and expiry (the old link stops working)", description: "Issues a new link with a new expiry for a pending or expired invitation and e-mails it again; the previous link stops working.", ...tag("invitations") },
         })
-        .delete("/:id", ({ principal, params, request }) => invitations.revoke(principal.tenantId, params.id, originOf(request)), {
+        .delete("/:id", async ({ principal, params, request }) => await invitations.revoke(principal.tenantId, params.id, originOf(request)), {
           params: S.IdParams,
           perm: "WorkspaceAdmin",
           detail: { summary: "Revoke an invitation", description: "Revokes a pending invitation: its link is refused from then on.", ...tag("invitations") },
@@ -89,7 +89,7 @@ export const invitationRoutes = (kernel: Kernel, invitations: InvitationService)
     .use(
       kernel
         .mount({ prefix: ACCEPT_PATH, exact: true, envelope: DOC3, auth: "public" })
-        .get("", ({ query }) => invitations.preview(query.token), {
+        .get("", async ({ query }) => await invitations.preview(query.token), {
           query: S.AcceptQuery,
           detail: { summary: "What an invitation link shows (changes nothing)", description: "Reads an invitation link's token and answers the workspace, e-mail, status, role, message and expiry it is for; nothing changes, so mail scanners following the link accept nothing.", ...tag("invitations"), security: [] },
         })

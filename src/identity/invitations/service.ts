@@ -16,7 +16,8 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { ApiError, badRequest, conflict, notFound } from "../../core/errors";
 import { uuid } from "../../core/ids";
 import type { Listed } from "../../core/pagination";
-import type { ForTenant, Storage } from "../../storage/scoped";
+import type { ForTenant } from "../../storage/scoped";
+import type { AsyncStorage } from "../../storage/async";
 import { fold, iso, type InvitationStatus, type User, type WallClock } from "../types";
 import { validEmail, type UserService } from "../users/service";
 import type { RoleService } from "../roles/service";
@@ -66,7 +67,7 @@ export interface InviteResult {
 export class InvitationService {
   constructor(
     private readonly store: ForTenant<InvitationStore>,
-    private readonly storage: Storage,
+    private readonly storage: AsyncStorage,
     private readonly users: UserService,
     private readonly roles: RoleService,
     private readonly passwords: PasswordService,
@@ -81,20 +82,24 @@ export class InvitationService {
   async create(tenantId: string, input: { emails: string[]; roleId?: string | null; message?: string | null }, by: string | undefined, origin: string): Promise<InviteResult> {
     if (input.emails.length < 1 || input.emails.length > INVITATION_LIMITS.emails) throw badRequest(`emails: 1 to ${INVITATION_LIMITS.emails} addresses`);
     if (input.message != null && input.message.length > INVITATION_LIMITS.message) throw badRequest(`message: at most ${INVITATION_LIMITS.message} characters`);
-    if (input.roleId != null) this.roles.require(tenantId, input.roleId);
+    if (input.roleId != null) await this.roles.require(tenantId, input.roleId);
     const s = this.store(tenantId);
     const out: InviteResult = { invitations: [], failures: [], sent: 0, failed: 0, created: 0, unsent: 0, message: null };
     const seen = new Set<string>();
     const created: InvitationRow[] = [];
     for (const raw of input.emails) {
       const email = raw.trim();
-      const reason = s.db.tx(() => {
-        if (!validEmail(email)) return "not a valid e-mail address";
-        if (seen.has(fold(email))) return "listed twice in this request";
-        seen.add(fold(email));
-        if (this.users.findByEmail(tenantId, email)) return "already a user of this workspace";
+      // checked outside the transaction: its body may run again (PostgreSQL) and must not see its own effects
+      const invalid = !validEmail(email) ? "not a valid e-mail address" : seen.has(fold(email)) ? "listed twice in this request" : undefined;
+      if (invalid) {
+        out.failures.push({ email: raw, reason: invalid });
+        continue;
+      }
+      seen.add(fold(email));
+      const reason = await s.db.tx(async () => {
+        if (await this.users.findByEmail(tenantId, email)) return "already a user of this workspace";
         const nowMs = this.clock();
-        if (s.pendingFor(email, iso(nowMs))) return "an invitation to this address is already pending";
+        if (await s.pendingFor(email, iso(nowMs))) return "an invitation to this address is already pending";
         const at = iso(nowMs);
         const row: InvitationRow = {
           id: uuid(),
@@ -114,15 +119,15 @@ export class InvitationService {
           accepted_user_id: null,
           revoked_at: null,
         };
-        s.insert(row);
-        created.push(row);
-        return undefined;
+        await s.insert(row);
+        return row;
       });
-      if (reason) out.failures.push({ email: raw, reason });
+      if (typeof reason === "string") out.failures.push({ email: raw, reason });
+      else created.push(reason);
     }
     for (const row of created) {
       const delivered = await this.deliver(tenantId, row, origin);
-      s.delivery(row.id, delivered.status, delivered.error);
+      await s.delivery(row.id, delivered.status, delivered.error);
       out.invitations.push(this.view({ ...row, email_status: delivered.status, email_error: delivered.error }, origin));
     }
     out.created = out.invitations.length;
@@ -136,45 +141,45 @@ export class InvitationService {
     return out;
   }
 
-  list(tenantId: string, q: { email?: string; status?: InvitationStatus; offset: number; limit: number }, origin: string): Listed<Invitation> {
-    const { items, total } = this.store(tenantId).list({ email: q.email, status: q.status }, iso(this.clock()), q.limit, q.offset);
+  async list(tenantId: string, q: { email?: string; status?: InvitationStatus; offset: number; limit: number }, origin: string): Promise<Listed<Invitation>> {
+    const { items, total } = await this.store(tenantId).list({ email: q.email, status: q.status }, iso(this.clock()), q.limit, q.offset);
     return { items: items.map((r) => this.view(r, origin)), total };
   }
 
-  get(tenantId: string, id: string, origin: string): Invitation {
-    return this.view(this.row(tenantId, id), origin);
+  async get(tenantId: string, id: string, origin: string): Promise<Invitation> {
+    return this.view(await this.row(tenantId, id), origin);
   }
 
   /** a new token and expiry, delivered again; accepted or revoked invitations cannot be resent (409) */
   async resend(tenantId: string, id: string, origin: string): Promise<Invitation> {
     const s = this.store(tenantId);
-    const row = this.row(tenantId, id);
+    const row = await this.row(tenantId, id);
     if (row.status !== "pending") throw conflict(`invitation is ${row.status}; only pending or expired invitations can be resent`);
     const nowMs = this.clock();
     const next: InvitationRow = { ...row, token_version: row.token_version + 1, expires_at: iso(nowMs + this.ttlMs), sent_at: iso(nowMs), updated_at: iso(nowMs) };
     const delivered = await this.deliver(tenantId, next, origin);
-    s.resent(id, next.token_version, next.expires_at, delivered.status, delivered.error, next.sent_at);
+    await s.resent(id, next.token_version, next.expires_at, delivered.status, delivered.error, next.sent_at);
     return this.view({ ...next, email_status: delivered.status, email_error: delivered.error }, origin);
   }
 
   /** revoke (idempotent); an accepted invitation cannot be revoked (409) */
-  revoke(tenantId: string, id: string, origin: string): Invitation {
+  async revoke(tenantId: string, id: string, origin: string): Promise<Invitation> {
     const s = this.store(tenantId);
-    const row = s.db.tx(() => {
-      const r = this.row(tenantId, id);
+    const row = await s.db.tx(async () => {
+      const r = await this.row(tenantId, id);
       if (r.status === "accepted") throw conflict("invitation was already accepted");
       if (r.status === "revoked") return r;
       const at = iso(this.clock());
-      s.revoke(id, at);
+      await s.revoke(id, at);
       return { ...r, status: "revoked" as const, revoked_at: at, updated_at: at };
     });
     return this.view(row, origin);
   }
 
   /** What a token's link shows (nothing changes). */
-  preview(token: string): { workspace: string; email: string; status: InvitationStatus; roleName: string | null; message: string | null; expiresAt: string } {
-    const { tenantId, row } = this.byToken(token);
-    const role = row.role_id ? this.roles.get(tenantId, row.role_id) : undefined;
+  async preview(token: string): Promise<{ workspace: string; email: string; status: InvitationStatus; roleName: string | null; message: string | null; expiresAt: string }> {
+    const { tenantId, row } = await this.byToken(token);
+    const role = row.role_id ? await this.roles.get(tenantId, row.role_id) : undefined;
     return { workspace: tenantId, email: row.email, status: this.statusOf(row), roleName: role?.name ?? null, message: row.message, expiresAt: row.expires_at };
   }
 
@@ -183,23 +188,23 @@ export class InvitationService {
    * accepted. A password is required while the workspace signs in with passwords (400 otherwise).
    */
   async accept(token: string, input: { name?: string | null; password?: string }): Promise<{ workspace: string; user: User; invitation: Invitation; passwordSet: boolean }> {
-    const { tenantId, row } = this.byToken(token);
+    const { tenantId, row } = await this.byToken(token);
     if (this.statusOf(row) !== "pending") throw conflict(`invitation is ${this.statusOf(row)}; it can no longer be accepted`);
-    if (input.password === undefined && this.passwords.enabledFor(tenantId))
+    if (input.password === undefined && (await this.passwords.enabledFor(tenantId)))
       throw badRequest("password: required — choose the password you will sign in with (POST /api/v1/auth/login), at least 12 characters");
     // hashed before the transaction (argon2id takes a while and runs off the event loop)
     const hash = input.password === undefined ? undefined : await this.passwords.prepare(row.email, input.password);
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      const current = this.row(tenantId, row.id);
+    return s.db.tx(async () => {
+      const current = await this.row(tenantId, row.id);
       const status = this.statusOf(current);
       if (status !== "pending") throw conflict(`invitation is ${status}; it can no longer be accepted`);
       if (current.token_version !== row.token_version) throw new ApiError("authentication_error", "invalid or superseded invitation token");
-      const user = this.users.findByEmail(tenantId, current.email) ?? this.users.create(tenantId, { email: current.email, name: input.name ?? null });
-      if (current.role_id && this.roles.get(tenantId, current.role_id)) this.roles.assign(tenantId, user.id, { roleId: current.role_id }, current.invited_by ?? undefined);
-      if (hash) this.passwords.save(tenantId, user.id, hash);
+      const user = (await this.users.findByEmail(tenantId, current.email)) ?? (await this.users.create(tenantId, { email: current.email, name: input.name ?? null }));
+      if (current.role_id && (await this.roles.get(tenantId, current.role_id))) await this.roles.assign(tenantId, user.id, { roleId: current.role_id }, current.invited_by ?? undefined);
+      if (hash) await this.passwords.save(tenantId, user.id, hash);
       const at = iso(this.clock());
-      s.accept(current.id, user.id, at);
+      await s.accept(current.id, user.id, at);
       return {
         workspace: tenantId,
         user,
@@ -211,8 +216,8 @@ export class InvitationService {
 
   // ------------------------------------------------------------------ internals
 
-  private row(tenantId: string, id: string): InvitationRow {
-    const r = this.store(tenantId).get(id);
+  private async row(tenantId: string, id: string): Promise<InvitationRow> {
+    const r = await this.store(tenantId).get(id);
     if (!r) throw notFound("invitation");
     return r;
   }
@@ -230,14 +235,14 @@ export class InvitationService {
   }
 
   /** The invitation a token names, in its workspace; 401 for a token that is not (or no longer) valid. */
-  private byToken(token: string): { tenantId: string; row: InvitationRow } {
+  private async byToken(token: string): Promise<{ tenantId: string; row: InvitationRow }> {
     const invalid = () => new ApiError("authentication_error", "invalid or superseded invitation token");
     const dot = token.indexOf(".");
     const id = token.slice(0, dot);
     if (dot < 0 || !/^[0-9a-f-]{36}$/.test(id)) throw invalid();
-    const owner = ownerOf(this.storage.global("a presented invitation token names its workspace"), id);
+    const owner = await ownerOf(this.storage.global("a presented invitation token names its workspace"), id);
     if (!owner) throw invalid();
-    const row = this.store(owner.tenantId).get(id)!;
+    const row = (await this.store(owner.tenantId).get(id))!;
     const expected = Buffer.from(this.tokenOf(row));
     const given = Buffer.from(token);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid();

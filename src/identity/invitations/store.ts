@@ -1,5 +1,6 @@
 /** invitations rows; the one cross-workspace read is the owner of a presented invitation token. */
-import type { SqlHandle, TenantDb } from "../../storage/scoped";
+import type { AsyncSql, AsyncTenantDb } from "../../storage/async";
+import { likePattern } from "../../storage/dialect";
 import type { Listed } from "../../core/pagination";
 import { fold, type InvitationStatus } from "../types";
 
@@ -32,10 +33,10 @@ export type EmailStatus = "sent" | "failed" | "not_configured";
 const EFFECTIVE = `CASE WHEN status = 'pending' AND expires_at <= $now THEN 'expired' ELSE status END`;
 
 export class InvitationStore {
-  constructor(readonly db: TenantDb) {}
+  constructor(readonly db: AsyncTenantDb) {}
 
-  insert(r: InvitationRow) {
-    this.db.run(
+  async insert(r: InvitationRow) {
+    await this.db.run(
       `INSERT INTO invitations (id, tenant_id, email, email_lower, role_id, message, status, token_version, invited_by, expires_at, email_status, email_error, sent_at, created_at, updated_at)
        VALUES ($id, $tenant, $email, $lower, $role, $message, $status, $version, $by, $expires, $estatus, $eerror, $sent, $created, $updated)`,
       {
@@ -56,37 +57,37 @@ export class InvitationStore {
       },
     );
   }
-  get(id: string): InvitationRow | undefined {
-    return this.db.get<InvitationRow>(`SELECT * FROM invitations WHERE tenant_id = $tenant AND id = $id`, { id });
+  async get(id: string): Promise<InvitationRow | undefined> {
+    return await this.db.get<InvitationRow>(`SELECT * FROM invitations WHERE tenant_id = $tenant AND id = $id`, { id });
   }
   /** a pending, unexpired invitation of this address */
-  pendingFor(email: string, now: string): InvitationRow | undefined {
-    return this.db.get<InvitationRow>(`SELECT * FROM invitations WHERE tenant_id = $tenant AND email_lower = $e AND status = 'pending' AND expires_at > $now LIMIT 1`, {
+  async pendingFor(email: string, now: string): Promise<InvitationRow | undefined> {
+    return await this.db.get<InvitationRow>(`SELECT * FROM invitations WHERE tenant_id = $tenant AND email_lower = $e AND status = 'pending' AND expires_at > $now LIMIT 1`, {
       e: fold(email),
       now,
     });
   }
-  list(f: { email?: string; status?: InvitationStatus }, now: string, limit: number, offset: number): Listed<InvitationRow> {
-    const where = `tenant_id = $tenant AND ($email IS NULL OR instr(email_lower, $email) > 0) AND ($status IS NULL OR ${EFFECTIVE} = $status)`;
-    const p = { email: f.email ? fold(f.email) : null, status: f.status ?? null, now };
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM invitations WHERE ${where}`, p)!.n;
-    const items = this.db.all<InvitationRow>(`SELECT * FROM invitations WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
+  async list(f: { email?: string; status?: InvitationStatus }, now: string, limit: number, offset: number): Promise<Listed<InvitationRow>> {
+    const where = `tenant_id = $tenant AND (CAST($email AS TEXT) IS NULL OR email_lower LIKE $email ESCAPE '\\') AND (CAST($status AS TEXT) IS NULL OR ${EFFECTIVE} = $status)`;
+    const p = { email: f.email ? likePattern(fold(f.email)) : null, status: f.status ?? null, now };
+    const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM invitations WHERE ${where}`, p))!.n;
+    const items = await this.db.all<InvitationRow>(`SELECT * FROM invitations WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
     return { items, total };
   }
-  resent(id: string, version: number, expiresAt: string, emailStatus: EmailStatus, emailError: string | null, at: string) {
-    this.db.run(
+  async resent(id: string, version: number, expiresAt: string, emailStatus: EmailStatus, emailError: string | null, at: string) {
+    await this.db.run(
       `UPDATE invitations SET token_version = $v, expires_at = $exp, email_status = $es, email_error = $ee, sent_at = $at, updated_at = $at WHERE tenant_id = $tenant AND id = $id`,
       { id, v: version, exp: expiresAt, es: emailStatus, ee: emailError, at },
     );
   }
-  delivery(id: string, emailStatus: EmailStatus, emailError: string | null) {
-    this.db.run(`UPDATE invitations SET email_status = $es, email_error = $ee WHERE tenant_id = $tenant AND id = $id`, { id, es: emailStatus, ee: emailError });
+  async delivery(id: string, emailStatus: EmailStatus, emailError: string | null) {
+    await this.db.run(`UPDATE invitations SET email_status = $es, email_error = $ee WHERE tenant_id = $tenant AND id = $id`, { id, es: emailStatus, ee: emailError });
   }
-  revoke(id: string, at: string) {
-    this.db.run(`UPDATE invitations SET status = 'revoked', revoked_at = $at, updated_at = $at WHERE tenant_id = $tenant AND id = $id`, { id, at });
+  async revoke(id: string, at: string) {
+    await this.db.run(`UPDATE invitations SET status = 'revoked', revoked_at = $at, updated_at = $at WHERE tenant_id = $tenant AND id = $id`, { id, at });
   }
-  accept(id: string, userId: string, at: string) {
-    this.db.run(`UPDATE invitations SET status = 'accepted', accepted_at = $at, accepted_user_id = $u, updated_at = $at WHERE tenant_id = $tenant AND id = $id`, {
+  async accept(id: string, userId: string, at: string) {
+    await this.db.run(`UPDATE invitations SET status = 'accepted', accepted_at = $at, accepted_user_id = $u, updated_at = $at WHERE tenant_id = $tenant AND id = $id`, {
       id,
       u: userId,
       at,
@@ -95,7 +96,7 @@ export class InvitationStore {
 }
 
 /** The workspace of a presented invitation token (its id is in the token; ids are globally unique). */
-export function ownerOf(global: SqlHandle, id: string): { tenantId: string } | undefined {
-  const r = global.get<{ tenant_id: string }>(`SELECT tenant_id FROM invitations WHERE id = $id`, { id });
+export async function ownerOf(global: AsyncSql, id: string): Promise<{ tenantId: string } | undefined> {
+  const r = await global.get<{ tenant_id: string }>(`SELECT tenant_id FROM invitations WHERE id = $id`, { id });
   return r ? { tenantId: r.tenant_id } : undefined;
 }

@@ -33,36 +33,36 @@ const KEY_LIST_EXAMPLE = { response: { keys: [KEY], total: 1, page: 1, pageSize:
 export const keyRoutes = (kernel: Kernel, keys: VirtualKeyService, analytics: KeyAnalyticsService) =>
   kernel
     .mount({ prefix: "/api/v1/virtual-keys", envelope: DOC3 })
-    .post("", ({ principal, body, set }) => {
+    .post("", async ({ principal, body, set }) => {
       set.status = 201;
-      return keys.create(principal.tenantId, body, principal.permissions);
+      return await keys.create(principal.tenantId, body, principal.permissions);
     }, {
       body: S.KeyCreate,
       perm: "ManageKeys",
       detail: { ...examples(KEY_CREATE_EXAMPLE), summary: "Create a virtual key, optionally for a team; `key` is returned only here", description: "Mints an svc API key with the permissions given (only ones the caller holds; with none it may call the proxies and every route that needs no permission), optionally assigned to a team whose budget it then spends. The key itself is in this answer only; svc stores its hash. Use it as the SDKs' API key, or exchange it at POST /api/v1/auth/token.", ...tag("virtual-keys") },
     })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = keys.list(principal.tenantId, { teamId: query.teamId, status: query.status, offset: page.offset, limit: page.limit });
+      const { items, total } = await keys.list(principal.tenantId, { teamId: query.teamId, status: query.status, offset: page.offset, limit: page.limit });
       return pageEnvelope("keys", items, total, page);
     }, { query: S.KeyListQuery, perm: "ViewKeys", detail: { ...examples(KEY_LIST_EXAMPLE), summary: "List virtual keys, newest first", description: "Lists the workspace's virtual keys (paged), filtered by team or status, with their prefix, permissions, team and last use; never the keys themselves.", ...tag("virtual-keys") } })
-    .get("/:id", ({ principal, params }) => keys.get(principal.tenantId, params.id), {
+    .get("/:id", async ({ principal, params }) => await keys.get(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "ViewKeys",
       detail: { summary: "Get a virtual key (never the key itself)", description: "Answers one virtual key with its prefix, permissions, team, status and last use.", ...tag("virtual-keys") },
     })
-    .put("/:id/team", ({ principal, params, body }) => keys.assign(principal.tenantId, params.id, body.teamId), {
+    .put("/:id/team", async ({ principal, params, body }) => await keys.assign(principal.tenantId, params.id, body.teamId), {
       params: S.IdParams,
       body: S.KeyAssign,
       perm: "ManageKeys",
       detail: { summary: "Assign the key to a team, or unlink it with null", description: "Moves the key to a team (its spend then counts against that team's budget) or, with null, leaves it without a team.", ...tag("virtual-keys") },
     })
-    .delete("/:id", ({ principal, params }) => keys.revoke(principal.tenantId, params.id), {
+    .delete("/:id", async ({ principal, params }) => await keys.revoke(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "ManageKeys",
       detail: { summary: "Revoke the key (it stays listed as revoked)", description: "Revokes the key: requests with it, and access tokens exchanged from it, are refused from then on; it stays listed with its revocation time.", ...tag("virtual-keys") },
     })
-    .get("/:id/analytics", ({ principal, params, query }) => analytics.analytics(principal.tenantId, params.id, query.period ?? "24h"), {
+    .get("/:id/analytics", async ({ principal, params, query }) => await analytics.analytics(principal.tenantId, params.id, query.period ?? "24h"), {
       params: S.IdParams,
       query: S.AnalyticsQuery,
       perm: "ViewKeys",

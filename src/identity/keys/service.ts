@@ -44,17 +44,17 @@ export class VirtualKeyService {
    * A new key (the plain key is in the answer, once), assigned to a live team if one is named.
    * `held`: the caller's permissions (a key may not carry what its creator does not hold); the CLI passes none.
    */
-  create(tenantId: string, input: KeyInput, held?: ReadonlySet<string>): VirtualKey & { key: string } {
+  async create(tenantId: string, input: KeyInput, held?: ReadonlySet<string>): Promise<VirtualKey & { key: string }> {
     const permissions = [...new Set(input.permissions ?? [])];
     if (held) for (const p of permissions) if (!implies(held, p)) throw forbidden(`cannot create a key with permission ${p}, which the caller does not hold`);
-    if (input.teamId != null) this.teams.require(tenantId, input.teamId);
+    if (input.teamId != null) await this.teams.require(tenantId, input.teamId);
     const { key, record } = this.registry.create(tenantId, input.name, permissions);
-    if (input.teamId != null) this.teams.assignKey(tenantId, record.id, input.teamId);
+    if (input.teamId != null) await this.teams.assignKey(tenantId, record.id, input.teamId);
     return { key, ...this.view(record, input.teamId ?? null) };
   }
 
-  list(tenantId: string, q: { teamId?: string; status?: KeyStatus; offset: number; limit: number }): Listed<VirtualKey> {
-    const links = this.teamStore(tenantId).keyTeams();
+  async list(tenantId: string, q: { teamId?: string; status?: KeyStatus; offset: number; limit: number }): Promise<Listed<VirtualKey>> {
+    const links = await this.teamStore(tenantId).keyTeams();
     const all = this.registry
       .list(tenantId)
       .map((r) => this.view(r, links.get(r.id) ?? null))
@@ -63,14 +63,14 @@ export class VirtualKeyService {
     return { items: all.slice(q.offset, q.offset + q.limit), total: all.length };
   }
 
-  get(tenantId: string, id: string): VirtualKey {
+  async get(tenantId: string, id: string): Promise<VirtualKey> {
     const r = this.registry.get(tenantId, id);
     if (!r) throw notFound("virtual key");
-    return this.view(r, this.teams.teamOfKey(tenantId, id));
+    return this.view(r, await this.teams.teamOfKey(tenantId, id));
   }
 
   /** revoke (idempotent: a revoked key answers as it is) */
-  revoke(tenantId: string, id: string): VirtualKey {
+  revoke(tenantId: string, id: string): Promise<VirtualKey> {
     const r = this.registry.get(tenantId, id);
     if (!r) throw notFound("virtual key");
     if (!r.revokedAt) this.registry.revoke(tenantId, id);
@@ -78,8 +78,8 @@ export class VirtualKeyService {
   }
 
   /** assign to a live team, or unlink with null */
-  assign(tenantId: string, id: string, teamId: string | null): VirtualKey {
-    this.teams.assignKey(tenantId, id, teamId);
+  async assign(tenantId: string, id: string, teamId: string | null): Promise<VirtualKey> {
+    await this.teams.assignKey(tenantId, id, teamId);
     return this.get(tenantId, id);
   }
 

@@ -26,7 +26,7 @@ const T = tag("auth");
 export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwardedHops: number) =>
   new Elysia({ name: "svc-identity-passwords" })
     .use(
-      kernel.mount({ prefix: LOGIN_PATH, exact: true, envelope: DOC1, auth: "public" }).post("", ({ body, request }) => passwords.login(body, clientAddress(request, forwardedHops)), {
+      kernel.mount({ prefix: LOGIN_PATH, exact: true, envelope: DOC1, auth: "public" }).post("", async ({ body, request }) => await passwords.login(body, clientAddress(request, forwardedHops)), {
         body: t.Object({ email: Email, password: Password, workspace: Workspace }),
         response: t.Object({ accessToken: t.String(), tokenType: t.Literal("Bearer"), expiresIn: t.Integer() }),
         detail: {
@@ -42,9 +42,9 @@ export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwa
     .use(
       kernel
         .mount({ prefix: RESET_PATH, envelope: DOC1, auth: "public" })
-        .post("", ({ body, request, set }) => {
+        .post("", async ({ body, request, set }) => {
           set.status = 202;
-          return passwords.requestReset(body, clientAddress(request, forwardedHops), originOf(request));
+          return await passwords.requestReset(body, clientAddress(request, forwardedHops), originOf(request));
         }, {
           body: t.Object({ email: Email, workspace: Workspace }),
           detail: {
@@ -55,11 +55,11 @@ export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwa
             security: [],
           },
         })
-        .get("", ({ query }) => passwords.previewReset(query.token), {
+        .get("", async ({ query }) => await passwords.previewReset(query.token), {
           query: t.Object({ token: ResetToken }),
           detail: { summary: "What a password reset link is for (changes nothing)", description: "Reads a reset link's token and answers the workspace, e-mail and expiry it is for, so a page can show them before the new password is chosen; an invalid, used or expired token is refused.", ...T, security: [] },
         })
-        .post("/confirm", ({ body }) => passwords.confirmReset(body.token, body.password), {
+        .post("/confirm", async ({ body }) => await passwords.confirmReset(body.token, body.password), {
           body: t.Object({ token: ResetToken, password: Password }),
           detail: { summary: "Set a new password with a reset link's token (once; other open links stop working)", description: "Sets the user's password from a reset link's token, which is the credential here: it works once and within its validity. The password policy applies (at least 12 characters, not a common password).", ...T, security: [] },
         }),
@@ -67,11 +67,11 @@ export const passwordRoutes = (kernel: Kernel, passwords: PasswordService, forwa
     .use(
       kernel
         .mount({ prefix: "/api/v1/auth/settings", exact: true, envelope: DOC1 })
-        .get("", ({ principal }) => passwords.settings(principal.tenantId), {
+        .get("", async ({ principal }) => await passwords.settings(principal.tenantId), {
           perm: "WorkspaceAdmin",
           detail: { summary: "Whether the workspace signs in with passwords, and whether an SSO connection is active", description: "Answers `passwordLogin` (whether POST /api/v1/auth/login works for the workspace's users) and `ssoActive` (whether an SSO connection is active).", ...T },
         })
-        .put("", ({ principal, body }) => passwords.setPasswordLogin(principal.tenantId, body.passwordLogin), {
+        .put("", async ({ principal, body }) => await passwords.setPasswordLogin(principal.tenantId, body.passwordLogin), {
           body: t.Object({ passwordLogin: t.Boolean() }),
           perm: "WorkspaceAdmin",
           detail: { summary: "Turn password sign-in on or off (off only while an SSO connection is active: 409 otherwise)", description: "Sets whether the workspace's users may sign in with a password. Turning it off needs an active SSO connection, so nobody is locked out; turning it on is refused when the operator disabled password sign-in for every workspace.", ...T },

@@ -15,7 +15,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { ApiError, badRequest, conflict, forbidden, unauthenticated } from "../../core/errors";
 import { uuid } from "../../core/ids";
-import type { ForTenant, Storage } from "../../storage/scoped";
+import type { ForTenant } from "../../storage/scoped";
+import type { AsyncStorage } from "../../storage/async";
 import { fold, iso, type WallClock } from "../types";
 import type { TokenMinter } from "../ports";
 import type { Mailer } from "../invitations/mail";
@@ -48,7 +49,7 @@ export class PasswordService {
 
   constructor(
     private readonly store: ForTenant<PasswordStore>,
-    private readonly storage: Storage,
+    private readonly storage: AsyncStorage,
     private readonly users: UserService,
     private readonly tokens: TokenMinter,
     private readonly mailer: Mailer | undefined,
@@ -56,7 +57,7 @@ export class PasswordService {
     private readonly s: PasswordSettings,
     private readonly publicUrl: string | undefined,
     /** whether the workspace has an active SSO connection */
-    private readonly ssoActive: (tenantId: string) => boolean,
+    private readonly ssoActive: (tenantId: string) => Promise<boolean>,
     private readonly warn: (message: string) => void,
   ) {
     const lock = { windowMs: s.lockout_window_secs * 1000, lockMs: s.lockout_secs * 1000 };
@@ -69,8 +70,8 @@ export class PasswordService {
   // ------------------------------------------------------------------ setting a password
 
   /** whether the workspace signs in with passwords (the operator's default until an admin sets it) */
-  enabledFor(tenantId: string): boolean {
-    return this.s.enabled && (this.store(tenantId).passwordLogin() ?? true);
+  async enabledFor(tenantId: string): Promise<boolean> {
+    return this.s.enabled && ((await this.store(tenantId).passwordLogin()) ?? true);
   }
 
   /** the argon2id hash of a password that passes the policy (400 otherwise) */
@@ -80,15 +81,15 @@ export class PasswordService {
   }
 
   /** store a prepared hash (inside the caller's transaction); open reset links stop working */
-  save(tenantId: string, userId: string, hash: string) {
+  async save(tenantId: string, userId: string, hash: string) {
     const s = this.store(tenantId);
     const at = iso(this.clock());
-    s.set(userId, hash, at);
-    s.voidResets(userId, at);
+    await s.set(userId, hash, at);
+    await s.voidResets(userId, at);
   }
 
-  hasPassword(tenantId: string, userId: string): boolean {
-    return this.store(tenantId).hashOf(userId) !== undefined;
+  async hasPassword(tenantId: string, userId: string): Promise<boolean> {
+    return (await this.store(tenantId).hashOf(userId)) !== undefined;
   }
 
   private hash(password: string): Promise<string> {
@@ -102,7 +103,7 @@ export class PasswordService {
     const dummy = await this.dummyHash();
     const account = fold(input.email.trim());
     this.refuseLocked(this.accountFailures.lockedFor(account), this.addressFailures.lockedFor(address), "failed sign-in attempts");
-    let found = accountsByEmail(this.global(), account);
+    let found = await accountsByEmail(this.global(), account);
     if (input.workspace !== undefined) found = found.filter((a) => a.tenantId === input.workspace);
     const matches: Account[] = [];
     if (found.length === 0) await Bun.password.verify(input.password, dummy);
@@ -115,7 +116,7 @@ export class PasswordService {
     // only someone who knows the password learns any of the following
     if (matches.length > 1) throw conflict(`this address signs in to several workspaces (${matches.map((m) => m.tenantId).join(", ")}): name one in "workspace"`);
     const m = matches[0]!;
-    if (!this.enabledFor(m.tenantId)) throw forbidden(`password sign-in is turned off for workspace ${m.tenantId}: sign in through its SSO connection (GET /api/v1/sso/login?email=…)`);
+    if (!(await this.enabledFor(m.tenantId))) throw forbidden(`password sign-in is turned off for workspace ${m.tenantId}: sign in through its SSO connection (GET /api/v1/sso/login?email=…)`);
     if (m.status !== "ACTIVE") throw forbidden("the user is suspended");
     this.accountFailures.clear(account);
     const ttl = Math.min(this.s.token_ttl_secs, this.tokens.maxTtlSecs);
@@ -149,20 +150,20 @@ export class PasswordService {
   // ------------------------------------------------------------------ reset by e-mail
 
   /** 202 at once, whatever the address; the link goes out afterwards to each matching account */
-  requestReset(input: { email: string; workspace?: string }, address: string, origin: string): { accepted: true; message: string } {
+  async requestReset(input: { email: string; workspace?: string }, address: string, origin: string): Promise<{ accepted: true; message: string }> {
     if (!this.mailer) throw new ApiError("service_unavailable", "password reset needs e-mail delivery, and no SMTP server is configured (identity.smtp.host): ask a workspace admin");
     const account = fold(input.email.trim());
     this.refuseLocked(this.accountResets.lockedFor(account), this.addressResets.lockedFor(address), "password reset requests");
     this.accountResets.fail(account);
     this.addressResets.fail(address);
     const nowMs = this.clock();
-    let found = accountsByEmail(this.global(), account);
+    let found = await accountsByEmail(this.global(), account);
     if (input.workspace !== undefined) found = found.filter((a) => a.tenantId === input.workspace);
     for (const a of found) {
-      if (a.status !== "ACTIVE" || !this.enabledFor(a.tenantId)) continue;
+      if (a.status !== "ACTIVE" || !(await this.enabledFor(a.tenantId))) continue;
       const token = randomBytes(32).toString("base64url");
       const expires = iso(nowMs + this.s.reset_ttl_minutes * 60_000);
-      this.store(a.tenantId).insertReset({ id: uuid(), tenant_id: a.tenantId, user_id: a.userId, expires_at: expires, used_at: null, created_at: iso(nowMs) }, sha256(token));
+      await this.store(a.tenantId).insertReset({ id: uuid(), tenant_id: a.tenantId, user_id: a.userId, expires_at: expires, used_at: null, created_at: iso(nowMs) }, sha256(token));
       const link = `${(this.publicUrl ?? origin).replace(/\/$/, "")}${RESET_PATH}?token=${token}`;
       const text = [
         `Someone asked to reset the password of ${a.email} in the workspace ${a.tenantId} on svc.`,
@@ -180,43 +181,43 @@ export class PasswordService {
   }
 
   /** what a reset link is for (changes nothing: mail scanners follow links) */
-  previewReset(token: string): { workspace: string; email: string; expiresAt: string } {
-    const { row, email } = this.openReset(token);
+  async previewReset(token: string): Promise<{ workspace: string; email: string; expiresAt: string }> {
+    const { row, email } = await this.openReset(token);
     return { workspace: row.tenant_id, email, expiresAt: row.expires_at };
   }
 
   async confirmReset(token: string, password: string): Promise<{ reset: true; workspace: string; email: string }> {
-    const { row, email } = this.openReset(token);
+    const { row, email } = await this.openReset(token);
     const hash = await this.prepare(email, password);
     const s = this.store(row.tenant_id);
-    s.db.tx(() => {
-      if (!s.useReset(row.id, iso(this.clock()))) throw unauthenticated("invalid, used or expired password reset link");
-      this.save(row.tenant_id, row.user_id, hash);
+    await s.db.tx(async () => {
+      if (!(await s.useReset(row.id, iso(this.clock())))) throw unauthenticated("invalid, used or expired password reset link");
+      await this.save(row.tenant_id, row.user_id, hash);
     });
     this.accountFailures.clear(fold(email));
     return { reset: true, workspace: row.tenant_id, email };
   }
 
-  private openReset(token: string) {
+  private async openReset(token: string) {
     const invalid = () => unauthenticated("invalid, used or expired password reset link");
     if (token.length > 128) throw invalid();
-    const row = resetByHash(this.global(), sha256(token));
+    const row = await resetByHash(this.global(), sha256(token));
     if (!row || row.used_at !== null || Date.parse(row.expires_at) <= this.clock()) throw invalid();
-    const user = this.users.get(row.tenant_id, row.user_id);
+    const user = await this.users.get(row.tenant_id, row.user_id);
     if (!user || user.status !== "ACTIVE") throw invalid();
     return { row, email: user.email };
   }
 
   // ------------------------------------------------------------------ workspace setting
 
-  settings(tenantId: string): { passwordLogin: boolean; ssoActive: boolean } {
-    return { passwordLogin: this.enabledFor(tenantId), ssoActive: this.ssoActive(tenantId) };
+  async settings(tenantId: string): Promise<{ passwordLogin: boolean; ssoActive: boolean }> {
+    return { passwordLogin: await this.enabledFor(tenantId), ssoActive: await this.ssoActive(tenantId) };
   }
 
-  setPasswordLogin(tenantId: string, on: boolean): { passwordLogin: boolean; ssoActive: boolean } {
+  async setPasswordLogin(tenantId: string, on: boolean): Promise<{ passwordLogin: boolean; ssoActive: boolean }> {
     if (on && !this.s.enabled) throw badRequest("passwordLogin: password sign-in is turned off for every workspace by the operator (identity.passwords.enabled)");
-    if (!on && !this.ssoActive(tenantId)) throw conflict("password sign-in can be turned off only while an SSO connection is active (else nobody could sign in)");
-    this.store(tenantId).setPasswordLogin(on, iso(this.clock()));
+    if (!on && !(await this.ssoActive(tenantId))) throw conflict("password sign-in can be turned off only while an SSO connection is active (else nobody could sign in)");
+    await this.store(tenantId).setPasswordLogin(on, iso(this.clock()));
     return this.settings(tenantId);
   }
 }

@@ -55,22 +55,22 @@ export class RoleService {
 
   // ------------------------------------------------------------------ roles
 
-  get(tenantId: string, id: string): Role | undefined {
-    return builtinById(id) ?? this.store(tenantId).get(id);
+  async get(tenantId: string, id: string): Promise<Role | undefined> {
+    return builtinById(id) ?? (await this.store(tenantId).get(id));
   }
 
-  require(tenantId: string, id: string): Role {
-    const r = this.get(tenantId, id);
+  async require(tenantId: string, id: string): Promise<Role> {
+    const r = await this.get(tenantId, id);
     if (!r) throw notFound("role");
     return r;
   }
 
-  findByName(tenantId: string, name: string): Role | undefined {
-    return builtinByName(name) ?? this.store(tenantId).byName(name);
+  async findByName(tenantId: string, name: string): Promise<Role | undefined> {
+    return builtinByName(name) ?? (await this.store(tenantId).byName(name));
   }
 
   /** built-in roles first (by name), then custom roles by name */
-  list(tenantId: string, q: { name?: string; is_system?: boolean; permission?: string; offset: number; limit: number }): Listed<Role> {
+  async list(tenantId: string, q: { name?: string; is_system?: boolean; permission?: string; offset: number; limit: number }): Promise<Listed<Role>> {
     const needle = q.name ? fold(q.name) : undefined;
     const builtins =
       q.is_system === false
@@ -79,21 +79,21 @@ export class RoleService {
     const pageBuiltins = builtins.slice(q.offset, q.offset + q.limit);
     if (q.is_system === true) return { items: pageBuiltins, total: builtins.length };
     const customOffset = Math.max(0, q.offset - builtins.length);
-    const custom = this.store(tenantId).list({ name: q.name, permission: q.permission }, q.limit - pageBuiltins.length, customOffset);
+    const custom = await this.store(tenantId).list({ name: q.name, permission: q.permission }, q.limit - pageBuiltins.length, customOffset);
     return { items: [...pageBuiltins, ...(pageBuiltins.length < q.limit ? custom.items : [])], total: builtins.length + custom.total };
   }
 
   /** `held`: the caller's permissions — a role may not grant what its creator does not hold (403) */
-  create(tenantId: string, input: RoleInput, held?: ReadonlySet<string>): Role {
+  async create(tenantId: string, input: RoleInput, held?: ReadonlySet<string>): Promise<Role> {
     const permissions = input.permissions ?? [];
     checkPermissions(permissions);
     if (held) for (const p of permissions) if (!implies(held, p)) throw forbidden(`cannot create a role with permission ${p}: the caller does not hold it`);
     const s = this.store(tenantId);
     const at = iso(this.clock());
     const role: Role = { id: uuid(), name: input.name, description: input.description ?? "", permissions: [...new Set(permissions)], is_system: false, created_at: at, updated_at: at };
-    return s.db.tx(() => {
-      if (this.findByName(tenantId, role.name)) throw dupName(role.name);
-      uniqueOr409(() => s.insert(role), () => dupName(role.name));
+    return s.db.tx(async () => {
+      if (await this.findByName(tenantId, role.name)) throw dupName(role.name);
+      await uniqueOr409(() => s.insert(role), () => dupName(role.name));
       return role;
     });
   }
@@ -101,13 +101,13 @@ export class RoleService {
   /** `held`: the caller's permissions — a permission added to a role reaches everyone who holds the role at
    *  once, without the assignment check, so adding one the caller does not hold is 403 (else a ManageKeys
    *  holder with any custom role could PATCH WorkspaceAdmin into it) */
-  update(tenantId: string, id: string, patch: Partial<RoleInput>, held?: ReadonlySet<string>): Role {
+  async update(tenantId: string, id: string, patch: Partial<RoleInput>, held?: ReadonlySet<string>): Promise<Role> {
     if (patch.permissions) checkPermissions(patch.permissions);
     const builtin = builtinById(id);
     if (builtin) throw systemRole(builtin);
     const s = this.store(tenantId);
-    const role = s.db.tx(() => {
-      const r = s.get(id);
+    const role = await s.db.tx(async () => {
+      const r = await s.get(id);
       if (!r) throw notFound("role");
       if (held && patch.permissions)
         for (const p of patch.permissions)
@@ -119,8 +119,8 @@ export class RoleService {
         permissions: patch.permissions ? [...new Set(patch.permissions)] : r.permissions,
         updated_at: iso(this.clock()),
       };
-      if (fold(next.name) !== fold(r.name) && this.findByName(tenantId, next.name)) throw dupName(next.name);
-      uniqueOr409(() => s.update(next), () => dupName(next.name));
+      if (fold(next.name) !== fold(r.name) && (await this.findByName(tenantId, next.name))) throw dupName(next.name);
+      await uniqueOr409(() => s.update(next), () => dupName(next.name));
       return next;
     });
     this.changed(tenantId);
@@ -129,16 +129,16 @@ export class RoleService {
 
   /** a custom role and every assignment of it; `held`: when someone holds the role, the caller must hold every
    *  permission it grants (taking a grant away is as strong as giving it); an unassigned role takes nothing away */
-  remove(tenantId: string, id: string, held?: ReadonlySet<string>): void {
+  async remove(tenantId: string, id: string, held?: ReadonlySet<string>): Promise<void> {
     const builtin = builtinById(id);
     if (builtin) throw systemRole(builtin);
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      const r = s.get(id);
+    await s.db.tx(async () => {
+      const r = await s.get(id);
       if (!r) throw notFound("role");
-      if (held && s.isAssigned(id))
+      if (held && (await s.isAssigned(id)))
         for (const p of r.permissions) if (!implies(held, p)) throw forbidden(`cannot delete role ${r.name}: it is assigned and grants ${p}, which the caller does not hold`);
-      s.delete(id);
+      await s.delete(id);
     });
     this.changed(tenantId);
   }
@@ -149,7 +149,7 @@ export class RoleService {
    * Assign a role (idempotent for the same role and scope: the expiry is updated). `created` says
    * whether a new assignment was made.
    */
-  assign(tenantId: string, userId: string, input: AssignInput, by?: string, held?: ReadonlySet<string>): Assignment & { created: boolean } {
+  async assign(tenantId: string, userId: string, input: AssignInput, by?: string, held?: ReadonlySet<string>): Promise<Assignment & { created: boolean }> {
     const scope = input.scope ?? WORKSPACE_SCOPE;
     if (scope.length > ROLE_LIMITS.scope || !SCOPE_RE.test(scope))
       throw badRequest(`scope: "${WORKSPACE_SCOPE}" or "<resource_type>:<resource id>" with a resource type of ${RESOURCE_TYPES.join(", ")}`);
@@ -161,19 +161,19 @@ export class RoleService {
       if (ms <= nowMs) throw badRequest("expiresAt: must be in the future");
       expiresAt = iso(ms);
     }
-    this.users.require(tenantId, userId);
-    const role = this.require(tenantId, input.roleId);
+    await this.users.require(tenantId, userId);
+    const role = await this.require(tenantId, input.roleId);
     // nobody grants what they do not hold (a ManageKeys holder cannot make anyone an admin)
     if (held) for (const p of role.permissions) if (!implies(held, p)) throw forbidden(`cannot assign role ${role.name}: it grants ${p}, which the caller does not hold`);
     const s = this.store(tenantId);
-    const out = s.db.tx(() => {
-      const existing = s.assignment(userId, role.id, scope);
+    const out = await s.db.tx(async () => {
+      const existing = await s.assignment(userId, role.id, scope);
       if (existing) {
-        s.setExpiry(existing.id, expiresAt, by ?? null);
+        await s.setExpiry(existing.id, expiresAt, by ?? null);
         return { row: { ...existing, expires_at: expiresAt, assigned_by: by ?? existing.assigned_by }, created: false };
       }
       const row: AssignmentRow = { id: uuid(), user_id: userId, role_id: role.id, scope, expires_at: expiresAt, assigned_by: by ?? null, created_at: iso(nowMs) };
-      s.insertAssignment(row);
+      await s.insertAssignment(row);
       return { row, created: true };
     });
     this.changed(tenantId, userId);
@@ -182,29 +182,29 @@ export class RoleService {
 
   /** every assignment of a user, expired ones included (marked); a soft-deleted user's too, since
    *  doc3 §3 keeps them ("role assignments not removed") — they grant nothing while the user is deleted */
-  assignments(tenantId: string, userId: string): Assignment[] {
-    this.users.view(tenantId, userId);
-    return this.held(tenantId, userId).map((h) => this.view(h));
+  async assignments(tenantId: string, userId: string): Promise<Assignment[]> {
+    await this.users.view(tenantId, userId);
+    return (await this.held(tenantId, userId)).map((h) => this.view(h));
   }
 
   /** Revoke a user's assignments of a role (every scope, or one); `held` as for assign: nobody revokes what they could not grant. */
-  revoke(tenantId: string, userId: string, roleId: string, scope?: string, held?: ReadonlySet<string>): number {
-    this.users.require(tenantId, userId);
+  async revoke(tenantId: string, userId: string, roleId: string, scope?: string, held?: ReadonlySet<string>): Promise<number> {
+    await this.users.require(tenantId, userId);
     if (held) {
-      const role = builtinById(roleId) ?? this.store(tenantId).get(roleId);
+      const role = builtinById(roleId) ?? (await this.store(tenantId).get(roleId));
       if (role) for (const p of role.permissions) if (!implies(held, p)) throw forbidden(`cannot revoke role ${role.name}: it grants ${p}, which the caller does not hold`);
     }
-    const n = this.store(tenantId).revoke(userId, roleId, scope ?? null);
+    const n = await this.store(tenantId).revoke(userId, roleId, scope ?? null);
     if (n === 0) throw notFound("role assignment");
     this.changed(tenantId, userId);
     return n;
   }
 
   /** Assignments with their roles resolved, expired or not (roles deleted since are skipped). */
-  held(tenantId: string, userId: string): Held[] {
+  async held(tenantId: string, userId: string): Promise<Held[]> {
     const s = this.store(tenantId);
-    const rows = s.assignments(userId);
-    const custom = new Map(s.byIds(rows.filter((r) => !builtinById(r.role_id)).map((r) => r.role_id)).map((r) => [r.id, r]));
+    const rows = await s.assignments(userId);
+    const custom = new Map((await s.byIds(rows.filter((r) => !builtinById(r.role_id)).map((r) => r.role_id))).map((r) => [r.id, r]));
     const nowMs = this.clock();
     const out: Held[] = [];
     for (const row of rows) {
@@ -218,10 +218,10 @@ export class RoleService {
    * What the user's unexpired workspace-wide assignments grant now, and until when that answer
    * holds (the earliest expiry among them; Infinity without one).
    */
-  effective(tenantId: string, userId: string): { permissions: string[]; validUntil: number } {
+  async effective(tenantId: string, userId: string): Promise<{ permissions: string[]; validUntil: number }> {
     const perms = new Set<string>();
     let validUntil = Infinity;
-    for (const h of this.held(tenantId, userId)) {
+    for (const h of await this.held(tenantId, userId)) {
       if (h.expired || h.row.scope !== WORKSPACE_SCOPE) continue;
       for (const p of h.role.permissions) perms.add(p);
       if (h.row.expires_at) validUntil = Math.min(validUntil, Date.parse(h.row.expires_at));
@@ -230,8 +230,8 @@ export class RoleService {
   }
 
   /** The permissions a user's unexpired workspace-wide role assignments grant now. */
-  permissionsOf(tenantId: string, userId: string): string[] {
-    return this.effective(tenantId, userId).permissions;
+  async permissionsOf(tenantId: string, userId: string): Promise<string[]> {
+    return (await this.effective(tenantId, userId)).permissions;
   }
 
   private view(h: Held): Assignment {

@@ -5,7 +5,8 @@
  */
 import { uuid } from "../../core/ids";
 import type { Listed } from "../../core/pagination";
-import type { ForTenant, TenantDb } from "../../storage/scoped";
+import type { ForTenant } from "../../storage/scoped";
+import type { AsyncTenantDb } from "../../storage/async";
 import { iso, type WallClock } from "../types";
 
 export const OPERATIONS = ["create", "update", "delete"] as const;
@@ -60,40 +61,40 @@ export interface ScimStatistics {
 }
 
 export class ActivityStore {
-  constructor(readonly db: TenantDb) {}
-  insert(a: Activity) {
-    this.db.run(
+  constructor(readonly db: AsyncTenantDb) {}
+  async insert(a: Activity) {
+    await this.db.run(
       `INSERT INTO scim_activities (id, tenant_id, token_id, operation, resource_type, resource_id, status, error_message, details, created_at)
        VALUES ($id, $tenant, $token, $op, $type, $rid, $status, $err, $details, $at)`,
       { id: a.id, token: a.tokenId, op: a.operation, type: a.resourceType, rid: a.resourceId, status: a.status, err: a.errorMessage, details: JSON.stringify(a.details), at: a.timestamp },
     );
   }
-  list(f: ActivityFilter, limit: number, offset: number): Listed<Row> {
-    const where = `tenant_id = $tenant AND ($op IS NULL OR operation = $op) AND ($type IS NULL OR resource_type = $type) AND ($status IS NULL OR status = $status)
-      AND ($start IS NULL OR created_at >= $start) AND ($end IS NULL OR created_at <= $end)`;
+  async list(f: ActivityFilter, limit: number, offset: number): Promise<Listed<Row>> {
+    const where = `tenant_id = $tenant AND (CAST($op AS TEXT) IS NULL OR operation = $op) AND (CAST($type AS TEXT) IS NULL OR resource_type = $type) AND (CAST($status AS TEXT) IS NULL OR status = $status)
+      AND (CAST($start AS TEXT) IS NULL OR created_at >= $start) AND (CAST($end AS TEXT) IS NULL OR created_at <= $end)`;
     const p = { op: f.operation ?? null, type: f.resourceType ?? null, status: f.status ?? null, start: f.startDate ?? null, end: f.endDate ?? null };
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_activities WHERE ${where}`, p)!.n;
-    const items = this.db.all<Row>(`SELECT * FROM scim_activities WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
+    const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_activities WHERE ${where}`, p))!.n;
+    const items = await this.db.all<Row>(`SELECT * FROM scim_activities WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
     return { items, total };
   }
-  counts(since: string) {
-    const n = (sql: string) => this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_activities WHERE tenant_id = $tenant AND created_at >= $since AND ${sql}`, { since })!.n;
+  async counts(since: string) {
+    const n = async (sql: string) => (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_activities WHERE tenant_id = $tenant AND created_at >= $since AND ${sql}`, { since }))!.n;
     return {
-      usersAdded24h: n(`operation = 'create' AND resource_type = 'user' AND status = 'success'`),
-      usersRemoved24h: n(`operation = 'delete' AND resource_type = 'user' AND status = 'success'`),
-      groupsAdded24h: n(`operation = 'create' AND resource_type = 'group' AND status = 'success'`),
-      groupsRemoved24h: n(`operation = 'delete' AND resource_type = 'group' AND status = 'success'`),
-      errorCount24h: n(`status = 'error'`),
+      usersAdded24h: await n(`operation = 'create' AND resource_type = 'user' AND status = 'success'`),
+      usersRemoved24h: await n(`operation = 'delete' AND resource_type = 'user' AND status = 'success'`),
+      groupsAdded24h: await n(`operation = 'create' AND resource_type = 'group' AND status = 'success'`),
+      groupsRemoved24h: await n(`operation = 'delete' AND resource_type = 'group' AND status = 'success'`),
+      errorCount24h: await n(`status = 'error'`),
     };
   }
-  lastAt(): string | null {
-    return this.db.get<{ at: string | null }>(`SELECT MAX(created_at) AS at FROM scim_activities WHERE tenant_id = $tenant`)!.at;
+  async lastAt(): Promise<string | null> {
+    return (await this.db.get<{ at: string | null }>(`SELECT MAX(created_at) AS at FROM scim_activities WHERE tenant_id = $tenant`))!.at;
   }
   /** live users / teams provisioned through SCIM */
-  totals(): { users: number; groups: number } {
+  async totals(): Promise<{ users: number; groups: number }> {
     return {
-      users: this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM users WHERE tenant_id = $tenant AND deleted_at IS NULL AND identity_provider = 'scim'`)!.n,
-      groups: this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM teams WHERE tenant_id = $tenant AND deleted_at IS NULL AND created_by LIKE 'scim:%'`)!.n,
+      users: (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM users WHERE tenant_id = $tenant AND deleted_at IS NULL AND identity_provider = 'scim'`))!.n,
+      groups: (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM teams WHERE tenant_id = $tenant AND deleted_at IS NULL AND substr(created_by, 1, 5) = 'scim:'`))!.n,
     };
   }
 }
@@ -114,28 +115,28 @@ export class ActivityService {
   constructor(
     private readonly store: ForTenant<ActivityStore>,
     private readonly clock: WallClock,
-    private readonly activeTokens: (tenantId: string) => number,
+    private readonly activeTokens: (tenantId: string) => Promise<number>,
   ) {}
 
-  record(tenantId: string, a: Omit<Activity, "id" | "timestamp">): void {
-    this.store(tenantId).insert({ ...a, errorMessage: a.errorMessage?.slice(0, 1_000) ?? null, id: uuid(), timestamp: iso(this.clock()) });
+  async record(tenantId: string, a: Omit<Activity, "id" | "timestamp">): Promise<void> {
+    await this.store(tenantId).insert({ ...a, errorMessage: a.errorMessage?.slice(0, 1_000) ?? null, id: uuid(), timestamp: iso(this.clock()) });
   }
 
-  list(tenantId: string, f: ActivityFilter & { offset: number; limit: number }): Listed<Activity> {
+  async list(tenantId: string, f: ActivityFilter & { offset: number; limit: number }): Promise<Listed<Activity>> {
     const norm = (d?: string) => (d === undefined ? undefined : new Date(d).toISOString());
-    const { items, total } = this.store(tenantId).list({ ...f, startDate: norm(f.startDate), endDate: norm(f.endDate) }, f.limit, f.offset);
+    const { items, total } = await this.store(tenantId).list({ ...f, startDate: norm(f.startDate), endDate: norm(f.endDate) }, f.limit, f.offset);
     return { items: items.map(view), total };
   }
 
-  statistics(tenantId: string): ScimStatistics {
+  async statistics(tenantId: string): Promise<ScimStatistics> {
     const s = this.store(tenantId);
-    const totals = s.totals();
+    const totals = await s.totals();
     return {
       totalUsers: totals.users,
       totalGroups: totals.groups,
-      ...s.counts(iso(this.clock() - 86_400_000)),
-      lastSyncAt: s.lastAt(),
-      activeTokens: this.activeTokens(tenantId),
+      ...(await s.counts(iso(this.clock() - 86_400_000))),
+      lastSyncAt: await s.lastAt(),
+      activeTokens: await this.activeTokens(tenantId),
     };
   }
 }

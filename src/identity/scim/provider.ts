@@ -139,17 +139,17 @@ export class ScimDirectory {
     readonly teams: TeamService,
   ) {}
 
-  private allUsers(tenantId: string): User[] {
+  private async allUsers(tenantId: string): Promise<User[]> {
     const out: User[] = [];
     for (let offset = 0; ; offset += 1000) {
-      const { items } = this.users.list(tenantId, { offset, limit: 1000 });
+      const { items } = await this.users.list(tenantId, { offset, limit: 1000 });
       out.push(...items);
       if (items.length < 1000) return out;
     }
   }
 
-  private allTeams(tenantId: string): Team[] {
-    return this.teams.list(tenantId, { offset: 0, limit: ALL }).items;
+  private async allTeams(tenantId: string): Promise<Team[]> {
+    return (await this.teams.list(tenantId, { offset: 0, limit: ALL })).items;
   }
 
   userOut(tenantId: string, u: User, groups?: Map<string, Array<{ value: string; display: string }>>) {
@@ -170,20 +170,20 @@ export class ScimDirectory {
   }
 
   /** live users with their groups: one, the candidates of a filter's indexed fast path, or all */
-  readUsers(tenantId: string, id?: string, filter?: unknown) {
+  async readUsers(tenantId: string, id?: string, filter?: unknown) {
     let users: User[];
-    if (id) users = [this.users.get(tenantId, id)].filter((u): u is User => !!u);
+    if (id) users = [await this.users.get(tenantId, id)].filter((u): u is User => !!u);
     else {
       const login = eqValue(filter, "userName");
       const ext = eqValue(filter, "externalId");
       users =
-        login !== undefined ? this.users.findByLogin(tenantId, login) : ext !== undefined ? this.users.findAllByExternalId(tenantId, ext) : this.allUsers(tenantId);
+        login !== undefined ? await this.users.findByLogin(tenantId, login) : ext !== undefined ? await this.users.findAllByExternalId(tenantId, ext) : await this.allUsers(tenantId);
     }
-    const groups = this.teams.memberships(tenantId, id ?? (users.length === 1 ? users[0]!.id : undefined));
+    const groups = await this.teams.memberships(tenantId, id ?? (users.length === 1 ? users[0]!.id : undefined));
     return users.map((u) => this.userOut(tenantId, u, groups));
   }
 
-  writeUser(tenantId: string, id: string | undefined, instance: Record<string, any>): User {
+  async writeUser(tenantId: string, id: string | undefined, instance: Record<string, any>): Promise<User> {
     const emails = (instance.emails ?? []) as Array<{ value?: string; type?: string; primary?: boolean }>;
     const email = (emails.find((e) => e.primary)?.value ?? emails.find((e) => e.type === "work")?.value ?? emails[0]?.value ?? (String(instance.userName).includes("@") ? instance.userName : undefined)) as string | undefined;
     if (!email) throw new SCIMMY.Types.Error(400, "invalidValue", "a user needs an e-mail address: emails, or a userName that is one");
@@ -200,15 +200,15 @@ export class ScimDirectory {
     const externalId = (instance.externalId as string | undefined) ?? null;
     try {
       if (id === undefined) {
-        const existing = this.users.findByEmail(tenantId, email);
+        const existing = await this.users.findByEmail(tenantId, email);
         if (existing) throw new SCIMMY.Types.Error(409, "uniqueness", `a user with the userName/e-mail ${email} already exists (id ${existing.id})`);
-        return this.users.create(tenantId, { email, name, external_id: externalId, identity_provider: "scim", metadata: Object.keys(scim).length ? { scim } : {}, status });
+        return await this.users.create(tenantId, { email, name, external_id: externalId, identity_provider: "scim", metadata: Object.keys(scim).length ? { scim } : {}, status });
       }
-      const cur = this.users.get(tenantId, id);
+      const cur = await this.users.get(tenantId, id);
       if (!cur) throw new SCIMMY.Types.Error(404, null as never, `User ${id} not found`);
       const { scim: _old, ...rest } = cur.metadata as Record<string, unknown>;
       void _old;
-      return this.users.update(tenantId, id, {
+      return await this.users.update(tenantId, id, {
         email,
         name,
         external_id: externalId,
@@ -221,16 +221,16 @@ export class ScimDirectory {
     }
   }
 
-  deleteUser(tenantId: string, id: string) {
+  async deleteUser(tenantId: string, id: string) {
     try {
-      this.users.remove(tenantId, id);
+      await this.users.remove(tenantId, id);
     } catch (e) {
       asScim(e);
     }
   }
 
-  groupOut(tenantId: string, t: Team, emails?: Map<string, string>, known?: string[]) {
-    const members = known ?? this.teams.members(tenantId, t.id);
+  async groupOut(tenantId: string, t: Team, emails?: Map<string, string>, known?: string[]) {
+    const members = known ?? (await this.teams.members(tenantId, t.id));
     return {
       id: t.id,
       displayName: t.name,
@@ -240,44 +240,46 @@ export class ScimDirectory {
     };
   }
 
-  readGroups(tenantId: string, id?: string, filter?: unknown) {
+  async readGroups(tenantId: string, id?: string, filter?: unknown) {
     let teams: Team[];
     const name = id ? undefined : eqValue(filter, "displayName");
-    if (id) teams = [this.teams.get(tenantId, id)].filter((t): t is Team => !!t);
-    else if (name !== undefined) teams = [this.teams.findByName(tenantId, name)].filter((t): t is Team => !!t);
-    else teams = this.allTeams(tenantId);
-    const members = new Map(teams.map((t) => [t.id, this.teams.members(tenantId, t.id)]));
-    const emails = this.users.emailsOf(tenantId, [...new Set([...members.values()].flat())]);
-    return teams.map((t) => this.groupOut(tenantId, t, emails, members.get(t.id)));
+    if (id) teams = [await this.teams.get(tenantId, id)].filter((t): t is Team => !!t);
+    else if (name !== undefined) teams = [await this.teams.findByName(tenantId, name)].filter((t): t is Team => !!t);
+    else teams = await this.allTeams(tenantId);
+    const members = new Map<string, string[]>();
+    for (const t of teams) members.set(t.id, await this.teams.members(tenantId, t.id));
+    const emails = await this.users.emailsOf(tenantId, [...new Set([...members.values()].flat())]);
+    return Promise.all(teams.map((t) => this.groupOut(tenantId, t, emails, members.get(t.id))));
   }
 
-  writeGroup(tenantId: string, id: string | undefined, instance: Record<string, any>, by: string): Team {
+  async writeGroup(tenantId: string, id: string | undefined, instance: Record<string, any>, by: string): Promise<Team> {
     const members = ((instance.members ?? []) as Array<{ value?: string; type?: string }>).map((m) => {
       if (m.type && m.type !== "User") throw new SCIMMY.Types.Error(400, "invalidValue", `members: ${m.type} members are not supported (teams hold users)`);
       return String(m.value ?? "");
     });
     const ids = [...new Set(members)];
-    const unknown = ids.filter((m) => !this.users.get(tenantId, m));
+    const live = await this.teams.liveUserIds(tenantId, ids);
+    const unknown = ids.filter((m) => !live.has(m));
     if (unknown.length) throw new SCIMMY.Types.Error(400, "invalidValue", `members: no user with id ${unknown.slice(0, 5).join(", ")}`);
     try {
       let team: Team;
       if (id === undefined) {
-        if (this.teams.findByName(tenantId, instance.displayName)) throw new SCIMMY.Types.Error(409, "uniqueness", `a group named ${instance.displayName} already exists`);
-        team = this.teams.create(tenantId, { name: instance.displayName, external_id: instance.externalId ?? null }, by);
+        if (await this.teams.findByName(tenantId, instance.displayName)) throw new SCIMMY.Types.Error(409, "uniqueness", `a group named ${instance.displayName} already exists`);
+        team = await this.teams.create(tenantId, { name: instance.displayName, external_id: instance.externalId ?? null }, by);
       } else {
-        if (!this.teams.get(tenantId, id)) throw new SCIMMY.Types.Error(404, null as never, `Group ${id} not found`);
-        team = this.teams.update(tenantId, id, { name: instance.displayName, external_id: instance.externalId ?? null });
+        if (!(await this.teams.get(tenantId, id))) throw new SCIMMY.Types.Error(404, null as never, `Group ${id} not found`);
+        team = await this.teams.update(tenantId, id, { name: instance.displayName, external_id: instance.externalId ?? null });
       }
-      this.teams.setMembers(tenantId, team.id, ids);
+      await this.teams.setMembers(tenantId, team.id, ids);
       return team;
     } catch (e) {
       return asScim(e);
     }
   }
 
-  deleteGroup(tenantId: string, id: string) {
+  async deleteGroup(tenantId: string, id: string) {
     try {
-      this.teams.remove(tenantId, id);
+      await this.teams.remove(tenantId, id);
     } catch (e) {
       asScim(e);
     }
@@ -303,9 +305,9 @@ function declareOnce() {
   ] as never);
   SCIMMY.Resources.declare(SCIMMY.Resources.User, {
     basepath: SCIM_BASE,
-    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.userOut(ctx.tenantId, ctx.dir.writeUser(ctx.tenantId, res.id, instance)),
+    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.userOut(ctx.tenantId, await ctx.dir.writeUser(ctx.tenantId, res.id, instance)),
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] } }, ctx: Ctx) => {
-      const all = ctx.dir.readUsers(ctx.tenantId, res.id, res.filter);
+      const all = await ctx.dir.readUsers(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `User ${res.id} not found`);
         return all[0];
@@ -317,9 +319,9 @@ function declareOnce() {
   } as never);
   SCIMMY.Resources.declare(SCIMMY.Resources.Group, {
     basepath: SCIM_BASE,
-    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => ctx.dir.readGroups(ctx.tenantId, ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by).id)[0],
+    ingress: async (res: { id?: string }, instance: Record<string, any>, ctx: Ctx) => (await ctx.dir.readGroups(ctx.tenantId, (await ctx.dir.writeGroup(ctx.tenantId, res.id, instance, ctx.by)).id))[0],
     egress: async (res: { id?: string; filter?: { match(v: unknown[]): unknown[] }; attributes?: unknown }, ctx: Ctx) => {
-      const all = ctx.dir.readGroups(ctx.tenantId, res.id, res.filter);
+      const all = await ctx.dir.readGroups(ctx.tenantId, res.id, res.filter);
       if (res.id) {
         if (!all.length) throw new SCIMMY.Types.Error(404, null as never, `Group ${res.id} not found`);
         return all[0];
@@ -374,11 +376,11 @@ export const scimProviderRoutes = (kernel: Kernel, tokens: ScimTokenService, dir
     try {
       requireScope(p, kind, "write");
       const out = await fn();
-      activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: (out && "id" in out ? out.id : undefined) ?? id ?? null, status: "success", errorMessage: null, details });
+      await activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: (out && "id" in out ? out.id : undefined) ?? id ?? null, status: "success", errorMessage: null, details });
       return out;
     } catch (e) {
       const err = scimError(e);
-      activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: id ?? null, status: "error", errorMessage: err.message, details: { ...details, httpStatus: err.status } });
+      await activities.record(p.tenantId, { tokenId, operation, resourceType: typeOf(kind), resourceId: id ?? null, status: "error", errorMessage: err.message, details: { ...details, httpStatus: err.status } });
       throw err;
     }
   }

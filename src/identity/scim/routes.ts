@@ -47,38 +47,38 @@ function dateOf(field: string, v: string | undefined, end = false): string | und
 export const scimAdminRoutes = (kernel: Kernel, tokens: ScimTokenService, activities: ActivityService) =>
   kernel
     .mount({ prefix: "/api/v1/scim", envelope: DOC3 })
-    .post("/tokens", ({ principal, body, set }) => {
+    .post("/tokens", async ({ principal, body, set }) => {
       set.status = 201;
-      return tokens.create(principal.tenantId, body, actor(principal));
+      return await tokens.create(principal.tenantId, body, actor(principal));
     }, { body: TokenCreate, perm: "WorkspaceAdmin", detail: { summary: "Create a SCIM token (plainValue is returned once)", description: "Creates the bearer token an identity provider uses on /scim/v2, with its scopes (users:read, users:write, groups:read, groups:write; default the users scopes) and an optional expiry in days. `plainValue` is in this answer only; svc stores its hash.", ...T } })
-    .get("/tokens", ({ principal, query }) => {
+    .get("/tokens", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = tokens.list(principal.tenantId, { status: query.status, name: query.name, offset: page.offset, limit: page.limit });
+      const { items, total } = await tokens.list(principal.tenantId, { status: query.status, name: query.name, offset: page.offset, limit: page.limit });
       return pageEnvelope("tokens", items, total, page);
     }, { query: TokenListQuery, perm: "WorkspaceAdmin", detail: { summary: "List SCIM tokens (masked values only)", description: "Lists the workspace's SCIM tokens (paged) with their scopes, status (active, revoked, expired), expiry and last use.", ...T } })
-    .get("/tokens/:id", ({ principal, params }) => tokens.get(principal.tenantId, params.id), {
+    .get("/tokens/:id", async ({ principal, params }) => await tokens.get(principal.tenantId, params.id), {
       params: Params,
       perm: "WorkspaceAdmin",
       detail: { summary: "Get a SCIM token (the plain value is never returned)", description: "Answers one SCIM token with its masked value, scopes, status, expiry and last use.", ...T },
     })
-    .post("/tokens/:id/revoke", ({ principal, params }) => tokens.revoke(principal.tenantId, params.id), {
+    .post("/tokens/:id/revoke", async ({ principal, params }) => await tokens.revoke(principal.tenantId, params.id), {
       params: Params,
       perm: "WorkspaceAdmin",
       detail: { summary: "Revoke a SCIM token (refused from the next SCIM request on)", description: "Revokes the token: every SCIM request looks it up, so the next one with it is refused.", ...T },
     })
-    .delete("/tokens/:id", ({ principal, params }) => {
-      tokens.remove(principal.tenantId, params.id);
+    .delete("/tokens/:id", async ({ principal, params }) => {
+      await tokens.remove(principal.tenantId, params.id);
       return deleted(params.id);
     }, { params: Params, perm: "WorkspaceAdmin", detail: { summary: "Delete a SCIM token and its activity log", description: "Deletes the token and the record of the SCIM requests made with it.", ...T } })
-    .get("/activities", ({ principal, query }) => {
+    .get("/activities", async ({ principal, query }) => {
       const page = pageOf(query);
       const startDate = dateOf("startDate", query.startDate);
       const endDate = dateOf("endDate", query.endDate, true);
       if (startDate && endDate && startDate > endDate) throw badRequest("startDate: must not be after endDate");
-      const { items, total } = activities.list(principal.tenantId, { ...query, startDate, endDate, offset: page.offset, limit: page.limit });
+      const { items, total } = await activities.list(principal.tenantId, { ...query, startDate, endDate, offset: page.offset, limit: page.limit });
       return pageEnvelope("activities", items, total, page);
     }, { query: ActivityQuery, perm: "WorkspaceAdmin", detail: { summary: "SCIM activity (newest first; operation, resourceType, status, date range)", description: "Lists the SCIM requests identity providers made (paged, newest first): operation, resource type and id, status and error, filtered by operation, resource type, status or date range.", ...T } })
-    .get("/statistics", ({ principal }) => activities.statistics(principal.tenantId), {
+    .get("/statistics", async ({ principal }) => await activities.statistics(principal.tenantId), {
       perm: "WorkspaceAdmin",
       detail: { summary: "SCIM statistics (totals, last 24 h counters, last sync, active tokens)", description: "Counts the workspace's users and groups, the users and groups SCIM added and removed in the last 24 hours and its errors, and answers the last sync time and the number of active tokens.", ...T },
     });

@@ -11,7 +11,9 @@ import { badRequest, conflict, notFound, unauthenticated } from "../../core/erro
 import { uuid } from "../../core/ids";
 import type { Listed } from "../../core/pagination";
 import type { Principal } from "../../core/auth";
-import type { ForTenant, SqlHandle, TenantDb } from "../../storage/scoped";
+import type { ForTenant } from "../../storage/scoped";
+import type { AsyncSql, AsyncTenantDb } from "../../storage/async";
+import { likePattern } from "../../storage/dialect";
 import { fold, iso, type WallClock } from "../types";
 
 export const SCIM_SCOPES = ["users:read", "users:write", "groups:read", "groups:write"] as const;
@@ -55,47 +57,47 @@ interface Row {
 const hashOf = (plain: string) => createHash("sha256").update(plain).digest("hex");
 
 export class ScimTokenStore {
-  constructor(readonly db: TenantDb) {}
-  insert(r: Omit<Row, "tenant_id">) {
-    this.db.run(
+  constructor(readonly db: AsyncTenantDb) {}
+  async insert(r: Omit<Row, "tenant_id">) {
+    await this.db.run(
       `INSERT INTO scim_tokens (id, tenant_id, name, prefix, hash, scopes, revoked_at, expires_at, last_used_at, created_by, created_at)
        VALUES ($id, $tenant, $name, $prefix, $hash, $scopes, NULL, $expires, NULL, $by, $created)`,
       { id: r.id, name: r.name, prefix: r.prefix, hash: r.hash, scopes: r.scopes, expires: r.expires_at, by: r.created_by, created: r.created_at },
     );
   }
-  get(id: string): Row | undefined {
-    return this.db.get<Row>(`SELECT * FROM scim_tokens WHERE tenant_id = $tenant AND id = $id`, { id });
+  async get(id: string): Promise<Row | undefined> {
+    return await this.db.get<Row>(`SELECT * FROM scim_tokens WHERE tenant_id = $tenant AND id = $id`, { id });
   }
-  list(f: { status?: TokenStatus; name?: string }, now: string, limit: number, offset: number): Listed<Row> {
-    const where = `tenant_id = $tenant AND ($name IS NULL OR instr(lower(name), $name) > 0) AND (
-      $status IS NULL
+  async list(f: { status?: TokenStatus; name?: string }, now: string, limit: number, offset: number): Promise<Listed<Row>> {
+    const where = `tenant_id = $tenant AND (CAST($name AS TEXT) IS NULL OR lower(name) LIKE $name ESCAPE '\\') AND (
+      CAST($status AS TEXT) IS NULL
       OR ($status = 'revoked' AND revoked_at IS NOT NULL)
       OR ($status = 'expired' AND revoked_at IS NULL AND expires_at IS NOT NULL AND expires_at <= $now)
       OR ($status = 'active' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)))`;
-    const p = { status: f.status ?? null, name: f.name ? fold(f.name) : null, now };
-    const total = this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_tokens WHERE ${where}`, p)!.n;
-    const items = this.db.all<Row>(`SELECT * FROM scim_tokens WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
+    const p = { status: f.status ?? null, name: f.name ? likePattern(fold(f.name)) : null, now };
+    const total = (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_tokens WHERE ${where}`, p))!.n;
+    const items = await this.db.all<Row>(`SELECT * FROM scim_tokens WHERE ${where} ORDER BY created_at, rowid LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
     return { items, total };
   }
   /** a usable (neither revoked nor expired) token with this name, case-insensitively */
-  activeByName(name: string, now: string): Row | undefined {
-    return this.db.get<Row>(
+  async activeByName(name: string, now: string): Promise<Row | undefined> {
+    return await this.db.get<Row>(
       `SELECT * FROM scim_tokens WHERE tenant_id = $tenant AND lower(name) = $n AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)`,
       { n: fold(name), now },
     );
   }
-  revoke(id: string, at: string) {
-    this.db.run(`UPDATE scim_tokens SET revoked_at = $at WHERE tenant_id = $tenant AND id = $id AND revoked_at IS NULL`, { id, at });
+  async revoke(id: string, at: string) {
+    await this.db.run(`UPDATE scim_tokens SET revoked_at = $at WHERE tenant_id = $tenant AND id = $id AND revoked_at IS NULL`, { id, at });
   }
-  remove(id: string) {
-    this.db.run(`DELETE FROM scim_activities WHERE tenant_id = $tenant AND token_id = $id`, { id });
-    this.db.run(`DELETE FROM scim_tokens WHERE tenant_id = $tenant AND id = $id`, { id });
+  async remove(id: string) {
+    await this.db.run(`DELETE FROM scim_activities WHERE tenant_id = $tenant AND token_id = $id`, { id });
+    await this.db.run(`DELETE FROM scim_tokens WHERE tenant_id = $tenant AND id = $id`, { id });
   }
-  used(id: string, at: string) {
-    this.db.run(`UPDATE scim_tokens SET last_used_at = $at WHERE tenant_id = $tenant AND id = $id`, { id, at });
+  async used(id: string, at: string) {
+    await this.db.run(`UPDATE scim_tokens SET last_used_at = $at WHERE tenant_id = $tenant AND id = $id`, { id, at });
   }
-  activeCount(now: string): number {
-    return this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_tokens WHERE tenant_id = $tenant AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)`, { now })!.n;
+  async activeCount(now: string): Promise<number> {
+    return (await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM scim_tokens WHERE tenant_id = $tenant AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $now)`, { now }))!.n;
   }
 }
 
@@ -103,11 +105,11 @@ export class ScimTokenService {
   constructor(
     private readonly store: ForTenant<ScimTokenStore>,
     /** the presented secret's owner: a cross-workspace lookup by hash */
-    private readonly global: () => SqlHandle,
+    private readonly global: () => AsyncSql,
     private readonly clock: WallClock,
   ) {}
 
-  create(tenantId: string, input: { name: string; scopes?: string[]; expiresInDays?: number | null }, by?: string): { token: ScimToken; plainValue: string } {
+  async create(tenantId: string, input: { name: string; scopes?: string[]; expiresInDays?: number | null }, by?: string): Promise<{ token: ScimToken; plainValue: string }> {
     if (input.name.length < 1 || input.name.length > SCIM_TOKEN_LIMITS.name) throw badRequest(`name: 1 to ${SCIM_TOKEN_LIMITS.name} characters`);
     const scopes = [...new Set(input.scopes ?? DEFAULT_SCOPES)];
     const unknown = scopes.find((s) => !SCIM_SCOPES.includes(s as ScimScope));
@@ -131,60 +133,60 @@ export class ScimTokenService {
       created_at: iso(nowMs),
     };
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      if (s.activeByName(input.name, iso(nowMs))) throw conflict(`an active SCIM token named ${input.name} already exists (revoke or delete it first)`);
-      s.insert(row);
+    await s.db.tx(async () => {
+      if (await s.activeByName(input.name, iso(nowMs))) throw conflict(`an active SCIM token named ${input.name} already exists (revoke or delete it first)`);
+      await s.insert(row);
     });
     return { token: this.view(row), plainValue };
   }
 
-  list(tenantId: string, q: { status?: TokenStatus; name?: string; offset: number; limit: number }): Listed<ScimToken> {
-    const { items, total } = this.store(tenantId).list(q, iso(this.clock()), q.limit, q.offset);
+  async list(tenantId: string, q: { status?: TokenStatus; name?: string; offset: number; limit: number }): Promise<Listed<ScimToken>> {
+    const { items, total } = await this.store(tenantId).list(q, iso(this.clock()), q.limit, q.offset);
     return { items: items.map((r) => this.view(r)), total };
   }
 
-  get(tenantId: string, id: string): ScimToken {
-    const r = this.store(tenantId).get(id);
+  async get(tenantId: string, id: string): Promise<ScimToken> {
+    const r = await this.store(tenantId).get(id);
     if (!r) throw notFound("SCIM token");
     return this.view(r);
   }
 
   /** revoke (idempotent: an already revoked token stays revoked at its first revocation time) */
-  revoke(tenantId: string, id: string): ScimToken {
+  async revoke(tenantId: string, id: string): Promise<ScimToken> {
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      if (!s.get(id)) throw notFound("SCIM token");
-      s.revoke(id, iso(this.clock()));
-      return this.view(s.get(id)!);
+    return s.db.tx(async () => {
+      if (!(await s.get(id))) throw notFound("SCIM token");
+      await s.revoke(id, iso(this.clock()));
+      return this.view((await s.get(id))!);
     });
   }
 
   /** delete the token and its activity log */
-  remove(tenantId: string, id: string): void {
+  async remove(tenantId: string, id: string): Promise<void> {
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      if (!s.get(id)) throw notFound("SCIM token");
-      s.remove(id);
+    await s.db.tx(async () => {
+      if (!(await s.get(id))) throw notFound("SCIM token");
+      await s.remove(id);
     });
   }
 
-  activeCount(tenantId: string): number {
+  async activeCount(tenantId: string): Promise<number> {
     return this.store(tenantId).activeCount(iso(this.clock()));
   }
 
   /** The principal of a presented SCIM bearer token (401 unless active). */
-  authenticate(request: Request): Principal {
+  async authenticate(request: Request): Promise<Principal> {
     const authz = request.headers.get("authorization") ?? "";
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
     if (!m) throw unauthenticated("missing credentials: send Authorization: Bearer <SCIM token>");
     const plain = m[1]!;
     if (!plain.startsWith(PREFIX) || plain.length > 100) throw unauthenticated("invalid SCIM token");
-    const row = this.global().get<Row>(`SELECT * FROM scim_tokens WHERE hash = $h`, { h: hashOf(plain) });
+    const row = await this.global().get<Row>(`SELECT * FROM scim_tokens WHERE hash = $h`, { h: hashOf(plain) });
     if (!row) throw unauthenticated("invalid SCIM token");
     const nowMs = this.clock();
     if (row.revoked_at) throw unauthenticated("the SCIM token was revoked");
     if (row.expires_at && Date.parse(row.expires_at) <= nowMs) throw unauthenticated("the SCIM token expired");
-    this.store(row.tenant_id).used(row.id, iso(nowMs));
+    await this.store(row.tenant_id).used(row.id, iso(nowMs));
     return { tenantId: row.tenant_id, sub: `scim:${row.id}`, permissions: new Set(JSON.parse(row.scopes) as string[]), via: "scim" };
   }
 

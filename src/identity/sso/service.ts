@@ -185,9 +185,9 @@ export class SsoService {
 
   // ------------------------------------------------------------------ connections
 
-  create(tenantId: string, input: ConnectionInput, by?: string): Connection {
+  async create(tenantId: string, input: ConnectionInput, by?: string): Promise<Connection> {
     if (input.name.length < 1 || input.name.length > SSO_LIMITS.name) throw badRequest(`name: 1 to ${SSO_LIMITS.name} characters`);
-    const defaultRole = this.checkRole(tenantId, input.defaultRole ?? "viewer");
+    const defaultRole = await this.checkRole(tenantId, input.defaultRole ?? "viewer");
     const id = uuid();
     const at = iso(this.clock());
     const row: ConnectionRow = {
@@ -210,33 +210,35 @@ export class SsoService {
     };
     this.applyProtocolConfig(row, input, true);
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      if (s.byName(input.name)) throw duplicate(input.name);
-      uniqueOr409(() => s.insert(row), () => duplicate(input.name));
+    return s.db.tx(async () => {
+      if (await s.byName(input.name)) throw duplicate(input.name);
+      await uniqueOr409(() => s.insert(row), () => duplicate(input.name));
       return this.view(row, []);
     });
   }
 
-  list(tenantId: string, q: { protocol?: Protocol; status?: ConnectionStatus; name?: string; offset: number; limit: number }): Listed<Connection> {
+  async list(tenantId: string, q: { protocol?: Protocol; status?: ConnectionStatus; name?: string; offset: number; limit: number }): Promise<Listed<Connection>> {
     const s = this.store(tenantId);
-    const { items, total } = s.list(q, q.limit, q.offset);
-    return { items: items.map((r) => this.view(r, s.domains(r.id))), total };
+    const { items, total } = await s.list(q, q.limit, q.offset);
+    const out: Connection[] = [];
+    for (const r of items) out.push(this.view(r, await s.domains(r.id)));
+    return { items: out, total };
   }
 
-  get(tenantId: string, id: string): Connection {
+  async get(tenantId: string, id: string): Promise<Connection> {
     const s = this.store(tenantId);
-    return this.view(this.row(s, id), s.domains(id));
+    return this.view(await this.row(s, id), await s.domains(id));
   }
 
-  update(tenantId: string, id: string, patch: ConnectionPatch): Connection {
+  async update(tenantId: string, id: string, patch: ConnectionPatch): Promise<Connection> {
     if (patch.name !== undefined && (patch.name.length < 1 || patch.name.length > SSO_LIMITS.name)) throw badRequest(`name: 1 to ${SSO_LIMITS.name} characters`);
-    const role = patch.defaultRole !== undefined ? this.checkRole(tenantId, patch.defaultRole) : undefined;
+    const role = patch.defaultRole !== undefined ? await this.checkRole(tenantId, patch.defaultRole) : undefined;
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      const cur = this.row(s, id);
+    return s.db.tx(async () => {
+      const cur = await this.row(s, id);
       const next: ConnectionRow = { ...cur, updated_at: iso(this.clock()) };
       if (patch.name !== undefined) {
-        const other = s.byName(patch.name);
+        const other = await s.byName(patch.name);
         if (other && other.id !== id) throw duplicate(patch.name);
         next.name = patch.name;
       }
@@ -248,49 +250,49 @@ export class SsoService {
         this.applyProtocolConfig(next, patch, true);
       } else this.applyProtocolConfig(next, patch, false);
       if (next.oidc_config !== cur.oidc_config || next.saml_config !== cur.saml_config || next.client_secret_enc !== cur.client_secret_enc) next.last_test = null;
-      uniqueOr409(() => s.update(next), () => duplicate(next.name));
-      return this.view(next, s.domains(id));
+      await uniqueOr409(() => s.update(next), () => duplicate(next.name));
+      return this.view(next, await s.domains(id));
     });
   }
 
   /** soft delete; its domains are released (another connection may claim and verify them) */
-  remove(tenantId: string, id: string): void {
+  async remove(tenantId: string, id: string): Promise<void> {
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      const cur = this.row(s, id);
+    await s.db.tx(async () => {
+      const cur = await this.row(s, id);
       const at = iso(this.clock());
-      s.update({ ...cur, status: "inactive", updated_at: at, deleted_at: at });
-      s.deleteDomains(id);
+      await s.update({ ...cur, status: "inactive", updated_at: at, deleted_at: at });
+      await s.deleteDomains(id);
     });
   }
 
-  activate(tenantId: string, id: string): Connection {
+  async activate(tenantId: string, id: string): Promise<Connection> {
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      const cur = this.row(s, id);
-      const domains = s.domains(id);
+    return s.db.tx(async () => {
+      const cur = await this.row(s, id);
+      const domains = await s.domains(id);
       if (!domains.some((d) => d.status === "verified")) throw conflict("a connection needs at least one verified domain before it can be activated");
       const test = cur.last_test ? (JSON.parse(cur.last_test) as { success: boolean }) : undefined;
       if (!test?.success) throw conflict("the connection must pass a test (POST …/test) since its configuration last changed before it can be activated");
       const next: ConnectionRow = { ...cur, status: "active", status_reason: null, updated_at: iso(this.clock()) };
-      s.update(next);
+      await s.update(next);
       return this.view(next, domains);
     });
   }
 
-  deactivate(tenantId: string, id: string): Connection {
+  async deactivate(tenantId: string, id: string): Promise<Connection> {
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      const cur = this.row(s, id);
+    return s.db.tx(async () => {
+      const cur = await this.row(s, id);
       if (cur.status !== "active") throw conflict(`the connection is ${cur.status}; only an active connection can be deactivated`);
       const next: ConnectionRow = { ...cur, status: "inactive", updated_at: iso(this.clock()) };
-      s.update(next);
-      return this.view(next, s.domains(id));
+      await s.update(next);
+      return this.view(next, await s.domains(id));
     });
   }
 
   /** the live connection row (sign-in reads it) */
-  requireRow(tenantId: string, id: string): ConnectionRow {
+  requireRow(tenantId: string, id: string): Promise<ConnectionRow> {
     return this.row(this.store(tenantId), id);
   }
 
@@ -303,7 +305,7 @@ export class SsoService {
 
   async test(tenantId: string, id: string): Promise<TestResult> {
     const s = this.store(tenantId);
-    const row = this.row(s, id);
+    const row = await this.row(s, id);
     const started = performance.now();
     const outcome = row.protocol === "oidc" ? await this.testOidc(oidcOf(row)!) : this.testSaml(samlOf(row)!);
     const latencyMs = Math.round((performance.now() - started) * 100) / 100;
@@ -311,11 +313,11 @@ export class SsoService {
     const testedAt = iso(this.clock());
     const status: ConnectionStatus = outcome.error ? "error" : "testing";
     const stored = JSON.stringify({ success: !outcome.error, error: outcome.error ?? null, testedAt });
-    s.db.tx(() => {
-      const cur = this.row(s, id);
+    await s.db.tx(async () => {
+      const cur = await this.row(s, id);
       // a concurrent configuration change makes this result stale: keep it out
       if (cur.updated_at !== row.updated_at) return;
-      s.update({ ...cur, status, status_reason: outcome.error ?? null, last_test: stored, last_tested_at: testedAt });
+      await s.update({ ...cur, status, status_reason: outcome.error ?? null, last_test: stored, last_tested_at: testedAt });
     });
     return { success: !outcome.error, details, ...(outcome.error ? { error: outcome.error } : {}), status, testedAt };
   }
@@ -420,14 +422,14 @@ export class SsoService {
   addDomain(tenantId: string, connectionId: string, input: { domain: string; verificationMethod?: VerificationMethod }) {
     const domain = normaliseDomain(input.domain);
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      this.row(s, connectionId);
+    return s.db.tx(async () => {
+      await this.row(s, connectionId);
       const method = input.verificationMethod ?? "dns-txt";
       // the TXT record's name must itself be a valid DNS name (253 chars), or the domain can never verify
       if (method === "dns-txt" && `${VERIFY_LABEL}.${domain}`.length > 253)
         throw badRequest(`domain: at most ${253 - VERIFY_LABEL.length - 1} characters for dns-txt verification (the record ${VERIFY_LABEL}.<domain> must fit in 253); use https-file`);
-      if (s.domainByName(connectionId, domain)) throw conflict(`the domain ${domain} is already added to this connection`);
-      const owner = this.directory().verifiedOwner(domain);
+      if (await s.domainByName(connectionId, domain)) throw conflict(`the domain ${domain} is already added to this connection`);
+      const owner = await this.directory().verifiedOwner(domain);
       if (owner) throw conflict(`the domain ${domain} is already verified for ${owner.tenantId === tenantId ? "another SSO connection of this workspace" : "another workspace"}`);
       const row: DomainRow = {
         id: uuid(),
@@ -436,13 +438,13 @@ export class SsoService {
         verification_method: method,
         verification_token: `${VERIFY_PREFIX}=${randomBytes(24).toString("base64url")}`,
         status: "pending",
-        is_primary: s.domains(connectionId).length === 0 ? 1 : 0,
+        is_primary: (await s.domains(connectionId)).length === 0 ? 1 : 0,
         verified_at: null,
         last_checked_at: null,
         last_error: null,
         created_at: iso(this.clock()),
       };
-      s.insertDomain(connectionId, row);
+      await s.insertDomain(connectionId, row);
       const view = domainView(row);
       return {
         domain: view,
@@ -457,8 +459,8 @@ export class SsoService {
   /** look the token up (DNS TXT or the https file); verified / failed; a verified domain stays verified */
   async verifyDomain(tenantId: string, connectionId: string, domainId: string): Promise<{ success: boolean; status: string; domain: Domain; message: string }> {
     const s = this.store(tenantId);
-    this.row(s, connectionId);
-    const d = s.domain(connectionId, domainId);
+    await this.row(s, connectionId);
+    const d = await s.domain(connectionId, domainId);
     if (!d) throw notFound("domain");
     if (d.status === "verified") return { success: true, status: "verified", domain: domainView(d), message: "already verified" };
     let found = false;
@@ -481,63 +483,62 @@ export class SsoService {
       error = `lookup failed: ${errorText(e)}`;
     }
     const at = iso(this.clock());
-    const next = s.db.tx(() => {
-      const cur = s.domain(connectionId, domainId);
+    const next = await s.db.tx(async () => {
+      const cur = await s.domain(connectionId, domainId);
       if (!cur) throw notFound("domain");
       if (found) {
-        const owner = this.directory().verifiedOwner(cur.domain);
+        const owner = await this.directory().verifiedOwner(cur.domain);
         if (owner && !(owner.tenantId === tenantId && owner.connectionId === connectionId))
           throw conflict(`the domain ${cur.domain} was verified for another connection or workspace meanwhile`);
-        uniqueOr409(
+        await uniqueOr409(
           () => s.setDomainStatus(domainId, "verified", at, null),
           () => conflict(`the domain ${cur.domain} was verified for another connection or workspace meanwhile`),
         );
-      } else s.setDomainStatus(domainId, "failed", at, error);
-      return s.domain(connectionId, domainId)!;
+      } else await s.setDomainStatus(domainId, "failed", at, error);
+      return (await s.domain(connectionId, domainId))!;
     });
     return { success: found, status: next.status, domain: domainView(next), message: found ? "verification token found" : error! };
   }
 
-  setPrimary(tenantId: string, connectionId: string, domainId: string): Domain {
+  async setPrimary(tenantId: string, connectionId: string, domainId: string): Promise<Domain> {
     const s = this.store(tenantId);
-    return s.db.tx(() => {
-      this.row(s, connectionId);
-      const d = s.domain(connectionId, domainId);
+    return s.db.tx(async () => {
+      await this.row(s, connectionId);
+      const d = await s.domain(connectionId, domainId);
       if (!d) throw notFound("domain");
       if (d.status !== "verified") throw conflict(`the domain is ${d.status}; only a verified domain can be made primary`);
-      s.setPrimary(connectionId, domainId);
-      return domainView(s.domain(connectionId, domainId)!);
+      await s.setPrimary(connectionId, domainId);
+      return domainView((await s.domain(connectionId, domainId))!);
     });
   }
 
-  removeDomain(tenantId: string, connectionId: string, domainId: string): void {
+  async removeDomain(tenantId: string, connectionId: string, domainId: string): Promise<void> {
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      this.row(s, connectionId);
-      if (!s.domain(connectionId, domainId)) throw notFound("domain");
-      s.deleteDomain(domainId);
+    await s.db.tx(async () => {
+      await this.row(s, connectionId);
+      if (!(await s.domain(connectionId, domainId))) throw notFound("domain");
+      await s.deleteDomain(domainId);
     });
   }
 
   /** verified domains of a connection (sign-in: an identity's e-mail must be in one of them) */
-  verifiedDomains(tenantId: string, connectionId: string): string[] {
-    return this.store(tenantId)
-      .domains(connectionId)
+  async verifiedDomains(tenantId: string, connectionId: string): Promise<string[]> {
+    return (await this.store(tenantId).domains(connectionId))
       .filter((d) => d.status === "verified")
       .map((d) => d.domain);
   }
 
   // ------------------------------------------------------------------ internals
 
-  private row(s: SsoStore, id: string): ConnectionRow {
-    const r = s.get(id);
+  private async row(s: SsoStore, id: string): Promise<ConnectionRow> {
+    const r = await s.get(id);
     if (!r) throw notFound("SSO connection");
     return r;
   }
 
-  private checkRole(tenantId: string, name: string): string {
+  private async checkRole(tenantId: string, name: string): Promise<string> {
     if (name.length < 1 || name.length > SSO_LIMITS.role) throw badRequest(`defaultRole: 1 to ${SSO_LIMITS.role} characters`);
-    const role = this.roles.findByName(tenantId, name);
+    const role = await this.roles.findByName(tenantId, name);
     if (!role) throw badRequest(`defaultRole: no role named ${name} in this workspace`);
     return role.name;
   }

@@ -136,14 +136,14 @@ export class SignInService {
   async start(email: string, origin: string): Promise<{ redirectUrl: string; connectionId: string; protocol: string; state: string }> {
     if (!validEmail(email)) throw badRequest("email: not a valid e-mail address");
     const domain = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
-    const route = this.directory().routeOf(domain);
+    const route = await this.directory().routeOf(domain);
     if (!route) throw notFound(`SSO connection for the domain ${domain}`);
-    const row = this.sso.requireRow(route.tenantId, route.connectionId);
+    const row = await this.sso.requireRow(route.tenantId, route.connectionId);
     if (row.status !== "active") throw forbidden(`the SSO connection for ${domain} is ${row.status}; new sign-ins are refused`);
     const s = this.store(route.tenantId);
     const nowMs = this.clock();
-    s.pruneLogins(iso(nowMs));
-    if (s.pendingLogins() >= MAX_PENDING_LOGINS)
+    await s.pruneLogins(iso(nowMs));
+    if ((await s.pendingLogins()) >= MAX_PENDING_LOGINS)
       throw new ApiError("service_unavailable", "too many sign-ins in progress for this workspace; try again in a few minutes", undefined, { "retry-after": "60" });
     const state = oidc.randomState();
     const login: Omit<LoginRow, "tenant_id"> = {
@@ -178,7 +178,7 @@ export class SignInService {
       const saml = await this.saml(row, origin, { requestId: login.request_id });
       redirectUrl = await saml.getAuthorizeUrlAsync(state, undefined, { additionalParams: {} });
     }
-    s.insertLogin(login);
+    await s.insertLogin(login);
     return { redirectUrl, connectionId: row.id, protocol: row.protocol, state };
   }
 
@@ -188,9 +188,9 @@ export class SignInService {
     const error = url.searchParams.get("error");
     const state = url.searchParams.get("state");
     if (!state) throw refused("state missing");
-    const login = this.takeLogin(state, "oidc");
+    const login = await this.takeLogin(state, "oidc");
     if (error) throw refused(`the identity provider answered ${error.slice(0, 100)}${url.searchParams.get("error_description") ? `: ${url.searchParams.get("error_description")!.slice(0, 300)}` : ""}`);
-    const row = this.activeRow(login);
+    const row = await this.activeRow(login);
     const config = await this.oidcConfig(row);
     const current = new URL(login.redirect_uri);
     current.search = url.search;
@@ -248,8 +248,8 @@ export class SignInService {
     // SAML profiles §4.1.4.3: the Destination, when present, is the ACS the response arrived at
     if (root.attrs.Destination !== undefined && !sameUrl(root.attrs.Destination, acs))
       throw refused(`the response's Destination ${JSON.stringify(root.attrs.Destination.slice(0, 300))} is not this service provider's ACS URL ${acs}`);
-    const login = this.takeLogin(relay, "saml");
-    const row = this.activeRow(login);
+    const login = await this.takeLogin(relay, "saml");
+    const row = await this.activeRow(login);
     const saml = await this.saml(row, origin, { inResponseTo: login.request_id!, since: Date.parse(login.created_at) });
     let profile: Profile | null;
     try {
@@ -270,7 +270,7 @@ export class SignInService {
     if (foreign !== undefined) throw refused(`the assertion's Recipient ${JSON.stringify(foreign.slice(0, 300))} is not this service provider's ACS URL ${acs}`);
     const until = [...xml.matchAll(/NotOnOrAfter="([^"]+)"/g)].map((m) => Date.parse(m[1]!)).filter((n) => !Number.isNaN(n));
     const expires = until.length ? Math.max(...until) : this.clock() + 86_400_000;
-    if (!this.store(login.tenant_id).rememberAssertion(row.id, assertionId, iso(expires + this.s.clockSkewSecs * 1000))) throw refused("assertion replayed");
+    if (!(await this.store(login.tenant_id).rememberAssertion(row.id, assertionId, iso(expires + this.s.clockSkewSecs * 1000)))) throw refused("assertion replayed");
     const cfg = samlOf(row)!;
     const pick = (uri: string | undefined) => {
       if (!uri) return undefined;
@@ -291,19 +291,19 @@ export class SignInService {
 
   // ------------------------------------------------------------------ shared
 
-  private takeLogin(state: string, protocol: "oidc" | "saml"): LoginRow {
+  private async takeLogin(state: string, protocol: "oidc" | "saml"): Promise<LoginRow> {
     if (state.length > 128) throw refused("unknown or already used sign-in state");
-    const login = this.directory().login(state);
+    const login = await this.directory().login(state);
     if (!login || login.protocol !== protocol) throw refused("unknown or already used sign-in state");
-    if (!this.store(login.tenant_id).consumeLogin(login.id)) throw refused("unknown or already used sign-in state");
+    if (!(await this.store(login.tenant_id).consumeLogin(login.id))) throw refused("unknown or already used sign-in state");
     if (Date.parse(login.expires_at) < this.clock()) throw refused("the sign-in took too long; start again");
     return login;
   }
 
-  private activeRow(login: LoginRow): ConnectionRow {
+  private async activeRow(login: LoginRow): Promise<ConnectionRow> {
     let row: ConnectionRow;
     try {
-      row = this.sso.requireRow(login.tenant_id, login.connection_id);
+      row = await this.sso.requireRow(login.tenant_id, login.connection_id);
     } catch {
       throw refused("the SSO connection was deleted");
     }
@@ -315,22 +315,22 @@ export class SignInService {
     const email = who.email.trim();
     if (!validEmail(email)) throw refused("the asserted e-mail address is not valid");
     const domain = fold(email.slice(email.lastIndexOf("@") + 1));
-    if (!this.sso.verifiedDomains(tenantId, row.id).includes(domain)) throw forbidden(`the e-mail domain ${domain} is not a verified domain of this SSO connection`);
-    let user = this.users.findByEmail(tenantId, email);
+    if (!(await this.sso.verifiedDomains(tenantId, row.id)).includes(domain)) throw forbidden(`the e-mail domain ${domain} is not a verified domain of this SSO connection`);
+    let user = await this.users.findByEmail(tenantId, email);
     let created = false;
     if (!user) {
       if (!row.jit_provisioning) throw forbidden(`no user ${email} in this workspace and just-in-time provisioning is off for this connection`);
       try {
-        user = this.users.create(tenantId, { email, name: who.name, external_id: who.subject.slice(0, 256) || null, identity_provider: `sso:${row.protocol}` });
+        user = await this.users.create(tenantId, { email, name: who.name, external_id: who.subject.slice(0, 256) || null, identity_provider: `sso:${row.protocol}` });
         created = true;
       } catch (e) {
         // created concurrently by another sign-in or SCIM: use that one
-        user = this.users.findByEmail(tenantId, email);
+        user = await this.users.findByEmail(tenantId, email);
         if (!user) throw e;
       }
       if (created) {
-        const role = this.roles.findByName(tenantId, row.default_role);
-        if (role) this.roles.assign(tenantId, user.id, { roleId: role.id }, `sso:${row.id}`);
+        const role = await this.roles.findByName(tenantId, row.default_role);
+        if (role) await this.roles.assign(tenantId, user.id, { roleId: role.id }, `sso:${row.id}`);
       }
     }
     if (user.status !== "ACTIVE") throw forbidden("the user is suspended");
@@ -343,7 +343,7 @@ export class SignInService {
       workspace: tenantId,
       connectionId: row.id,
       user: { id: user.id, email: user.email, name: user.name },
-      permissions: this.roles.permissionsOf(tenantId, user.id),
+      permissions: await this.roles.permissionsOf(tenantId, user.id),
       created,
     };
   }

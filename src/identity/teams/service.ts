@@ -64,7 +64,7 @@ export class TeamService {
     private readonly changed: (tenantId: string) => void,
   ) {}
 
-  create(tenantId: string, input: TeamInput, by?: string): Team {
+  async create(tenantId: string, input: TeamInput, by?: string): Promise<Team> {
     checkFields(input);
     const s = this.store(tenantId);
     const at = iso(this.clock());
@@ -81,49 +81,49 @@ export class TeamService {
       updatedAt: at,
       deletedAt: null,
     };
-    s.db.tx(() => {
-      if (team.parentTeamId !== null && !s.get(team.parentTeamId)) throw notFound("parent team");
-      if (s.byName(team.name)) throw dupName(team.name);
-      uniqueOr409(() => s.insert(team), () => dupName(team.name));
+    await s.db.tx(async () => {
+      if (team.parentTeamId !== null && !(await s.get(team.parentTeamId))) throw notFound("parent team");
+      if (await s.byName(team.name)) throw dupName(team.name);
+      await uniqueOr409(() => s.insert(team), () => dupName(team.name));
     });
     this.changed(tenantId);
     return team;
   }
 
-  get(tenantId: string, id: string): Team | undefined {
+  get(tenantId: string, id: string): Promise<Team | undefined> {
     return this.store(tenantId).get(id);
   }
 
-  require(tenantId: string, id: string): Team {
-    const t = this.get(tenantId, id);
+  async require(tenantId: string, id: string): Promise<Team> {
+    const t = await this.get(tenantId, id);
     if (!t) throw notFound("team");
     return t;
   }
 
   /** an admin's read: live teams, or soft-deleted ones too when requested (doc3 §2.3) */
-  view(tenantId: string, id: string, includeDeleted = false): Team {
-    const t = includeDeleted ? this.store(tenantId).getAny(id) : this.get(tenantId, id);
+  async view(tenantId: string, id: string, includeDeleted = false): Promise<Team> {
+    const t = includeDeleted ? await this.store(tenantId).getAny(id) : await this.get(tenantId, id);
     if (!t) throw notFound("team");
     return t;
   }
 
-  findByName(tenantId: string, name: string): Team | undefined {
+  findByName(tenantId: string, name: string): Promise<Team | undefined> {
     return this.store(tenantId).byName(name);
   }
 
-  findByExternalId(tenantId: string, externalId: string): Team | undefined {
+  findByExternalId(tenantId: string, externalId: string): Promise<Team | undefined> {
     return this.store(tenantId).byExternalId(externalId);
   }
 
-  list(tenantId: string, q: { offset: number; limit: number; includeDeleted?: boolean }): Listed<Team> {
+  list(tenantId: string, q: { offset: number; limit: number; includeDeleted?: boolean }): Promise<Listed<Team>> {
     return this.store(tenantId).list(q.includeDeleted === true, q.limit, q.offset);
   }
 
-  update(tenantId: string, id: string, patch: TeamPatch): Team {
+  async update(tenantId: string, id: string, patch: TeamPatch): Promise<Team> {
     checkFields(patch);
     const s = this.store(tenantId);
-    const team = s.db.tx(() => {
-      const t = s.get(id);
+    const team = await s.db.tx(async () => {
+      const t = await s.get(id);
       if (!t) throw notFound("team");
       const next: Team = { ...t, updatedAt: iso(this.clock()) };
       if (patch.name !== undefined) next.name = patch.name;
@@ -134,16 +134,16 @@ export class TeamService {
       if (patch.parentTeamId !== undefined && patch.parentTeamId !== t.parentTeamId) {
         if (patch.parentTeamId !== null) {
           if (patch.parentTeamId === id) throw badRequest("parentTeamId: a team cannot be its own parent");
-          if (!s.get(patch.parentTeamId)) throw notFound("parent team");
-          if (s.subtree(id).includes(patch.parentTeamId)) throw badRequest("parentTeamId: a team cannot move under one of its own sub-teams (cycle)");
+          if (!(await s.get(patch.parentTeamId))) throw notFound("parent team");
+          if ((await s.subtree(id)).includes(patch.parentTeamId)) throw badRequest("parentTeamId: a team cannot move under one of its own sub-teams (cycle)");
         }
         next.parentTeamId = patch.parentTeamId;
       }
       if (next.name.toLowerCase() !== t.name.toLowerCase()) {
-        const other = s.byName(next.name);
+        const other = await s.byName(next.name);
         if (other && other.id !== id) throw dupName(next.name);
       }
-      uniqueOr409(() => s.update(next), () => dupName(next.name));
+      await uniqueOr409(() => s.update(next), () => dupName(next.name));
       return next;
     });
     this.changed(tenantId);
@@ -151,30 +151,30 @@ export class TeamService {
   }
 
   /** soft delete: keys unlinked (not revoked), sub-teams moved to this team's parent */
-  remove(tenantId: string, id: string): void {
+  async remove(tenantId: string, id: string): Promise<void> {
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      const t = s.get(id);
+    await s.db.tx(async () => {
+      const t = await s.get(id);
       if (!t) throw notFound("team");
       const at = iso(this.clock());
-      s.unlinkKeys(id);
-      s.reparentChildren(id, t.parentTeamId, at);
-      s.update({ ...t, updatedAt: at, deletedAt: at });
+      await s.unlinkKeys(id);
+      await s.reparentChildren(id, t.parentTeamId, at);
+      await s.update({ ...t, updatedAt: at, deletedAt: at });
     });
     this.changed(tenantId);
   }
 
   // ------------------------------------------------------------------ members
 
-  members(tenantId: string, teamId: string): string[] {
-    this.require(tenantId, teamId);
+  async members(tenantId: string, teamId: string): Promise<string[]> {
+    await this.require(tenantId, teamId);
     return this.store(tenantId).members(teamId);
   }
 
   /** the groups each user is in (live teams and users), for one user or all */
-  memberships(tenantId: string, userId?: string): Map<string, Array<{ value: string; display: string }>> {
+  async memberships(tenantId: string, userId?: string): Promise<Map<string, Array<{ value: string; display: string }>>> {
     const out = new Map<string, Array<{ value: string; display: string }>>();
-    for (const r of this.store(tenantId).memberships(userId)) {
+    for (const r of await this.store(tenantId).memberships(userId)) {
       let l = out.get(r.user_id);
       if (!l) out.set(r.user_id, (l = []));
       l.push({ value: r.team_id, display: r.team_name });
@@ -182,58 +182,63 @@ export class TeamService {
     return out;
   }
 
-  addMembers(tenantId: string, teamId: string, userIds: string[]): void {
-    this.changeMembers(tenantId, teamId, userIds, (s, at) => {
-      for (const u of userIds) s.addMember(teamId, u, at);
+  addMembers(tenantId: string, teamId: string, userIds: string[]): Promise<void> {
+    return this.changeMembers(tenantId, teamId, userIds, async (s, at) => {
+      for (const u of userIds) await s.addMember(teamId, u, at);
     });
   }
 
-  removeMembers(tenantId: string, teamId: string, userIds: string[]): void {
-    this.changeMembers(tenantId, teamId, [], (s) => {
-      for (const u of userIds) s.removeMember(teamId, u);
+  removeMembers(tenantId: string, teamId: string, userIds: string[]): Promise<void> {
+    return this.changeMembers(tenantId, teamId, [], async (s) => {
+      for (const u of userIds) await s.removeMember(teamId, u);
     });
   }
 
-  setMembers(tenantId: string, teamId: string, userIds: string[]): void {
-    this.changeMembers(tenantId, teamId, userIds, (s, at) => {
-      s.clearMembers(teamId);
-      for (const u of userIds) s.addMember(teamId, u, at);
+  setMembers(tenantId: string, teamId: string, userIds: string[]): Promise<void> {
+    return this.changeMembers(tenantId, teamId, userIds, async (s, at) => {
+      await s.clearMembers(teamId);
+      for (const u of userIds) await s.addMember(teamId, u, at);
     });
   }
 
-  private changeMembers(tenantId: string, teamId: string, mustExist: string[], fn: (s: TeamStore, at: string) => void) {
+  private async changeMembers(tenantId: string, teamId: string, mustExist: string[], fn: (s: TeamStore, at: string) => Promise<void>) {
     const s = this.store(tenantId);
     const unique = [...new Set(mustExist)];
     if (unique.length > TEAM_LIMITS.members) throw badRequest(`at most ${TEAM_LIMITS.members} members at once`);
-    s.db.tx(() => {
-      if (!s.get(teamId)) throw notFound("team");
-      const live = this.users(tenantId).liveIds(unique);
+    await s.db.tx(async () => {
+      if (!(await s.get(teamId))) throw notFound("team");
+      const live = await this.users(tenantId).liveIds(unique);
       const missing = unique.find((u) => !live.has(u));
       if (missing) throw notFound(`user ${missing}`);
-      fn(s, iso(this.clock()));
+      await fn(s, iso(this.clock()));
     });
+  }
+
+  /** which of these ids are live users of the workspace */
+  liveUserIds(tenantId: string, ids: string[]): Promise<Set<string>> {
+    return this.users(tenantId).liveIds(ids);
   }
 
   // ------------------------------------------------------------------ virtual keys and spend
 
   /** the team's virtual keys (revoked ones included) */
-  keys(tenantId: string, teamId: string): KeyRecord[] {
-    this.require(tenantId, teamId);
-    const ids = new Set(this.store(tenantId).keyIds(teamId));
+  async keys(tenantId: string, teamId: string): Promise<KeyRecord[]> {
+    await this.require(tenantId, teamId);
+    const ids = new Set(await this.store(tenantId).keyIds(teamId));
     return this.keyRegistry.list(tenantId).filter((k) => ids.has(k.id));
   }
 
-  teamOfKey(tenantId: string, keyId: string): string | null {
-    return this.store(tenantId).teamOfKey(keyId) ?? null;
+  async teamOfKey(tenantId: string, keyId: string): Promise<string | null> {
+    return (await this.store(tenantId).teamOfKey(keyId)) ?? null;
   }
 
   /** Assign a key to a live team, or unlink it (null). */
-  assignKey(tenantId: string, keyId: string, teamId: string | null): void {
+  async assignKey(tenantId: string, keyId: string, teamId: string | null): Promise<void> {
     if (!this.keyRegistry.get(tenantId, keyId)) throw notFound("virtual key");
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      if (teamId !== null && !s.get(teamId)) throw notFound("team");
-      s.setKeyTeam(keyId, teamId, iso(this.clock()));
+    await s.db.tx(async () => {
+      if (teamId !== null && !(await s.get(teamId))) throw notFound("team");
+      await s.setKeyTeam(keyId, teamId, iso(this.clock()));
     });
     this.changed(tenantId);
   }
@@ -243,14 +248,14 @@ export class TeamService {
    * first): `teamSpendCents` = the team's own keys, `totalSpendCents` = its keys and every live
    * sub-team's (what its budget is enforced on). Keys count for the team they are assigned to now.
    */
-  spend(tenantId: string, teamId: string): TeamSpend {
-    const team = this.require(tenantId, teamId);
+  async spend(tenantId: string, teamId: string): Promise<TeamSpend> {
+    const team = await this.require(tenantId, teamId);
     const s = this.store(tenantId);
     const { start, end } = periodOf(team.budgetPeriod, this.clock());
     const since = iso(start);
     this.usage.flush();
-    const own = s.keyIds(teamId);
-    const all = s.keyIdsOf(s.subtree(teamId));
+    const own = await s.keyIds(teamId);
+    const all = await s.keyIdsOf(await s.subtree(teamId));
     const ownSet = new Set(own);
     const keys = this.keyRegistry.list(tenantId).filter((k) => ownSet.has(k.id));
     return {

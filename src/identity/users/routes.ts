@@ -29,32 +29,32 @@ const USER_CREATE_EXAMPLE = {
 export const userRoutes = (kernel: Kernel, users: UserService, roles: RoleService) =>
   kernel
     .mount({ prefix: "/api/v1/users", envelope: DOC3 })
-    .post("", ({ principal, body, set }) => {
+    .post("", async ({ principal, body, set }) => {
       set.status = 201;
-      return users.create(principal.tenantId, body);
+      return await users.create(principal.tenantId, body);
     }, { body: S.UserCreate, perm: "WorkspaceAdmin", detail: { ...examples(USER_CREATE_EXAMPLE), summary: "Create a user (409 if the email exists in the workspace)", description: "Adds a user to the workspace (ACTIVE unless `status` says otherwise). A user created here has no password: invite people instead (POST /api/v1/invitations) so they can sign in, or provision them from an identity provider through SSO or SCIM.", ...tag("users") } })
-    .get("", ({ principal, query }) => {
+    .get("", async ({ principal, query }) => {
       const page = pageOf(query);
-      const { items, total } = users.list(principal.tenantId, { offset: page.offset, limit: page.limit, status: query.status, search: query.search });
+      const { items, total } = await users.list(principal.tenantId, { offset: page.offset, limit: page.limit, status: query.status, search: query.search });
       return snakePageEnvelope("users", items, total, page);
     }, { query: S.UserListQuery, perm: "WorkspaceAdmin", detail: { summary: "List users (soft-deleted ones excluded)", description: "Lists the workspace's users (paged), filtered by status or a search in e-mail and name.", ...tag("users") } })
-    .get("/:id", ({ principal, params }) => users.view(principal.tenantId, params.id), {
+    .get("/:id", async ({ principal, params }) => await users.view(principal.tenantId, params.id), {
       params: S.IdParams,
       perm: "WorkspaceAdmin",
       detail: { summary: "Get a user (a soft-deleted one too, with deleted_at set)", description: "Answers one user of the workspace; 404 if there is none with this id.", ...tag("users") },
     })
-    .put("/:id", ({ principal, params, body }) => users.update(principal.tenantId, params.id, body), {
+    .put("/:id", async ({ principal, params, body }) => await users.update(principal.tenantId, params.id, body), {
       params: S.IdParams,
       body: S.UserUpdate,
       perm: "WorkspaceAdmin",
       detail: { summary: "Update a user partially (e.g. status SUSPENDED: the user's tokens are refused from the next request on)", description: "Changes the fields present; another user's e-mail is refused with 409. Suspending a user refuses their access tokens from the next request on.", ...tag("users") },
     })
-    .delete("/:id", ({ principal, params }) => {
-      users.remove(principal.tenantId, params.id);
+    .delete("/:id", async ({ principal, params }) => {
+      await users.remove(principal.tenantId, params.id);
       return deleted(params.id);
     }, { params: S.IdParams, perm: "WorkspaceAdmin", detail: { summary: "Soft-delete a user (role assignments kept)", description: "Marks the user deleted: their tokens are refused from then on, they disappear from lists, and their role assignments are kept for the record.", ...tag("users") } })
-    .post("/:id/roles", ({ principal, params, body, set }) => {
-      const { created, ...assignment } = roles.assign(principal.tenantId, params.id, body, actor(principal), principal.permissions);
+    .post("/:id/roles", async ({ principal, params, body, set }) => {
+      const { created, ...assignment } = await roles.assign(principal.tenantId, params.id, body, actor(principal), principal.permissions);
       set.status = created ? 201 : 200;
       return assignment;
     }, {
@@ -63,12 +63,12 @@ export const userRoutes = (kernel: Kernel, users: UserService, roles: RoleServic
       perm: "ManageKeys",
       detail: { summary: "Assign a role (same role and scope again: the expiry is updated, 200)", description: "Gives the user a role in the workspace or on one resource (`scope`), optionally until an expiry; the caller must hold every permission the role grants.", ...tag("roles") },
     })
-    .get("/:id/roles", ({ principal, params }) => {
-      const items = roles.assignments(principal.tenantId, params.id);
+    .get("/:id/roles", async ({ principal, params }) => {
+      const items = await roles.assignments(principal.tenantId, params.id);
       return { assignments: items, total: items.length };
     }, { params: S.IdParams, perm: "ManageKeys", detail: { summary: "A user's role assignments, expired ones marked", description: "Lists the user's role assignments with their scope and expiry; expired ones are listed and marked, and grant nothing.", ...tag("roles") } })
-    .delete("/:id/roles/:role_id", ({ principal, params, query }) => {
-      const revoked = roles.revoke(principal.tenantId, params.id, params.role_id, query.scope, principal.permissions);
+    .delete("/:id/roles/:role_id", async ({ principal, params, query }) => {
+      const revoked = await roles.revoke(principal.tenantId, params.id, params.role_id, query.scope, principal.permissions);
       return { deleted: true as const, id: params.role_id, revoked };
     }, {
       params: S.UserRoleParams,

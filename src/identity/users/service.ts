@@ -52,7 +52,7 @@ export class UserService {
     private readonly changed: (tenantId: string, userId: string) => void,
   ) {}
 
-  create(tenantId: string, input: UserInput): User {
+  async create(tenantId: string, input: UserInput): Promise<User> {
     checkFields(input);
     const s = this.store(tenantId);
     const at = iso(this.clock());
@@ -68,68 +68,68 @@ export class UserService {
       updated_at: at,
       deleted_at: null,
     };
-    return s.db.tx(() => {
-      if (s.byEmail(user.email)) throw duplicate(user.email);
-      uniqueOr409(() => s.insert(user), () => duplicate(user.email));
+    return s.db.tx(async () => {
+      if (await s.byEmail(user.email)) throw duplicate(user.email);
+      await uniqueOr409(() => s.insert(user), () => duplicate(user.email));
       return user;
     });
   }
 
-  get(tenantId: string, id: string): User | undefined {
+  get(tenantId: string, id: string): Promise<User | undefined> {
     return this.store(tenantId).get(id);
   }
 
   /** 404 when absent or soft-deleted */
-  require(tenantId: string, id: string): User {
-    const u = this.get(tenantId, id);
+  async require(tenantId: string, id: string): Promise<User> {
+    const u = await this.get(tenantId, id);
     if (!u) throw notFound("user");
     return u;
   }
 
   /** the record as an admin reads it: a soft-deleted user is still found, with `deleted_at` set
    *  (doc3 §3: "record kept with deleted_at, excluded from lists"); 404 only when it never existed here */
-  view(tenantId: string, id: string): User {
-    const u = this.store(tenantId).getAny(id);
+  async view(tenantId: string, id: string): Promise<User> {
+    const u = await this.store(tenantId).getAny(id);
     if (!u) throw notFound("user");
     return u;
   }
 
-  findByEmail(tenantId: string, email: string): User | undefined {
+  findByEmail(tenantId: string, email: string): Promise<User | undefined> {
     return this.store(tenantId).byEmail(email);
   }
 
-  findByExternalId(tenantId: string, externalId: string, identityProvider?: string): User | undefined {
+  findByExternalId(tenantId: string, externalId: string, identityProvider?: string): Promise<User | undefined> {
     return this.store(tenantId).byExternalId(externalId, identityProvider);
   }
 
   /** live users a login names: e-mail or SCIM userName, case-insensitively (SCIM's `userName eq`) */
-  findByLogin(tenantId: string, login: string): User[] {
+  findByLogin(tenantId: string, login: string): Promise<User[]> {
     return this.store(tenantId).byLogin(login);
   }
 
   /** live users with this external id (SCIM's `externalId eq`) */
-  findAllByExternalId(tenantId: string, externalId: string): User[] {
+  findAllByExternalId(tenantId: string, externalId: string): Promise<User[]> {
     return this.store(tenantId).allByExternalId(externalId);
   }
 
-  emailsOf(tenantId: string, ids: string[]): Map<string, string> {
+  emailsOf(tenantId: string, ids: string[]): Promise<Map<string, string>> {
     return this.store(tenantId).emailsOf(ids);
   }
 
-  update(tenantId: string, id: string, patch: UserPatch): User {
+  async update(tenantId: string, id: string, patch: UserPatch): Promise<User> {
     checkFields(patch);
     const s = this.store(tenantId);
-    const user = s.db.tx(() => {
-      const u = s.get(id);
+    const user = await s.db.tx(async () => {
+      const u = await s.get(id);
       if (!u) throw notFound("user");
       const next: User = { ...u, updated_at: iso(this.clock()) };
       for (const k of ["email", "name", "external_id", "identity_provider", "metadata", "status"] as const)
         if (patch[k] !== undefined) (next as unknown as Record<string, unknown>)[k] = patch[k];
       if (next.email.toLowerCase() !== u.email.toLowerCase()) {
-        const other = s.byEmail(next.email);
+        const other = await s.byEmail(next.email);
         if (other && other.id !== id) throw duplicate(next.email);
       }
-      uniqueOr409(() => s.update(next), () => duplicate(next.email));
+      await uniqueOr409(() => s.update(next), () => duplicate(next.email));
       return next;
     });
     this.changed(tenantId, id);
@@ -137,18 +137,18 @@ export class UserService {
   }
 
   /** soft delete: hidden from lists and lookups, refused by the per-request check, role assignments kept */
-  remove(tenantId: string, id: string): void {
+  async remove(tenantId: string, id: string): Promise<void> {
     const s = this.store(tenantId);
-    s.db.tx(() => {
-      const u = s.get(id);
+    await s.db.tx(async () => {
+      const u = await s.get(id);
       if (!u) throw notFound("user");
       const at = iso(this.clock());
-      s.update({ ...u, updated_at: at, deleted_at: at });
+      await s.update({ ...u, updated_at: at, deleted_at: at });
     });
     this.changed(tenantId, id);
   }
 
-  list(tenantId: string, q: { offset: number; limit: number; status?: UserStatus; search?: string }): Listed<User> {
+  list(tenantId: string, q: { offset: number; limit: number; status?: UserStatus; search?: string }): Promise<Listed<User>> {
     return this.store(tenantId).list({ status: q.status, search: q.search }, q.limit, q.offset);
   }
 }

@@ -23,6 +23,7 @@ import { iso, CATEGORIES, type Entity } from "../types";
 import { argsTextOf, entityValue, storableKey, valueAt } from "./key";
 import type { CacheEntry, Removed, Tag, ToolCacheStore } from "./store";
 import type { ToolVectors } from "./vectors";
+import { TOPICS, type Bus } from "../../core/hotstate";
 
 export interface SemanticHit {
   entry: CacheEntry;
@@ -79,21 +80,40 @@ export interface ToolCacheDeps {
   events: EventHub;
   config: McpConfig;
   log: Logger;
+  /** several replicas: invalidations reach every replica's epochs and indexes (absent on a single node) */
+  bus?: Bus;
 }
 
 const SEMANTIC_CANDIDATES = 8;
 
 export class ToolCache {
   private readonly epochs = new Map<string, number>();
+  /** bumped for every tenant at once (a bus outage: invalidations of other replicas may have been missed) */
+  private everyone = 0;
 
-  constructor(private readonly d: ToolCacheDeps) {}
-
-  epoch(tenantId: string): number {
-    return this.epochs.get(tenantId) ?? 0;
+  constructor(private readonly d: ToolCacheDeps) {
+    d.bus?.subscribe(TOPICS.mcpToolCache, (payload) => {
+      if (!payload) {
+        this.everyone++;
+        return;
+      }
+      const m = JSON.parse(payload) as { t: string; b?: 1; r?: Array<[string, number]> };
+      if (m.b) this.epochs.set(m.t, (this.epochs.get(m.t) ?? 0) + 1);
+      if (m.r) this.d.vectors.remove(m.t, m.r.map(([toolId, vecKey]) => ({ toolId, vecKey }) as Removed));
+    });
   }
 
+  epoch(tenantId: string): number {
+    return (this.epochs.get(tenantId) ?? 0) + this.everyone;
+  }
+
+  /**
+   * An invalidation begins: a read in flight (here, or on another replica through the bus) must not
+   * store its result. The bus delivers to this replica synchronously, so there is one path.
+   */
   private bump(tenantId: string) {
-    this.epochs.set(tenantId, this.epoch(tenantId) + 1);
+    if (this.d.bus) this.d.bus.publish(TOPICS.mcpToolCache, JSON.stringify({ t: tenantId, b: 1 }));
+    else this.epochs.set(tenantId, (this.epochs.get(tenantId) ?? 0) + 1);
   }
 
   // ------------------------------------------------------------------ lookup and store
@@ -207,7 +227,8 @@ export class ToolCache {
   // ------------------------------------------------------------------ invalidation
 
   private removed(tenantId: string, removed: Removed[]): number {
-    this.d.vectors.remove(tenantId, removed);
+    if (this.d.bus && removed.length) this.d.bus.publish(TOPICS.mcpToolCache, JSON.stringify({ t: tenantId, r: removed.map((r) => [r.toolId, r.vecKey]) }));
+    else this.d.vectors.remove(tenantId, removed);
     return removed.length;
   }
 

@@ -21,32 +21,32 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
     .routes("/api/v1/memory")
     .post(
       "/contributors",
-      ({ principal, body }) => {
-        const { contributor, created } = memory.upsertContributor(principal.tenantId, body);
+      async ({ principal, body }) => {
+        const { contributor, created } = await memory.upsertContributor(principal.tenantId, body);
         return jsonResponse(contributor, created ? 201 : 200);
       },
       { body: S.Contributor, perm: "ManageConfig", ...doc("Create or update a contributor", "Registers the person agents work for (`contributorId`, display name, role, the agent ids that act for them); an existing id is updated, fields left out keep their values.") },
     )
     .get(
       "/contributors",
-      ({ principal, query }) => {
+      async ({ principal, query }) => {
         const limit = query.limit ?? 50;
         const offset = query.offset ?? 0;
-        const { items, total } = memory.listContributors(principal.tenantId, limit, offset);
+        const { items, total } = await memory.listContributors(principal.tenantId, limit, offset);
         return jsonResponse({ contributors: items, total, limit, offset });
       },
       { query: S.ListQuery, ...doc("List contributors", "Lists the tenant's contributors (limit/offset) with their agent ids and roles.") },
     )
-    .get("/contributors/:id", ({ principal, params }) => jsonResponse(memory.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor", "Answers one contributor; 404 if the tenant has none with this id.") })
+    .get("/contributors/:id", async ({ principal, params }) => jsonResponse(await memory.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor", "Answers one contributor; 404 if the tenant has none with this id.") })
     .delete(
       "/contributors/:id",
-      ({ principal, params }) => {
-        memory.deleteContributor(principal.tenantId, params.id);
+      async ({ principal, params }) => {
+        await memory.deleteContributor(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
       { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a contributor (their milestones stay)", "Removes a contributor; the milestones their agents stored stay as they are.") },
     )
-    .get("/contributors/:id/activity", ({ principal, params, query }) => jsonResponse(memory.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
+    .get("/contributors/:id/activity", async ({ principal, params, query }) => jsonResponse(await memory.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
       params: S.IdParams,
       query: S.ActivityQuery,
       ...doc("Milestones of a contributor's agents, newest first", "Lists the milestones stored by the contributor's agents across projects, newest first (limit/offset)."),
@@ -54,15 +54,15 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
     .post("/sources", async ({ principal, body }) => jsonResponse(await sources.create(principal.tenantId, body), 201), { body: S.SourceCreate, perm: "ManageConfig", ...doc("Register an external source", "Registers a Slack, Jira, Confluence or GitHub source for a project with its connection settings (a credential only by the name of an environment variable, `tokenEnv`); its documents are searched by intelligence queries once synced.") })
     .get(
       "/sources",
-      ({ principal, query }) => {
+      async ({ principal, query }) => {
         const limit = query.limit ?? 50;
         const offset = query.offset ?? 0;
-        const { items, total } = sources.list(principal.tenantId, limit, offset, query.projectId);
+        const { items, total } = await sources.list(principal.tenantId, limit, offset, query.projectId);
         return jsonResponse({ sources: items, total, limit, offset });
       },
       { query: S.SourceListQuery, ...doc("List external sources", "Lists the tenant's external sources (limit/offset), optionally of one project, with their last sync, items synced and last error.") },
     )
-    .get("/sources/:id", ({ principal, params }) => jsonResponse(sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source", "Answers one external source with its settings and sync status; 404 if the tenant has none with this id.") })
+    .get("/sources/:id", async ({ principal, params }) => jsonResponse(await sources.get(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get an external source", "Answers one external source with its settings and sync status; 404 if the tenant has none with this id.") })
     .put("/sources/:id", async ({ principal, params, body }) => jsonResponse(await sources.update(principal.tenantId, params.id, body)), {
       perm: "ManageConfig",
       params: S.IdParams,
@@ -71,14 +71,14 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
     })
     .delete(
       "/sources/:id",
-      ({ principal, params }) => {
-        sources.delete(principal.tenantId, params.id);
+      async ({ principal, params }) => {
+        await sources.delete(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
       { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a source and its synced documents", "Removes the source and every document synced from it.") },
     )
     .post("/sources/:id/sync", async ({ principal, params }) => jsonResponse(await sources.sync(principal.tenantId, params.id)), { params: S.IdParams, perm: "ManageConfig", ...doc("Synchronise now", "Fetches the source's new documents from where the last sync stopped, embeds them and commits them batch by batch; 409 while a sync of the source runs.") })
-    .get("/sources/:id/status", ({ principal, params }) => jsonResponse(sources.status(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Sync status", "Answers the source's sync state: when it last synced, items synced, the cursor, the last error and whether a sync is running.") })
+    .get("/sources/:id/status", async ({ principal, params }) => jsonResponse(await sources.status(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Sync status", "Answers the source's sync state: when it last synced, items synced, the cursor, the last error and whether a sync is running.") })
     .post(
       "/intelligence/query",
       async ({ principal, body, request }) => jsonResponse(await intelligence.query(principal.tenantId, body, kernel.stateOf(request)?.id)),

@@ -50,27 +50,27 @@ const doc = (summary: string, description: string, e?: Examples) => ({ detail: {
 export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
   kernel
     .mount({ prefix: "/api/v1/memory", envelope: DOC1, rateGroup: { read: "memory_read", write: "memory_write" } })
-    .post("/projects", ({ principal, body }) => jsonResponse(memory.createProject(principal.tenantId, body), 201), { body: S.ProjectCreate, ...doc("Create a project (branch main, active)", "Creates a memory project under the id you choose, with a name and a roadmap; it starts with one active branch, `main`. 409 if the id is taken.") })
+    .post("/projects", async ({ principal, body }) => jsonResponse(await memory.createProject(principal.tenantId, body), 201), { body: S.ProjectCreate, ...doc("Create a project (branch main, active)", "Creates a memory project under the id you choose, with a name and a roadmap; it starts with one active branch, `main`. 409 if the id is taken.") })
     .get(
       "/projects",
-      ({ principal, query }) => {
+      async ({ principal, query }) => {
         const limit = query.limit ?? 50;
         const offset = query.offset ?? 0;
-        const { items, total } = memory.listProjects(principal.tenantId, limit, offset);
+        const { items, total } = await memory.listProjects(principal.tenantId, limit, offset);
         return jsonResponse({ projects: items, total, limit, offset });
       },
       { query: S.ListQuery, ...doc("List projects", "Lists the tenant's memory projects (limit/offset) with their milestone counts and active branches.") },
     )
-    .get("/projects/:id", ({ principal, params }) => jsonResponse(memory.getProject(principal.tenantId, params.id)), { params: S.ProjectParams, ...doc("Get a project", "Answers one project with its roadmap, milestone count and active branches; 404 if the tenant has none with this id.") })
+    .get("/projects/:id", async ({ principal, params }) => jsonResponse(await memory.getProject(principal.tenantId, params.id)), { params: S.ProjectParams, ...doc("Get a project", "Answers one project with its roadmap, milestone count and active branches; 404 if the tenant has none with this id.") })
     .delete(
       "/projects/:id",
-      ({ principal, params }) => {
-        memory.deleteProject(principal.tenantId, params.id);
+      async ({ principal, params }) => {
+        await memory.deleteProject(principal.tenantId, params.id);
         return new Response(null, { status: 200 });
       },
       { params: S.ProjectParams, perm: "ManageConfig", ...doc("Delete a project with everything it holds (empty body)", "Deletes the project with its branches, milestones, logs, metadata, sessions and promoted knowledge, in one transaction; irreversible.") },
     )
-    .put("/projects/:id/roadmap", ({ principal, params, body }) => jsonResponse(memory.updateRoadmap(principal.tenantId, params.id, body.roadmap)), {
+    .put("/projects/:id/roadmap", async ({ principal, params, body }) => jsonResponse(await memory.updateRoadmap(principal.tenantId, params.id, body.roadmap)), {
       params: S.ProjectParams,
       body: S.RoadmapUpdate,
       ...doc("Replace the roadmap", "Replaces the project's roadmap text and answers the project."),
@@ -83,41 +83,41 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
       },
       { params: S.ProjectParams, body: S.Store, ...doc("Store a milestone (identical content: the existing one, deduplicated)", "Records what an agent contributed on a branch (default `main`): the branch's purpose, the progress so far and this contribution, embedded for search and numbered in sequence. The same content again answers the existing milestone with `deduplicated: true`.", MEMORY_STORE_EXAMPLE) },
     )
-    .get("/projects/:id/recall", ({ principal, params, query }) => jsonResponse(memory.recall(principal.tenantId, params.id, query)), {
+    .get("/projects/:id/recall", async ({ principal, params, query }) => jsonResponse(await memory.recall(principal.tenantId, params.id, query)), {
       params: S.ProjectParams,
       query: S.RecallQuery,
       ...doc("Recall: overview, branch, milestone, log or metadata view", "Reads the project back the way an agent resumes work: an overview (the project and its branches), one branch's milestones, one milestone, the reasoning log, or a metadata segment, with `limit`/`offset`."),
     })
-    .put("/projects/:id/metadata/:segment", ({ principal, params, body }) => jsonResponse(memory.putSegment(principal.tenantId, params.id, params.segment, body.data)), {
+    .put("/projects/:id/metadata/:segment", async ({ principal, params, body }) => jsonResponse(await memory.putSegment(principal.tenantId, params.id, params.segment, body.data)), {
       params: S.SegmentParams,
       body: S.SegmentPut,
       ...doc("Write a custom metadata segment", "Stores a JSON object under a segment name of the project (replacing it); the derived segments (agents, branches, stats, sessions) are read-only."),
     })
-    .post("/projects/:id/log", ({ principal, params, body }) => jsonResponse(memory.appendLog(principal.tenantId, params.id, body), 201), {
+    .post("/projects/:id/log", async ({ principal, params, body }) => jsonResponse(await memory.appendLog(principal.tenantId, params.id, body), 201), {
       params: S.ProjectParams,
       body: S.Log,
       ...doc("Append a reasoning-trace entry", "Appends an observation, thought or action of an agent to the branch's reasoning log (default `main`)."),
     })
-    .post("/projects/:id/branches", ({ principal, params, body }) => jsonResponse(memory.createBranch(principal.tenantId, params.id, body), 201), {
+    .post("/projects/:id/branches", async ({ principal, params, body }) => jsonResponse(await memory.createBranch(principal.tenantId, params.id, body), 201), {
       params: S.ProjectParams,
       body: S.BranchCreate,
       ...doc("Create a branch", "Opens a branch of the project from `parentBranch` (default `main`) with its purpose and the agent that opened it; 409 if the name is taken."),
     })
     .get(
       "/projects/:id/branches",
-      ({ principal, params, query }) => {
+      async ({ principal, params, query }) => {
         const limit = query.limit ?? 50;
         const offset = query.offset ?? 0;
-        const { items, total } = memory.listBranches(principal.tenantId, params.id, limit, offset);
+        const { items, total } = await memory.listBranches(principal.tenantId, params.id, limit, offset);
         return jsonResponse({ branches: items, total, limit, offset });
       },
       { params: S.ProjectParams, query: S.ListQuery, ...doc("List branches", "Lists the project's branches, oldest first (`main` first), with status, purpose and milestone counts.") },
     )
-    .get("/projects/:id/branches/:name", ({ principal, params }) => jsonResponse(memory.getBranch(principal.tenantId, params.id, params.name)), {
+    .get("/projects/:id/branches/:name", async ({ principal, params }) => jsonResponse(await memory.getBranch(principal.tenantId, params.id, params.name)), {
       params: S.BranchParams,
       ...doc("Get a branch", "Answers one branch of the project with its status, parent and purpose; 404 if there is none with this name."),
     })
-    .post("/projects/:id/branches/:name/abandon", ({ principal, params, body }) => jsonResponse(memory.abandonBranch(principal.tenantId, params.id, params.name, body.reason)), {
+    .post("/projects/:id/branches/:name/abandon", async ({ principal, params, body }) => jsonResponse(await memory.abandonBranch(principal.tenantId, params.id, params.name, body.reason)), {
       params: S.BranchParams,
       body: S.Abandon,
       ...doc("Abandon a branch (milestones kept)", "Marks a branch abandoned with the reason; its milestones stay searchable and recallable."),
@@ -134,13 +134,13 @@ export const projectRoutes = (kernel: Kernel, memory: MemoryService) =>
     })
     .post(
       "/projects/:id/metrics",
-      ({ principal, params, body }) => {
-        const { session, created } = memory.recordSession(principal.tenantId, params.id, body);
+      async ({ principal, params, body }) => {
+        const { session, created } = await memory.recordSession(principal.tenantId, params.id, body);
         return jsonResponse(session, created ? 201 : 200);
       },
       { params: S.ProjectParams, body: S.Metrics, ...doc("Record a session's metrics (same sessionId: replaced)", "Records an agent session's figures (milestones recalled, tool calls by kind, compactions, duration); the same `sessionId` again replaces them.") },
     )
-    .get("/projects/:id/metrics/summary", ({ principal, params }) => jsonResponse(memory.metricsSummary(principal.tenantId, params.id)), {
+    .get("/projects/:id/metrics/summary", async ({ principal, params }) => jsonResponse(await memory.metricsSummary(principal.tenantId, params.id)), {
       params: S.ProjectParams,
       ...doc("Session metrics summary", "Compares the project's sessions that recalled memory with those that did not (compactions, context tool calls, duration, per agent type) and lists the most recent sessions."),
     })

@@ -7,7 +7,6 @@
 import { ApiError, conflict, notFound } from "../../core/errors";
 import { uuid } from "../../core/ids";
 import type { OutboundPolicy } from "../../core/outbound";
-import type { ForTenant } from "../../storage/scoped";
 import type { MemoryConfig } from "../config";
 import type { Embedder } from "../ports";
 import type { MemoryStore } from "../store";
@@ -16,7 +15,7 @@ import type { ExternalSource, SourceType } from "../types";
 import { CONNECTORS, baseUrlOf, checkConfig, isUnconfigured } from "./connectors";
 
 export interface SourceDeps {
-  stores: ForTenant<MemoryStore>;
+  stores: (tenantId: string) => MemoryStore;
   embedder: Embedder;
   vectors: MemoryVectors;
   outbound: OutboundPolicy;
@@ -63,21 +62,21 @@ export class SourceService {
     const s = this.d.stores(tenantId);
     const config = checkConfig(b.sourceType, b.config ?? {}, this.d.config.secret_env_prefix);
     await this.checkUrl(b.sourceType, config);
-    s.tx(() => {
-      if (!s.projectExists(b.projectId)) throw notFound(`project '${b.projectId}'`);
-      if (s.source(b.sourceId)) throw conflict(`source '${b.sourceId}' already exists`);
+    await s.tx(async () => {
+      if (!(await s.projectExists(b.projectId))) throw notFound(`project '${b.projectId}'`);
+      if (await s.source(b.sourceId)) throw conflict(`source '${b.sourceId}' already exists`);
       const at = this.at();
-      s.insertSource({ sourceId: b.sourceId, tenantId, projectId: b.projectId, sourceType: b.sourceType, config, syncCursor: "", lastSyncedAt: null, enabled: true, createdAt: at, updatedAt: at, lastError: null, itemsSynced: 0 });
+      await s.insertSource({ sourceId: b.sourceId, tenantId, projectId: b.projectId, sourceType: b.sourceType, config, syncCursor: "", lastSyncedAt: null, enabled: true, createdAt: at, updatedAt: at, lastError: null, itemsSynced: 0 });
     });
-    return s.source(b.sourceId)!;
+    return (await s.source(b.sourceId))!;
   }
 
   list(tenantId: string, limit: number, offset: number, projectId?: string) {
     return this.d.stores(tenantId).listSources(limit, offset, projectId);
   }
 
-  get(tenantId: string, id: string): ExternalSource {
-    const src = this.d.stores(tenantId).source(id);
+  async get(tenantId: string, id: string): Promise<ExternalSource> {
+    const src = await this.d.stores(tenantId).source(id);
     if (!src) throw notFound(`source '${id}'`);
     return src;
   }
@@ -88,38 +87,38 @@ export class SourceService {
    */
   async update(tenantId: string, id: string, b: { projectId?: string; sourceType?: SourceType; config?: Record<string, unknown>; enabled?: boolean }): Promise<ExternalSource> {
     const s = this.d.stores(tenantId);
-    const cur = this.get(tenantId, id);
+    const cur = await this.get(tenantId, id);
     const type = b.sourceType ?? cur.sourceType;
     const config = checkConfig(type, b.config ?? cur.config, this.d.config.secret_env_prefix);
     await this.checkUrl(type, config);
     const fetchKeys = (c: Record<string, unknown>) => JSON.stringify(Object.entries(c).filter(([k]) => k !== "tokenEnv" && k !== "email").sort(([a], [z]) => a.localeCompare(z)));
     const restart = type !== cur.sourceType || (b.projectId !== undefined && b.projectId !== cur.projectId) || fetchKeys(config) !== fetchKeys(cur.config);
     if (restart && this.running.has(this.key(tenantId, id))) throw conflict(`source '${id}' is syncing; retry when the sync is done`);
-    const removed = s.tx(() => {
-      this.get(tenantId, id);
+    const removed = await s.tx(async () => {
+      await this.get(tenantId, id);
       const projectId = b.projectId ?? cur.projectId;
-      if (!s.projectExists(projectId)) throw notFound(`project '${projectId}'`);
-      const gone = restart ? s.deleteDocumentsOfSource(id) : [];
-      s.updateSource(id, { projectId, sourceType: type, config, enabled: b.enabled ?? cur.enabled, resetCursor: restart, at: this.at() });
+      if (!(await s.projectExists(projectId))) throw notFound(`project '${projectId}'`);
+      const gone = restart ? await s.deleteDocumentsOfSource(id) : [];
+      await s.updateSource(id, { projectId, sourceType: type, config, enabled: b.enabled ?? cur.enabled, resetCursor: restart, at: this.at() });
       return gone;
     });
     for (const r of removed) this.d.vectors.remove(tenantId, r.project_id, "document", r.key);
-    return s.source(id)!;
+    return (await s.source(id))!;
   }
 
-  delete(tenantId: string, id: string) {
+  async delete(tenantId: string, id: string) {
     const s = this.d.stores(tenantId);
-    const removed = s.tx(() => {
-      this.get(tenantId, id);
-      const gone = s.deleteDocumentsOfSource(id);
-      s.deleteSource(id);
+    const removed = await s.tx(async () => {
+      await this.get(tenantId, id);
+      const gone = await s.deleteDocumentsOfSource(id);
+      await s.deleteSource(id);
       return gone;
     });
     for (const r of removed) this.d.vectors.remove(tenantId, r.project_id, "document", r.key);
   }
 
-  status(tenantId: string, id: string) {
-    const src = this.get(tenantId, id);
+  async status(tenantId: string, id: string) {
+    const src = await this.get(tenantId, id);
     return {
       sourceId: src.sourceId,
       lastSyncedAt: src.lastSyncedAt,
@@ -149,7 +148,7 @@ export class SourceService {
 
   async sync(tenantId: string, id: string): Promise<SyncResult> {
     const s = this.d.stores(tenantId);
-    const src = this.get(tenantId, id);
+    const src = await this.get(tenantId, id);
     if (!src.enabled) throw conflict(`source '${id}' is disabled`);
     if (isUnconfigured(src.config)) throw conflict(`source '${id}' is not configured: PUT /api/v1/memory/sources/${id} with its config (keys for '${src.sourceType}': ${CONNECTORS[src.sourceType].keys.join(", ")})`);
     const lock = this.key(tenantId, id);
@@ -172,12 +171,13 @@ export class SourceService {
         for (let i = 0; i < batch.items.length; i += EMBED_BATCH)
           vecs.push(...(await this.d.embedder.embed(batch.items.slice(i, i + EMBED_BATCH).map((d) => `${d.title}\n${d.body}`.slice(0, 4_000)))));
         const at = this.at();
-        const written = s.tx(() => {
-          const now = s.source(id);
+        const written = await s.tx(async () => {
+          const now = await s.source(id);
           if (!now || now.projectId !== src.projectId || now.sourceType !== src.sourceType) throw conflict(`source '${id}' changed during the sync`);
-          const keys = batch.items.map((d, i) => s.upsertDocument(src.projectId, id, d, uuid(), this.d.embedder.id, vecs[i]!, at));
-          if (batch.cursor !== undefined) s.advanceCursor(id, batch.cursor, batch.items.length);
-          else s.addItemsSynced(id, batch.items.length);
+          const keys: Array<{ key: number; replaced: number | null }> = [];
+          for (const [i, d] of batch.items.entries()) keys.push(await s.upsertDocument(src.projectId, id, d, uuid(), this.d.embedder.id, vecs[i]!, at));
+          if (batch.cursor !== undefined) await s.advanceCursor(id, batch.cursor, batch.items.length);
+          else await s.addItemsSynced(id, batch.items.length);
           return keys;
         });
         written.forEach((w, i) => {
@@ -190,11 +190,11 @@ export class SourceService {
           break;
         }
       }
-      s.finishSync(id, this.at(), null);
+      await s.finishSync(id, this.at(), null);
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError("proxy_error", `sync failed: ${(e as Error)?.message ?? String(e)}`);
-      s.finishSync(id, this.at(), err.message);
-      const after = s.source(id);
+      await s.finishSync(id, this.at(), err.message);
+      const after = await s.source(id);
       throw new ApiError(err.type, `sync of source '${id}' failed after ${stored} items: ${err.message}`, {
         source_id: id,
         items_synced: stored,
@@ -203,7 +203,7 @@ export class SourceService {
     } finally {
       this.running.delete(lock);
     }
-    const done = s.source(id)!;
+    const done = (await s.source(id))!;
     return { sourceId: id, sourceType: done.sourceType, projectId: done.projectId, itemsSynced: stored, syncCursor: done.syncCursor, lastSyncedAt: done.lastSyncedAt, enabled: done.enabled, complete };
   }
 }

@@ -57,12 +57,42 @@ export async function signIn(apiKey: string): Promise<void> {
   const res = await fetch(`${BASE}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ apiKey }) });
   if (!res.ok) throw new Error(res.status === 401 ? "That API key was not accepted." : await errorText(res));
   const { accessToken } = (await res.json()) as { accessToken: string };
-  const c = claims(accessToken);
-  const s: Session = { token: accessToken, exp: c.exp ?? 0, tenant: c.tenant_id ?? "", permissions: c.permissions ?? [] };
+  begin(accessToken, undefined, undefined);
+}
+
+function begin(token: string, tenant: string | undefined, permissions: string[] | undefined) {
+  const c = claims(token);
+  const s: Session = { token, exp: c.exp ?? 0, tenant: tenant ?? c.tenant_id ?? "", permissions: permissions ?? c.permissions ?? [] };
   sessionStorage.setItem(KEY, JSON.stringify(s));
   notice = undefined;
   armExpiry(s);
   listeners.forEach((l) => l());
+}
+
+/**
+ * Start an SSO sign-in for an e-mail: svc finds the workspace's identity provider and the browser
+ * goes there; it comes back to this page with a one-time code in the fragment (never the token).
+ */
+export async function startSso(email: string): Promise<void> {
+  const q = new URLSearchParams({ email, returnTo: location.pathname });
+  const res = await fetch(`${BASE}/api/v1/sso/login?${q}`, { headers: { accept: "application/json" } });
+  if (!res.ok) throw new Error(res.status === 404 ? "No active SSO connection for that e-mail's domain." : await errorText(res));
+  const { redirectUrl } = (await res.json()) as { redirectUrl: string };
+  location.assign(redirectUrl);
+}
+
+/**
+ * Back from the identity provider at `#sso=<code>`: the fragment is removed at once (out of the
+ * history too), and the code exchanged once for the sign-in's token (POST /api/v1/auth/sso-code).
+ */
+export async function finishSso(): Promise<void> {
+  const m = /^#sso=([A-Za-z0-9_-]{1,128})$/.exec(location.hash);
+  if (!m) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  const res = await fetch(`${BASE}/api/v1/auth/sso-code`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code: m[1] }) });
+  if (!res.ok) return signOut(`SSO sign-in failed: ${await errorText(res)}`);
+  const r = (await res.json()) as { accessToken: string; workspace: string; permissions: string[] };
+  begin(r.accessToken, r.workspace, r.permissions);
 }
 
 export function signOut(message?: string) {

@@ -6,7 +6,7 @@
  */
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { can, onSessionChange, session, signOut, type Session } from "./api";
+import { can, finishSso, onSessionChange, session, signOut, type Session } from "./api";
 import { html } from "./kit";
 import { SignIn } from "./pages/signin";
 import { OverviewPage } from "./pages/overview";
@@ -73,3 +73,4 @@ function Shell({ s, page }: { s: Session; page: string }) {
 const root = document.getElementById("app")!;
 root.textContent = "";
 render(html`<${App} />`, root);
+void finishSso();

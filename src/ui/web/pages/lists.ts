@@ -3,7 +3,8 @@
  * and tool-cache analytics, and the workspace's SSO connections and SCIM tokens
  * and activity. Each section is one paged list call of the public API.
  */
-import { api } from "../api";
+import { api, can } from "../api";
+import { LiveActivity } from "./activity";
 import { html, int, ms, pct, Status, usd, useLoad, when } from "../kit";
 
 type Row = Record<string, any>;
@@ -70,7 +71,7 @@ export const McpPage = page(
       columns: [["Name", (r) => r.name], ["Classification", (r) => r.category], ["Cached", (r) => (r.cacheConfig?.enabled ? `yes, ${r.cacheConfig.ttlSecs} s` : "no")], ["Available", (r) => (r.available ? "yes" : "no")]],
     },
   ],
-  () => html`<${ToolCacheSummary} />`,
+  () => html`<${ToolCacheSummary} />${can("ViewLogs") ? html`<${LiveActivity} />` : null}`,
 );
 
 export const IdentityPage = page("identity", "SSO / SCIM", [

@@ -19,8 +19,10 @@ interface Overview {
     costUsd: number;
     costSavedUsd: number;
     latencyMs: { p50: number; p99: number };
+    errors: number;
+    rateLimited: number;
   };
-  series: Array<{ t: string; requests: number; hits: number; misses: number; costUsd: number; costSavedUsd: number }>;
+  series: Array<{ t: string; requests: number; hits: number; misses: number; costUsd: number; costSavedUsd: number; errors: number; rateLimited: number }>;
 }
 
 const seconds = (t: string) => Date.parse(t.length === 10 ? `${t}T00:00:00Z` : t.length === 13 ? `${t}:00:00Z` : `${t}:00Z`) / 1000;
@@ -83,12 +85,16 @@ export function OverviewPage() {
         <div class="stat"><dt>Latency p50</dt><dd>${ms(t.latencyMs.p50)}</dd></div>
         <div class="stat"><dt>Latency p99</dt><dd>${ms(t.latencyMs.p99)}</dd></div>
         <div class="stat"><dt>Tokens</dt><dd>${int(t.inputTokens + t.outputTokens)}</dd></div>
+        <div class="stat"><dt>Errors</dt><dd>${int(t.errors)}</dd></div>
+        <div class="stat"><dt>Rate limited (429)</dt><dd>${int(t.rateLimited)}</dd></div>
       </dl>
       <div class="charts">
         <${Chart} title=${`Requests and cache hits per ${o.data!.bucket}`} o=${o.data}
           lines=${[["Requests", (p: Point) => p.requests, "#1d4ed8"], ["Hits", (p: Point) => p.hits, "#047857"]]} />
         <${Chart} title=${`Cost and cost saved (USD) per ${o.data!.bucket}`} o=${o.data} money=${true}
           lines=${[["Cost", (p: Point) => p.costUsd, "#b91c1c"], ["Saved", (p: Point) => p.costSavedUsd, "#047857"]]} />
+        <${Chart} title=${`Errors and 429s per ${o.data!.bucket}`} o=${o.data}
+          lines=${[["Errors", (p: Point) => p.errors, "#b91c1c"], ["429s", (p: Point) => p.rateLimited, "#92400e"]]} />
       </div>`}
   </section>`;
 }

@@ -1,11 +1,12 @@
 /**
  * Prompts: the list; a prompt's versions, a side-by-side diff of two versions, rendering with
- * variables (POST /test, a dry run) and execution through the gateway (POST /execute); chains.
+ * variables (POST /test, a dry run) and execution through the gateway (POST /execute); chains (chains.ts: list and run).
  * Reads need any signed-in token; the server decides who may execute.
  */
 import { useState } from "preact/hooks";
 import { api } from "../api";
 import { html, int, Status, useLoad, when } from "../kit";
+import { Chains } from "./chains";
 
 interface Variable {
   name: string;
@@ -147,7 +148,6 @@ function Detail({ prompt }: { prompt: Prompt }) {
 
 export function PromptsPage() {
   const prompts = useLoad<{ prompts: Prompt[]; total: number }>(() => api("/api/v1/prompts?pageSize=100"));
-  const chains = useLoad<{ chains: Array<{ id: string; name: string; steps?: unknown[]; updatedAt: string }>; total: number }>(() => api("/api/v1/chains?pageSize=100"));
   const [open, setOpen] = useState<string>();
   const selected = prompts.data?.prompts.find((p) => p.id === open);
   return html`<section aria-labelledby="h-prompts">
@@ -163,12 +163,6 @@ export function PromptsPage() {
         )}</tbody>
     </table>
     ${selected && html`<${Detail} key=${selected.id} prompt=${selected} />`}
-    <${Status} error=${chains.error} />
-    <table>
-      <caption>Chains (${chains.data?.total ?? 0})</caption>
-      <thead><tr><th scope="col">Name</th><th scope="col">Steps</th><th scope="col">Updated</th></tr></thead>
-      <tbody>${(chains.data?.chains ?? []).length === 0 ? html`<tr><td colspan="3" class="muted">None yet.</td></tr>` : null}
-        ${(chains.data?.chains ?? []).map((c) => html`<tr><td>${c.name}</td><td>${c.steps?.length ?? "—"}</td><td>${when(c.updatedAt)}</td></tr>`)}</tbody>
-    </table>
+    <${Chains} />
   </section>`;
 }
