@@ -299,6 +299,27 @@ export function pairCvTable(r: PairCvResult): string {
   return lines.join("\n");
 }
 
+/** The shipped model (pair-model-weights.json) at other cosine floors, on all of cache-train (in sample): the trade-off a tenant moves along with feedback or X-Svc-Cache-Min-Similarity. */
+export async function shippedCurve(floors: number[], log: (s: string) => void): Promise<string> {
+  const w = (await import("../../src/cache/verify/pair-model-weights.json")).default as unknown as import("../../src/cache/verify/pair-model").PairModelFile;
+  const d = await loadData(5, 400, log);
+  const logitThreshold = Math.log(w.threshold / (1 - w.threshold));
+  const score = new Map<Row, number>();
+  for (const r of d.model) score.set(r, evalGbm({ base: w.base, trees: w.trees }, r.x!));
+  const lines = [`| floor | precision 50/50 | recall | Quora false-hit rate | antonym | unit | negation |`, `|---|---|---|---|---|---|---|`];
+  for (const fl of floors) {
+    const f = figuresAt(d, () => true, score, Math.max(fl, w.minCosine), logitThreshold);
+    const b = fl === w.minCosine ? "**" : "";
+    lines.push(`| ${b}${fl.toFixed(2)}${b} | ${b}${f3(precision5050(f))}${b} | ${b}${f3(recallOf(f))}${b} | ${b}${f3(fhrOf(f))}${b} | ${f3(kindRate(f, "antonym"))} | ${f3(kindRate(f, "unit"))} | ${f3(kindRate(f, "negation"))} |`);
+  }
+  return lines.join("\n");
+}
+
+if (import.meta.main && arg("curve")) {
+  console.log(await shippedCurve(arg("curve")!.split(",").map(Number), (s) => process.stderr.write(s + "\n")));
+  process.exit(0);
+}
+
 if (import.meta.main) {
   const r = await crossValidatePairModel({ folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
   console.log(pairCvTable(r));

@@ -59,13 +59,13 @@ export interface EngineSettings {
     maxTurns: number;
   };
   /**
-   * The learned stage (src/cache/verify/learned.ts) decides instead of the hand verifier's score
+   * The learned stage (the pair model, src/cache/verify/pair-model.ts) decides instead of the hand verifier's score
    * check, when the embedder is the one it was trained on (default true).
    */
   learnedDecision?: boolean;
   /** operating point of the learned stage for every tenant without its own (default: the model's) */
   decisionThreshold?: number;
-  /** "with_rules" (default): a hit when the hand verifier OR the model accepts; "alone": the model only (both behind the vetoes) */
+  /** "alone" (default): the model decides (behind the hard rules); "with_rules": the hand verifier's accept also stands (not cross-validated) */
   learnedMode?: "with_rules" | "alone";
   /**
    * Compare adapted embeddings (src/cache/adapter.ts) in the index, the similarity threshold, doc1 §4.7's
@@ -214,7 +214,7 @@ export class SemanticCacheEngine {
     this.singlePoint = o.settings.similarityThreshold ?? (learned ? learned.minCosine : DEFAULT_VERIFY_OPTIONS.minScore);
     // (verifyPair's 4th parameter is its options: never hand it the vectors)
     const hand: Verifier = (q, c, cos, _v, _t, minScore) => verifyPair(q, c, cos, minScore !== undefined ? { minScore } : undefined);
-    const withRules = o.settings.learnedMode !== "alone";
+    const withRules = o.settings.learnedMode === "with_rules";
     const raw = onRaw && emb instanceof AdaptedEmbedder ? emb.adapter : null;
     // the query's raw vector is recovered once per lookup, not once per candidate
     let lastQ: Float32Array | undefined, lastRaw: Float32Array | undefined;

@@ -151,7 +151,7 @@ export interface PairModelFile {
   report?: unknown;
 }
 
-/** What the engine needs of a learned hit decision (the pair model; the retired MLP of learned.ts has the same shape). */
+/** What the engine needs of a learned hit decision (the pair model, or a test's stand-in). */
 export interface DecisionModel {
   readonly embedderId: string;
   readonly dims: number;
