@@ -270,7 +270,8 @@ export class PairModel {
     const an = analyzePair(query, candidate, PAIR_ANALYZE_OPTIONS);
     const broken = hardRule(an);
     if (broken) return { accept: false, score: cosine, reason: broken };
-    const p = modelCosine >= this.minCosine ? this.probability(an, modelCosine) : 0;
+    // the probability is reported below the floor too (the engine rarely asks: it skips candidates below the point)
+    const p = this.probability(an, modelCosine);
     if (p >= threshold && modelCosine >= this.minCosine) return { accept: true, learned: p, score: cosine, reason: "ok" };
     // withRules (not the default, and not cross-validated): the hand verifier's accept (at the lookup's point) also stands
     if (withRules && handDecide(an, cosine, handMinScore === DEFAULT_VERIFY_OPTIONS.minScore ? DEFAULT_VERIFY_OPTIONS : { ...DEFAULT_VERIFY_OPTIONS, minScore: handMinScore }).accept) return { accept: true, learned: p, score: cosine, reason: "rules" };
