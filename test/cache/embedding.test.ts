@@ -21,7 +21,8 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
     expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
-    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s)
+    // 16-bit integer dense products (i32x4.dot_i16x8_s); "x2": a helper thread shares them on 2+ cores
+    expect(emb.backendName).toBe(navigator.hardwareConcurrency >= 2 ? "ts+wasm-i16x2" : "ts+wasm-i16");
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -136,13 +137,16 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
   let fast: UseLiteFast;
   let fastJs: UseLiteFast;
   let fastI16: UseLiteFast;
+  let fastPar: UseLiteFast;
   beforeAll(async () => {
     ref = new UseLiteModel();
     fast = new UseLiteFast("wasm");
     fastJs = new UseLiteFast("js");
-    fastI16 = new UseLiteFast(); // default kernel: 16-bit integer weights/activations
-    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load()]);
+    fastI16 = new UseLiteFast(undefined, 1); // default kernel: 16-bit integer weights/activations; calling thread only
+    fastPar = new UseLiteFast("wasm-i16", 2); // the same kernel with one helper thread on a shared memory
+    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load(), fastPar.load()]);
   }, 120_000);
+  afterAll(() => fastPar.close());
 
   const cosines = (a: Float32Array, b: Float32Array) =>
     Array.from({ length: a.length / 512 }, (_, i) => dot(a.subarray(i * 512, (i + 1) * 512), b.subarray(i * 512, (i + 1) * 512)));
@@ -177,6 +181,22 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
     }
   });
 
+  test("with a helper thread the vectors are bit-identical to one thread's, and the helper computes column strips", async () => {
+    expect(fastPar.backend()).toBe("ts+wasm-i16x2");
+    const long = prepared.reduce((a, b) => (b.length > a.length ? b : a));
+    const one = fastI16.embedFlat(prepared);
+    const two = fastPar.embedFlat(prepared);
+    expect(Array.from(two)).toEqual(Array.from(one));
+    // the helper starts asynchronously and may not be scheduled on a busy machine: poll until it took part
+    const deadline = Date.now() + 60_000;
+    while (fastPar.parallelStats().helperStrips === 0 && Date.now() < deadline) {
+      expect(Array.from(fastPar.embedFlat([long]))).toEqual(Array.from(fastI16.embedFlat([long])));
+      await Bun.sleep(5);
+    }
+    expect(fastPar.parallelStats().helperStrips).toBeGreaterThan(0);
+    expect(Array.from(fastPar.embedFlat(prepared))).toEqual(Array.from(one));
+  }, 90_000);
+
   test("the TF.js engine stays selectable and agrees with the default", async () => {
     const a = new LocalEmbedder({ engine: "tfjs", worker: false });
     const b = new LocalEmbedder({ worker: false });
@@ -184,7 +204,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       const [va] = await a.embed(["How do I reset my Gmail password?"]);
       const [vb] = await b.embed(["How do I reset my Gmail password?"]);
       expect(a.backendName).toBe("wasm");
-      expect(b.backendName).toBe("ts+wasm-i16");
+      expect(b.backendName).toMatch(/^ts\+wasm-i16(x\d+)?$/); // x2: the default's helper thread on 2+ cores
       expect(dot(va!, vb!)).toBeGreaterThan(0.9999);
     } finally {
       await a.close();
