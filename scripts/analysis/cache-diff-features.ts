@@ -7,10 +7,10 @@
  * and stacked with the shipped model's logit in a logistic regression fitted on one part and measured
  * on the other (AUC, recall at the hand verifier's class-balanced precision).
  *
- *   nice ./node_modules/.bin/bun run scripts/bench/cache-diff-features.ts      # ~1 min once data/cache-train-emb.bin exists
+ *   nice ./node_modules/.bin/bun run scripts/analysis/cache-diff-features.ts      # ~1 min once data/cache-train-emb.bin exists
  */
 import { resolve } from "node:path";
-import { dataDir } from "./data";
+import { dataDir } from "../bench/data";
 import { DEFAULT_EMB_FILE, aucOf, loadOrEmbed, questionSplit } from "../cache-train-embed";
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { LEARNED_ANALYZE_OPTIONS, LearnedModel } from "../../src/cache/verify/learned";
