@@ -183,7 +183,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
 
   test("with a helper thread the vectors are bit-identical to one thread's, and the helper computes column strips", async () => {
     expect(fastPar.backend()).toBe("ts+wasm-i16x2");
-    const long = prepared.reduce((a, b) => (b.length > a.length ? b : a));
+    const long = prepared.reduce((a, b) => (b.length > a.length ? b : a)); // 128 tokens: products large enough to share
     const one = fastI16.embedFlat(prepared);
     const two = fastPar.embedFlat(prepared);
     expect(Array.from(two)).toEqual(Array.from(one));
