@@ -77,8 +77,14 @@ export class ParallelDense {
   products = 0;
   helperStrips = 0;
 
-  constructor(private readonly mm: MatmulI16, ctl: number) {
+  /** `startHelpers` is called once, before the first product large enough to share. */
+  constructor(private readonly mm: MatmulI16, ctl: number, private startHelpers?: () => void) {
     this.c = new Int32Array(mm.memory.buffer, ctl, CTL_WORDS);
+  }
+
+  /** True once the helpers were asked to start (a product was large enough to share). */
+  get helpersStarted(): boolean {
+    return this.startHelpers === undefined;
   }
 
   /** out = act(quantised x · W + bias), strips shared with the helpers. */
@@ -87,6 +93,11 @@ export class ParallelDense {
     if (macs < MIN_PARALLEL_MACS) {
       this.mm.runCols(p.scratch, p.rowScale, p.w, p.colScale, p.bias, p.out, p.M, p.K, p.N, p.relu, 0, p.N);
       return;
+    }
+    if (this.startHelpers) {
+      const start = this.startHelpers;
+      this.startHelpers = undefined;
+      start();
     }
     const c = this.c, cols = stripCols(p.N);
     c[P] = p.scratch;

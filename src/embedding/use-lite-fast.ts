@@ -165,8 +165,8 @@ export class UseLiteFast {
   }
 
   /** Products run across threads and strips the helper threads computed (0 / 0 single-threaded). */
-  parallelStats(): { products: number; helperStrips: number } {
-    return { products: this.par?.products ?? 0, helperStrips: this.par?.helperStrips ?? 0 };
+  parallelStats(): { products: number; helperStrips: number; helperThreads: number } {
+    return { products: this.par?.products ?? 0, helperStrips: this.par?.helperStrips ?? 0, helperThreads: this.helpers.length };
   }
 
   /** Stop the helper threads (the model stays usable on the calling thread). */
@@ -275,8 +275,11 @@ export class UseLiteFast {
     if (i16) this.mmq = createWasmMatmulI16(arena.memory);
     if (parallel && this.mmq) {
       const ctl = arena.alloc(CTL_WORDS);
-      this.par = new ParallelDense(this.mmq, ctl);
-      for (let i = 1; i < this.threads; i++) this.helpers.push(spawnHelper(arena.memory, ctl));
+      // helpers start with the first product worth sharing, not here: the model loads while the
+      // gateway starts, and a Worker's start-up is CPU that start-up does not need
+      this.par = new ParallelDense(this.mmq, ctl, () => {
+        for (let i = 1; i < this.threads; i++) this.helpers.push(spawnHelper(arena.memory, ctl));
+      });
     }
     this.embedFlat(["warm up"]);
   }

@@ -183,6 +183,9 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
 
   test("with a helper thread the vectors are bit-identical to one thread's, and the helper computes column strips", async () => {
     expect(fastPar.backend()).toBe("ts+wasm-i16x2");
+    // no helper thread is started by loading (warm-up) or by a short query: it would cost start-up CPU
+    fastPar.embedFlat([prepared[0]!]);
+    expect(fastPar.parallelStats().helperThreads).toBe(0);
     const long = prepared.reduce((a, b) => (b.length > a.length ? b : a)); // 128 tokens: products large enough to share
     const one = fastI16.embedFlat(prepared);
     const two = fastPar.embedFlat(prepared);
@@ -194,6 +197,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       await Bun.sleep(5);
     }
     expect(fastPar.parallelStats().helperStrips).toBeGreaterThan(0);
+    expect(fastPar.parallelStats().helperThreads).toBe(1);
     expect(Array.from(fastPar.embedFlat(prepared))).toEqual(Array.from(one));
   }, 90_000);
 
