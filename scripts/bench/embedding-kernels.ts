@@ -5,7 +5,7 @@
  *
  * A kernel may carry a thread count: `wasm-i16:1,wasm-i16:2` compares the 16-bit kernel on the calling
  * thread alone with it plus one helper thread (parallel-dense.ts); without `:n` the default applies
- * (SVC_EMBEDDING__THREADS, else 2 on a machine with 2+ cores). `--batch n` also times one call of n
+ * (SVC_EMBEDDING__THREADS, else 1). `--batch n` also times one call of n
  * fresh 12-word texts per variant (the worker's batched forward pass), interleaved the same way.
  *
  * Per query length (5 / 12 / 48 words, the texts of embedding-queries.ts, shared with quality-embedding-latency.ts): each round embeds

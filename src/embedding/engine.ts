@@ -22,7 +22,7 @@ export interface UseLiteEngine {
 export interface EngineChoice {
   engine: UseLiteEngineName;
   kernel?: UseLiteKernel;
-  /** "fast" engine, 16-bit kernel: threads sharing each dense product (default: 2 on 2+ cores; see use-lite-fast.ts). */
+  /** "fast" engine, 16-bit kernel: threads sharing each dense product (default 1; see use-lite-fast.ts). */
   threads?: number;
 }
 export type UseLiteKernel = "auto" | "wasm-i16" | "wasm" | "js";

@@ -36,7 +36,7 @@ export interface CreateEmbedderOptions {
   timeoutMs?: number;
   /** Entries in the exact-text LRU (default 10000; 0 disables it). */
   lruSize?: number;
-  /** local: implementation, matmul kernel, threads per product and worker thread (defaults: "fast", "auto", 2 on 2+ cores, true). */
+  /** local: implementation, matmul kernel, threads per product and worker thread (defaults: "fast", "auto", 1, true). */
   engine?: LocalEmbedderOptions["engine"];
   kernel?: LocalEmbedderOptions["kernel"];
   threads?: number;

@@ -24,7 +24,7 @@ export interface LocalEmbedderOptions {
   engine?: UseLiteEngineName;
   /** Matmul kernel of the "fast" engine (default env SVC_EMBEDDING__KERNEL, else "auto": the fastest the runtime supports). */
   kernel?: UseLiteKernel;
-  /** Threads sharing each dense product (default env SVC_EMBEDDING__THREADS, else 2 on a machine with 2+ cores). */
+  /** Threads sharing each dense product (default env SVC_EMBEDDING__THREADS, else 1). */
   threads?: number;
   /** Run the model in a Bun Worker (default true unless env SVC_EMBEDDING__WORKER=false). */
   worker?: boolean;

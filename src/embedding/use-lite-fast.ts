@@ -97,9 +97,11 @@ class Arena {
 export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
 
 /**
- * Threads for the dense products (default env SVC_EMBEDDING__THREADS, else 2 when the machine has
- * 2 or more cores): 1 = the calling thread only; n > 1 adds n - 1 helper threads on one shared
- * copy of the weights (16-bit kernel only; parallel-dense.ts).
+ * Threads for the dense products (default env SVC_EMBEDDING__THREADS, else 1): 1 = the calling
+ * thread only; n > 1 adds n - 1 helper threads on one shared copy of the weights (16-bit kernel
+ * only; parallel-dense.ts). Not the default: on the shared 2-core machine it was measured on, a
+ * second thread sped up long texts (48 words, min 9.5 → 6.9 ms) but not batches or the gateway's
+ * cache-enabled miss (BENCHMARKS.md "Embedding latency").
  */
 export function defaultThreads(): number {
   const v = process.env.SVC_EMBEDDING__THREADS;
@@ -108,8 +110,7 @@ export function defaultThreads(): number {
     if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`SVC_EMBEDDING__THREADS must be an integer from 1 to 16, got ${JSON.stringify(v)}`);
     return n;
   }
-  const cores = typeof navigator !== "undefined" && navigator.hardwareConcurrency ? navigator.hardwareConcurrency : 1;
-  return Math.min(2, Math.max(1, cores));
+  return 1;
 }
 
 function kernelFromEnv(): UseLiteFastKernel | "auto" {

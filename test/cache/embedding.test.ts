@@ -21,8 +21,7 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
     expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
-    // 16-bit integer dense products (i32x4.dot_i16x8_s); "x2": a helper thread shares them on 2+ cores
-    expect(emb.backendName).toBe(navigator.hardwareConcurrency >= 2 ? "ts+wasm-i16x2" : "ts+wasm-i16");
+    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s), one thread by default
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -208,7 +207,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       const [va] = await a.embed(["How do I reset my Gmail password?"]);
       const [vb] = await b.embed(["How do I reset my Gmail password?"]);
       expect(a.backendName).toBe("wasm");
-      expect(b.backendName).toMatch(/^ts\+wasm-i16(x\d+)?$/); // x2: the default's helper thread on 2+ cores
+      expect(b.backendName).toBe("ts+wasm-i16");
       expect(dot(va!, vb!)).toBeGreaterThan(0.9999);
     } finally {
       await a.close();
