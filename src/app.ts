@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["ratelimit", "cache", "gateway"];
+const SYNC_DOMAINS = ["cache", "gateway"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -130,7 +130,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     : undefined;
   const bus: Bus = hotState ?? new LocalBus();
   const shared = hotState && { store: hotState, bus, fail: hotState.fail, prefix: config.redis.prefix };
-  const limitDeps = { storage, metrics, config: config.rate_limits, clock: opts.clock };
+  const limitDeps = { storage: data, metrics, config: config.rate_limits, clock: opts.clock };
   const rateLimiter = shared ? ratelimit.createLimiter(limitDeps, shared) : ratelimit.createLimiter(limitDeps);
   bus.subscribe(TOPICS.keyRevoked, () => apiKeys.forgetVerified());
   const limiter = opts.limiter ?? rateLimiter;
