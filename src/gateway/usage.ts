@@ -14,6 +14,7 @@ import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { AsyncWriteBehind } from "../storage/write-behind-async";
 import { now } from "../core/ids";
 import { PriceTable } from "./prices";
+import { addToRollups, ROLLUPS_BY_TRIGGER } from "./rollups";
 
 export interface UsageRecord {
   tenantId: string;
@@ -108,7 +109,16 @@ function paramsOf(r: UsageRow, i: number, into: Record<string, unknown>) {
 
 /** One tenant's usage records. */
 export class UsageStore {
-  constructor(private readonly db: AsyncTenantDb) {}
+  /** `addRollups`: the writer adds its rows to the overview's rollups (PostgreSQL; SQLite's trigger does it) */
+  constructor(
+    private readonly db: AsyncTenantDb,
+    private readonly addRollups = false,
+  ) {}
+
+  /** a tenant's store on this storage, keeping the rollups as its dialect needs */
+  static of(storage: AsyncStorage, tenantId: string): UsageStore {
+    return new UsageStore(storage.tenant(tenantId), !ROLLUPS_BY_TRIGGER[storage.dialect.name]);
+  }
 
   insert(r: UsageRow): Promise<void> {
     return this.insertMany([r]);
@@ -125,6 +135,7 @@ export class UsageStore {
       await this.db.run(insertOf(n), params as Record<string, string | number | null>);
       at += n;
     }
+    if (this.addRollups) await addToRollups(this.db, rows);
   }
 
   async list(limit = 100): Promise<UsageRow[]> {
@@ -168,11 +179,11 @@ export class UsageRecorder {
     onError: (e: unknown, lostRows?: number) => void = () => {},
     private readonly prices: PriceTable = new PriceTable(),
   ) {
-    this.queue = new AsyncWriteBehind(storage, { write: (db, rows) => new UsageStore(db).insertMany(rows), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
+    this.queue = new AsyncWriteBehind(storage, { write: (db, rows) => new UsageStore(db, !ROLLUPS_BY_TRIGGER[storage.dialect.name]).insertMany(rows), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
   }
 
   store(tenantId: string) {
-    return new UsageStore(this.storage.tenant(tenantId));
+    return UsageStore.of(this.storage, tenantId);
   }
 
   record(r: UsageRecord) {

@@ -1,7 +1,7 @@
 /**
  * The gateway's storage over the async storage, the same tests on bun:sqlite and PostgreSQL:
  * usage records written behind (multi-row INSERTs per tenant), listed newest first per tenant;
- * the overview's rollups (SQLite: a row trigger; PostgreSQL: a statement trigger over the batch)
+ * the overview's rollups (SQLite: a row trigger; PostgreSQL: the writer's upserts per batch)
  * equal a scan of the records; the usage report's sums and day breakdown; the request-outcome
  * counters; the per-request list with filters; identity's usage reader (spend, hourly, models).
  */
@@ -95,7 +95,7 @@ eachBackend("gateway", (b) => {
   test("the overview's rollups equal a scan of the records (per tenant, every range)", async () => {
     const rows = { ra: records("ra", 700, 7), rb: records("rb", 130, 9) };
     await s.tx(async () => {
-      for (const [t, rs] of Object.entries(rows)) await new UsageStore(s.tenant(t)).insertMany(rs);
+      for (const [t, rs] of Object.entries(rows)) await UsageStore.of(s, t).insertMany(rs);
     });
     const q = new OverviewQuery(s, () => {}, () => NOW);
     for (const [t, rs] of Object.entries(rows))
@@ -115,15 +115,15 @@ eachBackend("gateway", (b) => {
       }
     // a second batch into the same minutes adds to the rollup rows
     const more = records("rb", 20, 9).map((r) => ({ ...r, id: `${r.id}-again` }));
-    await s.tx(() => new UsageStore(s.tenant("rb")).insertMany(more));
+    await s.tx(() => UsageStore.of(s, "rb").insertMany(more));
     const all = [...rows.rb, ...more].filter((r) => r.createdAt.slice(0, 13) >= new Date(NOW - 23 * 3_600_000).toISOString().slice(0, 13));
     expect((await q.overview("rb", "day")).totals.requests).toBe(all.length);
   });
 
   test("the usage report: sums, cost status and the day breakdown; another tenant's records are not in it", async () => {
     const rs = records("ua", 90, 21);
-    await new UsageStore(s.tenant("ua")).insertMany(rs);
-    await new UsageStore(s.tenant("ub")).insertMany(records("ub", 10, 22));
+    await UsageStore.of(s, "ua").insertMany(rs);
+    await UsageStore.of(s, "ub").insertMany(records("ub", 10, 22));
     const report = await new UsageQuery(s, () => {}, () => NOW).report("ua", { from: "2026-11-01", group_by: "day,key,model" });
     const t = report.totals;
     expect(t.requests).toBe(90);
@@ -179,13 +179,13 @@ eachBackend("gateway", (b) => {
   test("identity's usage reader: spend of keys since a time, hourly per model, models used before", async () => {
     const hour = (h: number, min = 5) => new Date(NOW - h * 3_600_000 + min * 60_000).toISOString();
     const row = (id: string, keyId: string, at: string, model: string, costUsd: number): UsageRow => ({ ...rec("ia", 0), id, keyId, createdAt: at, model, costUsd, costSavedUsd: 0 });
-    await new UsageStore(s.tenant("ia")).insertMany([
+    await UsageStore.of(s, "ia").insertMany([
       row("i1", "ka", hour(3), "gpt-4o", 0.25),
       row("i2", "ka", hour(1), "gpt-4o", 0.5),
       row("i3", "ka", hour(1, 20), "gpt-4o-mini", 0.125),
       row("i4", "kb", hour(1), "gpt-4o", 1),
     ]);
-    await new UsageStore(s.tenant("ib")).insertMany([{ ...row("i5", "ka", hour(1), "gpt-4o", 7), tenantId: "ib" }]);
+    await UsageStore.of(s, "ib").insertMany([{ ...row("i5", "ka", hour(1), "gpt-4o", 7), tenantId: "ib" }]);
     let flushed = 0;
     const reader = usageReader(s, () => ({ flush: async () => void flushed++ }));
     await reader.flush();
