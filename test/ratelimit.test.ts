@@ -223,6 +223,20 @@ describe("limiter (fake clock)", () => {
     expect(await new RateLimiter(store).tierOf("other")).toBe("starter");
     await storage.close();
   });
+  test("tokens charged to a tenant no request was decided for yet count once its tier is read", async () => {
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
+    l.chargeTokens("c", 150_000);
+    expect((await l.describe("c")).remaining.tokensPerMinute).toBe(-50_000); // starter: 100,000 per minute
+  });
+  test("a tier read that fails rejects that request (503 upstream of here) and is not cached: the next request reads again", async () => {
+    const store = new MemStore();
+    let down = true;
+    const l = new RateLimiter((t) => ({ ...store.forTenant(t), get: () => (down ? Promise.reject(new Error("database unavailable")) : store.forTenant(t).get()) }), { clock: new FakeClock() });
+    await expect(Promise.resolve(l.enforce(principal("f"), undefined, {}))).rejects.toThrow("database unavailable");
+    down = false;
+    await l.enforce(principal("f"), undefined, {});
+    expect(l.enforce(principal("f"), undefined, {})).toBeUndefined();
+  });
   test("a known tenant is decided synchronously (no promise); an unseen one waits for one read shared by concurrent requests", async () => {
     const store = new MemStore();
     const l = new RateLimiter(store.forTenant, { clock: new FakeClock() });

@@ -311,7 +311,10 @@ export class RateLimiter implements RequestLimiter {
     if (!this.enabled || !(tokens > 0)) return;
     if (this.states.has(tenantId) || this.assignments.has(tenantId)) this.state(tenantId).tpm.take(tokens);
     // a tenant never seen by enforce (a limiter that was off, or a forgotten assignment): charge once its tier is read
-    else void this.load(tenantId).then(() => this.state(tenantId).tpm.take(tokens), () => {});
+    else
+      void this.load(tenantId)
+        .then(() => this.state(tenantId).tpm.take(tokens))
+        .catch(() => {}); // the database unavailable (or the tier changed meanwhile): this charge is lost, the next ones count
   }
 
   /** The tenant's tier, its limits and what is left right now (without consuming anything). */

@@ -186,6 +186,8 @@ export class SharedRateLimiter {
   enforce = async (principal: Principal, group: string | undefined, headers: Record<string, string>): Promise<void> => {
     if (!this.local.enabled) return;
     if (group !== undefined && !isGroup(group)) throw new Error(`unknown rate-limit group "${group}"`);
+    // the tenant's tier first: a database that cannot answer is its own error (503), not Redis's
+    if (this.local.cached(principal.tenantId) === undefined) await this.local.load(principal.tenantId);
     let d: Decision;
     try {
       d = await this.check(principal.tenantId, group);
