@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["ratelimit", "cache", "gateway"];
+const SYNC_DOMAINS = ["cache"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -152,7 +152,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     : undefined;
   const bus: Bus = hotState ?? new LocalBus();
   const shared = hotState && { store: hotState, bus, fail: hotState.fail, prefix: config.redis.prefix };
-  const limitDeps = { storage, metrics, config: config.rate_limits, clock: opts.clock };
+  const limitDeps = { storage: data, metrics, config: config.rate_limits, clock: opts.clock };
   const rateLimiter = shared ? ratelimit.createLimiter(limitDeps, shared) : ratelimit.createLimiter(limitDeps);
   bus.subscribe(TOPICS.keyRevoked, () => apiKeys.forgetVerified());
   const limiter = opts.limiter ?? rateLimiter;
@@ -180,7 +180,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     storage: data,
     kernel,
     keys: apiKeys,
-    usage: usageReader(storage, () => gatewayD.usage),
+    usage: usageReader(data, () => gatewayD.usage),
     addCheck: (check) => auth.addCheck(check),
     secret: jwtSecret,
     clock: wallClock,
@@ -197,7 +197,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models, prices: config.prices, usage: config.usage },
     cacheEnabled: config.cache.enabled,
-    storage,
+    storage: data,
     kernel,
     metrics,
     log,
@@ -306,29 +306,29 @@ export function replicaWarning(config: Pick<Config, "storage" | "redis">): strin
  * Identity reads the gateway's usage records (spend per key, hourly analytics) through its
  * UsageReader port; buffered records are written first so that reads see every settled request.
  */
-function usageReader(storage: Storage, recorder: () => { flush(): void }): identity.UsageReader {
+export function usageReader(storage: AsyncStorage, recorder: () => { flush(tenantId?: string): Promise<void> }): identity.UsageReader {
+  const inKeys = storage.dialect.inJsonArray("$keys");
   return {
     flush: () => recorder().flush(),
-    spendUsd: (tenantId, keyIds, since) =>
+    spendUsd: async (tenantId, keyIds, since) =>
       keyIds.length === 0
         ? 0
-        : storage
+        : (await storage
             .tenant(tenantId)
             .get<{ usd: number }>(
-              `SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM usage_records WHERE tenant_id = $tenant AND key_id IN (SELECT value FROM json_each($keys)) AND created_at >= $since`,
+              `SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM usage_records WHERE tenant_id = $tenant AND key_id IN ${inKeys} AND created_at >= $since`,
               { keys: JSON.stringify(keyIds), since },
-            )!.usd,
+            ))!.usd,
     hourly: (tenantId, keyId, since, until) =>
       storage.tenant(tenantId).all<identity.HourlyUsage>(
-        `SELECT substr(created_at, 1, 13) || ':00:00.000Z' AS hour, model, COUNT(*) AS requests, SUM(input_tokens + output_tokens) AS tokens, SUM(cost_usd) AS costUsd
+        `SELECT substr(created_at, 1, 13) || ':00:00.000Z' AS hour, model, COUNT(*) AS requests, SUM(input_tokens + output_tokens) AS tokens, SUM(cost_usd) AS "costUsd"
          FROM usage_records WHERE tenant_id = $tenant AND key_id = $key AND created_at >= $since AND created_at < $until GROUP BY hour, model`,
         { key: keyId, since, until },
       ),
-    modelsBefore: (tenantId, keyId, before) =>
-      storage
-        .tenant(tenantId)
-        .all<{ model: string }>(`SELECT DISTINCT model FROM usage_records WHERE tenant_id = $tenant AND key_id = $key AND created_at < $before`, { key: keyId, before })
-        .map((r) => r.model),
+    modelsBefore: async (tenantId, keyId, before) =>
+      (await storage.tenant(tenantId).all<{ model: string }>(`SELECT DISTINCT model FROM usage_records WHERE tenant_id = $tenant AND key_id = $key AND created_at < $before`, { key: keyId, before })).map(
+        (r) => r.model,
+      ),
   };
 }
 

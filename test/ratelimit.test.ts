@@ -1,10 +1,9 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import { Db } from "../src/storage/db";
+import { openStorage } from "../src/storage/open";
 import { FakeClock, RateLimiter, TierStore, TokenBucket, TIERS, RATELIMIT_MIGRATIONS, type TierAssignments, type TierAssignment } from "../src/ratelimit";
 import { ApiError, DOC1 } from "../src/core/errors";
 import type { Principal } from "../src/core/auth";
 import { Metrics, type Counter } from "../src/core/metrics";
-import { storageOf } from "../src/storage/scoped";
 import { groupOf } from "../src/core/kernel";
 import { testKernel } from "./helpers/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
@@ -17,16 +16,16 @@ class MemStore {
   m = new Map<string, TierAssignment>();
   /** the limiter's view: one tenant's assignments */
   readonly forTenant = (t: string): TierAssignments => ({
-    get: () => {
+    get: async () => {
       this.reads++;
       return this.m.get(t);
     },
-    set: (tier, by) => {
+    set: async (tier, by) => {
       const a = { tenantId: t, tier, updatedAt: new Date().toISOString(), updatedBy: by };
       this.m.set(t, a);
       return a;
     },
-    remove: () => this.m.delete(t),
+    remove: async () => this.m.delete(t),
   });
 }
 
@@ -41,12 +40,12 @@ const groupFor = (method: string, path: string) => groupOf(kernel.mountOf(path),
 
 const principal = (tenantId: string): Principal => ({ tenantId, sub: tenantId, permissions: new Set(), via: "jwt" });
 
-function run(l: RateLimiter, tenant: string, path: string, n: number, method = "POST") {
+async function run(l: RateLimiter, tenant: string, path: string, n: number, method = "POST") {
   let ok = 0;
   let last: ApiError | undefined;
   for (let i = 0; i < n; i++) {
     try {
-      l.enforce(principal(tenant), groupFor(method, path), {});
+      await l.enforce(principal(tenant), groupFor(method, path), {});
       ok++;
     } catch (e) {
       last = e as ApiError;
@@ -56,7 +55,7 @@ function run(l: RateLimiter, tenant: string, path: string, n: number, method = "
 }
 
 describe("token bucket (fake clock)", () => {
-  test("burst up to capacity, then refills at capacity/period", () => {
+  test("burst up to capacity, then refills at capacity/period", async () => {
     const c = new FakeClock();
     const b = new TokenBucket(60, 1000, c);
     expect(b.level()).toBe(60);
@@ -68,7 +67,7 @@ describe("token bucket (fake clock)", () => {
     expect(b.level()).toBe(60); // never above capacity
     expect(b.msUntil(61)).toBeGreaterThan(0);
   });
-  test("negative level (charged after the fact) recovers over time", () => {
+  test("negative level (charged after the fact) recovers over time", async () => {
     const c = new FakeClock();
     const b = new TokenBucket(100, 60_000, c);
     b.take(250);
@@ -78,7 +77,7 @@ describe("token bucket (fake clock)", () => {
 });
 
 describe("groups", () => {
-  test("the mount a path falls under and the method pick the group", () => {
+  test("the mount a path falls under and the method pick the group", async () => {
     expect(groupFor("POST", "/v1/chat/completions")).toBe("proxy");
     expect(groupFor("POST", "/v1beta/models/gemini-pro/generateContent")).toBe("proxy");
     expect(groupFor("GET", "/api/v1/memory/projects")).toBe("memory_read");
@@ -88,17 +87,17 @@ describe("groups", () => {
     expect(groupFor("GET", "/api/v1/rate-limits/tiers")).toBeUndefined(); // tier limits only
     expect(groupFor("GET", "/v1x")).toBeUndefined();
   });
-  test("an unknown group name is a programming error, not a silent pass", () => {
+  test("an unknown group name is a programming error, not a silent pass", async () => {
     const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
     expect(() => l.enforce(principal("a"), "memroy_read", {})).toThrow(/unknown rate-limit group/);
   });
 });
 
 describe("limiter (fake clock)", () => {
-  test("starter tier: 10 requests/second on admin routes, then 429 with retry_after_secs", () => {
+  test("starter tier: 10 requests/second on admin routes, then 429 with retry_after_secs", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
-    const r = run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET");
+    const r = await run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET");
     expect(r.ok).toBe(10);
     expect(r.last!.status).toBe(429);
     expect(r.last!.type).toBe("rate_limit_error");
@@ -107,42 +106,42 @@ describe("limiter (fake clock)", () => {
     expect(r.last!.headers!["x-ratelimit-limit"]).toBe("10");
     expect(r.last!.headers!["x-ratelimit-remaining"]).toBe("0");
     clock.advance(1000);
-    expect(run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET").ok).toBe(10);
+    expect((await run(l, "a", "/api/v1/rate-limits/tiers", 25, "GET")).ok).toBe(10);
   });
-  test("enterprise tier: the proxy group's 60/s is the binding limit (exactly 60 of 100)", () => {
+  test("enterprise tier: the proxy group's 60/s is the binding limit (exactly 60 of 100)", async () => {
     const clock = new FakeClock();
     const store = new MemStore();
     const l = new RateLimiter(store.forTenant, { clock });
-    l.setTier("e", "enterprise", "test");
-    expect(run(l, "e", "/v1/chat/completions", 100).ok).toBe(60);
+    await l.setTier("e", "enterprise", "test");
+    expect((await run(l, "e", "/v1/chat/completions", 100)).ok).toBe(60);
     clock.advance(500); // half a second refills 30
-    expect(run(l, "e", "/v1/chat/completions", 100).ok).toBe(30);
+    expect((await run(l, "e", "/v1/chat/completions", 100)).ok).toBe(30);
   });
-  test("memory read 100/s and write 50/s are separate buckets", () => {
+  test("memory read 100/s and write 50/s are separate buckets", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
-    l.setTier("e", "enterprise", "test");
-    expect(run(l, "e", "/api/v1/memory/projects", 80).ok).toBe(50);
-    expect(run(l, "e", "/api/v1/memory/projects", 150, "GET").ok).toBe(100);
+    await l.setTier("e", "enterprise", "test");
+    expect((await run(l, "e", "/api/v1/memory/projects", 80)).ok).toBe(50);
+    expect((await run(l, "e", "/api/v1/memory/projects", 150, "GET")).ok).toBe(100);
   });
-  test("token exchange: 10 per minute even on enterprise; retry after ~6 s", () => {
+  test("token exchange: 10 per minute even on enterprise; retry after ~6 s", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
-    l.setTier("e", "enterprise", "test");
-    const r = run(l, "e", "/api/v1/auth/token", 20);
+    await l.setTier("e", "enterprise", "test");
+    const r = await run(l, "e", "/api/v1/auth/token", 20);
     expect(r.ok).toBe(10);
     expect(r.last!.extra!.retry_after_secs).toBe(6);
     clock.advance(6000);
-    expect(run(l, "e", "/api/v1/auth/token", 5).ok).toBe(1);
+    expect((await run(l, "e", "/api/v1/auth/token", 5)).ok).toBe(1);
   });
-  test("requests per day of the tier binds a tenant that sends at its full rate for long", () => {
+  test("requests per day of the tier binds a tenant that sends at its full rate for long", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
     // starter: 10/s and 10,000/day. At 10/s the day bucket is empty after ~1000 s.
     let ok = 0;
     let last: ApiError | undefined;
     for (let s = 0; s < 1500; s++) {
-      const r = run(l, "d", "/api/v1/x", 10);
+      const r = await run(l, "d", "/api/v1/x", 10);
       ok += r.ok;
       last = r.last ?? last;
       clock.advance(1000);
@@ -154,74 +153,105 @@ describe("limiter (fake clock)", () => {
     const wait = last!.extra!.retry_after_secs as number; // one request per 8.64 s
     expect(wait).toBeGreaterThanOrEqual(1);
     expect(wait).toBeLessThanOrEqual(9);
-    const d = l.describe("d");
+    const d = await l.describe("d");
     expect(d.limits).toEqual({ requestsPerSecond: 10, requestsPerMinute: 600, tokensPerMinute: 100_000, requestsPerDay: 10_000 });
     expect(d.remaining.requestsPerDay).toBe(0);
   });
-  test("a rejected request consumes nothing (all-or-nothing)", () => {
+  test("a rejected request consumes nothing (all-or-nothing)", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
-    run(l, "a", "/api/v1/x", 10);
-    const before = l.describe("a").remaining.requestsPerMinute;
-    run(l, "a", "/api/v1/x", 50);
-    expect(l.describe("a").remaining.requestsPerMinute).toBe(before);
+    await run(l, "a", "/api/v1/x", 10);
+    const before = (await l.describe("a")).remaining.requestsPerMinute;
+    await run(l, "a", "/api/v1/x", 50);
+    expect((await l.describe("a")).remaining.requestsPerMinute).toBe(before);
   });
-  test("tokens per minute: charged after the response, blocks proxy requests while negative", () => {
+  test("tokens per minute: charged after the response, blocks proxy requests while negative", async () => {
     const clock = new FakeClock();
     const l = new RateLimiter(new MemStore().forTenant, { clock });
-    l.setTier("p", "pro", "test");
-    expect(run(l, "p", "/v1/messages", 1).ok).toBe(1);
+    await l.setTier("p", "pro", "test");
+    expect((await run(l, "p", "/v1/messages", 1)).ok).toBe(1);
     l.chargeTokens("p", 1_250_000); // pro: 1,000,000 per minute -> 250,000 in debt
-    const r = run(l, "p", "/v1/messages", 1);
+    const r = await run(l, "p", "/v1/messages", 1);
     expect(r.ok).toBe(0);
     expect(r.last!.message).toContain("tokens per minute");
     expect(r.last!.extra!.retry_after_secs).toBe(15); // 250k at 1M/min
     // non-proxy groups are not blocked by token debt
-    expect(run(l, "p", "/api/v1/rate-limits/tiers", 1, "GET").ok).toBe(1);
+    expect((await run(l, "p", "/api/v1/rate-limits/tiers", 1, "GET")).ok).toBe(1);
     clock.advance(15_000);
-    expect(run(l, "p", "/v1/messages", 1).ok).toBe(1);
+    expect((await run(l, "p", "/v1/messages", 1)).ok).toBe(1);
   });
-  test("tier assignments are read once per tenant and cached (write-through)", () => {
+  test("tier assignments are read once per tenant and cached (write-through)", async () => {
     const store = new MemStore();
     const l = new RateLimiter(store.forTenant, { clock: new FakeClock() });
-    run(l, "a", "/api/v1/x", 5);
+    await run(l, "a", "/api/v1/x", 5);
     expect(store.reads).toBe(1);
-    l.setTier("a", "pro", "x");
-    run(l, "a", "/api/v1/x", 50);
+    await l.setTier("a", "pro", "x");
+    await run(l, "a", "/api/v1/x", 50);
     expect(store.reads).toBe(1);
-    expect(l.tierOf("a")).toBe("pro");
+    expect(await l.tierOf("a")).toBe("pro");
     expect(store.m.get("a")!.tier).toBe("pro");
-    l.resetTier("a");
-    expect(l.tierOf("a")).toBe("starter");
+    await l.resetTier("a");
+    expect(await l.tierOf("a")).toBe("starter");
     expect(store.m.has("a")).toBe(false);
   });
-  test("tenants never share buckets", () => {
+  test("tenants never share buckets", async () => {
     const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
-    expect(run(l, "a", "/api/v1/x", 30).ok).toBe(10);
-    expect(run(l, "b", "/api/v1/x", 30).ok).toBe(10);
+    expect((await run(l, "a", "/api/v1/x", 30)).ok).toBe(10);
+    expect((await run(l, "b", "/api/v1/x", 30)).ok).toBe(10);
     l.chargeTokens("a", 10_000_000);
-    expect(run(l, "b", "/v1/chat/completions", 1).ok).toBe(0); // b's own rps bucket is empty
-    expect(l.describe("b").remaining.tokensPerMinute).toBe(TIERS.starter.tokensPerMinute);
+    expect((await run(l, "b", "/v1/chat/completions", 1)).ok).toBe(0); // b's own rps bucket is empty
+    expect((await l.describe("b")).remaining.tokensPerMinute).toBe(TIERS.starter.tokensPerMinute);
   });
   test("rejections are counted in the metrics", async () => {
     const metrics = new Metrics({ defaultMetrics: false });
     const rejections: Counter = metrics.counter("svc_rate_limit_rejections_total", "rejections", ["group", "limit"]);
     const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock(), rejections });
-    run(l, "a", "/v1/chat/completions", 13);
+    await run(l, "a", "/v1/chat/completions", 13);
     const v = (await rejections.get()).values;
     expect(v).toEqual([{ value: 3, labels: { group: "proxy", limit: "requests_per_second" } }]);
   });
-  test("disabled: everything passes", () => {
+  test("disabled: everything passes", async () => {
     const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock(), enabled: false });
-    expect(run(l, "a", "/v1/chat/completions", 100).ok).toBe(100);
+    expect((await run(l, "a", "/v1/chat/completions", 100)).ok).toBe(100);
   });
-  test("SQLite store persists assignments across instances", () => {
-    const db = new Db(":memory:", [{ domain: "ratelimit", migrations: RATELIMIT_MIGRATIONS }]);
-    const store = (t: string) => new TierStore(storageOf(db).tenant(t));
-    new RateLimiter(store).setTier("t", "enterprise", "admin");
-    expect(new RateLimiter(store).tierOf("t")).toBe("enterprise");
-    expect(new RateLimiter(store).tierOf("other")).toBe("starter");
-    db.close();
+  test("SQLite store persists assignments across instances", async () => {
+    const storage = openStorage({ path: ":memory:" });
+    await storage.migrate([{ domain: "ratelimit", migrations: RATELIMIT_MIGRATIONS }]);
+    const store = (t: string) => new TierStore(storage.tenant(t));
+    await new RateLimiter(store).setTier("t", "enterprise", "admin");
+    expect(await new RateLimiter(store).tierOf("t")).toBe("enterprise");
+    expect(await new RateLimiter(store).tierOf("other")).toBe("starter");
+    await storage.close();
+  });
+  test("tokens charged to a tenant no request was decided for yet count once its tier is read", async () => {
+    const l = new RateLimiter(new MemStore().forTenant, { clock: new FakeClock() });
+    l.chargeTokens("c", 150_000);
+    expect((await l.describe("c")).remaining.tokensPerMinute).toBe(-50_000); // starter: 100,000 per minute
+  });
+  test("a tier read that fails rejects that request (503 upstream of here) and is not cached: the next request reads again", async () => {
+    const store = new MemStore();
+    let down = true;
+    const l = new RateLimiter((t) => ({ ...store.forTenant(t), get: () => (down ? Promise.reject(new Error("database unavailable")) : store.forTenant(t).get()) }), { clock: new FakeClock() });
+    await expect(Promise.resolve(l.enforce(principal("f"), undefined, {}))).rejects.toThrow("database unavailable");
+    down = false;
+    await l.enforce(principal("f"), undefined, {});
+    expect(l.enforce(principal("f"), undefined, {})).toBeUndefined();
+  });
+  test("a known tenant is decided synchronously (no promise); an unseen one waits for one read shared by concurrent requests", async () => {
+    const store = new MemStore();
+    const l = new RateLimiter(store.forTenant, { clock: new FakeClock() });
+    const first = [0, 1, 2].map(() => l.enforce(principal("s"), "proxy", {}));
+    expect(first.every((p) => p instanceof Promise)).toBe(true);
+    await Promise.all(first);
+    expect(store.reads).toBe(1);
+    const headers: Record<string, string> = {};
+    expect(l.enforce(principal("s"), "proxy", headers)).toBeUndefined();
+    expect(headers["x-ratelimit-remaining"]).toBe("6"); // starter: 10/s, 4 taken
+    l.forgetAssignment("s"); // another replica changed it: read again on the next request
+    await store.forTenant("s").set("pro", "other replica");
+    expect(l.enforce(principal("s"), "proxy", {})).toBeInstanceOf(Promise);
+    expect(await l.tierOf("s")).toBe("pro");
+    expect((await l.describe("s")).limits.requestsPerSecond).toBe(100); // the new tier's buckets
   });
 });
 

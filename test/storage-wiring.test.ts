@@ -36,7 +36,7 @@ describe("SVC_STORAGE__URL", () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ConfigError);
-      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL.*ratelimit.*still keep their state in SQLite only.*Unset SVC_STORAGE__URL/s);
+      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL: .* — [a-z, ]+ still keep their state in SQLite only.*Unset SVC_STORAGE__URL/s);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

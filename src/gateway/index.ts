@@ -3,7 +3,7 @@
  * provider style under providers/), POST /api/v1/query, usage records, and GatewayService for the
  * domains that call a model (prompts, chains, memory). Tables: usage_records.
  */
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Logger } from "../core/log";
 import type { Metrics } from "../core/metrics";
 import { ApiError, DOC1 } from "../core/errors";
@@ -38,7 +38,7 @@ export interface GatewayDeps {
   config: GatewayConfig;
   /** cache.enabled: POST /api/v1/query answers 503 when the cache is off */
   cacheEnabled: boolean;
-  storage: Storage;
+  storage: AsyncStorage;
   kernel: Kernel;
   metrics: Metrics;
   log: Logger;
@@ -106,7 +106,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   const tenants = new BoundedLabel(deps.config.usage.metrics_max_label_values);
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
-  const usage = new UsageRecorder(deps.storage, (e) => deps.log.error("usage flush failed", { error: String(e) }), prices);
+  const usage = new UsageRecorder(deps.storage, (e, lost) => deps.log.error("usage flush failed", { error: String(e), lost_rows: lost }), prices);
   const pipeline = new Pipeline({
     upstream,
     cache: deps.cache,
@@ -129,7 +129,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     },
   });
   const service = new GatewayService(pipeline, () => deps.config.models.routes);
-  const usageQuery = new UsageQuery(deps.storage, () => usage.flush());
+  const usageQuery = new UsageQuery(deps.storage, (tenantId) => usage.flush(tenantId));
   const proxyMounts = PROXY_PREFIXES.map((prefix) => deps.kernel.register({ prefix, envelope: DOC1, auth: "sdk", rateGroup: "proxy" }));
   // the overview's errors and 429s: the proxies' failed answers leave no usage record
   const outcomes = new OutcomeCounter(deps.storage, (e) => deps.log.error("request outcome flush failed", { error: String(e) }));
@@ -138,16 +138,15 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     name: "gateway",
     migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS],
     routes: new Elysia({ name: "svc-gateway" }).use(queryRoutes(deps.kernel, deps.cache, () => deps.cacheEnabled)).use(usageRoutes(deps.kernel, usageQuery))
-      .use(overviewRoutes(deps.kernel, new OverviewQuery(deps.storage, () => usage.flush(), Date.now, outcomes))),
+      .use(overviewRoutes(deps.kernel, new OverviewQuery(deps.storage, (tenantId) => usage.flush(tenantId), Date.now, outcomes))),
     native: proxyRoutes(proxyServer({ pipeline, log: deps.log, isGatewayCredential: deps.isGatewayCredential })),
     service,
     pipeline,
     usage,
     usageQuery,
     probe: (provider, timeoutMs) => probeProvider(deps.config.providers, provider as ProviderName, timeoutMs),
-    close: () => {
-      usage.close();
-      outcomes.close();
+    close: async () => {
+      await Promise.all([usage.close(), outcomes.close()]);
     },
   };
 }

@@ -17,110 +17,11 @@ import { Elysia, t } from "elysia";
 import type { Kernel } from "../core/kernel";
 import { ApiError, DOC1 } from "../core/errors";
 import { limitOffsetQuery } from "../core/pagination";
-import type { Migration } from "../storage/migrations";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
+import { LATENCY_BOUNDS, ROLLUP_HISTOGRAM } from "./rollups";
 
-/** upper bounds (ms) of the latency buckets; the last bucket is everything above */
-export const LATENCY_BOUNDS = [
-  1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50, 63, 80, 100, 125, 160, 200, 250, 320, 400, 500, 630, 800, 1000, 1250, 1600, 2000, 2500,
-  3200, 4000, 5000, 6300, 8000, 10000, 15000, 20000, 30000, 60000,
-] as const;
-const BUCKETS = LATENCY_BOUNDS.length + 1;
-const L = Array.from({ length: BUCKETS }, (_, i) => `l${i}`);
-
-const bucketCase = `CASE ${LATENCY_BOUNDS.map((b, i) => `WHEN NEW.latency_ms <= ${b} THEN ${i}`).join(" ")} ELSE ${LATENCY_BOUNDS.length} END`;
-
-const ROLLUP_COLUMNS = `requests, hits_exact, hits_semantic, hits_context, misses, bypassed, input_tokens, output_tokens, cost_usd, cost_saved_usd, ${L.join(", ")}`;
-
-/** The rollup's row for one usage record (used by the trigger, NEW.*). */
-const rowOf = (r: string) =>
-  `1, ${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'exact', ${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'semantic', ` +
-  `${r}.cache_status = 'HIT' AND ${r}.cache_tier = 'l2_context', ${r}.cache_status = 'MISS', ${r}.cache_status = 'BYPASS', ` +
-  `${r}.input_tokens, ${r}.output_tokens, ${r}.cost_usd, ${r}.cost_saved_usd`;
-
-/** One rollup table: per tenant and `unit` (minute: created_at's first 16 characters, hour: 13). */
-const rollupTable = (table: string, unit: string) => `
-  CREATE TABLE ${table} (
-    tenant_id TEXT NOT NULL,
-    ${unit} TEXT NOT NULL,
-    requests INTEGER NOT NULL DEFAULT 0,
-    hits_exact INTEGER NOT NULL DEFAULT 0,
-    hits_semantic INTEGER NOT NULL DEFAULT 0,
-    hits_context INTEGER NOT NULL DEFAULT 0,
-    misses INTEGER NOT NULL DEFAULT 0,
-    bypassed INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    cost_saved_usd REAL NOT NULL DEFAULT 0,
-    ${L.map((c) => `${c} INTEGER NOT NULL DEFAULT 0`).join(",\n    ")},
-    PRIMARY KEY (tenant_id, ${unit})
-  ) WITHOUT ROWID;`;
-
-/** The trigger's statement adding NEW to a rollup table. */
-const upsert = (table: string, unit: string, chars: number) => `
-    INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
-    SELECT NEW.tenant_id, substr(NEW.created_at, 1, ${chars}), ${rowOf("NEW")}, ${L.map((_, i) => `b = ${i}`).join(", ")}
-    FROM (SELECT ${bucketCase} AS b) WHERE true
-    ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET
-      requests = requests + 1,
-      hits_exact = hits_exact + excluded.hits_exact,
-      hits_semantic = hits_semantic + excluded.hits_semantic,
-      hits_context = hits_context + excluded.hits_context,
-      misses = misses + excluded.misses,
-      bypassed = bypassed + excluded.bypassed,
-      input_tokens = input_tokens + excluded.input_tokens,
-      output_tokens = output_tokens + excluded.output_tokens,
-      cost_usd = cost_usd + excluded.cost_usd,
-      cost_saved_usd = cost_saved_usd + excluded.cost_saved_usd,
-      ${L.map((c) => `${c} = ${c} + excluded.${c}`).join(",\n      ")};`;
-
-/** Records written before the rollups existed. */
-const backfill = (table: string, unit: string, chars: number) => `
-  INSERT INTO ${table} (tenant_id, ${unit}, ${ROLLUP_COLUMNS})
-  SELECT tenant_id, substr(created_at, 1, ${chars}), COUNT(*),
-    SUM(cache_status = 'HIT' AND cache_tier = 'exact'), SUM(cache_status = 'HIT' AND cache_tier = 'semantic'),
-    SUM(cache_status = 'HIT' AND cache_tier = 'l2_context'), SUM(cache_status = 'MISS'), SUM(cache_status = 'BYPASS'),
-    SUM(input_tokens), SUM(output_tokens), SUM(cost_usd), SUM(cost_saved_usd),
-    ${L.map((_, i) => `SUM(${bucketCase.replaceAll("NEW.", "")} = ${i})`).join(", ")}
-  FROM usage_records GROUP BY tenant_id, substr(created_at, 1, ${chars});`;
-
-/** Per tenant and minute / hour: proxy answers that were errors (5xx) or rate limited (429) (OutcomeCounter). */
-const outcomeTable = (table: string, unit: string) => `
-  CREATE TABLE ${table} (
-    tenant_id TEXT NOT NULL,
-    ${unit} TEXT NOT NULL,
-    errors INTEGER NOT NULL DEFAULT 0,
-    rate_limited INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (tenant_id, ${unit})
-  ) WITHOUT ROWID;`;
-
-export const OVERVIEW_MIGRATIONS: Migration[] = [
-  {
-    // per-minute rows serve the last hour, per-hour rows the last day and 30 days (at most 720 rows)
-    id: "0005_usage_rollups",
-    up: `
-      ${rollupTable("usage_rollup_minute", "minute")}
-      ${rollupTable("usage_rollup_hour", "hour")}
-      CREATE TRIGGER usage_rollups_insert AFTER INSERT ON usage_records BEGIN
-        ${upsert("usage_rollup_minute", "minute", 16)}
-        ${upsert("usage_rollup_hour", "hour", 13)}
-      END;
-      ${backfill("usage_rollup_minute", "minute", 16)}
-      ${backfill("usage_rollup_hour", "hour", 13)}
-    `,
-  },
-  {
-    // the requests page filters one tenant's records by time (usage_records_tenant_time) and, often, by cache status
-    id: "0006_usage_records_status",
-    up: `CREATE INDEX usage_records_tenant_status_time ON usage_records(tenant_id, cache_status, created_at);`,
-  },
-  {
-    // per tenant and minute / hour: proxy answers that were errors (5xx) or rate limited (429)
-    id: "0008_request_outcomes",
-    up: `${outcomeTable("request_outcome_minute", "minute")}\n${outcomeTable("request_outcome_hour", "hour")}`,
-  },
-];
+export { LATENCY_BOUNDS, OVERVIEW_MIGRATIONS } from "./rollups";
+const L = ROLLUP_HISTOGRAM;
 
 /**
  * Failed proxy requests leave no usage record (only answered requests have one), so the overview's
@@ -136,8 +37,10 @@ export class OutcomeCounter {
   private pending = new Map<string, { tenantId: string; minute: string; errors: number; limited: number }>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** the writes started so far, in order (each flush waits for the ones before it) */
+  private writing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly storage: Storage, private readonly onError: (e: unknown) => void = () => {}, private readonly now: () => number = Date.now) {}
+  constructor(private readonly storage: AsyncStorage, private readonly onError: (e: unknown) => void = () => {}, private readonly now: () => number = Date.now) {}
 
   /** One answer's status (the request path: a map update, nothing else). */
   observe(tenantId: string, status: number) {
@@ -155,39 +58,46 @@ export class OutcomeCounter {
     }
   }
 
-  /** Write the pending counts (one transaction for all tenants); a failed write keeps them for the next flush. */
-  flush() {
+  /**
+   * Write the pending counts (one transaction for all tenants); resolves once they and every
+   * earlier flush are written. A failed write keeps them for the next flush.
+   */
+  flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending.size === 0) return;
+    if (this.pending.size === 0) return this.writing;
     const batch = this.pending;
     this.pending = new Map();
-    const add = (db: ReturnType<Storage["tenant"]>, table: string, unit: string, at: string, e: number, l: number) =>
+    const add = (db: ReturnType<AsyncStorage["tenant"]>, table: string, unit: string, at: string, e: number, l: number) =>
       db.run(
         `INSERT INTO ${table} (tenant_id, ${unit}, errors, rate_limited) VALUES ($tenant, $at, $e, $l)
-         ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET errors = errors + excluded.errors, rate_limited = rate_limited + excluded.rate_limited`,
+         ON CONFLICT (tenant_id, ${unit}) DO UPDATE SET errors = ${table}.errors + excluded.errors, rate_limited = ${table}.rate_limited + excluded.rate_limited`,
         { at, e, l },
       );
-    try {
-      this.storage.tx(() => {
-        for (const c of batch.values()) {
-          const db = this.storage.tenant(c.tenantId);
-          add(db, "request_outcome_minute", "minute", c.minute, c.errors, c.limited);
-          add(db, "request_outcome_hour", "hour", c.minute.slice(0, 13), c.errors, c.limited);
+    const write = async () => {
+      try {
+        await this.storage.tx(async () => {
+          for (const c of batch.values()) {
+            const db = this.storage.tenant(c.tenantId);
+            await add(db, "request_outcome_minute", "minute", c.minute, c.errors, c.limited);
+            await add(db, "request_outcome_hour", "hour", c.minute.slice(0, 13), c.errors, c.limited);
+          }
+        });
+      } catch (e) {
+        for (const [k, c] of batch) {
+          const now = this.pending.get(k);
+          if (now) (now.errors += c.errors), (now.limited += c.limited);
+          else this.pending.set(k, c);
         }
-      });
-    } catch (e) {
-      for (const [k, c] of batch) {
-        const now = this.pending.get(k);
-        if (now) (now.errors += c.errors), (now.limited += c.limited);
-        else this.pending.set(k, c);
+        this.onError(e);
       }
-      this.onError(e);
-    }
+    };
+    this.writing = this.writing.then(write);
+    return this.writing;
   }
 
-  close() {
-    this.flush();
+  async close() {
+    await this.flush();
     this.closed = true;
   }
 }
@@ -222,16 +132,16 @@ export function quantile(counts: number[], q: number): number {
 
 export class OverviewQuery {
   constructor(
-    private readonly storage: Storage,
-    private readonly flush: () => void,
+    private readonly storage: AsyncStorage,
+    private readonly flush: (tenantId: string) => void | Promise<void>,
     private readonly now: () => number = Date.now,
     private readonly outcomes?: OutcomeCounter,
   ) {}
 
-  overview(tenantId: string, range: OverviewRange) {
+  async overview(tenantId: string, range: OverviewRange) {
     const spec = RANGES[range];
     if (!spec) throw new ApiError("validation_error", `query 'range': expected one of ${Object.keys(RANGES).join(", ")}`);
-    this.flush();
+    await this.flush(tenantId);
     const nowMs = this.now();
     // whole units: [from, to] where `to` is the current minute / hour
     const to = new Date(nowMs).toISOString().slice(0, spec.chars);
@@ -240,26 +150,26 @@ export class OverviewQuery {
     const where = `tenant_id = $tenant AND ${spec.unit} >= $from AND ${spec.unit} <= $to`;
     const sums = `SUM(requests) AS requests, SUM(hits_exact) AS exact, SUM(hits_semantic) AS semantic, SUM(hits_context) AS context, SUM(misses) AS misses,
       SUM(bypassed) AS bypassed, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved`;
-    const row = db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM ${spec.table} WHERE ${where}`, { from, to })!;
-    this.outcomes?.flush();
-    const failed = db.get<{ errors: number | null; limited: number | null }>(
+    const row = (await db.get<Record<string, number | null>>(`SELECT ${sums}, ${L.map((c) => `SUM(${c}) AS ${c}`).join(", ")} FROM ${spec.table} WHERE ${where}`, { from, to }))!;
+    await this.outcomes?.flush();
+    const failed = (await db.get<{ errors: number | null; limited: number | null }>(
       `SELECT SUM(errors) AS errors, SUM(rate_limited) AS limited FROM ${spec.table.replace("usage_rollup", "request_outcome")} WHERE ${where}`,
       { from, to },
-    )!;
+    ))!;
     const n = (k: string) => Number(row[k] ?? 0);
     const hist = L.map((c) => n(c));
     const hits = n("exact") + n("semantic") + n("context");
-    const series = db
-      .all<{ t: string; requests: number; hits: number; misses: number; cost: number; saved: number }>(
+    const series = (
+      await db.all<{ t: string; requests: number; hits: number; misses: number; cost: number; saved: number }>(
         `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(requests) AS requests, SUM(hits_exact + hits_semantic + hits_context) AS hits, SUM(misses) AS misses,
            SUM(cost_usd) AS cost, SUM(cost_saved_usd) AS saved FROM ${spec.table} WHERE ${where} GROUP BY t ORDER BY t`,
         { from, to },
       )
-      .map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved), errors: 0, rateLimited: 0 }));
+    ).map((r) => ({ t: r.t, requests: r.requests, hits: r.hits, misses: r.misses, costUsd: usd(r.cost), costSavedUsd: usd(r.saved), errors: 0, rateLimited: 0 }));
     // errors and 429s per bucket; a bucket with failures only is listed too
     const outcomeTable = spec.table.replace("usage_rollup", "request_outcome");
     const byT = new Map(series.map((p) => [p.t, p]));
-    for (const r of db.all<{ t: string; errors: number; limited: number }>(
+    for (const r of await db.all<{ t: string; errors: number; limited: number }>(
       `SELECT substr(${spec.unit}, 1, ${spec.step}) AS t, SUM(errors) AS errors, SUM(rate_limited) AS limited FROM ${outcomeTable} WHERE ${where} GROUP BY t`,
       { from, to },
     )) {
@@ -293,8 +203,8 @@ export class OverviewQuery {
     };
   }
 
-  requests(tenantId: string, q: RequestsQuery) {
-    this.flush();
+  async requests(tenantId: string, q: RequestsQuery) {
+    await this.flush(tenantId);
     const limit = q.limit ?? 50;
     const offset = q.offset ?? 0;
     const clauses = ["tenant_id = $tenant"];
@@ -305,11 +215,11 @@ export class OverviewQuery {
     if (q.before) (clauses.push("created_at < $before"), (args.before = q.before));
     const db = this.storage.tenant(tenantId);
     const where = clauses.join(" AND ");
-    const total = db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM usage_records WHERE ${where}`, args)!.n;
-    const rows = db.all<Record<string, any>>(
+    const total = (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM usage_records WHERE ${where}`, args))!.n;
+    const rows = await db.all<Record<string, any>>(
       `SELECT created_at, request_id, key_id, style, provider, model, upstream_model, deployment, attempts, cache_status, cache_tier, streamed,
          input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, cache_entry_id, similarity, learned_score, cache_point
-       FROM usage_records WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`,
+       FROM usage_records WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $limit OFFSET $offset`,
       args,
     );
     return {

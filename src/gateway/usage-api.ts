@@ -16,7 +16,7 @@
 import { t } from "elysia";
 import type { Kernel } from "../core/kernel";
 import { ApiError, DOC1 } from "../core/errors";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import { examples } from "../core/openapi";
 
 export const GROUPS = ["model", "provider", "key", "day", "deployment"] as const;
@@ -66,18 +66,21 @@ export interface UsageReport {
   breakdowns: Partial<Record<UsageGroup, Array<UsageTotals & { key: string | null }>>>;
 }
 
+/** a count of the rows where `cond` holds (SQLite sums booleans, PostgreSQL does not: one text for both) */
+const countIf = (cond: string) => `COALESCE(SUM(CASE WHEN ${cond} THEN 1 ELSE 0 END), 0)`;
+
 const SUMS = `COUNT(*) AS requests,
-  COALESCE(SUM(cache_status = 'HIT'), 0) AS hits,
-  COALESCE(SUM(cache_status = 'MISS'), 0) AS misses,
-  COALESCE(SUM(cache_status = 'BYPASS'), 0) AS bypassed,
+  ${countIf("cache_status = 'HIT'")} AS hits,
+  ${countIf("cache_status = 'MISS'")} AS misses,
+  ${countIf("cache_status = 'BYPASS'")} AS bypassed,
   COALESCE(SUM(input_tokens), 0) AS input,
   COALESCE(SUM(output_tokens), 0) AS output,
   COALESCE(SUM(cost_usd), 0) AS cost,
   COALESCE(SUM(cost_saved_usd), 0) AS saved,
   COALESCE(SUM(CASE WHEN cache_status = 'HIT' THEN input_tokens END), 0) AS hit_input,
   COALESCE(SUM(CASE WHEN cache_status = 'HIT' THEN output_tokens END), 0) AS hit_output,
-  COALESCE(SUM(input_tokens + output_tokens > 0), 0) AS with_tokens,
-  COALESCE(SUM(priced = 0), 0) AS unpriced,
+  ${countIf("input_tokens + output_tokens > 0")} AS with_tokens,
+  ${countIf("priced = 0")} AS unpriced,
   COALESCE(SUM(CASE WHEN priced = 0 THEN input_tokens + output_tokens END), 0) AS unpriced_tokens`;
 
 interface SumRow {
@@ -133,9 +136,9 @@ function instant(name: string, raw: string | undefined, fallback: number): strin
 }
 
 export class UsageQuery {
-  constructor(private readonly storage: Storage, private readonly flush: () => void, private readonly now: () => number = Date.now) {}
+  constructor(private readonly storage: AsyncStorage, private readonly flush: (tenantId: string) => void | Promise<void>, private readonly now: () => number = Date.now) {}
 
-  report(tenantId: string, q: { from?: string; to?: string; group_by?: string }): UsageReport {
+  async report(tenantId: string, q: { from?: string; to?: string; group_by?: string }): Promise<UsageReport> {
     const nowMs = this.now();
     // the default end is the next millisecond: a request recorded in this millisecond is in the range
     const to = instant("to", q.to, nowMs + 1);
@@ -144,14 +147,14 @@ export class UsageQuery {
     const groups = q.group_by === undefined || q.group_by === "" ? (["model", "provider", "key", "day"] as UsageGroup[]) : q.group_by.split(",").map((g) => g.trim());
     for (const g of groups)
       if (!(GROUPS as readonly string[]).includes(g)) throw new ApiError("validation_error", `query 'group_by': unknown group '${g}' (expected ${GROUPS.join(", ")})`);
-    this.flush();
+    await this.flush(tenantId);
     const db = this.storage.tenant(tenantId);
     const range = "tenant_id = $tenant AND created_at >= $from AND created_at < $to";
-    const totals = totalsOf(db.get<SumRow>(`SELECT ${SUMS} FROM usage_records WHERE ${range}`, { from, to })!);
+    const totals = totalsOf((await db.get<SumRow>(`SELECT ${SUMS} FROM usage_records WHERE ${range}`, { from, to }))!);
     const breakdowns: UsageReport["breakdowns"] = {};
     for (const g of new Set(groups as UsageGroup[])) {
       const col = COLUMN[g];
-      const rows = db.all<SumRow & { k: string | null }>(
+      const rows = await db.all<SumRow & { k: string | null }>(
         `SELECT ${col} AS k, ${SUMS} FROM usage_records WHERE ${range} GROUP BY ${col} ORDER BY ${g === "day" ? "k ASC" : "cost DESC, requests DESC, k ASC"}`,
         { from, to },
       );

@@ -1,14 +1,20 @@
 /**
  * Usage accounting: one row per proxied request (tenant, model, tokens in/out, cache status,
  * latency, list-price cost and cost saved, whether the model's price was known). Analytics and budgets read `usage_records`.
- * Writes are batched off the request path (storage/write-behind.ts): buffered and flushed in one
- * transaction every FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within
- * ~FLUSH_MS; the readers that must see every row (usage API, budgets, key analytics) flush first.
+ * Writes are batched off the request path (storage/write-behind-async.ts): buffered and flushed in
+ * one transaction every FLUSH_MS (or at BATCH rows, and on shutdown), so readers see a row within
+ * ~FLUSH_MS; the readers that must see every row (usage API, budgets, key analytics) await a flush
+ * first. A crash loses at most the last FLUSH_MS of records (what was queued).
+ *
+ * Each tenant's rows go in as multi-row INSERTs (chunks of a power of two rows, at most CHUNK: few
+ * statement texts, each prepared once) on both backends. Record ids are UUIDv7 (time-ordered, and
+ * monotonic within a process), so "newest first" is `created_at DESC, id DESC` without SQLite's rowid.
  */
-import type { Storage, TenantDb } from "../storage/scoped";
-import { WriteBehind } from "../storage/write-behind";
-import { uuid, now } from "../core/ids";
+import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
+import { AsyncWriteBehind } from "../storage/write-behind-async";
+import { now } from "../core/ids";
 import { PriceTable } from "./prices";
+import { addToRollups, ROLLUPS_BY_TRIGGER } from "./rollups";
 
 export interface UsageRecord {
   tenantId: string;
@@ -52,45 +58,88 @@ export interface UsageRow extends UsageRecord {
   priced?: boolean;
 }
 
+const COLUMNS = [
+  "id", "tenant_id", "created_at", "request_id", "key_id", "style", "provider", "endpoint", "model", "cache_status", "cache_tier", "streamed", "input_tokens",
+  "output_tokens", "latency_ms", "cost_usd", "cost_saved_usd", "deployment", "upstream_model", "attempts", "priced", "cache_entry_id", "similarity", "learned_score", "cache_point",
+] as const;
+
+/** most rows per INSERT statement (25 parameters each) */
+const CHUNK = 64;
+const insertTexts = new Map<number, string>();
+/** the INSERT of `n` rows: `($id_0, $tenant, …), ($id_1, $tenant, …)` (built once per n) */
+function insertOf(n: number): string {
+  let sql = insertTexts.get(n);
+  if (!sql) {
+    const tuple = (i: number) => `(${COLUMNS.map((c) => (c === "tenant_id" ? "$tenant" : `$${c}_${i}`)).join(", ")})`;
+    sql = `INSERT INTO usage_records (${COLUMNS.join(", ")}) VALUES ${Array.from({ length: n }, (_, i) => tuple(i)).join(", ")}`;
+    insertTexts.set(n, sql);
+  }
+  return sql;
+}
+
+function paramsOf(r: UsageRow, i: number, into: Record<string, unknown>) {
+  const v: Record<Exclude<(typeof COLUMNS)[number], "tenant_id">, unknown> = {
+    id: r.id,
+    created_at: r.createdAt,
+    request_id: r.requestId,
+    key_id: r.keyId ?? null,
+    style: r.style,
+    provider: r.provider,
+    endpoint: r.endpoint,
+    model: r.model,
+    cache_status: r.cacheStatus,
+    cache_tier: r.cacheTier ?? null,
+    streamed: r.streamed ? 1 : 0,
+    input_tokens: r.inputTokens,
+    output_tokens: r.outputTokens,
+    latency_ms: r.latencyMs,
+    cost_usd: r.costUsd,
+    cost_saved_usd: r.costSavedUsd,
+    deployment: r.deployment ?? null,
+    upstream_model: r.upstreamModel ?? null,
+    attempts: r.attempts ?? 0,
+    priced: r.priced === false ? 0 : 1,
+    cache_entry_id: r.cacheEntryId ?? null,
+    similarity: r.similarity ?? null,
+    learned_score: r.learnedScore ?? null,
+    cache_point: r.cachePoint ?? null,
+  };
+  for (const k in v) into[`${k}_${i}`] = v[k as keyof typeof v];
+}
+
 /** One tenant's usage records. */
 export class UsageStore {
-  constructor(private readonly db: TenantDb) {}
-  insert(r: UsageRow) {
-    this.db.run(
-      `INSERT INTO usage_records (id, tenant_id, created_at, request_id, key_id, style, provider, endpoint, model, cache_status, cache_tier, streamed, input_tokens, output_tokens, latency_ms, cost_usd, cost_saved_usd, deployment, upstream_model, attempts, priced, cache_entry_id, similarity, learned_score, cache_point)
-       VALUES ($id, $tenant, $at, $rid, $key, $style, $provider, $endpoint, $model, $status, $tier, $streamed, $in, $out, $latency, $cost, $saved, $deployment, $upmodel, $attempts, $priced, $entry, $similarity, $learned, $point)`,
-      {
-        id: r.id,
-        at: r.createdAt,
-        rid: r.requestId,
-        key: r.keyId ?? null,
-        style: r.style,
-        provider: r.provider,
-        endpoint: r.endpoint,
-        model: r.model,
-        status: r.cacheStatus,
-        tier: r.cacheTier ?? null,
-        streamed: r.streamed ? 1 : 0,
-        in: r.inputTokens,
-        out: r.outputTokens,
-        latency: r.latencyMs,
-        cost: r.costUsd,
-        saved: r.costSavedUsd,
-        deployment: r.deployment ?? null,
-        upmodel: r.upstreamModel ?? null,
-        attempts: r.attempts ?? 0,
-        priced: r.priced === false ? 0 : 1,
-        entry: r.cacheEntryId ?? null,
-        similarity: r.similarity ?? null,
-        learned: r.learnedScore ?? null,
-        point: r.cachePoint ?? null,
-      },
-    );
+  /** `addRollups`: the writer adds its rows to the overview's rollups (PostgreSQL; SQLite's trigger does it) */
+  constructor(
+    private readonly db: AsyncTenantDb,
+    private readonly addRollups = false,
+  ) {}
+
+  /** a tenant's store on this storage, keeping the rollups as its dialect needs */
+  static of(storage: AsyncStorage, tenantId: string): UsageStore {
+    return new UsageStore(storage.tenant(tenantId), !ROLLUPS_BY_TRIGGER[storage.dialect.name]);
   }
-  list(limit = 100): UsageRow[] {
-    return this.db
-      .all<any>(`SELECT * FROM usage_records WHERE tenant_id = $tenant ORDER BY created_at DESC, rowid DESC LIMIT $limit`, { limit })
-      .map((r) => ({
+
+  insert(r: UsageRow): Promise<void> {
+    return this.insertMany([r]);
+  }
+
+  /** the rows in order, as INSERTs of a power of two rows each (64, 32, … 1) */
+  async insertMany(rows: readonly UsageRow[]): Promise<void> {
+    let at = 0;
+    while (at < rows.length) {
+      let n = CHUNK;
+      while (n > rows.length - at) n >>= 1;
+      const params: Record<string, unknown> = {};
+      for (let i = 0; i < n; i++) paramsOf(rows[at + i]!, i, params);
+      await this.db.run(insertOf(n), params as Record<string, string | number | null>);
+      at += n;
+    }
+    if (this.addRollups) await addToRollups(this.db, rows);
+  }
+
+  async list(limit = 100): Promise<UsageRow[]> {
+    return (await this.db.all<any>(`SELECT * FROM usage_records WHERE tenant_id = $tenant ORDER BY created_at DESC, id DESC LIMIT $limit`, { limit })).map((r) => ({
         id: r.id,
         tenantId: r.tenant_id,
         createdAt: r.created_at,
@@ -123,18 +172,18 @@ export class UsageStore {
 export class UsageRecorder {
   static FLUSH_MS = 200;
   static BATCH = 500;
-  private readonly queue: WriteBehind<UsageRow>;
+  private readonly queue: AsyncWriteBehind<UsageRow>;
 
   constructor(
-    private readonly storage: Storage,
-    onError: (e: unknown) => void = () => {},
+    private readonly storage: AsyncStorage,
+    onError: (e: unknown, lostRows?: number) => void = () => {},
     private readonly prices: PriceTable = new PriceTable(),
   ) {
-    this.queue = new WriteBehind(storage, { write: (db, rows) => rows.forEach((r) => new UsageStore(db).insert(r)), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
+    this.queue = new AsyncWriteBehind(storage, { write: (db, rows) => new UsageStore(db, !ROLLUPS_BY_TRIGGER[storage.dialect.name]).insertMany(rows), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
   }
 
   store(tenantId: string) {
-    return new UsageStore(this.storage.tenant(tenantId));
+    return UsageStore.of(this.storage, tenantId);
   }
 
   record(r: UsageRecord) {
@@ -143,15 +192,16 @@ export class UsageRecorder {
     const model = hit ? r.model : (r.upstreamModel ?? r.model);
     const cost = this.prices.costOf(model, r.inputTokens, r.outputTokens);
     const priced = this.prices.isPriced(model, r.inputTokens, r.outputTokens);
-    this.queue.push(r.tenantId, { ...r, id: uuid(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0, priced });
+    this.queue.push(r.tenantId, { ...r, id: Bun.randomUUIDv7(), createdAt: now(), costUsd: hit ? 0 : cost, costSavedUsd: hit ? cost : 0, priced });
   }
 
-  flush() {
-    this.queue.flush();
+  /** Write what is buffered (one tenant's rows, or everyone's); resolves when it is written. */
+  flush(tenantId?: string): Promise<void> {
+    return this.queue.flush(tenantId);
   }
 
   /** Flush what is buffered and stop recording (before the database closes). */
-  close() {
-    this.queue.close();
+  close(): Promise<void> {
+    return this.queue.close();
   }
 }

@@ -164,8 +164,8 @@ export class BudgetGuard {
         const { start, end } = periodOf(b.period, nowMs);
         const s = this.teams(tenantId);
         const keyIds = await s.keyIdsOf(await s.subtree(b.teamId));
-        this.usage.flush();
-        const usd = this.usage.spendUsd(tenantId, keyIds, iso(start));
+        await this.usage.flush();
+        const usd = await this.usage.spendUsd(tenantId, keyIds, iso(start));
         await shared.store.run(SEED, [keys[i]!], [usd, Math.max(1, Math.min(end - nowMs, REBUILD_MS))]);
       }
     } catch (e) {
@@ -255,8 +255,8 @@ export class BudgetGuard {
     const { start, end } = periodOf(b.period, nowMs);
     const s = this.teams(tenantId);
     const keyIds = await s.keyIdsOf(await s.subtree(b.teamId));
-    this.usage.flush();
-    ws.spent.set(b.teamId, { end, usd: this.usage.spendUsd(tenantId, keyIds, iso(start)) });
+    await this.usage.flush();
+    ws.spent.set(b.teamId, { end, usd: await this.usage.spendUsd(tenantId, keyIds, iso(start)) });
   }
 }
 

@@ -41,13 +41,13 @@ export interface HourlyUsage {
 
 export interface UsageReader {
   /** write the gateway's buffered usage records now */
-  flush(): void;
+  flush(): void | Promise<void>;
   /** list-price spend (USD) of these keys' records created at or after `since` (ISO 8601) */
-  spendUsd(tenantId: string, keyIds: readonly string[], since: string): number;
+  spendUsd(tenantId: string, keyIds: readonly string[], since: string): number | Promise<number>;
   /** one key's usage per hour and model in [since, until) */
-  hourly(tenantId: string, keyId: string, since: string, until: string): HourlyUsage[];
+  hourly(tenantId: string, keyId: string, since: string, until: string): HourlyUsage[] | Promise<HourlyUsage[]>;
   /** the models a key used before `before` */
-  modelsBefore(tenantId: string, keyId: string, before: string): string[];
+  modelsBefore(tenantId: string, keyId: string, before: string): string[] | Promise<string[]>;
 }
 
 export type AddCheck = (check: PrincipalCheck) => void;

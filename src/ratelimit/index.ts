@@ -3,7 +3,7 @@
  * limits), the request limiter the kernel calls for every authenticated request, the token meter
  * the proxies charge, and the administration API under /api/v1/rate-limits. Tables: rate_limit_tiers.
  */
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Metrics } from "../core/metrics";
 import type { Domain } from "../core/domain";
@@ -24,7 +24,7 @@ export { SharedRateLimiter } from "./shared";
 export { RATE_LIMIT_SECTIONS, type RateLimitConfig } from "./config";
 
 export interface RateLimitDeps {
-  storage: Storage;
+  storage: AsyncStorage;
   metrics: Metrics;
   config: RateLimitConfig;
   clock?: Clock;

@@ -72,6 +72,10 @@ export class RateLimiter implements RequestLimiter {
   private readonly states = new Map<string, TenantState>();
   /** write-through cache of the store: tenant -> assignment (null = default tier) */
   private readonly assignments = new Map<string, TierAssignment | null>();
+  /** reads of the store in flight, one per tenant */
+  private readonly loading = new Map<string, Promise<TierAssignment | null>>();
+  /** bumped by every change of an assignment: a read that started before one does not cache its answer */
+  private epoch = 0;
 
   constructor(private readonly store: ForTenant<TierAssignments>, opts: RateLimiterOptions = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -81,35 +85,89 @@ export class RateLimiter implements RequestLimiter {
 
   // ---- tier assignments -------------------------------------------------------------
 
-  assignment(tenantId: string): TierAssignment | null {
-    let a = this.assignments.get(tenantId);
-    if (a === undefined) {
-      a = this.store(tenantId).get() ?? null;
-      this.assignments.set(tenantId, a);
+  /** the cached assignment of a tenant whose assignment was read (null = default tier); undefined: not read yet */
+  cached(tenantId: string): TierAssignment | null | undefined {
+    return this.assignments.get(tenantId);
+  }
+
+  /**
+   * Read a tenant's assignment into the cache (one read however many requests wait for it). A
+   * change (setTier/resetTier, or forgetAssignment from another replica) while the read is in
+   * flight wins: the read's answer is then returned but not cached over it.
+   */
+  load(tenantId: string): Promise<TierAssignment | null> {
+    const known = this.assignments.get(tenantId);
+    if (known !== undefined) return Promise.resolve(known);
+    let p = this.loading.get(tenantId);
+    if (!p) {
+      const epoch = this.epoch;
+      p = this.store(tenantId)
+        .get()
+        .then((a) => {
+          const v = a ?? null;
+          if (this.loading.get(tenantId) === p) this.loading.delete(tenantId);
+          if (this.epoch === epoch && !this.assignments.has(tenantId)) {
+            this.assignments.set(tenantId, v);
+            this.retier(tenantId, v?.tier ?? DEFAULT_TIER);
+          }
+          return this.assignments.get(tenantId) ?? v;
+        })
+        .catch((e) => {
+          if (this.loading.get(tenantId) === p) this.loading.delete(tenantId);
+          throw e;
+        });
+      this.loading.set(tenantId, p);
     }
-    return a;
+    return p;
+  }
+
+  /** A tenant's assignment (null = default tier), from the cache or the store. */
+  assignment(tenantId: string): Promise<TierAssignment | null> {
+    return this.load(tenantId);
   }
 
   /** Drop the cached assignment of a tenant (every tenant: none given): another replica changed it. */
   forgetAssignment(tenantId?: string) {
-    if (tenantId === undefined) this.assignments.clear();
-    else this.assignments.delete(tenantId);
+    this.epoch++;
+    if (tenantId === undefined) {
+      this.assignments.clear();
+      this.loading.clear();
+    } else {
+      this.assignments.delete(tenantId);
+      this.loading.delete(tenantId);
+    }
   }
 
-  tierOf(tenantId: string): TierName {
-    return this.assignment(tenantId)?.tier ?? DEFAULT_TIER;
+  async tierOf(tenantId: string): Promise<TierName> {
+    return (await this.load(tenantId))?.tier ?? DEFAULT_TIER;
   }
 
-  setTier(tenantId: string, tier: TierName, by: string): TierAssignment {
-    const a = this.store(tenantId).set(tier, by);
+  /** the tier of a tenant whose assignment is cached (callers load it first) */
+  private knownTier(tenantId: string): TierName {
+    const a = this.assignments.get(tenantId);
+    if (a === undefined) throw new Error(`rate limiter: the tier of tenant ${tenantId} is not loaded`);
+    return a?.tier ?? DEFAULT_TIER;
+  }
+
+  /** the tier of a loaded tenant, for the shared limiter (it loads first) */
+  loadedTier(tenantId: string): TierName {
+    return this.knownTier(tenantId);
+  }
+
+  async setTier(tenantId: string, tier: TierName, by: string): Promise<TierAssignment> {
+    const a = await this.store(tenantId).set(tier, by);
+    this.epoch++;
+    this.loading.delete(tenantId);
     this.assignments.set(tenantId, a);
     this.retier(tenantId, tier);
     return a;
   }
 
   /** Back to the default tier; false if the tenant had no assignment. */
-  resetTier(tenantId: string): boolean {
-    const had = this.store(tenantId).remove();
+  async resetTier(tenantId: string): Promise<boolean> {
+    const had = await this.store(tenantId).remove();
+    this.epoch++;
+    this.loading.delete(tenantId);
     this.assignments.set(tenantId, null);
     this.retier(tenantId, DEFAULT_TIER);
     return had;
@@ -142,7 +200,7 @@ export class RateLimiter implements RequestLimiter {
   private state(tenantId: string): TenantState {
     let s = this.states.get(tenantId);
     if (!s) {
-      s = this.newState(this.tierOf(tenantId));
+      s = this.newState(this.knownTier(tenantId));
       this.states.set(tenantId, s);
     }
     return s;
@@ -159,7 +217,10 @@ export class RateLimiter implements RequestLimiter {
 
   // ---- per request ------------------------------------------------------------------
 
-  /** Check and (if allowed) consume one request of `group` (undefined: tier limits only) for the tenant. */
+  /**
+   * Check and (if allowed) consume one request of `group` (undefined: tier limits only) for a
+   * tenant whose assignment is loaded (`load`; `enforce` does it for an unseen tenant).
+   */
   check(tenantId: string, group?: Group): Decision {
     const s = this.state(tenantId);
     const buckets: Array<[LimitName, TokenBucket]> = [
@@ -219,11 +280,18 @@ export class RateLimiter implements RequestLimiter {
     };
   }
 
-  /** The kernel's per-request check: `group` is the one the route's mount declares. */
-  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void {
+  /**
+   * The kernel's per-request check: `group` is the one the route's mount declares. Synchronous for
+   * a tenant whose tier is cached (every request after its first: no promise, no database); the
+   * first request of a tenant waits for one read of its assignment (shared by concurrent ones).
+   */
+  enforce(principal: Principal, group: string | undefined, headers: Record<string, string>): void | Promise<void> {
     if (!this.enabled) return;
     if (group !== undefined && !isGroup(group)) throw new Error(`unknown rate-limit group "${group}"`);
-    const d = this.check(principal.tenantId, group);
+    const tenantId = principal.tenantId;
+    // unseen (or forgotten: another replica changed it) → read it once, then decide as for a known one
+    if (!this.assignments.has(tenantId)) return this.load(tenantId).then(() => this.enforce(principal, group, headers));
+    const d = this.check(tenantId, group as Group | undefined);
     const h = rateHeaders(d);
     if (d.allowed) {
       Object.assign(headers, h);
@@ -241,12 +309,17 @@ export class RateLimiter implements RequestLimiter {
   /** Charge LLM tokens reported by an upstream to the tenant's tokens/minute budget. */
   chargeTokens(tenantId: string, tokens: number): void {
     if (!this.enabled || !(tokens > 0)) return;
-    this.state(tenantId).tpm.take(tokens);
+    if (this.states.has(tenantId) || this.assignments.has(tenantId)) this.state(tenantId).tpm.take(tokens);
+    // a tenant never seen by enforce (a limiter that was off, or a forgotten assignment): charge once its tier is read
+    else
+      void this.load(tenantId)
+        .then(() => this.state(tenantId).tpm.take(tokens))
+        .catch(() => {}); // the database unavailable (or the tier changed meanwhile): this charge is lost, the next ones count
   }
 
   /** The tenant's tier, its limits and what is left right now (without consuming anything). */
-  describe(tenantId: string): TenantLimits {
-    const a = this.assignment(tenantId);
+  async describe(tenantId: string): Promise<TenantLimits> {
+    const a = await this.load(tenantId);
     const tier = a?.tier ?? DEFAULT_TIER;
     const { name: _n, ...limits } = TIERS[tier];
     const s = this.state(tenantId);

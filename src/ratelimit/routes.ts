@@ -14,8 +14,8 @@ import type { TierName } from "./tiers";
 /** What the routes manage: the in-process limiter or the shared one (describe then reads the store). */
 export interface TierAdmin {
   describe(tenantId: string): TenantLimits | Promise<TenantLimits>;
-  setTier(tenantId: string, tier: TierName, by: string): TierAssignment;
-  resetTier(tenantId: string): boolean;
+  setTier(tenantId: string, tier: TierName, by: string): Promise<TierAssignment>;
+  resetTier(tenantId: string): Promise<boolean>;
 }
 
 const TierSchema = t.Object({
@@ -75,9 +75,9 @@ export const rateLimitRoutes = (kernel: Kernel, limiter: TierAdmin) =>
     )
     .put(
       "/:tenant_id",
-      ({ principal, params, body }) => {
+      async ({ principal, params, body }) => {
         ownTenant(principal, params.tenant_id);
-        limiter.setTier(params.tenant_id, body.tier, principal.sub);
+        await limiter.setTier(params.tenant_id, body.tier, principal.sub);
         return limiter.describe(params.tenant_id);
       },
       {
@@ -90,9 +90,9 @@ export const rateLimitRoutes = (kernel: Kernel, limiter: TierAdmin) =>
     )
     .delete(
       "/:tenant_id",
-      ({ principal, params }) => {
+      async ({ principal, params }) => {
         ownTenant(principal, params.tenant_id);
-        limiter.resetTier(params.tenant_id);
+        await limiter.resetTier(params.tenant_id);
         return limiter.describe(params.tenant_id);
       },
       {

@@ -143,7 +143,7 @@ export class SharedRateLimiter {
 
   /** The buckets of a request: [name, field, capacity, period ms]. */
   private buckets(tenantId: string, group: Group | undefined): Array<[Name, string, number, number]> {
-    const tier = TIERS[this.local.tierOf(tenantId)];
+    const tier = TIERS[this.local.loadedTier(tenantId)];
     const out: Array<[Name, string, number, number]> = [
       ["requests_per_second", "rps", tier.requestsPerSecond, 1_000],
       ["requests_per_minute", "rpm", tier.requestsPerMinute, 60_000],
@@ -162,8 +162,10 @@ export class SharedRateLimiter {
       if (left > 0) return { ...early.d, retryAfterSecs: Math.max(1, Math.ceil(left / 1000)) };
       this.refusedUntil.delete(memo);
     }
+    // the tenant's tier: cached, or read once (again if another replica changed it meanwhile)
+    while (this.local.cached(tenantId) === undefined) await this.local.load(tenantId);
     const b = this.buckets(tenantId, group);
-    const tier = TIERS[this.local.tierOf(tenantId)];
+    const tier = TIERS[this.local.loadedTier(tenantId)];
     const args: Array<string | number> = [b.length, group && GROUP_LIMITS[group].tokenDebtBlocks ? "1" : "0", tier.tokensPerMinute, 60_000];
     for (const x of b) args.push(x[2], x[3]);
     for (const x of b) args.push(`${x[1]}:l`, `${x[1]}:t`);
@@ -184,6 +186,8 @@ export class SharedRateLimiter {
   enforce = async (principal: Principal, group: string | undefined, headers: Record<string, string>): Promise<void> => {
     if (!this.local.enabled) return;
     if (group !== undefined && !isGroup(group)) throw new Error(`unknown rate-limit group "${group}"`);
+    // the tenant's tier first: a database that cannot answer is its own error (503), not Redis's
+    if (this.local.cached(principal.tenantId) === undefined) await this.local.load(principal.tenantId);
     let d: Decision;
     try {
       d = await this.check(principal.tenantId, group);
@@ -209,28 +213,32 @@ export class SharedRateLimiter {
   /** Charge LLM tokens to the tenant's shared tokens/minute bucket (sent, not awaited). */
   chargeTokens(tenantId: string, tokens: number): void {
     if (!this.local.enabled || !(tokens > 0)) return;
-    const cap = TIERS[this.local.tierOf(tenantId)].tokensPerMinute;
-    this.o.store.run(CHARGE, [this.key(tenantId)], [cap, 60_000, tokens]).catch((e) => {
+    const send = () => {
+      const cap = TIERS[this.local.loadedTier(tenantId)].tokensPerMinute;
+      return this.o.store.run(CHARGE, [this.key(tenantId)], [cap, 60_000, tokens]);
+    };
+    const sent = this.local.cached(tenantId) !== undefined ? send() : this.local.load(tenantId).then(send);
+    sent.catch((e) => {
       this.o.fail.degraded("token_charge", e);
       this.local.chargeTokens(tenantId, tokens);
     });
   }
 
-  setTier(tenantId: string, tier: TierName, by: string): TierAssignment {
-    const a = this.local.setTier(tenantId, tier, by);
+  async setTier(tenantId: string, tier: TierName, by: string): Promise<TierAssignment> {
+    const a = await this.local.setTier(tenantId, tier, by);
     this.o.bus.publish(TOPICS.tier, JSON.stringify({ t: tenantId }));
     return a;
   }
 
-  resetTier(tenantId: string): boolean {
-    const had = this.local.resetTier(tenantId);
+  async resetTier(tenantId: string): Promise<boolean> {
+    const had = await this.local.resetTier(tenantId);
     this.o.bus.publish(TOPICS.tier, JSON.stringify({ t: tenantId }));
     return had;
   }
 
   /** The tenant's tier and what is left in the shared buckets (nothing taken). */
   async describe(tenantId: string): Promise<TenantLimits> {
-    const out = this.local.describe(tenantId);
+    const out = await this.local.describe(tenantId);
     const b = this.buckets(tenantId, undefined);
     const args: Array<string | number> = [];
     for (const [, field, cap, per] of b) args.push(field, cap, per);

@@ -292,10 +292,10 @@ describe("chat-completions proxy", () => {
     await c.chat.completions.create(q);
     await c.chat.completions.create(q);
     const usage = env.gw.ctx.usage;
-    let rows = usage.store("tenant-usage").list(500);
+    let rows = await usage.store("tenant-usage").list(500);
     for (let i = 0; i < 100 && rows.length < 2; i++) {
       await Bun.sleep(20); // the recorder writes its batch 200 ms after the first buffered row
-      rows = usage.store("tenant-usage").list(500);
+      rows = await usage.store("tenant-usage").list(500);
     }
     expect(rows).toHaveLength(2);
     expect(rows.find((r) => r.cacheStatus === "MISS")!.costUsd).toBeGreaterThan(0);
@@ -307,8 +307,8 @@ describe("chat-completions proxy", () => {
     expect(hits[0]!.costSavedUsd).toBeGreaterThan(0);
     const misses = rows.filter((r: any) => r.cacheStatus === "MISS");
     expect(misses.every((r: any) => r.costSavedUsd === 0)).toBe(true);
-    expect(usage.store("tenant-b").list().every((r: any) => r.tenantId === "tenant-b")).toBe(true);
-    expect(usage.store("tenant-b").list().some((r) => r.requestId === rows[0]!.requestId)).toBe(false);
+    expect((await usage.store("tenant-b").list()).every((r: any) => r.tenantId === "tenant-b")).toBe(true);
+    expect((await usage.store("tenant-b").list()).some((r) => r.requestId === rows[0]!.requestId)).toBe(false);
   });
 });
 

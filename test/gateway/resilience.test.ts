@@ -15,8 +15,8 @@ import { retryAfterMs } from "../../src/gateway/upstream";
 import { embeddingsUrl } from "../../src/embedding/remote";
 
 const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user" as const, content }], ...extra });
-const usageRows = (gw: TestGateway, tenant = "tenant-a") => {
-  gw.ctx.usage.flush();
+const usageRows = async (gw: TestGateway, tenant = "tenant-a") => {
+  await gw.ctx.usage.flush();
   return gw.ctx.db.all<any>("SELECT * FROM usage_records WHERE tenant_id = $t ORDER BY rowid", { t: tenant });
 };
 
@@ -113,7 +113,7 @@ describe("retries", () => {
     expect(r.choices[0]!.message.content).toBe("answer #1: Retry me twice.");
     expect(fake.requests).toHaveLength(3);
     expect(fake.requests.every((q) => q.path === "/v1/chat/completions" && q.body.messages[0].content === "Retry me twice.")).toBe(true);
-    expect(usageRows(gw).at(-1)).toMatchObject({ deployment: "openai", attempts: 3, cache_status: "MISS", upstream_model: "gpt-4o-mini" });
+    expect((await usageRows(gw)).at(-1)).toMatchObject({ deployment: "openai", attempts: 3, cache_status: "MISS", upstream_model: "gpt-4o-mini" });
     const metrics = await (await fetch(gw.url + "/metrics")).text();
     expect(metrics).toContain('svc_upstream_retries_total{provider="openai",reason="5xx"} 2');
   });
@@ -218,14 +218,14 @@ describe("fallback deployments", () => {
     expect(backup.requests).toHaveLength(1);
     expect(backup.requests[0]!.path).toBe("/v1/chat/completions");
     expect(backup.requests[0]!.headers.authorization).toBe("Bearer sk-backup");
-    expect(usageRows(gw).at(-1)).toMatchObject({ deployment: "backup-openai", attempts: 3, model: "gpt-4o-mini", upstream_model: "gpt-4o-mini" });
+    expect((await usageRows(gw)).at(-1)).toMatchObject({ deployment: "backup-openai", attempts: 3, model: "gpt-4o-mini", upstream_model: "gpt-4o-mini" });
     const metrics = await (await fetch(gw.url + "/metrics")).text();
     expect(metrics).toContain('svc_upstream_fallbacks_total{from="openai",to="backup-openai"} 1');
     // healthy primary: no fallback
     await client.chat.completions.create(chat("Primary is fine."));
     expect(primary.requests).toHaveLength(3);
     expect(backup.requests).toHaveLength(1);
-    expect(usageRows(gw).at(-1)).toMatchObject({ deployment: "openai", attempts: 1 });
+    expect((await usageRows(gw)).at(-1)).toMatchObject({ deployment: "openai", attempts: 1 });
   });
 
   test("a stream falls back before its first byte", async () => {
@@ -254,7 +254,7 @@ describe("fallback deployments", () => {
     expect(r.choices[0]!.message.content).toBe("answer #1: Third time lucky.");
     expect(backup.requests[0]!.body.model).toBe("gpt-4o-mini");
     // the provider's retry policy applies to each of its deployments: primary 2, dead 2 (refused, retried), alive 1
-    expect(usageRows(gw).at(-1)).toMatchObject({ deployment: "alive", model: "gpt-4.1-mini", upstream_model: "gpt-4o-mini", attempts: 5 });
+    expect((await usageRows(gw)).at(-1)).toMatchObject({ deployment: "alive", model: "gpt-4.1-mini", upstream_model: "gpt-4o-mini", attempts: 5 });
   });
 
   test("another provider and model: the conversation goes to the messages style and comes back as a chat completion (JSON and stream)", async () => {
@@ -271,7 +271,7 @@ describe("fallback deployments", () => {
     expect(up.headers["x-api-key"]).toBe(KEYS.anthropic);
     expect(up.headers["anthropic-version"]).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(up.body).toMatchObject({ model: "claude-3-5-haiku-latest", system: "Be kind.", messages: [{ role: "user", content: "Say hi to Claude." }], max_tokens: 20 });
-    expect(usageRows(gw).at(-1)).toMatchObject({ model: "gpt-4o", upstream_model: "claude-3-5-haiku-latest", deployment: "anthropic/claude-3-5-haiku-latest#1" });
+    expect((await usageRows(gw)).at(-1)).toMatchObject({ model: "gpt-4o", upstream_model: "claude-3-5-haiku-latest", deployment: "anthropic/claude-3-5-haiku-latest#1" });
 
     primary.failNext({ kind: "status", status: 503 });
     primary.failNext({ kind: "status", status: 503 });

@@ -138,8 +138,8 @@ describe.each(STYLES)("$name", (s) => {
     await (await send(s, q, false, token)).text();
     await (await send(s, q, true, token)).text();
     const usage = env.gw.ctx.usage;
-    usage.flush();
-    const rows = usage.store(tenant).list();
+    await usage.flush();
+    const rows = await usage.store(tenant).list();
     expect(rows).toHaveLength(2);
     const [hit, miss] = rows; // newest first
     expect(miss).toMatchObject({ tenantId: tenant, cacheStatus: "MISS", streamed: false, costSavedUsd: 0 });
@@ -152,7 +152,7 @@ describe.each(STYLES)("$name", (s) => {
     }
     expect(hit!.costSavedUsd).toBeGreaterThan(0);
     // another tenant sees none of them
-    expect(usage.store(`${tenant}-other`).list()).toHaveLength(0);
+    expect(await usage.store(`${tenant}-other`).list()).toHaveLength(0);
   });
 });
 
@@ -212,8 +212,8 @@ describe("forwarded (never cached) calls", () => {
     expect(env.fake.received("/v1/embeddings")).toHaveLength(2);
     expect(env.fake.requests.filter((r) => r.path === "/v1/embed")).toHaveLength(2);
     const usage = env.gw.ctx.usage;
-    usage.flush();
-    const rows = usage.store(tenant).list();
+    await usage.flush();
+    const rows = await usage.store(tenant).list();
     const of = (endpoint: string) => rows.filter((r: any) => r.endpoint === endpoint);
     expect(of("openai.embeddings")).toHaveLength(2);
     expect(of("openai.embeddings").every((r: any) => r.inputTokens === 3 && r.outputTokens === 0 && r.cacheStatus === "BYPASS" && r.model === "text-embedding-3-small")).toBe(true);

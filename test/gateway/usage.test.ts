@@ -2,12 +2,13 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { UsageRecorder, type UsageRecord } from "../../src/gateway/usage";
 import { GATEWAY_MIGRATIONS } from "../../src/gateway/migrations";
 import { startProxyEnv } from "./setup";
 
 const usageDb = () => new Db(":memory:", [{ domain: "gateway", migrations: GATEWAY_MIGRATIONS }]);
+const over = (db: Db) => openStorage({ path: ":memory:", db });
 const row = (i: number): UsageRecord => ({
   tenantId: "t",
   keyId: "k1",
@@ -25,37 +26,40 @@ const row = (i: number): UsageRecord => ({
 const count = (db: Db) => db.get<{ n: number }>("SELECT count(*) AS n FROM usage_records")!.n;
 
 describe("UsageRecorder", () => {
-  test("the 500th buffered row writes the whole batch at once; fewer wait for the timer", () => {
+  test("the 500th buffered row writes the whole batch at once; fewer wait for the timer", async () => {
     const db = usageDb();
-    const rec = new UsageRecorder(storageOf(db));
+    const rec = new UsageRecorder(over(db));
     for (let i = 0; i < 499; i++) rec.record(row(i));
     expect(count(db)).toBe(0); // buffered, off the request path
     rec.record(row(499));
-    expect(count(db)).toBe(500); // synchronously, in one transaction
-    rec.close();
+    await Bun.sleep(0); // one turn of the event loop, not the 200 ms timer: the 500th row started the write
+    expect(count(db)).toBe(500); // in one transaction
+    const listed = await rec.store("t").list(500);
+    expect(listed.map((r) => r.requestId)).toEqual(Array.from({ length: 500 }, (_, i) => `r${499 - i}`)); // newest first, in recording order
+    await rec.close();
     db.close();
   });
   test("a row is written by the timer about 200 ms later, with key, cost and cost saved", async () => {
     const db = usageDb();
-    const rec = new UsageRecorder(storageOf(db));
+    const rec = new UsageRecorder(over(db));
     rec.record(row(0));
     rec.record(row(1));
     expect(count(db)).toBe(0);
     for (let i = 0; i < 100 && count(db) < 2; i++) await Bun.sleep(10);
     expect(count(db)).toBe(2);
-    const [hit, miss] = rec.store("t").list(); // newest first
+    const [hit, miss] = await rec.store("t").list(); // newest first
     expect(miss).toMatchObject({ keyId: "k1", cacheStatus: "MISS", costSavedUsd: 0 });
     expect(miss!.costUsd).toBeGreaterThan(0);
     expect(hit).toMatchObject({ cacheStatus: "HIT", costUsd: 0 });
     expect(hit!.costSavedUsd).toBe(miss!.costUsd);
-    rec.close();
+    await rec.close();
     db.close();
   });
-  test("closing writes what is buffered; nothing is recorded afterwards", () => {
+  test("closing writes what is buffered; nothing is recorded afterwards", async () => {
     const db = usageDb();
-    const rec = new UsageRecorder(storageOf(db));
+    const rec = new UsageRecorder(over(db));
     rec.record(row(0));
-    rec.close();
+    await rec.close();
     expect(count(db)).toBe(1);
     rec.record(row(1));
     expect(count(db)).toBe(1);

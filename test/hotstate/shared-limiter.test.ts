@@ -36,13 +36,13 @@ function replica(mode: RedisConfig["fail_mode"], metrics = new Metrics()) {
   const hs = new RedisHotState({ url: redis.url, fail_mode: mode, prefix: "t:", command_timeout_ms: 300 }, log, metrics.counter("svc_hotstate_degraded_decisions_total", "x", ["kind", "mode"]));
   states.push(hs);
   const local = new RateLimiter((t) => ({
-    get: () => tiers.get(t),
-    set: (tier, by) => {
+    get: async () => tiers.get(t),
+    set: async (tier, by) => {
       const a = { tenantId: t, tier, updatedAt: new Date().toISOString(), updatedBy: by };
       tiers.set(t, a);
       return a;
     },
-    remove: () => tiers.delete(t),
+    remove: async () => tiers.delete(t),
   }));
   return { hs, metrics, limiter: new SharedRateLimiter(local, { store: hs, bus: hs, fail: hs.fail, prefix: "t:" }) };
 }
@@ -98,10 +98,10 @@ describe("shared rate limiter on a real Redis", () => {
     await until("both connected", async () => a.hs.ready() && b.hs.ready(), 10_000);
     for (let i = 0; i < 10; i++) expect(await outcome(a.limiter, "ten-3")).toBe(200);
     expect(await outcome(b.limiter, "ten-3")).toBe(429);
-    expect(b.limiter.local.tierOf("ten-3")).toBe("starter");
-    a.limiter.setTier("ten-3", "enterprise", "admin");
+    expect(await b.limiter.local.tierOf("ten-3")).toBe("starter");
+    await a.limiter.setTier("ten-3", "enterprise", "admin");
     // without the message b would keep its cached "starter" for ever
-    await until("b sees the new tier", async () => b.limiter.local.tierOf("ten-3") === "enterprise", 5_000);
+    await until("b sees the new tier", async () => (await b.limiter.local.tierOf("ten-3")) === "enterprise", 5_000);
     expect(await outcome(b.limiter, "ten-3")).toBe(200);
   }, 30_000);
 

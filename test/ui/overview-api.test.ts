@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { GATEWAY_MIGRATIONS } from "../../src/gateway/migrations";
 import { LATENCY_BOUNDS, OVERVIEW_MIGRATIONS, OverviewQuery, quantile } from "../../src/gateway/overview-api";
 import { UsageStore, type UsageRow } from "../../src/gateway/usage";
@@ -76,11 +76,11 @@ const bucketOf = (ms: number) => {
   return i < 0 ? LATENCY_BOUNDS.length : i;
 };
 
-function expectOverviewMatches(db: Db, q: OverviewQuery) {
+async function expectOverviewMatches(db: Db, q: OverviewQuery) {
   for (const tenant of ["a", "b"])
     // the last 60 whole minutes, 24 whole hours, 720 whole hours (the current one included)
     for (const [range, count, unitMs, chars] of [["hour", 60, 60_000, 16], ["day", 24, 3_600_000, 13], ["30d", 720, 3_600_000, 13]] as const) {
-      const o = q.overview(tenant, range);
+      const o = await q.overview(tenant, range);
       const to = new Date(NOW).toISOString().slice(0, chars);
       const from = new Date(NOW - (count - 1) * unitMs).toISOString().slice(0, chars);
       const s = scan(db, tenant, from, to);
@@ -104,27 +104,27 @@ function expectOverviewMatches(db: Db, q: OverviewQuery) {
 }
 
 describe("overview rollup", () => {
-  test("equals a scan of usage_records for every range and tenant (random traffic over 26 h)", () => {
+  test("equals a scan of usage_records for every range and tenant (random traffic over 26 h)", async () => {
     const db = new Db(":memory:", [{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
-    const storage = storageOf(db);
+    const storage = openStorage({ path: ":memory:", db });
     const rows = records(3000, 7);
-    for (const r of rows) new UsageStore(storage.tenant(r.tenantId)).insert(r);
+    for (const r of rows) await new UsageStore(storage.tenant(r.tenantId)).insert(r);
     const q = new OverviewQuery(storage, () => {}, () => NOW);
-    expectOverviewMatches(db, q);
+    await expectOverviewMatches(db, q);
     // the hour range is the last 60 whole minutes: a record 61 minutes ago is in the day only
     const old = { ...rows[0]!, id: "old", tenantId: "c", createdAt: new Date(NOW - 61 * 60_000).toISOString() };
-    new UsageStore(storage.tenant("c")).insert(old);
-    expect(q.overview("c", "hour").totals.requests).toBe(0);
-    expect(q.overview("c", "day").totals.requests).toBe(1);
+    await new UsageStore(storage.tenant("c")).insert(old);
+    expect((await q.overview("c", "hour")).totals.requests).toBe(0);
+    expect((await q.overview("c", "day")).totals.requests).toBe(1);
     db.close();
   });
 
-  test("records written before the rollup existed are backfilled by its migration", () => {
+  test("records written before the rollup existed are backfilled by its migration", async () => {
     const db = new Db(":memory:", [{ domain: "gateway", migrations: GATEWAY_MIGRATIONS }]);
-    const storage = storageOf(db);
-    for (const r of records(1500, 11)) new UsageStore(storage.tenant(r.tenantId)).insert(r);
+    const storage = openStorage({ path: ":memory:", db });
+    for (const r of records(1500, 11)) await new UsageStore(storage.tenant(r.tenantId)).insert(r);
     db.migrate([{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
-    expectOverviewMatches(db, new OverviewQuery(storage, () => {}, () => NOW));
+    await expectOverviewMatches(db, new OverviewQuery(storage, () => {}, () => NOW));
     db.close();
   });
 

@@ -65,8 +65,8 @@ export class KeyAnalyticsService {
     const end = Math.floor(this.clock() / HOUR) * HOUR + HOUR;
     const start = end - hours * HOUR;
     const historyStart = start - BASELINE_HOURS * HOUR;
-    this.usage.flush();
-    const rows = this.usage.hourly(tenantId, keyId, iso(historyStart), iso(end));
+    await this.usage.flush();
+    const rows = await this.usage.hourly(tenantId, keyId, iso(historyStart), iso(end));
 
     // buckets from historyStart; index 0..BASELINE_HOURS-1 are history only
     const n = BASELINE_HOURS + hours;
@@ -113,7 +113,7 @@ export class KeyAnalyticsService {
       sumUsd += b.usd - buckets[i - BASELINE_HOURS]!.usd;
     }
     if (firstUse.size > 0) {
-      const before = new Set(this.usage.modelsBefore(tenantId, keyId, iso(start)));
+      const before = new Set(await this.usage.modelsBefore(tenantId, keyId, iso(start)));
       for (const [model, i] of [...firstUse].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))) {
         if (before.has(model)) continue;
         const value = rows.filter((r) => r.model === model && Date.parse(r.hour) >= start).reduce((s, r) => s + r.requests, 0);

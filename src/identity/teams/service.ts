@@ -253,15 +253,15 @@ export class TeamService {
     const s = this.store(tenantId);
     const { start, end } = periodOf(team.budgetPeriod, this.clock());
     const since = iso(start);
-    this.usage.flush();
+    await this.usage.flush();
     const own = await s.keyIds(teamId);
     const all = await s.keyIdsOf(await s.subtree(teamId));
     const ownSet = new Set(own);
     const keys = (await this.keyRegistry.list(tenantId)).filter((k) => ownSet.has(k.id));
     return {
       teamId,
-      totalSpendCents: centsOf(this.usage.spendUsd(tenantId, all, since)),
-      teamSpendCents: centsOf(this.usage.spendUsd(tenantId, own, since)),
+      totalSpendCents: centsOf(await this.usage.spendUsd(tenantId, all, since)),
+      teamSpendCents: centsOf(await this.usage.spendUsd(tenantId, own, since)),
       totalKeys: keys.length,
       activeKeys: keys.filter((k) => !k.revokedAt).length,
       maxBudgetCents: team.maxBudgetCents,
