@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["ratelimit", "cache", "gateway"];
+const SYNC_DOMAINS = ["ratelimit", "gateway"];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -142,7 +142,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const cacheD = cache.create({
     config: { cache: config.cache, context_cache: config.context_cache, embedding: config.embedding },
     databasePath: config.storage.path,
-    storage,
+    storage: data,
     embedder: embeddingD.service,
     metrics,
     log,
