@@ -200,6 +200,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
     migrations: () => db.pendingMigrations().length === 0,
     embedder: () => embeddingD.service.isReady(),
+    cache: () => cacheD.service.ready(),
   };
   if (hotState) readiness.redis = () => hotState.ready();
   let http = new Elysia({ name: "svc" }).use(kernel.plugin());
@@ -220,6 +221,8 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD, uiD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
+  // the cache's indexes load from the database in the background: /ready waits for them, /health does not
+  void cacheD.service.warmUp();
 
   for (const d of domains) if (d.routes) http = http.use(d.routes);
   const native: NativeRoutes = Object.assign({}, ...domains.map((d) => d.native ?? {}));

@@ -36,7 +36,7 @@ import { defaultLearnedModel } from "./verify/learned-default";
 import { AdaptedEmbedder, type EmbeddingAdapter } from "./adapter";
 import { defaultAdapter } from "./adapter-default";
 import { deriveKeys, type DerivedKeys } from "./partition";
-import { CacheStore, type ExactRow, type Removed } from "./store";
+import { CacheStore, recentPartitions, type ExactRow, type Removed } from "./store";
 import type { Quantization } from "../core/vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
@@ -199,6 +199,8 @@ export class SemanticCacheEngine {
   /** the embedder the cache compares: the configured one, through the adapter when it applies */
   private readonly emb: Embedder;
   private closed = false;
+  /** false while warmUp runs (/ready waits for it; /health does not) */
+  private warm = true;
   /** wrong-hit feedback: per-tenant negatives and operating points (feedback.ts) */
   readonly feedback: FeedbackBook;
   /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
@@ -277,6 +279,41 @@ export class SemanticCacheEngine {
   /** the embedder whose vectors the cache stores and compares (adapted when the adapter applies) */
   get embedder(): Embedder {
     return this.emb;
+  }
+
+  /**
+   * Load the indexes of the partitions used last (up to `partitions`, within the loaded-tenants
+   * bound) from the database — saved index files when they match it — so the first lookups after a
+   * start do not rebuild them. Started by the composition root after migrations; `ready()` is false
+   * until it ends (a failure is logged: the indexes then load on first use, as they always can).
+   */
+  async warmUp(partitions = 256): Promise<number> {
+    if (!this.o.settings.enabled || this.closed) return 0;
+    this.warm = false;
+    let n = 0;
+    try {
+      const max = Math.min(partitions, this.o.settings.maxLoadedTenants ?? 10_000);
+      const seen = new Set<string>();
+      for (const r of await recentPartitions(this.o.storage, partitions)) {
+        if (this.closed) break;
+        if (!seen.has(r.tenantId) && seen.size >= max) continue;
+        seen.add(r.tenantId);
+        const ts = await this.tenants.get(r.tenantId);
+        await this.tenants.index(r.tenantId, ts, r.partition);
+        n++;
+      }
+      if (n) this.o.log?.info("cache indexes loaded at start", { partitions: n, tenants: seen.size });
+    } catch (e) {
+      this.o.log?.warn("cache indexes not loaded at start (they load on first use)", { error: String(e) });
+    } finally {
+      this.warm = true;
+    }
+    return n;
+  }
+
+  /** readiness: false while the start-up index load runs */
+  ready(): boolean {
+    return this.warm;
   }
 
   // ---------------------------------------------------------------- lookup

@@ -4,7 +4,7 @@
  * f32 (BLOB / BYTEA: vectorBytes / vectorOf); a new entry's vec_key comes back through
  * `INSERT … RETURNING`.
  */
-import type { AsyncTenantDb } from "../storage/async";
+import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { vectorBytes, vectorOf } from "../storage/dialect";
 import type { Mode } from "./partition";
 
@@ -268,4 +268,18 @@ export class CacheStore {
     );
     return { entries, total: await this.count() };
   }
+}
+
+/**
+ * The partitions of the most recently used entries, across tenants, newest use first: what a
+ * replica loads into its indexes at start (SemanticCacheEngine.warmUp).
+ */
+export function recentPartitions(storage: AsyncStorage, limit: number): Promise<Array<{ tenantId: string; partition: string }>> {
+  return storage
+    .global("cache warm-up at start: the partitions every tenant used last, to load their indexes before /ready")
+    .all<{ tenantId: string; partition: string }>(
+      `SELECT tenant_id AS "tenantId", partition FROM cache_entries WHERE partition IS NOT NULL AND query_vec IS NOT NULL
+       GROUP BY tenant_id, partition ORDER BY MAX(last_used_at) DESC, tenant_id, partition LIMIT $limit`,
+      { limit },
+    );
 }
