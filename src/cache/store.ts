@@ -6,6 +6,7 @@
  */
 import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { vectorBytes, vectorOf } from "../storage/dialect";
+import { StorageConstraintError } from "../storage/errors";
 import type { Mode } from "./partition";
 
 export interface NewEntry {
@@ -157,8 +158,22 @@ export class CacheStore {
     );
   }
 
-  /** Replace the tenant's entry of this exact key (if any) with the new one, in one transaction. */
-  insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+  /**
+   * Replace the tenant's entry of this exact key (if any) with the new one, in one transaction.
+   * Two replicas storing the same key at once on PostgreSQL: the second one's DELETE found no row
+   * yet and its INSERT meets the first one's (unique violation): it runs again and replaces it.
+   */
+  async insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.replace(e);
+      } catch (err) {
+        if (attempt >= 5 || !(err instanceof StorageConstraintError) || err.kind !== "unique") throw err;
+      }
+    }
+  }
+
+  private replace(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
     return this.t.tx(async () => {
       const replaced = await this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
       const r = await this.t.get<{ vecKey: number }>(

@@ -128,6 +128,17 @@ eachBackend("cache", (b) => {
     expect(await a.evictOver(10)).toEqual([]);
   });
 
+  test("two replicas storing the same exact key at once: both succeed, one entry remains", async () => {
+    const a = new CacheStore(s.tenant("t-race"));
+    const c = new CacheStore(other.tenant("t-race"));
+    for (let i = 0; i < 20; i++) {
+      const [x, y] = await Promise.all([a.insert(entry(i, { exactKey: "same" })), c.insert(entry(i + 100, { exactKey: "same" }))]);
+      expect(await a.count()).toBe(1);
+      const kept = (await c.findExact("same", 0))!.vecKey;
+      expect([x.vecKey, y.vecKey]).toContain(kept); // (SQLite may give the new row the key of the one it replaced)
+    }
+  });
+
   test("tenant isolation: another tenant neither reads, lists, counts nor deletes the entries", async () => {
     const mine = new CacheStore(s.tenant("t-iso-a"));
     const theirs = new CacheStore(s.tenant("t-iso-b"));
