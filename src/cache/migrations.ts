@@ -45,7 +45,7 @@ export const CACHE_MIGRATIONS: Migration[] = [
     legacyId: "0100_cache_entries",
     up: {
       sqlite: (db) => {
-      db.run(`CREATE TABLE cache_entries (
+        db.run(`CREATE TABLE cache_entries (
         vec_key INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         tenant_id TEXT NOT NULL,
@@ -67,11 +67,11 @@ export const CACHE_MIGRATIONS: Migration[] = [
         last_used_at INTEGER NOT NULL,
         hits INTEGER NOT NULL DEFAULT 0
       )`);
-      db.run("CREATE UNIQUE INDEX cache_entries_exact ON cache_entries (tenant_id, exact_key)");
-      db.run("CREATE INDEX cache_entries_lru ON cache_entries (tenant_id, last_used_at)");
-      db.run("CREATE INDEX cache_entries_partition ON cache_entries (tenant_id, partition)");
-      db.run("CREATE INDEX cache_entries_expiry ON cache_entries (tenant_id, expires_at) WHERE expires_at IS NOT NULL");
-      db.run("CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL");
+        db.run("CREATE UNIQUE INDEX cache_entries_exact ON cache_entries (tenant_id, exact_key)");
+        db.run("CREATE INDEX cache_entries_lru ON cache_entries (tenant_id, last_used_at)");
+        db.run("CREATE INDEX cache_entries_partition ON cache_entries (tenant_id, partition)");
+        db.run("CREATE INDEX cache_entries_expiry ON cache_entries (tenant_id, expires_at) WHERE expires_at IS NOT NULL");
+        db.run("CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL");
       },
       postgres: ENTRIES_PG,
     },
