@@ -269,8 +269,10 @@ export class TenantRegistry {
     const writes: Promise<void>[] = [];
     for (const ts of only ? [only] : this.tenants.values()) {
       if (!ts.touches.size) continue;
-      const keys = [...ts.touches.keys()];
-      const hits = [...ts.touches.values()];
+      // in key order: replicas updating the same rows at once take their row locks in one order (no deadlock on PostgreSQL)
+      const pending = [...ts.touches].sort((x, y) => x[0] - y[0]);
+      const keys = pending.map(([k]) => k);
+      const hits = pending.map(([, n]) => n);
       ts.touches.clear();
       writes.push(ts.repo.touch(keys, at, hits).catch((e) => this.o.log?.warn("could not record cache hits", { error: String(e) })));
     }
