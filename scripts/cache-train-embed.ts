@@ -1,7 +1,7 @@
 /**
  * Embeds every distinct question of cache-train/pairs.jsonl with the gateway's own local embedder
  * (USE-lite) and keeps the vectors in a gitignored file under data/, so that retraining
- * (scripts/train-cache-decision.ts) does not embed ~124k texts again. The file is keyed by the
+ * (scripts/train-cache-pair-model.ts, scripts/bench/cache-*.ts) does not embed ~124k texts again. The file is keyed by the
  * embedder id and the question list's hash; a stale file is rebuilt.
  *
  *   nice ./node_modules/.bin/bun run scripts/cache-train-embed.ts [--data DIR] [--out data/cache-train-emb.bin]

@@ -3,7 +3,7 @@
  * identity plus a rank-r correction of the USE-lite embedding u, so that the cosines the vector index
  * and doc1 §4.7's stages compare put same-meaning questions above 0.85 (stage1_threshold) and
  * different-meaning ones below it as often as possible. Trained on ../shared/data/cache-train only
- * (never on cache-eval-dev), split by question exactly like scripts/train-cache-decision.ts
+ * (never on cache-eval-dev), split by question (questionSplit in scripts/cache-train-embed.ts)
  * (connected components of the pair graph → 80 / 10 / 10 train / validation / test). Deterministic.
  *
  *   nice ./node_modules/.bin/bun run scripts/train-cache-adapter.ts [--rank 64] [--epochs 4] [--neg-weight 1.5] [--dry] [--out FILE]

@@ -103,6 +103,28 @@ export interface App {
 }
 
 export function createApp(config: Config, opts: AppOptions = {}): App {
+  const steps = appSteps(config, opts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * createApp in steps that give the event loop a turn between them (a few ms each): what
+ * startServer runs once its socket listens, so that /health is answered while the app is built.
+ */
+export async function createAppYielding(config: Config, opts: AppOptions = {}): Promise<App> {
+  const steps = appSteps(config, opts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** The steps of building the app; each yield names the step just done (scripts/bench/startup-profile.ts times them). */
+export function* appSteps(config: Config, opts: AppOptions = {}): Generator<string, App, void> {
   const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
   const metrics = new Metrics();
@@ -137,6 +159,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const observer = new RequestObserver(metrics, log, config.server.request_log);
   const outbound = new OutboundPolicy({ allowPrivate: config.outbound.allow_private, allowCidrs: config.outbound.allow_cidrs });
   const kernel = new Kernel({ auth, limiter, observer, log, maxBodyBytes: config.server.max_body_bytes, maxHeaderBytes: config.server.max_header_bytes });
+  yield "core: database, secrets, auth, limiter, kernel";
 
   const embeddingD = embedding.create({ config: config.embedding, metrics, log, embedder: opts.embedder });
   const cacheD = cache.create({
@@ -149,6 +172,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     kernel,
     shared: hotState && { store: hotState, log: hotState, prefix: config.redis.prefix },
   });
+  yield "embedding, cache";
   // identity: users, roles, teams with budgets (the gateway's spend guard), the per-request user check
   const wallClock = opts.wallClock ?? (opts.clock ? followClock(opts.clock) : Date.now);
   const identityD = identity.create({
@@ -169,6 +193,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     bus,
     sharedBudgets: shared,
   });
+  yield "identity";
   const gatewayD = gateway.create({
     config: { providers: config.providers, upstream: config.upstream, models: config.models, prices: config.prices, usage: config.usage },
     cacheEnabled: config.cache.enabled,
@@ -181,10 +206,13 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     guard: identityD.service.guard,
     isGatewayCredential: auth.isGatewayCredential,
   });
+  yield "gateway";
   const keysD = keys.create({ service: apiKeys, kernel, tokens, limiter });
   const ratelimitD = ratelimit.create({ kernel, limiter: rateLimiter });
   const promptsD = prompts.create({ storage: data, kernel, completer: opts.completer ?? gatewayD.service });
+  yield "keys, ratelimit, prompts";
   const mcpD = mcp.create({ storage: data, kernel, outbound, embedder: embeddingD.service, auth, config: config.mcp, log, clock: { now: wallClock }, env: process.env, bus: hotState });
+  yield "mcp";
   const memoryD = memory.create({
     storage: data,
     kernel,
@@ -196,6 +224,7 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
     env: process.env,
     clock: wallClock,
   });
+  yield "memory";
   const readiness: Record<string, () => boolean> = {
     database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
     migrations: () => db.pendingMigrations().length === 0,
@@ -218,13 +247,19 @@ export function createApp(config: Config, opts: AppOptions = {}): App {
   const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes, settings: config.metrics });
 
   const uiD = ui.create({ kernel });
+  yield "readiness, ops, ui";
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD, uiD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
   // the cache's indexes load from the database in the background: /ready waits for them, /health does not
   void cacheD.service.warmUp();
+  yield "migrations";
 
-  for (const d of domains) if (d.routes) http = http.use(d.routes);
+  for (const d of domains)
+    if (d.routes) {
+      http = http.use(d.routes);
+      yield `routes of ${d.name}`;
+    }
   const native: NativeRoutes = Object.assign({}, ...domains.map((d) => d.native ?? {}));
   kernel.install(http, native);
 

@@ -141,12 +141,24 @@ async function main(argv: string[]) {
     // first: an error escaping every handler is logged as JSON before anything else (src/core/fatal.ts)
     const { installFatalHandlers } = await import("./core/fatal");
     const fatal = installFatalHandlers();
-    const [{ startServer }, { effectiveBaseUrls, PROVIDER_NAMES }, { embeddingsUrl }] = await Promise.all([
-      import("./server"),
-      import("./gateway"),
-      import("./embedding/remote"),
-    ]);
-    const running = await startServer(config);
+    // the socket listens (and answers /health) before the app's modules are loaded (src/server.ts)
+    const { startServer } = await import("./server");
+    const starting = startServer(config);
+    // SIGTERM/SIGINT from the moment /health answers: one that arrives while the app is still
+    // built stops it once built (requests that waited are served); a failed start exits below
+    let signals = 0;
+    const shutdown = async (signal: string) => {
+      if (++signals > 1) process.exit(1);
+      const running = await starting.catch(() => undefined);
+      if (!running) return;
+      running.ctx.log.info("shutting down", { signal });
+      await running.stop();
+      process.exit(0);
+    };
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    const running = await starting;
+    const [{ effectiveBaseUrls, PROVIDER_NAMES }, { embeddingsUrl }] = await Promise.all([import("./gateway"), import("./embedding/remote")]);
     fatal.setShutdown(() => running.stop());
     running.ctx.log.info("svc listening", { url: `http://${config.server.host}:${running.port}`, version: pkg.version });
     const data = dataPaths(config);
@@ -164,15 +176,6 @@ async function main(argv: string[]) {
     const unknown = unknownSettings();
     if (unknown.length) running.ctx.log.warn("ignoring environment variables that name no setting", { variables: unknown });
     running.ctx.log.info("next steps", nextSteps(running.url, running.ctx.domains));
-    let signals = 0;
-    const shutdown = async (signal: string) => {
-      if (++signals > 1) process.exit(1);
-      running.ctx.log.info("shutting down", { signal });
-      await running.stop();
-      process.exit(0);
-    };
-    process.on("SIGTERM", () => void shutdown("SIGTERM"));
-    process.on("SIGINT", () => void shutdown("SIGINT"));
     return;
   }
   const need = (v: string | undefined, flag: string) => {

@@ -85,7 +85,7 @@ export function optionsOf(c: Choice): VerifyOptions {
   return o;
 }
 
-const emptyFigures = (): Figures => ({ pos: 0, tp: 0, neg: 0, fp: 0, kinds: Object.fromEntries(HARD_KINDS.map((k) => [k, { n: 0, hits: 0 }])) as Figures["kinds"] });
+export const emptyFigures = (): Figures => ({ pos: 0, tp: 0, neg: 0, fp: 0, kinds: Object.fromEntries(HARD_KINDS.map((k) => [k, { n: 0, hits: 0 }])) as Figures["kinds"] });
 export const recallOf = (f: Figures) => f.tp / Math.max(1, f.pos);
 export const fhrOf = (f: Figures) => f.fp / Math.max(1, f.neg);
 export const kindRate = (f: Figures, k: HardKind) => f.kinds[k].hits / Math.max(1, f.kinds[k].n);
@@ -93,7 +93,7 @@ export const kindRate = (f: Figures, k: HardKind) => f.kinds[k].hits / Math.max(
 export const mixedFhr = (f: Figures) => 0.5 * fhrOf(f) + (0.5 / HARD_KINDS.length) * HARD_KINDS.reduce((s, k) => s + kindRate(f, k), 0);
 export const precision5050 = (f: Figures) => recallOf(f) / Math.max(1e-12, recallOf(f) + mixedFhr(f));
 export const precisionNatural = (f: Figures) => f.tp / Math.max(1, f.tp + f.fp);
-const meets = (f: Figures) => precision5050(f) >= TARGET.precision && fhrOf(f) <= TARGET.fhr && mixedFhr(f) <= TARGET.fhr && HARD_KINDS.every((k) => kindRate(f, k) <= TARGET.kind);
+export const meets = (f: Figures) => precision5050(f) >= TARGET.precision && fhrOf(f) <= TARGET.fhr && mixedFhr(f) <= TARGET.fhr && HARD_KINDS.every((k) => kindRate(f, k) <= TARGET.kind);
 
 export async function crossValidate(opts: { folds?: number; perKind?: number; log?: (s: string) => void } = {}): Promise<CvResult> {
   const K = opts.folds ?? 5;

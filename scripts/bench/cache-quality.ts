@@ -31,12 +31,13 @@ import { Logger } from "../../src/core/log";
 import { startFakeUpstream } from "../../test/fake-upstream/server";
 import { dataDir } from "./data";
 import { crossValidate, cvTable, wilson } from "./cache-cv";
+import { crossValidatePairModel, pairCvTable } from "./cache-pair-cv";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1] ?? "");
 const DATA = dataDir("cache-eval-dev", args.get("data"));
 const THRESHOLDS: Array<number | undefined> = args.has("thresholds") ? args.get("thresholds")!.split(",").map(Number) : [undefined];
-/** --learned on|off: cache.learned_decision (default: the configured default, off since issue 25) */
+/** --learned on|off: cache.learned_decision (default: the configured default: on, the pair model, since issue 25) */
 const LEARNED = args.has("learned") ? args.get("learned") !== "off" : undefined;
 const ADAPT = args.has("adapt") ? args.get("adapt") !== "off" : undefined;
 const MODE = args.get("learned-mode") as "with_rules" | "alone" | undefined;
@@ -163,6 +164,11 @@ if (CV) {
   const r = await crossValidate({ folds: 5 });
   console.log(`# cross-validated on cache-train (${r.rows.qqp} Quora pairs, hard negatives ${JSON.stringify(r.rows.hard)}; ${((performance.now() - t0) / 1000).toFixed(0)} s)\n`);
   console.log(cvTable(r) + "\n");
+  // the pair model (the default decision), retrained per fold: scripts/bench/cache-pair-cv.ts
+  const t1 = performance.now();
+  const pm = await crossValidatePairModel({ model: "gbm", cvOnly: true });
+  console.log(`# pair model, cross-validated the same way (${((performance.now() - t1) / 1000).toFixed(0)} s)\n`);
+  console.log(pairCvTable(pm) + "\n");
 }
 
 const pairs = (await readJsonl<Pair>(join(DATA, "pairs.jsonl"))).slice(0, LIMIT);
@@ -180,7 +186,7 @@ for (const th of THRESHOLDS) for (const dt of DECISION) {
   const recall = tp / pos;
   const fhr = (hits.length - tp) / neg;
   const f1 = (2 * precision * recall) / (precision + recall);
-  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED === undefined ? "default (off)" : LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"}, adapted embeddings ${ADAPT === undefined ? "default (off)" : ADAPT ? "on" : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
+  console.log(`## similarity_threshold ${th ?? "default"}, learned ${LEARNED === undefined ? "default (on: the pair model)" : LEARNED ? `on (${MODE ?? "default mode"}), decision_threshold ${dt ?? "model default"}` : "off"}, adapted embeddings ${ADAPT === undefined ? "default (off)" : ADAPT ? "on" : "off"} (run took ${((performance.now() - t0) / 1000).toFixed(0)} s, process RSS ${rssMb()} MB)\n`);
   console.log("| pairs | hits | precision | recall | false-hit rate | F1 |\n|---|---|---|---|---|---|");
   console.log(`| ${pairOut.length} | ${hits.length} | ${f3(precision)} | ${f3(recall)} | ${f3(fhr)} | ${f3(f1)} |\n`);
   const mtMissAll = mtOut.filter((m) => m.expect === "miss");

@@ -1,7 +1,12 @@
 /**
  * A/B of the USE-lite dense-product kernels, in-process, interleaved so that both see the same box load.
  *
- *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm,wasm-i16] [--rounds 20]
+ *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm,wasm-i16] [--rounds 20] [--batch 64]
+ *
+ * A kernel may carry a thread count: `wasm-i16:1,wasm-i16:2` compares the 16-bit kernel on the calling
+ * thread alone with it plus one helper thread (parallel-dense.ts); without `:n` the default applies
+ * (SVC_EMBEDDING__THREADS, else 1). `--batch n` also times one call of n
+ * fresh 12-word texts per variant (the worker's batched forward pass), interleaved the same way.
  *
  * Per query length (5 / 12 / 48 words, the texts of embedding-queries.ts, shared with quality-embedding-latency.ts): each round embeds
  * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
@@ -15,14 +20,17 @@ const opt = (name: string, def: string) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1]! : def;
 };
-const kernels = opt("kernels", "wasm,wasm-i16").split(",") as UseLiteFastKernel[];
+const variants = opt("kernels", "wasm,wasm-i16").split(",");
+const kernels = variants as string[];
+const batchN = Number(opt("batch", "0"));
 const rounds = Number(opt("rounds", "20"));
 const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
 const models: UseLiteFast[] = [];
 const loadMs: number[] = [];
-for (const k of kernels) {
-  const m = new UseLiteFast(k);
+for (const k of variants) {
+  const [kernel, threads] = k.split(":");
+  const m = new UseLiteFast(kernel as UseLiteFastKernel, threads ? Number(threads) : undefined);
   const t = performance.now();
   await m.load();
   loadMs.push(performance.now() - t);
@@ -57,5 +65,17 @@ for (const n of [5, 12, 48]) {
     `| ${n} (${models[0]!.tokenize(sample).length}) | ${times.map((t) => `${pct(t, 0.5).toFixed(2)} / ${Math.min(...t).toFixed(2)}`).join(" | ")} | ${minCos.toFixed(7)} |`,
   );
 }
-console.log(`load avg ${await load()}`);
+if (batchN > 0) {
+  const times = kernels.map(() => [] as number[]);
+  for (let r = 0; r < Math.max(3, Math.ceil(rounds / 4)); r++) {
+    const texts = Array.from({ length: batchN }, () => query(12));
+    models.forEach((m, mi) => {
+      const t = performance.now();
+      m.embedFlat(texts);
+      times[mi]!.push(performance.now() - t);
+    });
+  }
+  console.log(`| batch of ${batchN} × 12 words, ms (texts/s at p50) | ${times.map((t) => `${pct(t, 0.5).toFixed(1)} / ${Math.min(...t).toFixed(1)} (${Math.round((batchN * 1000) / pct(t, 0.5))})`).join(" | ")} | |`);
+}
+console.log(`backends: ${models.map((m) => m.backend()).join(", ")}; load avg ${await load()}`);
 process.exit(0);

@@ -150,6 +150,26 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
   return tool === "wrk" ? loadWrk(o) : loadAutocannon(o);
 }
 
+export interface DistinctResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  total: number;
+  non200: number;
+  cacheStatus: Record<string, number>;
+}
+
+/**
+ * Closed loop of distinct questions (proxy-load.ts, its own process): `body` holds "{unique}",
+ * replaced by a new question every request — the cache-enabled miss at `connections` connections.
+ */
+export async function loadDistinct(url: string, headers: Record<string, string>, body: string, connections = 64, secs = 8): Promise<DistinctResult> {
+  const p = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/proxy-load.ts"), JSON.stringify({ url, headers, body, connections, secs })], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  if (code !== 0) throw new Error(`proxy-load.ts exited ${code}`);
+  return JSON.parse(out) as DistinctResult;
+}
+
 const UNIT_MS: Record<string, number> = { us: 0.001, ms: 1, s: 1000 };
 const toMs = (v: string, unit: string) => Number(v) * UNIT_MS[unit]!;
 

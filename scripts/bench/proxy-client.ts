@@ -18,14 +18,9 @@ interface T {
   /** this target's own body (default: the shared one) */
   body?: string;
 }
-const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; reference: string };
+import { question } from "./questions";
 
-// distinct questions from a seeded word mix: no two share a meaning (measured: the hit counts)
-const WORDS = "amber basalt cedar delta ember fjord garnet harbor indigo juniper kelp lagoon meadow nectar obsidian prairie quartz raven saffron tundra umber violet willow xenon yarrow zephyr".split(" ");
-const TOPICS = ["history of", "how to grow", "price of", "chemistry of", "poems about", "maps of", "recipes with", "songs about", "photos of", "laws on"];
-let seed = 2026;
-const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
-const question = (i: number) => `${TOPICS[i % TOPICS.length]} ${WORDS[Math.floor(rnd() * 26)]} ${WORDS[Math.floor(rnd() * 26)]} ${WORDS[Math.floor(rnd() * 26)]} in ${1900 + (i % 120)}?`;
+const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; reference: string };
 
 const samples: Record<string, number[]> = Object.fromEntries(o.targets.map((t) => [t.name, []]));
 const cache: Record<string, Record<string, number>> = Object.fromEntries(o.targets.map((t) => [t.name, {}]));

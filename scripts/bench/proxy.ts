@@ -15,11 +15,14 @@
  *  - svc-miss: cache enabled, every request a different question: embedding + lookup + upstream +
  *    store, what most requests in production are;
  *  - base (with --base DIR): the gateway of another checkout (e.g. an older commit) beside this one,
- *    cache disabled, to compare builds in the same run.
+ *    cache disabled, to compare builds in the same run (and base-miss: its cache-enabled miss).
+ * 64 connections: wrk/autocannon with the fixed body (svc, base, peer, direct), then distinct
+ * questions from proxy-load.ts for the cache-off gateway beside the cache-enabled one
+ * (`connections64Distinct`: the cache-enabled miss throughput next to the cache-off one).
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { benchToken, startTarget, load, freePort, ROOT, type LoadResult } from "./harness";
+import { benchToken, startTarget, load, loadDistinct, freePort, ROOT, type LoadResult } from "./harness";
 
 const { values } = parseArgs({ options: { secs: { type: "string", default: "8" }, n: { type: "string", default: "3000" }, base: { type: "string" } } });
 const secs = Number(values.secs);
@@ -69,8 +72,9 @@ const gwEnv = {
 const gw = await startTarget({ env: gwEnv });
 const cached = await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" } });
 const base = values.base ? await startTarget({ env: gwEnv, root: resolve(values.base) }) : undefined;
-// the cache-enabled gateway answers misses only once its embedding model is loaded
-for (let i = 0; i < 600 && (await fetch(`${cached.url}/ready`)).status !== 200; i++) await Bun.sleep(100);
+const baseCached = values.base ? await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" }, root: resolve(values.base) }) : undefined;
+// the cache-enabled gateways answer misses only once their embedding model is loaded
+for (const t of [cached, baseCached]) for (let i = 0; t && i < 600 && (await fetch(`${t.url}/ready`)).status !== 200; i++) await Bun.sleep(100);
 const token = await benchToken();
 
 const peerPort = await freePort();
@@ -111,10 +115,15 @@ console.error("SSE time to first byte, interleaved");
 const ttfb = await client({ targets: names.map((name) => ({ name, ...targets[name]! })), body: streamBody, ttfb: true, reference: "direct", n: Math.min(n, 1500) });
 const many: Record<string, LoadResult> = {};
 for (const name of names) many[name] = await load({ url: targets[name]!.url, method: "POST", headers: targets[name]!.headers, body, connections: 64, durationSecs: secs });
+console.error("64 connections of distinct questions: cache off beside cache enabled");
+const distinctTargets: Record<string, string> = { svc: gw.url, "svc-miss": cached.url, ...(base ? { base: base.url } : {}), ...(baseCached ? { "base-miss": baseCached.url } : {}) };
+const distinct: Record<string, { rps: number; p50Ms: number; p99Ms: number; non200: number; cacheStatus: Record<string, number> }> = {};
+for (const [name, url] of Object.entries(distinctTargets)) distinct[name] = await loadDistinct(`${url}/v1/chat/completions`, targets.svc!.headers, uniqueBody, 64, secs);
 
 await gw.stop();
 await cached.stop();
 await base?.stop();
+await baseCached?.stop();
 peer.kill();
 upstream.kill();
 
@@ -125,5 +134,6 @@ const out = {
   sseTtfb: Object.fromEntries(Object.entries(ttfb).map(([k, v]) => [k, { p50Ms: f(v.p50us), p99Ms: f(v.p99us), addedP50Ms: f(v.addedP50us), non200: v.bad }])),
   connections64: Object.fromEntries(Object.entries(many).map(([k, v]) => [k, { tool: v.tool, rps: Math.round(v.requestsPerSec), p50Ms: v.p50Ms, p99Ms: v.p99Ms, non2xx: v.non2xx, errors: v.errors }])),
   rpsRatioSvcOverPeer: (many.svc!.requestsPerSec / many.peer!.requestsPerSec).toFixed(2),
+  connections64Distinct: Object.fromEntries(Object.entries(distinct).map(([k, v]) => [k, { rps: Math.round(v.rps), p50Ms: v.p50Ms.toFixed(2), p99Ms: v.p99Ms.toFixed(2), non200: v.non200, cacheStatus: v.cacheStatus }])),
 };
 console.log(JSON.stringify(out, null, 2));

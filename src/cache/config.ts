@@ -5,23 +5,20 @@ export const CACHE_SECTIONS = {
   cache: Section({
     enabled: T.Boolean({ default: true }),
     /**
-     * single-turn semantic tier: the operating point, the lowest cosine that can hit (the hand verifier's minScore). 0.94 was
-     * chosen by cross-validation on cache-train for precision >= 0.97 (BENCHMARKS.md "Cache quality"; scripts/bench/cache-cv.ts)
+     * single-turn semantic tier: the operating point, the lowest cosine that can hit. Unset (default): the pair model's floor
+     * when it decides (chosen with its threshold by cross-validation on cache-train, BENCHMARKS.md "Cache quality";
+     * scripts/bench/cache-pair-cv.ts), else 0.94, the hand verifier's cross-validated minScore (scripts/bench/cache-cv.ts)
      */
-    similarity_threshold: T.Number({ default: 0.94, minimum: 0, maximum: 1 }),
+    similarity_threshold: T.Optional(T.Number({ minimum: 0, maximum: 1 })),
     /**
-     * the learned stage decides hits (when the embedder is the local model it was trained on); false (default) = the hand verifier,
-     * whose every threshold is cross-validated: the learned stage could not be (it was fit on most of cache-train) and did not
-     * reach a better recall at precision 0.97 on the part it never saw
+     * the pair model decides hits (src/cache/verify/pair-model.ts; when the embedder is the local model it was trained on);
+     * false = the hand verifier alone. Both are cross-validated; the pair model has the higher held-out recall at precision 0.97
      */
-    learned_decision: T.Boolean({ default: false }),
-    /**
-     * operating point of the learned stage for tenants without their own (probability 0..1): with the rules, 0.92
-     * is the lowest measured point that keeps today's dev-set precision (BENCHMARKS.md "Learned hit decision")
-     */
-    decision_threshold: T.Number({ default: 0.92, minimum: 0, maximum: 1 }),
-    /** with_rules: a hit when the hand verifier or the learned stage accepts (both behind the hard-rule vetoes); alone: the learned stage only */
-    learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "with_rules" }),
+    learned_decision: T.Boolean({ default: true }),
+    /** operating point of the pair model for tenants without their own (probability 0..1); unset (default): the model's own, cross-validated */
+    decision_threshold: T.Optional(T.Number({ minimum: 0, maximum: 1 })),
+    /** alone (default): the pair model decides (behind the hard rules); with_rules: the hand verifier's accept also stands (not cross-validated) */
+    learned_mode: T.Union([T.Literal("with_rules"), T.Literal("alone")], { default: "alone" }),
     /**
      * compare adapted embeddings (a learned correction of the local embedder's vectors, src/cache/adapter.ts) in the index,
      * similarity_threshold, the §4.7 stages and the decision. Off by default: measured on unseen questions it cost 2 points of

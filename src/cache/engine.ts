@@ -30,8 +30,8 @@ import type { CacheKeyInput, CachedPayload, LookupResult, CacheTier, CacheStats 
 import { ApiError } from "../core/errors";
 import { dot } from "../core/vectors";
 import type { Embedder } from "./ports";
-import { LOW_SCORE, verifyPair } from "./verify";
-import type { LearnedModel } from "./verify/learned";
+import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, verifyPair } from "./verify";
+import type { DecisionModel } from "./verify/pair-model";
 import { defaultLearnedModel } from "./verify/learned-default";
 import { AdaptedEmbedder, type EmbeddingAdapter } from "./adapter";
 import { defaultAdapter } from "./adapter-default";
@@ -48,7 +48,8 @@ import { CacheSync, applyChange, type CacheSharing } from "./replicas";
 
 export interface EngineSettings {
   enabled: boolean;
-  similarityThreshold: number;
+  /** single-turn operating point (cosine floor); default: the learned model's floor when it decides, else the hand verifier's minScore */
+  similarityThreshold?: number;
   ttlSecs: number;
   maxEntriesPerTenant: number;
   failOpen: boolean;
@@ -61,13 +62,13 @@ export interface EngineSettings {
     maxTurns: number;
   };
   /**
-   * The learned stage (src/cache/verify/learned.ts) decides instead of the hand verifier's score
+   * The learned stage (the pair model, src/cache/verify/pair-model.ts) decides instead of the hand verifier's score
    * check, when the embedder is the one it was trained on (default true).
    */
   learnedDecision?: boolean;
   /** operating point of the learned stage for every tenant without its own (default: the model's) */
   decisionThreshold?: number;
-  /** "with_rules" (default): a hit when the hand verifier OR the model accepts; "alone": the model only (both behind the vetoes) */
+  /** "alone" (default): the model decides (behind the hard rules); "with_rules": the hand verifier's accept also stands (not cross-validated) */
   learnedMode?: "with_rules" | "alone";
   /**
    * Compare adapted embeddings (src/cache/adapter.ts) in the index, the similarity threshold, doc1 §4.7's
@@ -135,7 +136,7 @@ export interface EngineOptions {
   now?: () => number;
   verify?: Verifier;
   /** the learned stage; default: the shipped model (used only when its embedder id matches); null = hand verifier only */
-  learned?: LearnedModel | null;
+  learned?: DecisionModel | null;
   /** the embedding adapter; default: the shipped one (used only when trained on this embedder); null = raw embeddings */
   adapter?: EmbeddingAdapter | null;
   log?: Logger;
@@ -195,7 +196,9 @@ export class SemanticCacheEngine {
   private readonly now: () => number;
   private readonly verify: Verifier;
   /** the learned stage in use (null: the embedder is not the one it was trained on, or it is switched off) */
-  readonly learned: LearnedModel | null;
+  readonly learned: DecisionModel | null;
+  /** the configured single-turn operating point (cosine floor) */
+  readonly singlePoint: number;
   /** the embedder the cache compares: the configured one, through the adapter when it applies */
   private readonly emb: Embedder;
   private closed = false;
@@ -219,9 +222,10 @@ export class SemanticCacheEngine {
     const onRaw = !!model && emb !== o.embedder && model.embedderId === o.embedder.id;
     this.learned = !o.verify && o.settings.learnedDecision !== false && model && (onAdapted || onRaw) && model.dims === emb.dimensions ? model : null;
     const learned = this.learned;
+    this.singlePoint = o.settings.similarityThreshold ?? (learned ? learned.minCosine : DEFAULT_VERIFY_OPTIONS.minScore);
     // (verifyPair's 4th parameter is its options: never hand it the vectors)
     const hand: Verifier = (q, c, cos, _v, _t, minScore) => verifyPair(q, c, cos, minScore !== undefined ? { minScore } : undefined);
-    const withRules = o.settings.learnedMode !== "alone";
+    const withRules = o.settings.learnedMode === "with_rules";
     const raw = onRaw && emb instanceof AdaptedEmbedder ? emb.adapter : null;
     // the query's raw vector is recovered once per lookup, not once per candidate
     let lastQ: Float32Array | undefined, lastRaw: Float32Array | undefined;
@@ -229,11 +233,11 @@ export class SemanticCacheEngine {
     this.verify =
       o.verify ??
       (learned
-        ? (q, c, cos, v, t) => {
+        ? (q, c, cos, v, t, minScore) => {
             if (!v) return hand(q, c, cos);
-            if (!raw) return learned.decide(q, c, cos, v.query, v.candidate, t, withRules);
+            if (!raw) return learned.decide(q, c, cos, v.query, v.candidate, t, withRules, cos, minScore);
             const rq = rawOf(v.query), rc = raw.invert(v.candidate);
-            return learned.decide(q, c, cos, rq, rc, t, withRules, dot(rq, rc));
+            return learned.decide(q, c, cos, rq, rc, t, withRules, dot(rq, rc), minScore);
           }
         : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
@@ -382,7 +386,7 @@ export class SemanticCacheEngine {
     const qv = state.queryVec!;
     // the operating point: the configured floor, raised by the tenant's wrong-hit feedback, raised by
     // this request's X-Svc-Cache-Min-Similarity (which can only make matching stricter)
-    const configured = keys.mode === "single" ? s.similarityThreshold : s.context.stage1Threshold;
+    const configured = keys.mode === "single" ? this.singlePoint : s.context.stage1Threshold;
     const tenantPoint = this.feedback.point(input.tenantId, configured);
     const minSim = Math.max(tenantPoint, input.minSimilarity ?? 0);
     const point: DecisionPoint = { value: minSim, source: input.minSimilarity !== undefined && input.minSimilarity > tenantPoint ? "request" : tenantPoint > configured ? "feedback" : "config" };
@@ -695,13 +699,13 @@ export class SemanticCacheEngine {
   }
 
   feedbackStats(tenantId: string): FeedbackStats {
-    return this.feedback.stats(tenantId, this.o.settings.similarityThreshold);
+    return this.feedback.stats(tenantId, this.singlePoint);
   }
 
   /** A verdict on a request of this tenant (POST /api/v1/cache/feedback; FeedbackBook.report says what each status means). */
   async reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
     let drop: string | undefined;
-    const r = this.feedback.report(tenantId, requestId, verdict, caller, manager, this.o.settings.similarityThreshold, (id) => (drop = id));
+    const r = this.feedback.report(tenantId, requestId, verdict, caller, manager, this.singlePoint, (id) => (drop = id));
     if (drop !== undefined) await this.deleteEntry(tenantId, drop);
     return r;
   }

@@ -18,7 +18,7 @@ import type { CacheConfig, ContextCacheConfig } from "./config";
 import type { CacheSharing } from "./replicas";
 
 export { SemanticCacheEngine, type EngineSettings } from "./engine";
-export { LearnedModel } from "./verify/learned";
+export { PairModel, type DecisionModel } from "./verify/pair-model";
 export { defaultLearnedModel } from "./verify/learned-default";
 export { CACHE_SECTIONS, checkCacheConfig, type CacheConfig, type ContextCacheConfig } from "./config";
 export { CACHE_MIGRATIONS } from "./migrations";

@@ -15,6 +15,8 @@ export const EMBEDDING_SECTIONS = {
     engine: T.Union([T.Literal("fast"), T.Literal("tfjs")], { default: "fast" }),
     /** matmul kernel of the "fast" engine: auto (fastest the runtime validates), wasm-i16, wasm (f32), js */
     kernel: T.Union([T.Literal("auto"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
+    /** threads sharing each dense product of the "fast" engine's 16-bit kernel (unset: 1; 2 uses a second core for long texts and batches) */
+    threads: T.Optional(T.Integer({ minimum: 1, maximum: 16 })),
     /** run the local model in a worker thread (keeps the event loop free during inference) */
     worker: T.Boolean({ default: true }),
   }),

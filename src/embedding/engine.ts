@@ -14,12 +14,16 @@ export interface UseLiteEngine {
   backend(): string;
   /** Already-prepared texts → texts.length * 512 floats, L2-normalised rows. */
   embedFlat(texts: string[]): Float32Array | Promise<Float32Array>;
+  /** Stop helper threads, if any. */
+  close?(): void;
 }
 
 /** Which implementation, and for "fast" which matmul kernel (config embedding.engine / embedding.kernel). */
 export interface EngineChoice {
   engine: UseLiteEngineName;
   kernel?: UseLiteKernel;
+  /** "fast" engine, 16-bit kernel: threads sharing each dense product (default 1; see use-lite-fast.ts). */
+  threads?: number;
 }
 export type UseLiteKernel = "auto" | "wasm-i16" | "wasm" | "js";
 
@@ -40,5 +44,5 @@ export async function createUseLiteEngine(choice: EngineChoice): Promise<UseLite
     return new UseLiteModel();
   }
   const { UseLiteFast } = await import("./use-lite-fast");
-  return new UseLiteFast(choice.kernel);
+  return new UseLiteFast(choice.kernel, choice.threads);
 }

@@ -6,6 +6,9 @@
  *   in:  { type: "load", choice: {engine, kernel} } | { type: "embed", id: number, texts: string[] } | { type: "close" }
  *   out: { type: "ready", backend } | { type: "result", id, flat: Float32Array } |
  *        { type: "error", id?: number, message }
+ *   or, as a helper thread of the dense products (use-lite-fast.ts, parallel-dense.ts):
+ *   in:  { type: "helper", memory: shared WebAssembly.Memory, ctl: byte offset of the control block }
+ *        — the thread then loops in helperLoop until stopped or terminated.
  * engine: "fast" (default: use-lite-fast.ts, no TF.js) or "tfjs" (use-lite.ts).
  */
 import { createUseLiteEngine, type EngineChoice, type UseLiteEngine } from "./engine";
@@ -36,6 +39,10 @@ self.onmessage = async (ev: MessageEvent) => {
       await ensureLoaded();
       const flat = await model!.embedFlat(msg.texts ?? []);
       self.postMessage({ type: "result", id: msg.id, flat }, { transfer: [flat.buffer as ArrayBuffer] });
+    } else if (msg.type === "helper") {
+      const h = msg as unknown as { memory: WebAssembly.Memory; ctl: number };
+      const [{ createWasmMatmulI16 }, { helperLoop }] = await Promise.all([import("./simd-matmul"), import("./parallel-dense")]);
+      helperLoop(createWasmMatmulI16(h.memory), h.ctl);
     } else if (msg.type === "close") {
       process.exit(0);
     }

@@ -24,6 +24,8 @@ export interface LocalEmbedderOptions {
   engine?: UseLiteEngineName;
   /** Matmul kernel of the "fast" engine (default env SVC_EMBEDDING__KERNEL, else "auto": the fastest the runtime supports). */
   kernel?: UseLiteKernel;
+  /** Threads sharing each dense product (default env SVC_EMBEDDING__THREADS, else 1). */
+  threads?: number;
   /** Run the model in a Bun Worker (default true unless env SVC_EMBEDDING__WORKER=false). */
   worker?: boolean;
   /** How long to wait for more calls before running a batch, in ms (default 0 = the end of the current event-loop turn, via setImmediate). */
@@ -67,6 +69,7 @@ class InProcessBackend implements Backend {
     }
   }
   async close(): Promise<void> {
+    this.model?.close?.();
     this.model = null;
   }
 }
@@ -235,7 +238,7 @@ export class LocalEmbedder implements Embedder {
     const useWorker = opts.worker ?? !["0", "false"].includes(process.env.SVC_EMBEDDING__WORKER ?? "");
     const engine = opts.engine ?? defaultEngine();
     this.engine = engine;
-    const choice: EngineChoice = { engine, kernel: opts.kernel };
+    const choice: EngineChoice = { engine, kernel: opts.kernel, threads: opts.threads };
     this.batchWindowMs = opts.batchWindowMs ?? 0;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 64);
     this.maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;

@@ -63,6 +63,8 @@ function sleb(n: number): number[] {
 const str = (s: string) => [...uleb(s.length), ...Array.from(new TextEncoder().encode(s))];
 const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
 const vec = (items: number[][]) => [...uleb(items.length), ...items.flat()];
+/** Import of `env.mem`: a plain memory, or a shared one (threads; a shared import must declare a maximum). */
+const memImport = (shared: boolean) => [...str("env"), ...str("mem"), 0x02, ...(shared ? [0x03, ...uleb(1), ...uleb(65536)] : [0x00, ...uleb(1)])];
 
 const I32 = 0x7f;
 const V128 = 0x7b;
@@ -178,7 +180,7 @@ const VARIANTS: Array<[number, boolean]> = [
   [1, true],
 ];
 
-function buildModule(): Uint8Array {
+function buildModule(shared = false): Uint8Array {
   const type = [0x60, ...uleb(7), ...new Array<number>(7).fill(I32), 0];
   const bodies = VARIANTS.map(([r, relu]) => {
     const b = tileKernel(r, relu);
@@ -187,7 +189,7 @@ function buildModule(): Uint8Array {
   const bytes = [
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vec([type])),
-    ...section(2, vec([[...str("env"), ...str("mem"), 0x02, 0x00, ...uleb(1)]])),
+    ...section(2, vec([memImport(shared)])),
     ...section(3, vec(VARIANTS.map(() => [0]))),
     ...section(7, vec(VARIANTS.map((_, f) => [...str(`mm${f}`), 0x00, ...uleb(f)]))),
     ...section(10, vec(bodies)),
@@ -198,7 +200,7 @@ function buildModule(): Uint8Array {
 type Kernel = (x: number, w: number, b: number, out: number, m: number, k: number, n: number) => void;
 
 export function createWasmMatmul(memory: WebAssembly.Memory): Matmul {
-  const mod = new WebAssembly.Module(buildModule());
+  const mod = new WebAssembly.Module(buildModule(isShared(memory)));
   const inst = new WebAssembly.Instance(mod, { env: { mem: memory } });
   const f = VARIANTS.map((_, i) => inst.exports[`mm${i}`] as Kernel);
   return {
@@ -283,22 +285,23 @@ export function packPanelsI16(src: Float32Array, K: number, N: number, dst: Int1
 }
 
 /**
- * Body of mm16_R(x16, w16, b, out, M, K, N, rowScale, colScale): rows in tiles of R, 8 columns at a
- * time; per k pair one i32 splat of x's two values and two dot_i16x8_s per row (8 multiply-adds each).
+ * Body of mm16_R(x16, w16, b, out, M, K, N, rowScale, colScale, outStride): rows in tiles of R, 8
+ * columns at a time (N columns starting at `w`/`b`/`out`/`colScale`; rows of `out` are `outStride`
+ * floats apart, so a call can compute a strip of columns of a wider product); per k pair one i32 splat of x's two values and two dot_i16x8_s per row (8 multiply-adds each).
  * The f32 partial sums live in `out` between blocks of 32 k (keeps 2R + 3 vector registers live).
  */
 function tileKernelI16(R: number, relu: boolean): number[] {
-  const [X, W, B, OUT, M, K, N, RS, CS] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
-  let next = 9;
+  const [X, W, B, OUT, M, K, N, RS, CS, NS] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  let next = 10;
   const i = next++, j = next++, kb = next++, k = next++, wp = next++, rowK = next++, rowN = next++, xi = next++, oi = next++, p = next++, rsp = next++;
   const xr = Array.from({ length: R }, () => next++);
-  const nI32 = next - 9;
+  const nI32 = next - 10;
   const acc = Array.from({ length: 2 * R }, () => next++);
   const w0 = next++, w1 = next++, sp = next++, s0 = next++, s1 = next++;
-  const nV = next - 9 - nI32;
+  const nV = next - 10 - nI32;
   const c: number[] = [];
   const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
-  emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(N), op.i32(2), op.shl, op.set(rowN));
+  emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(NS), op.i32(2), op.shl, op.set(rowN));
   emit(op.i32(0), op.set(j));
   emit(op.block, op.loop); // columns
   emit(op.get(j), op.get(N), op.ltu, [0x45], op.brIf(1));
@@ -421,21 +424,21 @@ const R16 = 4; // 5 and 6 measured the same (~34 GMAC/s), 3 slower
 /** [rows per tile, relu]; index = (relu ? R16 : 0) + (R16 - rows). */
 const VARIANTS16: Array<[number, boolean]> = [false, true].flatMap((relu) => Array.from({ length: R16 }, (_, i): [number, boolean] => [R16 - i, relu]));
 
-function buildModuleI16(): Uint8Array {
-  const type = [0x60, ...uleb(9), ...new Array<number>(9).fill(I32), 0];
+function buildModuleI16(shared = false): Uint8Array {
+  const type = [0x60, ...uleb(10), ...new Array<number>(10).fill(I32), 0];
   const qtype = [0x60, ...uleb(5), ...new Array<number>(5).fill(I32), 0];
   const bodies = [...VARIANTS16.map(([r, relu]) => tileKernelI16(r, relu)), quantKernel()].map((b) => [...uleb(b.length), ...b]);
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vec([type, qtype])),
-    ...section(2, vec([[...str("env"), ...str("mem"), 0x02, 0x00, ...uleb(1)]])),
+    ...section(2, vec([memImport(shared)])),
     ...section(3, vec([...VARIANTS16.map(() => [0]), [1]])),
     ...section(7, vec([...VARIANTS16.map((_, f) => [...str(`mm${f}`), 0x00, ...uleb(f)]), [...str("quant"), 0x00, ...uleb(VARIANTS16.length)]])),
     ...section(10, vec(bodies)),
   ]);
 }
 
-type KernelI16 = (x: number, w: number, b: number, out: number, m: number, k: number, n: number, rs: number, cs: number) => void;
+type KernelI16 = (x: number, w: number, b: number, out: number, m: number, k: number, n: number, rs: number, cs: number, ns: number) => void;
 
 export interface MatmulI16 {
   readonly memory: WebAssembly.Memory;
@@ -444,20 +447,39 @@ export interface MatmulI16 {
    * x is f32 at `x`; it is quantised per row into `scratch` (M·K i16) and `rowScale` (M f32) first.
    */
   run(x: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, scratch: number, rowScale: number): void;
+  /** The quantisation step of `run` alone: x (f32, M×K) → `scratch` (i16) and `rowScale`. */
+  quantize(x: number, scratch: number, rowScale: number, M: number, K: number): void;
+  /**
+   * The product step of `run` alone, for columns [j0, j1) (multiples of 8) of an M×N product whose
+   * rows were quantised by `quantize`: threads sharing the memory each compute strips of columns.
+   * A column's values do not depend on the strip it was computed in (bit-identical to `run`).
+   */
+  runCols(scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number): void;
+}
+
+function isShared(memory: WebAssembly.Memory): boolean {
+  return typeof SharedArrayBuffer !== "undefined" && memory.buffer instanceof SharedArrayBuffer;
 }
 
 export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16()), { env: { mem: memory } });
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16(isShared(memory))), { env: { mem: memory } });
   const f = VARIANTS16.map((_, i) => inst.exports[`mm${i}`] as KernelI16);
   const quant = inst.exports.quant as (x: number, q: number, rs: number, m: number, k: number) => void;
+  const runCols = (scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number) => {
+    const rest = M % R16, full = M - rest;
+    const base = relu ? R16 : 0;
+    // panel j0/8 starts at j0*K i16 of w; bias, column scales and out at column j0
+    const wj = w + j0 * K * 2, bj = bias + j0 * 4, cj = colScale + j0 * 4, oj = out + j0 * 4, n = j1 - j0;
+    if (full > 0) f[base]!(scratch, wj, bj, oj, full, K, n, rowScale, cj, N);
+    if (rest > 0) f[base + R16 - rest]!(scratch + full * K * 2, wj, bj, oj + full * N * 4, rest, K, n, rowScale + full * 4, cj, N);
+  };
   return {
     memory,
+    quantize: quant,
+    runCols,
     run(x, w, colScale, bias, out, M, K, N, relu, scratch, rowScale) {
       quant(x, scratch, rowScale, M, K);
-      const rest = M % R16, full = M - rest;
-      const base = relu ? R16 : 0;
-      if (full > 0) f[base]!(scratch, w, bias, out, full, K, N, rowScale, colScale);
-      if (rest > 0) f[base + R16 - rest]!(scratch + full * K * 2, w, bias, out + full * N * 4, rest, K, N, rowScale + full * 4, colScale);
+      runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, 0, N);
     },
   };
 }
@@ -475,6 +497,17 @@ export function wasmSimdSupported(): boolean {
 export function wasmDotI16Supported(): boolean {
   try {
     return WebAssembly.validate(buildModuleI16());
+  } catch {
+    return false;
+  }
+}
+
+/** True when this runtime can run the 16-bit kernel on a shared memory (several threads, one set of weights). */
+export function wasmThreadsSupported(): boolean {
+  try {
+    if (typeof SharedArrayBuffer === "undefined") return false;
+    new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    return WebAssembly.validate(buildModuleI16(true));
   } catch {
     return false;
   }

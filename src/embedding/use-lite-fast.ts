@@ -25,10 +25,12 @@ import {
   packPanelsI16,
   wasmDotI16Supported,
   wasmSimdSupported,
+  wasmThreadsSupported,
   type Matmul,
   type MatmulI16,
 } from "./simd-matmul";
 import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
+import { CTL_WORDS, ParallelDense } from "./parallel-dense";
 
 const MAX_TOKENS = 128;
 const D0 = 256;
@@ -40,6 +42,8 @@ const LN_EPS = 1e-6;
 const MAX_ROWS = 512;
 /** Texts per chunk (the per-text FFN means use a [texts, 1536] buffer of MAX_ROWS × 512 floats). */
 const MAX_TEXTS = 128;
+/** Rows of x per pass of the 16-bit kernel over the weights (see dense()). */
+const ROW_BLOCK = 64; // kernel alone, 512 rows × 1536 → 512: 33.7 → 35.3 GMAC/s in blocks of 64
 
 interface DenseW {
   /** byte offsets in the arena: weights (f32 panels, or i16 panels with the 16-bit kernel), bias, column scales (i16 only) */
@@ -69,8 +73,10 @@ interface LayerW {
 class Arena {
   readonly memory: WebAssembly.Memory;
   private top = 0;
-  constructor(bytes: number) {
-    this.memory = new WebAssembly.Memory({ initial: Math.ceil(bytes / 65536) });
+  /** `shared`: a SharedArrayBuffer-backed memory that helper threads can work on. */
+  constructor(bytes: number, shared = false) {
+    const pages = Math.ceil(bytes / 65536);
+    this.memory = shared ? new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }) : new WebAssembly.Memory({ initial: pages });
   }
   alloc(floats: number): number {
     const p = this.top;
@@ -89,6 +95,23 @@ class Arena {
  * Attention products always run in f32 (wasm, or js for "js").
  */
 export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
+
+/**
+ * Threads for the dense products (default env SVC_EMBEDDING__THREADS, else 1): 1 = the calling
+ * thread only; n > 1 adds n - 1 helper threads on one shared copy of the weights (16-bit kernel
+ * only; parallel-dense.ts). Not the default: on the shared 2-core machine it was measured on, a
+ * second thread sped up long texts (48 words, min 9.5 → 6.9 ms) but not batches or the gateway's
+ * cache-enabled miss (BENCHMARKS.md "Embedding latency").
+ */
+export function defaultThreads(): number {
+  const v = process.env.SVC_EMBEDDING__THREADS;
+  if (v !== undefined && v !== "") {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`SVC_EMBEDDING__THREADS must be an integer from 1 to 16, got ${JSON.stringify(v)}`);
+    return n;
+  }
+  return 1;
+}
 
 function kernelFromEnv(): UseLiteFastKernel | "auto" {
   const v = process.env.SVC_EMBEDDING__KERNEL;
@@ -124,15 +147,35 @@ export class UseLiteFast {
   private attS = 0;
   private attO = 0;
   private attZero = 0;
+  private par: ParallelDense | null = null;
+  private helpers: Worker[] = [];
 
-  /** `kernel` defaults to env SVC_EMBEDDING__KERNEL ("wasm-i16" | "wasm" | "js"), else "auto" (the fastest this runtime supports). */
-  constructor(kernel?: UseLiteFastKernel | "auto") {
+  /**
+   * `kernel` defaults to env SVC_EMBEDDING__KERNEL ("wasm-i16" | "wasm" | "js"), else "auto" (the
+   * fastest this runtime supports); `threads` to `defaultThreads()` (used with the 16-bit kernel).
+   */
+  constructor(kernel?: UseLiteFastKernel | "auto", threads?: number) {
     this.kernel = kernel ?? kernelFromEnv();
+    this.threads = threads ?? defaultThreads();
   }
   private readonly kernel: UseLiteFastKernel | "auto";
+  private readonly threads: number;
 
   backend(): string {
-    return this.mmq ? "ts+wasm-i16" : this.mm ? `ts+${this.mm.kind}` : "ts";
+    return this.mmq ? `ts+wasm-i16${this.par ? `x${this.threads}` : ""}` : this.mm ? `ts+${this.mm.kind}` : "ts";
+  }
+
+  /** Products run across threads and strips the helper threads computed (0 / 0 single-threaded). */
+  parallelStats(): { products: number; helperStrips: number; helperThreads: number } {
+    return { products: this.par?.products ?? 0, helperStrips: this.par?.helperStrips ?? 0, helperThreads: this.helpers.length };
+  }
+
+  /** Stop the helper threads (the model stays usable on the calling thread). */
+  close(): void {
+    this.par?.stop();
+    this.par = null;
+    for (const h of this.helpers) h.terminate();
+    this.helpers = [];
   }
 
   async load(): Promise<void> {
@@ -163,7 +206,8 @@ export class UseLiteFast {
     const kernel: UseLiteFastKernel =
       this.kernel !== "auto" ? this.kernel : wasmSimdSupported() ? (wasmDotI16Supported() ? "wasm-i16" : "wasm") : "js";
     const i16 = kernel === "wasm-i16";
-    const arena = new Arena(floats * 4 + 65536);
+    const parallel = i16 && this.threads > 1 && wasmThreadsSupported();
+    const arena = new Arena(floats * 4 + CTL_WORDS * 4 + 65536, parallel);
     const dense = (wName: string, bName: string, K: number, N: number): DenseW => {
       const wt = get(wName), bt = get(bName);
       if (wt.data.length !== K * N || bt.data.length !== N) throw new Error(`USE-lite weights: unexpected shape for ${wName}`);
@@ -230,6 +274,14 @@ export class UseLiteFast {
     this.arena = arena;
     this.mm = kernel === "js" ? createJsMatmul(arena.memory) : createWasmMatmul(arena.memory);
     if (i16) this.mmq = createWasmMatmulI16(arena.memory);
+    if (parallel && this.mmq) {
+      const ctl = arena.alloc(CTL_WORDS);
+      // helpers start with the first product worth sharing, not here: the model loads while the
+      // gateway starts, and a Worker's start-up is CPU that start-up does not need
+      this.par = new ParallelDense(this.mmq, ctl, () => {
+        for (let i = 1; i < this.threads; i++) this.helpers.push(spawnHelper(arena.memory, ctl));
+      });
+    }
     this.embedFlat(["warm up"]);
   }
 
@@ -328,8 +380,18 @@ export class UseLiteFast {
   }
 
   private dense(x: number, w: DenseW, out: number, rows: number, relu: boolean): void {
-    if (this.mmq) this.mmq.run(x, w.w, w.cs, w.b, out, rows, w.K, w.N, relu, this.bufQ, this.bufQS);
-    else this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
+    if (this.mmq) {
+      const mmq = this.mmq;
+      mmq.quantize(x, this.bufQ, this.bufQS, rows, w.K);
+      // Blocks of ROW_BLOCK rows: the kernel streams every row of x once per 8-column strip, so x
+      // stays in cache (≤ ROW_BLOCK·K·2 bytes; a whole batch is 512 rows · 1536 · 2 = 1.5 MB): +5 %.
+      for (let r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+        const m = Math.min(ROW_BLOCK, rows - r0);
+        const scratch = this.bufQ + r0 * w.K * 2, rowScale = this.bufQS + r0 * 4, o = out + r0 * w.N * 4;
+        if (this.par) this.par.run({ scratch, rowScale, w: w.w, colScale: w.cs, bias: w.b, out: o, M: m, K: w.K, N: w.N, relu });
+        else mmq.runCols(scratch, rowScale, w.w, w.cs, w.b, o, m, w.K, w.N, relu, 0, w.N);
+      }
+    } else this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
   }
 
   private addInto(dst: number, src: number, n: number): void {
@@ -424,4 +486,15 @@ export class UseLiteFast {
       base += T;
     }
   }
+}
+
+/**
+ * A helper thread for the dense products: the embedding worker's module in its "helper" role (one
+ * worker file, so bundled builds need no extra entry point). It does not keep the process alive.
+ */
+function spawnHelper(memory: WebAssembly.Memory, ctl: number): Worker {
+  const w = new Worker(new URL("./local-worker.ts", import.meta.url).href);
+  w.postMessage({ type: "helper", memory, ctl });
+  (w as Worker & { unref?: () => void }).unref?.();
+  return w;
 }

@@ -1,8 +1,9 @@
 /**
  * The embedding adapter (issue 14): the cache stores and compares normalise(u + U·(Vᵀ·u)) of the
  * local embedder's vectors u — in the index, similarity_threshold, doc1 §4.7's stages and the hand
- * rules — under its own embedder id; the learned pair model still judges the raw vectors, recovered
- * exactly from the adapted ones. Real shipped weights and the real local embedder throughout.
+ * rules — under its own embedder id; the learned pair model still judges the raw cosine, recovered
+ * exactly from the adapted vectors. These tests run the model "with_rules" (the hand verifier at the
+ * lookup's point, on adapted cosines, may also accept), the mode the adapter was measured in. Real shipped weights and the real local embedder throughout.
  */
 import { describe, expect, test, afterAll } from "bun:test";
 import { dot, type Embedder } from "../../src/embedding";
@@ -19,10 +20,11 @@ afterAll(() => {
 });
 const adapter = defaultAdapter();
 const adapted = async (texts: string[]) => (await real.embed(texts)).map((v) => adapter.apply(v));
-function engine(adapt: boolean, embedder: Embedder = real) {
+function engine(adapt: boolean, embedder: Embedder = real, learned = true) {
   const t = tempDir();
   dirs.push(t);
-  return openEngine(t.dir, embedder, { cache: { adapt_embeddings: adapt, learned_decision: true, similarity_threshold: 0.8 } });
+  // the hand verifier alone at 0.85 (the floor the adapter was measured at before issue 25's cross-validation)
+  return openEngine(t.dir, embedder, { cache: { adapt_embeddings: adapt, learned_decision: learned, learned_mode: "with_rules", similarity_threshold: learned ? 0.8 : 0.85 } });
 }
 
 // rewordings the raw embedding's cosine leaves to the rules and the model, which reject them;
@@ -31,6 +33,8 @@ const REWORDED = [
   ["How can I get better at public speaking?", "How do I improve my public speaking skills?"],
   ["How do I stop procrastinating?", "How can I overcome procrastination?"],
 ] as const;
+// a rewording the pair model accepts (on the raw cosine it was trained on)
+const CAREER = ["When is it too late to change your career?", "When is too late for a career change?"] as const;
 // near-misses: another instrument (the adapted cosine falls below the threshold), the opposite action
 const NEAR_MISSES = [
   ["How do I learn to play the guitar?", "How do I learn to play the piano?"],
@@ -77,9 +81,9 @@ describe("the cache compares adapted embeddings", () => {
     await off.close();
   });
 
-  test("a rewording that missed with the raw embedding now hits; near-misses are still refused", async () => {
+  test("a rewording the hand rules reject on the raw embedding clears them on the adapted one; near-misses are still refused", async () => {
     for (const [cached, asked] of REWORDED) {
-      const off = engine(false), on = engine(true);
+      const off = engine(false, real, false), on = engine(true, real, false);
       await fill(off.engine, ask("t", cached));
       expect((await off.engine.lookup(ask("t", asked))).hit).toBe(false);
       await fill(on.engine, ask("t", cached));
@@ -88,12 +92,11 @@ describe("the cache compares adapted embeddings", () => {
       const [x, y] = await adapted([asked, cached]);
       if (!hit.hit) throw new Error("expected a hit");
       expect(hit.similarity).toBeCloseTo(dot(x!, y!), 4);
-      expect(hit.learnedScore).toBeGreaterThan(0); // the model still ran (on the raw vectors)
       await off.close();
       await on.close();
     }
     for (const [cached, asked] of NEAR_MISSES) {
-      const on = engine(true);
+      const on = engine(true, real, false);
       await fill(on.engine, ask("t", cached));
       const r = await on.engine.lookup(ask("t", asked));
       if (r.hit) throw new Error(`a near-miss hit: ${asked}`);
@@ -110,14 +113,14 @@ describe("the cache compares adapted embeddings", () => {
     ];
     const H1 = history("Procrastination is delaying tasks despite knowing the delay will hurt.");
     const H2 = history("Procrastination means delaying tasks even though you know the delay will hurt you.");
-    await fill(h.engine, ask("t-ctx", REWORDED[1][0], { history: H1 }));
-    const r = await h.engine.lookup(ask("t-ctx", REWORDED[1][1], { history: H2 }));
+    await fill(h.engine, ask("t-ctx", CAREER[0], { history: H1 }));
+    const r = await h.engine.lookup(ask("t-ctx", CAREER[1], { history: H2 }));
     expect(r).toMatchObject({ hit: true, tier: "l2_context" });
     if (!r.hit) throw new Error("expected a hit");
     const [c1, c2] = [await adapted(H1.map((t) => t.text)), await adapted(H2.map((t) => t.text))];
     const want = dot(fuseContext(c1, 512), fuseContext(c2, 512));
     expect(r.contextSimilarity!).toBeCloseTo(want, 4);
-    const [q1, q2] = await adapted([REWORDED[1][0], REWORDED[1][1]]);
+    const [q1, q2] = await adapted([CAREER[0], CAREER[1]]);
     expect(r.similarity).toBeCloseTo(dot(q1!, q2!), 4);
     const raw1 = await real.embed(H1.map((t) => t.text)), raw2 = await real.embed(H2.map((t) => t.text));
     expect(Math.abs(dot(fuseContext(raw1, 512), fuseContext(raw2, 512)) - want)).toBeGreaterThan(0.001);
@@ -128,15 +131,15 @@ describe("the cache compares adapted embeddings", () => {
     const t = tempDir();
     dirs.push(t);
     const [cached, asked] = ["How do I become a data scientist?", "What does it take to become a data scientist?"];
-    const raw = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, similarity_threshold: 0.8 } });
+    const raw = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, learned_mode: "with_rules", similarity_threshold: 0.8 } });
     await fill(raw.engine, ask("t-switch", cached));
     await raw.close();
-    const ad = openEngine(t.dir, real, { cache: { adapt_embeddings: true, learned_decision: true, similarity_threshold: 0.8 } });
+    const ad = openEngine(t.dir, real, { cache: { adapt_embeddings: true, learned_decision: true, learned_mode: "with_rules", similarity_threshold: 0.8 } });
     expect(await ad.engine.lookup(ask("t-switch", cached))).toMatchObject({ hit: true, tier: "exact" });
     // the rewording hits in either space (above), but the entry's vector lives in the raw id's partition
     expect((await ad.engine.lookup(ask("t-switch", asked))).hit).toBe(false);
     await ad.close();
-    const back = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, similarity_threshold: 0.8 } });
+    const back = openEngine(t.dir, real, { cache: { adapt_embeddings: false, learned_decision: true, learned_mode: "with_rules", similarity_threshold: 0.8 } });
     expect(await back.engine.lookup(ask("t-switch", asked))).toMatchObject({ hit: true, tier: "semantic" });
     await back.close();
   });

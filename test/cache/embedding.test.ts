@@ -21,7 +21,7 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
     expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
-    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s)
+    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s), one thread by default
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -136,13 +136,16 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
   let fast: UseLiteFast;
   let fastJs: UseLiteFast;
   let fastI16: UseLiteFast;
+  let fastPar: UseLiteFast;
   beforeAll(async () => {
     ref = new UseLiteModel();
     fast = new UseLiteFast("wasm");
     fastJs = new UseLiteFast("js");
-    fastI16 = new UseLiteFast(); // default kernel: 16-bit integer weights/activations
-    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load()]);
+    fastI16 = new UseLiteFast(undefined, 1); // default kernel: 16-bit integer weights/activations; calling thread only
+    fastPar = new UseLiteFast("wasm-i16", 2); // the same kernel with one helper thread on a shared memory
+    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load(), fastPar.load()]);
   }, 120_000);
+  afterAll(() => fastPar.close());
 
   const cosines = (a: Float32Array, b: Float32Array) =>
     Array.from({ length: a.length / 512 }, (_, i) => dot(a.subarray(i * 512, (i + 1) * 512), b.subarray(i * 512, (i + 1) * 512)));
@@ -176,6 +179,26 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       expect(dot(solo, batch.subarray(i * 512, (i + 1) * 512))).toBeGreaterThan(0.99999);
     }
   });
+
+  test("with a helper thread the vectors are bit-identical to one thread's, and the helper computes column strips", async () => {
+    expect(fastPar.backend()).toBe("ts+wasm-i16x2");
+    // no helper thread is started by loading (warm-up) or by a short query: it would cost start-up CPU
+    fastPar.embedFlat([prepared[0]!]);
+    expect(fastPar.parallelStats().helperThreads).toBe(0);
+    const long = prepared.reduce((a, b) => (b.length > a.length ? b : a)); // 128 tokens: products large enough to share
+    const one = fastI16.embedFlat(prepared);
+    const two = fastPar.embedFlat(prepared);
+    expect(Array.from(two)).toEqual(Array.from(one));
+    // the helper starts asynchronously and may not be scheduled on a busy machine: poll until it took part
+    const deadline = Date.now() + 60_000;
+    while (fastPar.parallelStats().helperStrips === 0 && Date.now() < deadline) {
+      expect(Array.from(fastPar.embedFlat([long]))).toEqual(Array.from(fastI16.embedFlat([long])));
+      await Bun.sleep(5);
+    }
+    expect(fastPar.parallelStats().helperStrips).toBeGreaterThan(0);
+    expect(fastPar.parallelStats().helperThreads).toBe(1);
+    expect(Array.from(fastPar.embedFlat(prepared))).toEqual(Array.from(one));
+  }, 90_000);
 
   test("the TF.js engine stays selectable and agrees with the default", async () => {
     const a = new LocalEmbedder({ engine: "tfjs", worker: false });

@@ -8,6 +8,7 @@ import OpenAI from "openai";
 import { startGateway, type TestGateway } from "../helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 import { STEP_UP } from "../../src/cache/feedback";
+import { defaultLearnedModel } from "../../src/cache";
 
 let gw: TestGateway;
 let fake: FakeUpstream;
@@ -16,7 +17,8 @@ let configured: number;
 beforeAll(async () => {
   fake = await startFakeUpstream();
   gw = await startGateway({ rate_limits: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
-  configured = gw.ctx.config.cache.similarity_threshold;
+  // unset by default: the pair model's floor
+  configured = gw.ctx.config.cache.similarity_threshold ?? defaultLearnedModel().minCosine;
   await gw.ctx.embedder!.load();
 }, 60_000);
 afterAll(async () => {

@@ -1,66 +1,68 @@
 /**
- * The learned stage of the hit decision (issue 14), with the real shipped model and the real local
- * embedder: it loads, accepts a paraphrase the hand verifier rejects, rejects a near-miss, keeps the
- * hard-rule vetoes; the per-tenant operating point (GET/PUT /api/v1/cache/settings) moves decisions
+ * The learned stage of the hit decision (issue 14; since issue 25 the cross-validated pair model of
+ * src/cache/verify/pair-model.ts), with the real shipped model and the real local embedder: it loads,
+ * accepts a paraphrase the hand verifier rejects, rejects a near-miss, keeps the hard-rule vetoes; the per-tenant operating point (GET/PUT /api/v1/cache/settings) moves decisions
  * both ways; hits carry their score parts and misses the nearest similarity (POST /api/v1/query and
  * svc_metadata through the official openai SDK; svc_metadata keeps doc1 §4.2's five fields).
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import OpenAI from "openai";
 import { dot } from "../../src/embedding";
-import { defaultLearnedModel, LearnedModel } from "../../src/cache";
-import { defaultAdapter } from "../../src/cache/adapter-default";
-import { verifyPair } from "../../src/cache/verify";
+import { defaultLearnedModel, PairModel } from "../../src/cache";
+import weights from "../../src/cache/verify/pair-model-weights.json";
+import { DEFAULT_VERIFY_OPTIONS, verifyPair } from "../../src/cache/verify";
 import { tempDir, openEngine, ask, fill, HashEmbedder, localEmbedderForFile } from "./helpers";
 import { startGateway, type TestGateway } from "../helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 
 const real = localEmbedderForFile();
-/** the learned stage and the adapter are off by default since issue 25: these tests switch them on, at the floor they were measured at */
-const LEARNED_ON = { learned_decision: true, adapt_embeddings: true, similarity_threshold: 0.8 };
+/** the pair model decides by default (issue 25), over raw embeddings, at its own cross-validated floor */
+const LEARNED_ON = { learned_decision: true };
 
 const model = defaultLearnedModel();
-/** the gateway's default operating point (cache.decision_threshold; the model adds hits to the rules') */
-const DEFAULT_POINT = 0.92;
+/** the gateway's default operating point: the model's own (cache.decision_threshold unset) */
+const DEFAULT_POINT = model.threshold;
 
-/** The model's decision alone (no rules), at its own operating point unless told; acos: the cosine the cache compares (adapted embeddings). */
+/** The model's decision alone (no rules), at its own operating point unless told; acos: the cosine the cache compares (raw embeddings by default). */
 async function judge(query: string, cached: string, threshold?: number, withRules = false) {
   const [q, c] = await real.embed([query, cached]);
   const cos = dot(q!, c!);
-  return { cos, acos: adaptedCos(q!, c!), ...model.decide(query, cached, cos, q!, c!, threshold, withRules) };
+  return { cos, acos: cos, ...model.decide(query, cached, cos, q!, c!, threshold, withRules) };
 }
-const adaptedCos = (a: Float32Array, b: Float32Array) => dot(defaultAdapter().apply(a), defaultAdapter().apply(b));
 
 // a rewording the hand verifier rejects on its score (its content words do not line up)
-const PARAPHRASE = ["How do I become a better writer?", "How can I improve my writing?"] as const;
+const PARAPHRASE = ["When is it too late to change your career?", "When is too late for a career change?"] as const;
 // same words, opposite meaning, high cosine
 const NEAR_MISS = ["What is the best way to lose weight?", "What is the best way to gain weight?"] as const;
+// a rewording the model rates below its default point (cosine above its floor, no hard rule)
+const BELOW_POINT = ["How do I make money online?", "How can I earn money online?"] as const;
 // a rewording the hand verifier accepts (its content words line up)
 const RULES_PARAPHRASE = ["How can I reverse a list in Python?", "How do I reverse a list in Python?"] as const;
 
 describe("the shipped model", () => {
   test("loads from the bundled weights, for the local embedder it was trained on", () => {
-    expect(model).toBeInstanceOf(LearnedModel);
+    expect(model).toBeInstanceOf(PairModel);
     expect(model.embedderId).toBe(real.id);
     expect(model.dims).toBe(real.dimensions);
-    // the model's own operating point, chosen by the training script on held-out training pairs
+    // the model's own operating point and floor, chosen on out-of-fold predictions (scripts/train-cache-pair-model.ts)
+    expect(model.threshold).toBe(weights.threshold);
     expect(model.threshold).toBeGreaterThan(0.5);
-    expect(model.threshold).toBeLessThan(DEFAULT_POINT);
-    expect(model.minCosine).toBe(0.8);
-    // the hard rules kept in front of it (measured by the training script on meaning-changing edits)
-    expect([...model.vetoes].sort()).toEqual(["entityMismatch", "negationMismatch", "numberMismatch", "orderSwap"]);
+    expect(model.threshold).toBeLessThan(1);
+    expect(model.minCosine).toBe(weights.minCosine);
+    // weights trained on other features are refused
+    expect(() => new PairModel({ ...(weights as any), features: ["cos"] })).toThrow(/other pair features/);
   });
 
   test("accepts a paraphrase the hand verifier rejects, rejects a near-miss", async () => {
     const p = await judge(...PARAPHRASE);
-    expect(p.cos).toBeGreaterThan(0.8);
+    expect(p.cos).toBeGreaterThan(model.minCosine);
     expect(verifyPair(PARAPHRASE[0], PARAPHRASE[1], p.cos).accept).toBe(false);
     expect(p.accept).toBe(true);
     expect(p.reason).toBe("ok");
     expect(p.learned!).toBeGreaterThanOrEqual(model.threshold);
 
     const n = await judge(...NEAR_MISS);
-    expect(n.cos).toBeGreaterThan(0.85);
+    expect(n.cos).toBeGreaterThan(model.minCosine);
     expect(n.accept).toBe(false);
     expect(n.reason).toBe("low-score");
     expect(n.learned!).toBeLessThan(model.threshold);
@@ -100,7 +102,7 @@ describe("the shipped model", () => {
     const t2 = tempDir();
     const b = openEngine(t2.dir, new HashEmbedder(), { cache: LEARNED_ON });
     const t3 = tempDir();
-    const c = openEngine(t3.dir, real, { cache: { ...LEARNED_ON, learned_decision: false, similarity_threshold: 0.85 } });
+    const c = openEngine(t3.dir, real, { cache: { learned_decision: false } });
     try {
       expect(a.engine.learned).toBe(model);
       expect(b.engine.learned).toBeNull();
@@ -111,12 +113,15 @@ describe("the shipped model", () => {
       expect(hit.hit && hit.tier).toBe("semantic");
       const expected = await judge(...RULES_PARAPHRASE);
       expect(hit.hit && hit.learnedScore).toBeCloseTo(expected.learned!, 4);
-      // at the model's own operating point the rewording hits; at the default (0.92, with the rules) it does not
+      // the default floor is the model's; a tenant threshold above the rewording's probability makes it miss
+      expect(a.engine.singlePoint).toBe(model.minCosine);
+      // without it, the hand verifier's cross-validated minScore
+      expect(c.engine.singlePoint).toBe(DEFAULT_VERIFY_OPTIONS.minScore);
       await fill(a.engine, ask("t", PARAPHRASE[1]));
-      expect((await a.engine.lookup(ask("t", PARAPHRASE[0]))).hit).toBe(false);
-      (await a.engine.setTenantSettings("t", { decisionThreshold: model.threshold }));
       const learnedHit = await a.engine.lookup(ask("t", PARAPHRASE[0]));
       expect(learnedHit.hit && learnedHit.learnedScore).toBeGreaterThanOrEqual(model.threshold);
+      await a.engine.setTenantSettings("t", { decisionThreshold: Math.min(1, learnedHit.hit ? learnedHit.learnedScore! + 0.01 : 1) });
+      expect((await a.engine.lookup(ask("t", PARAPHRASE[0]))).hit).toBe(false);
       // without the learned stage there is no operating point to report
       expect((await c.engine.effectiveDecision("t"))).toEqual({ learned: false, threshold: null, source: null, modelThreshold: null });
       expect((await b.engine.effectiveDecision("t")).learned).toBe(false);
@@ -146,7 +151,7 @@ test("a tenant's operating point is stored in SQLite: it survives a restart, and
     expect((await h.engine.tenantSettings("t1"))).toEqual({ decisionThreshold: 0.42 });
     expect((await h.engine.effectiveDecision("t1"))).toMatchObject({ learned: true, threshold: 0.42, source: "tenant" });
     expect((await h.engine.tenantSettings("t2"))).toEqual({ decisionThreshold: null });
-    expect((await h.engine.effectiveDecision("t2"))).toMatchObject({ threshold: DEFAULT_POINT, source: "config" });
+    expect((await h.engine.effectiveDecision("t2"))).toMatchObject({ threshold: DEFAULT_POINT, source: "model" });
     (await h.engine.setTenantSettings("t1", { decisionThreshold: null }));
     await h.close();
     h = openEngine(t.dir, real, { cache: LEARNED_ON });
@@ -214,18 +219,18 @@ describe("through the gateway", () => {
     const [a, b] = await real.embed(["How do I reverse a string in Java?", RULES_PARAPHRASE[1]]);
     const miss = await query(plain, "How do I reverse a string in Java?");
     expect(miss).toMatchObject({ hit: false, tier: null, learnedScore: null, entryId: null });
-    expect(miss.similarity).toBeCloseTo(adaptedCos(a!, b!), 2);
+    expect(miss.similarity).toBeCloseTo(dot(a!, b!), 2);
     expect(miss.similarity).toBeGreaterThan(0.3);
     const sdkMiss = await client(plain).chat.completions.create(chat("How do I reverse a string in Java?") as any);
     expect((sdkMiss as any).svc_metadata.cache_hit).toBe(false);
-    expect((sdkMiss as any).svc_metadata.similarity).toBeCloseTo(adaptedCos(a!, b!), 2);
+    expect((sdkMiss as any).svc_metadata.similarity).toBeCloseTo(dot(a!, b!), 2);
     expect((sdkMiss as any).svc_metadata.cache_tier).toBeNull();
   });
 
   test("GET /api/v1/cache/settings: the default operating point (ViewMetrics)", async () => {
     const r = await settings(viewer);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ decisionThreshold: null, learned: true, effectiveThreshold: DEFAULT_POINT, source: "config", modelThreshold: model.threshold });
+    expect(r.body).toEqual({ decisionThreshold: null, learned: true, effectiveThreshold: DEFAULT_POINT, source: "model", modelThreshold: model.threshold });
     const denied = await settings(plain);
     expect(denied.status).toBe(403);
     expect(denied.body.error.type).toBe("authorization_error");
@@ -234,35 +239,36 @@ describe("through the gateway", () => {
   });
 
   test("PUT /api/v1/cache/settings moves the tenant's decisions both ways; null restores the default", async () => {
-    // lowered: a rewording the rules reject and the model rates below the default point hits
-    const p = await judge(...PARAPHRASE);
+    // lowered: a rewording the model rates below the default point hits once the point is below its probability
+    const p = await judge(...BELOW_POINT);
     expect(p.learned!).toBeLessThan(DEFAULT_POINT);
-    await client(admin).chat.completions.create(chat(PARAPHRASE[1]) as any);
-    const before = await query(admin, PARAPHRASE[0]);
+    expect(p.cos).toBeGreaterThanOrEqual(model.minCosine);
+    await client(admin).chat.completions.create(chat(BELOW_POINT[1]) as any);
+    const before = await query(admin, BELOW_POINT[0]);
     expect(before.hit).toBe(false);
     expect(before.similarity).toBeCloseTo(p.acos, 4);
     const low = Math.floor((p.learned! - 0.02) * 1000) / 1000;
     const put = await settings(admin, { decisionThreshold: low });
     expect(put.status).toBe(200);
     expect(put.body).toEqual({ decisionThreshold: low, learned: true, effectiveThreshold: low, source: "tenant", modelThreshold: model.threshold });
-    const lowered = await query(admin, PARAPHRASE[0]);
+    const lowered = await query(admin, BELOW_POINT[0]);
     expect(lowered.hit).toBe(true);
     expect(lowered.learnedScore).toBeCloseTo(p.learned!, 4);
 
     // raised again, just above its probability: the same pair misses
     expect((await settings(admin, { decisionThreshold: Math.ceil((p.learned! + 0.01) * 1000) / 1000 })).status).toBe(200);
-    const raised = await query(admin, PARAPHRASE[0]);
+    const raised = await query(admin, BELOW_POINT[0]);
     expect(raised.hit).toBe(false);
     expect(raised.similarity).toBeCloseTo(p.acos, 4);
 
     // tenant isolation: the other tenant keeps the default
-    expect((await settings(adminB)).body).toMatchObject({ decisionThreshold: null, effectiveThreshold: DEFAULT_POINT, source: "config" });
-    await client(adminB).chat.completions.create(chat(PARAPHRASE[1]) as any);
-    expect((await query(adminB, PARAPHRASE[0])).hit).toBe(false);
+    expect((await settings(adminB)).body).toMatchObject({ decisionThreshold: null, effectiveThreshold: DEFAULT_POINT, source: "model" });
+    await client(adminB).chat.completions.create(chat(BELOW_POINT[1]) as any);
+    expect((await query(adminB, BELOW_POINT[0])).hit).toBe(false);
 
     const reset = await settings(admin, { decisionThreshold: null });
-    expect(reset.body).toMatchObject({ decisionThreshold: null, effectiveThreshold: DEFAULT_POINT, source: "config" });
-    expect((await query(admin, PARAPHRASE[0])).hit).toBe(false);
+    expect(reset.body).toMatchObject({ decisionThreshold: null, effectiveThreshold: DEFAULT_POINT, source: "model" });
+    expect((await query(admin, BELOW_POINT[0])).hit).toBe(false);
   });
 
   test("PUT validation: 0 and 1 accepted, out of range / wrong type / missing 400; ManageConfig required", async () => {

@@ -191,10 +191,30 @@ export interface AnalyzeOptions {
   polarContent?: boolean;
 }
 
+/**
+ * Side analyses by text (default word weights only), bounded: a cached question is compared with every
+ * new question near it, and a query with every candidate of its lookup, so each text is tokenised and
+ * weighed once rather than once per pair (issue 27). A Side is a pure function of its text and options
+ * and is never mutated after analyzeSide returns.
+ */
+const SIDES = new Map<string, Side>();
+const SIDES_MAX = 4096;
+
+function sideOf(text: string, wp: WeightParams, ignoreRequestVerbs = false, polarContent = false): Side {
+  if (wp !== DEFAULT_WEIGHT_PARAMS) return analyzeSide(text, wp, ignoreRequestVerbs, polarContent);
+  const key = `${ignoreRequestVerbs ? 1 : 0}${polarContent ? 1 : 0}${text}`;
+  const hit = SIDES.get(key);
+  if (hit) return hit;
+  const side = analyzeSide(text, wp, ignoreRequestVerbs, polarContent);
+  if (SIDES.size >= SIDES_MAX) SIDES.delete(SIDES.keys().next().value!);
+  SIDES.set(key, side);
+  return side;
+}
+
 export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions = {}): PairAnalysis {
   const wp = opts.weights ?? DEFAULT_WEIGHT_PARAMS;
-  const a = analyzeSide(textA, wp, opts.ignoreRequestVerbs, opts.polarContent);
-  const b = analyzeSide(textB, wp, opts.ignoreRequestVerbs, opts.polarContent);
+  const a = sideOf(textA, wp, opts.ignoreRequestVerbs, opts.polarContent);
+  const b = sideOf(textB, wp, opts.ignoreRequestVerbs, opts.polarContent);
   const matchA = new Array<number>(a.content.length).fill(-1);
   const matchB = new Array<number>(b.content.length).fill(-1);
   // Pass 0: identical words (case-insensitive); pass 1: same stem; nearest position first.

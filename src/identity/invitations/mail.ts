@@ -1,5 +1,6 @@
 /** Invitation e-mail over SMTP (nodemailer), when `identity.smtp.host` is set. */
-import nodemailer from "nodemailer";
+// nodemailer (~6-9 ms to load) is loaded by the first message, not at start-up
+import type { Transporter } from "nodemailer";
 import type { IdentityConfig } from "../config";
 
 export interface Mail {
@@ -16,7 +17,8 @@ export interface Mailer {
 
 export function smtpMailer(cfg: IdentityConfig["smtp"]): Mailer | undefined {
   if (!cfg.host) return undefined;
-  const transport = nodemailer.createTransport({
+  let transport: Promise<Transporter> | undefined;
+  const connect = () => import("nodemailer").then(({ default: nodemailer }) => nodemailer.createTransport({
     host: cfg.host,
     port: cfg.port,
     secure: cfg.secure,
@@ -25,11 +27,11 @@ export function smtpMailer(cfg: IdentityConfig["smtp"]): Mailer | undefined {
     connectionTimeout: cfg.timeout_ms,
     greetingTimeout: cfg.timeout_ms,
     socketTimeout: cfg.timeout_ms,
-  });
+  }));
   return {
     async send(mail) {
-      await transport.sendMail({ from: cfg.from, to: mail.to, subject: mail.subject, text: mail.text });
+      await (await (transport ??= connect())).sendMail({ from: cfg.from, to: mail.to, subject: mail.subject, text: mail.text });
     },
-    close: () => transport.close(),
+    close: () => void transport?.then((t) => t.close(), () => {}),
   };
 }

@@ -12,7 +12,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { generate } from "selfsigned";
 
 const VERSION = "v1";
 
@@ -90,6 +89,8 @@ export class SpKeys {
     const certFile = join(dirname(this.dataPath), "sso-sp-cert.pem");
     if (!mem && existsSync(keyFile) && existsSync(certFile)) return { privateKey: readFileSync(keyFile, "utf8"), certificate: readFileSync(certFile, "utf8") };
     const notAfterDate = new Date(Date.now() + 10 * 365 * 86_400_000);
+    // selfsigned (the @peculiar/x509 and ASN.1 stack, ~20-40 ms to load) only where a key pair is generated
+    const { generate } = await import("selfsigned");
     const pems = await generate([{ name: "commonName", value: "svc SAML service provider" }], { keySize: 2048, algorithm: "sha256", notAfterDate });
     if (!mem) {
       mkdirSync(dirname(keyFile), { recursive: true });

@@ -28,7 +28,8 @@
  */
 import { randomBytes } from "node:crypto";
 import * as oidc from "openid-client";
-import { SAML, ValidateInResponseTo, type CacheProvider, type Profile } from "@node-saml/node-saml";
+// node-saml (and its XML and crypto stack, ~20 ms to load) is loaded by the first SAML request, not at start-up
+import type { SAML, CacheProvider, Profile } from "@node-saml/node-saml";
 import { ApiError, badRequest, forbidden, notFound, unauthenticated } from "../../core/errors";
 import type { ForTenant } from "../../storage/scoped";
 import { fold, iso, type WallClock } from "../types";
@@ -116,6 +117,7 @@ export class SignInService {
     const acsUrl = this.acsUrl(origin);
     const keys = withSigningCert ? await this.spKeys.get() : undefined;
     const cert = keys?.certificate ?? null;
+    const { SAML } = await import("@node-saml/node-saml");
     const saml = new SAML({
       ...(keys ? { privateKey: keys.privateKey } : {}),
       issuer: entityId,
@@ -389,6 +391,7 @@ export class SignInService {
       getAsync: async (key) => (o.inResponseTo !== undefined && key === o.inResponseTo ? new Date(o.since ?? Date.now()).toISOString() : null),
       removeAsync: async (key) => key,
     };
+    const { SAML, ValidateInResponseTo } = await import("@node-saml/node-saml");
     return new SAML({
       entryPoint: cfg.ssoUrl,
       issuer: entityId,

@@ -5,12 +5,12 @@
  * how many pass on the raw USE-lite vectors and on the adapted ones the cache compares
  * (docs/notes/embedding-quality.md §12). Analysis only: nothing is chosen from it.
  *
- *   ./node_modules/.bin/bun run scripts/bench/context-stage1-ceiling.ts [--data DIR] [--stage1 0.85]
+ *   ./node_modules/.bin/bun run scripts/analysis/context-stage1-ceiling.ts [--data DIR] [--stage1 0.85]
  */
 import { join, resolve } from "node:path";
 import { createEmbedder, dot } from "../../src/embedding/index";
 import { EmbeddingAdapter } from "../../src/cache/adapter";
-import { cliArg as arg, dataDir } from "./data";
+import { cliArg as arg, dataDir } from "../bench/data";
 
 const STAGE1 = Number(arg("stage1") ?? 0.85);
 const adapter = EmbeddingAdapter.fromFile(await Bun.file(resolve(import.meta.dir, "../../src/cache/adapter-weights.json")).json());

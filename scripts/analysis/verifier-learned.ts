@@ -6,14 +6,14 @@
  * chosen on 5-fold out-of-fold scores of the even half (lowest score with precision >= --min-p),
  * then the model trained on all even rows is reported on both halves (odd = held out).
  *
- *   ./node_modules/.bin/bun run scripts/bench/verifier-learned.ts [--data DIR] [--min-p 0.975]
+ *   ./node_modules/.bin/bun run scripts/analysis/verifier-learned.ts [--data DIR] [--min-p 0.975]
  *
  * Result (2026-11-22): neither model reaches the hand rules' recall at precision >= 0.97 (see the notes).
  */
 import { createEmbedder, dot } from "../../src/embedding/index";
 import { analyzePair, verifyPair } from "../../src/cache/verify/index";
 import { FEATURE_NAMES, pairFeatures } from "../../src/cache/verify/features";
-import { dataDir } from "./data";
+import { dataDir } from "../bench/data";
 
 const arg = <D extends string | undefined>(n: string, d: D): string | D => (process.argv.includes(`--${n}`) ? process.argv[process.argv.indexOf(`--${n}`) + 1]! : d);
 const DATA = dataDir("cache-eval-dev", arg("data", undefined));

@@ -3,7 +3,7 @@
  * Where a cache hit's time goes inside svc, over `/mcp` (both eras) and REST (BENCHMARKS.md
  * "/mcp hit path").
  *
- *   bun scripts/bench/mcp-hit-profile.ts [--n 10000]
+ *   bun scripts/analysis/mcp-hit-profile.ts [--n 10000]
  *
  * One process: a test gateway and the fake MCP server; --n sequential hits over loopback HTTP per
  * path after 1,000 warm-up. Prints the time per hit inside the kernel's `serve` (everything svc
@@ -22,7 +22,7 @@ import { CallStore } from "../../src/mcp/calls/store";
 import { ToolCacheStore } from "../../src/mcp/toolcache/store";
 import { AsyncWriteBehind } from "../../src/storage/write-behind-async";
 import { Kernel } from "../../src/core/kernel";
-import { machine } from "./harness";
+import { machine } from "../bench/harness";
 
 const { values } = parseArgs({ args: process.argv.slice(2), options: { n: { type: "string", default: "10000" } } });
 const N = Number(values.n);

@@ -1,0 +1,327 @@
+/**
+ * Cross-validates the pair model (src/cache/verify/pair-model.ts) on ../shared/data/cache-train split
+ * by duplicate cluster, exactly like cache-cv.ts does for the hand rules, with the model RETRAINED per
+ * fold. Never reads cache-eval-dev.
+ *
+ *   nice ./node_modules/.bin/bun run scripts/bench/cache-pair-cv.ts [--folds 5] [--per-kind 400] [--model gbm|logistic] [--hard-weight 3] [--json OUT]
+ *
+ * For each held-out fold k:
+ *   1. out-of-fold scores on the other folds: for each training fold j, a model trained on the
+ *      remaining training folds scores fold j (so the operating point is chosen on predictions the
+ *      model did not see in training, as the held-out fold will be);
+ *   2. on those scores, the (cosine floor, probability threshold) with the highest recall whose
+ *      precision (50/50) >= 0.97, Quora false-hit rate <= 1 % and every hard kind <= 1 %;
+ *   3. a model trained on all the training folds scores fold k at that point: held-out figures.
+ * Pooled held-out figures are the sum over the folds. Every candidate first passes the verifier's hard
+ * rules (numbers, names, negation, asked-for attribute, argument order) — they veto before the model.
+ */
+import { resolve } from "node:path";
+import { DEFAULT_EMB_FILE, clusterFolds, embedCached, loadOrEmbed } from "../cache-train-embed";
+import { cliArg as arg, dataDir } from "./data";
+import { HARD_KINDS, makeHardNegatives, type HardKind } from "./cache-hard-negatives";
+import { TARGET, emptyFigures, fhrOf, kindRate, meets, mixedFhr, precision5050, precisionNatural, recallOf, wilson, type Figures, type Kind } from "./cache-cv";
+import { analyzePair, surfaceForm } from "../../src/cache/verify/index";
+import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, hardRule, pairFeatureVector } from "../../src/cache/verify/pair-model";
+import { evalGbm, trainGbm, type Gbm } from "./cache-pair-gbm";
+import { dot } from "../../src/core/vectors";
+
+export const MIN_COS = [0.8, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94];
+
+export interface Row { fold: number; kind: Kind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; x: Float64Array | null; u?: Float32Array; v?: Float32Array }
+
+export interface Data { K: number; rows: Row[]; base: Figures[]; model: Row[] }
+
+export async function loadData(K: number, perKind: number, logFn: (s: string) => void): Promise<Data> {
+  const log = (s: string) => (logFn(s), true);
+  const set = await loadOrEmbed(dataDir("cache-train", arg("data")), arg("emb") ?? DEFAULT_EMB_FILE, log);
+  const { pairs, texts, index, dims, vecs } = set;
+  const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
+  const foldOf = clusterFolds(set, K);
+  const hard: Array<{ fold: number; kind: HardKind; source: string; edited: string }> = [];
+  for (let f = 0; f < K; f++) {
+    const qs = texts.filter((_, i) => foldOf(i) === f);
+    for (const h of makeHardNegatives(qs, perKind, 2500 + f)) hard.push({ fold: f, ...h });
+  }
+  const he = await embedCached(hard.map((h) => h.edited), resolve(import.meta.dir, "../../data/cache-train-hardneg-emb.bin"), log);
+  const raw: Array<{ fold: number; kind: Kind; label: 0 | 1; a: string; b: string; cos: number; u: Float32Array; v: Float32Array }> = [];
+  for (const p of pairs) {
+    const ia = index.get(p.q2)!, ib = index.get(p.q1)!;
+    raw.push({ fold: foldOf(ib), kind: "qqp", label: p.label as 0 | 1, a: p.q2, b: p.q1, cos: dot(vec(ia), vec(ib)), u: vec(ia), v: vec(ib) });
+  }
+  hard.forEach((h, i) => {
+    const u = he.vecs.subarray(i * he.dims, (i + 1) * he.dims), v = vec(index.get(h.source)!);
+    raw.push({ fold: h.fold, kind: h.kind, label: 0, a: h.edited, b: h.source, cos: dot(u, v), u, v });
+  });
+  const base = Array.from({ length: K }, emptyFigures);
+  const rows: Row[] = [];
+  for (const r of raw) {
+    const f = base[r.fold]!;
+    if (r.kind === "qqp") r.label ? f.pos++ : f.neg++;
+    else f.kinds[r.kind].n++;
+    const surface = surfaceForm(r.a) === surfaceForm(r.b);
+    if (!surface && r.cos < MIN_COS[0]! - 1e-9) continue;
+    let veto = false;
+    let x: Float64Array | null = null;
+    if (!surface) {
+      const an = analyzePair(r.a, r.b, PAIR_ANALYZE_OPTIONS);
+      veto = hardRule(an) !== null;
+      if (!veto) x = pairFeatureVector(an, r.cos, new Float64Array(PAIR_FEATURE_COUNT));
+    }
+    rows.push({ fold: r.fold, kind: r.kind, label: r.label, cos: r.cos, surface, veto, x, ...(x ? { u: r.u, v: r.v } : {}) });
+  }
+  log(`${raw.length} rows (${hard.length} hard negatives), ${rows.length} candidates at cosine >= ${MIN_COS[0]}, ${rows.filter((r) => r.x).length} judged by the model`);
+  return { K, rows, base, model: rows.filter((r) => r.x !== null) };
+}
+
+export interface Logistic { mean: number[]; std: number[]; coef: number[]; bias: number }
+
+/**
+ * L2-regularised logistic regression by Newton's method (IRLS) on standardised features: exact and
+ * deterministic for a few dozen features, no learning rate to tune. `weight` per row (hard negatives
+ * may count more).
+ */
+export function trainLogistic(rows: Row[], weight: (r: Row) => number, l2 = 1): Logistic {
+  const n = PAIR_FEATURE_COUNT;
+  const d = n + 1;
+  const mean = new Float64Array(n), std = new Float64Array(n);
+  for (const r of rows) for (let i = 0; i < n; i++) mean[i]! += r.x![i]!;
+  for (let i = 0; i < n; i++) mean[i]! /= rows.length;
+  for (const r of rows) for (let i = 0; i < n; i++) std[i]! += (r.x![i]! - mean[i]!) ** 2;
+  for (let i = 0; i < n; i++) std[i] = Math.sqrt(std[i]! / rows.length) || 1;
+  const z = new Float64Array(d);
+  const w = new Float64Array(d); // w[n] = bias
+  for (let it = 0; it < 30; it++) {
+    const g = new Float64Array(d);
+    const H = new Float64Array(d * d);
+    for (const r of rows) {
+      for (let i = 0; i < n; i++) z[i] = (r.x![i]! - mean[i]!) / std[i]!;
+      z[n] = 1;
+      let s = 0;
+      for (let i = 0; i < d; i++) s += w[i]! * z[i]!;
+      const p = 1 / (1 + Math.exp(-s));
+      const c = weight(r);
+      const e = c * (p - r.label);
+      const h = c * p * (1 - p);
+      for (let i = 0; i < d; i++) {
+        g[i]! += e * z[i]!;
+        const hz = h * z[i]!;
+        for (let j = 0; j <= i; j++) H[i * d + j]! += hz * z[j]!;
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      g[i]! += l2 * w[i]!;
+      H[i * d + i]! += l2;
+    }
+    for (let i = 0; i < d; i++) for (let j = 0; j < i; j++) H[j * d + i] = H[i * d + j]!;
+    const step = solve(H, g, d);
+    let mx = 0;
+    for (let i = 0; i < d; i++) {
+      w[i]! -= step[i]!;
+      mx = Math.max(mx, Math.abs(step[i]!));
+    }
+    if (mx < 1e-8) break;
+  }
+  return { mean: [...mean], std: [...std], coef: [...w.subarray(0, n)], bias: w[n]! };
+}
+
+function solve(A: Float64Array, b: Float64Array, d: number): Float64Array {
+  // Cholesky (A is symmetric positive definite thanks to the L2 term)
+  const L = new Float64Array(d * d);
+  for (let i = 0; i < d; i++) {
+    for (let j = 0; j <= i; j++) {
+      let s = A[i * d + j]!;
+      for (let k = 0; k < j; k++) s -= L[i * d + k]! * L[j * d + k]!;
+      L[i * d + j] = i === j ? Math.sqrt(Math.max(s, 1e-12)) : s / L[j * d + j]!;
+    }
+  }
+  const y = new Float64Array(d);
+  for (let i = 0; i < d; i++) {
+    let s = b[i]!;
+    for (let k = 0; k < i; k++) s -= L[i * d + k]! * y[k]!;
+    y[i] = s / L[i * d + i]!;
+  }
+  const x = new Float64Array(d);
+  for (let i = d - 1; i >= 0; i--) {
+    let s = y[i]!;
+    for (let k = i + 1; k < d; k++) s -= L[k * d + i]! * x[k]!;
+    x[i] = s / L[i * d + i]!;
+  }
+  return x;
+}
+
+export function logitOf(m: Logistic, x: Float64Array): number {
+  let s = m.bias;
+  for (let i = 0; i < x.length; i++) s += (m.coef[i]! * (x[i]! - m.mean[i]!)) / m.std[i]!;
+  return s;
+}
+
+export interface Point { minCos: number; threshold: number; recall: number }
+
+/** Figures of a set of folds at (minCos, threshold): surface-identical rows hit, vetoed rows miss, others by the model. */
+export function figuresAt(d: Data, folds: (f: number) => boolean, score: Map<Row, number>, minCos: number, threshold: number): Figures {
+  const f = emptyFigures();
+  for (let k = 0; k < d.K; k++) {
+    if (!folds(k)) continue;
+    f.pos += d.base[k]!.pos;
+    f.neg += d.base[k]!.neg;
+    for (const h of HARD_KINDS) f.kinds[h].n += d.base[k]!.kinds[h].n;
+  }
+  for (const r of d.rows) {
+    if (!folds(r.fold)) continue;
+    const hit = r.surface || (!r.veto && r.cos >= minCos && score.get(r)! >= threshold);
+    if (!hit) continue;
+    if (r.kind === "qqp") r.label ? f.tp++ : f.fp++;
+    else f.kinds[r.kind].hits++;
+  }
+  return f;
+}
+
+/** The (minCos, threshold) with the highest recall meeting the targets on `folds` (scores given for their model rows). */
+export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<Row, number>): Point | null {
+  let best: Point | null = null;
+  const rows = d.model.filter((r) => folds(r.fold));
+  const surf = emptyFigures();
+  for (let k = 0; k < d.K; k++) {
+    if (!folds(k)) continue;
+    surf.pos += d.base[k]!.pos;
+    surf.neg += d.base[k]!.neg;
+    for (const h of HARD_KINDS) surf.kinds[h].n += d.base[k]!.kinds[h].n;
+  }
+  for (const r of d.rows) {
+    if (!folds(r.fold) || !r.surface) continue;
+    if (r.kind === "qqp") r.label ? surf.tp++ : surf.fp++;
+    else surf.kinds[r.kind].hits++;
+  }
+  for (const minCos of MIN_COS) {
+    const rs = rows.filter((r) => r.cos >= minCos).sort((a, b) => score.get(b)! - score.get(a)!);
+    const f: Figures = { ...surf, kinds: Object.fromEntries(HARD_KINDS.map((h) => [h, { ...surf.kinds[h] }])) as Figures["kinds"] };
+    for (let i = 0; i < rs.length; i++) {
+      const r = rs[i]!;
+      if (r.kind === "qqp") r.label ? f.tp++ : f.fp++;
+      else f.kinds[r.kind].hits++;
+      // a threshold lies between distinct scores only
+      if (i + 1 < rs.length && score.get(rs[i + 1]!)! === score.get(r)!) continue;
+      if (!meets(f)) continue;
+      const rec = recallOf(f);
+      if (!best || rec > best.recall + 1e-12) {
+        const t = score.get(r)!;
+        const next = i + 1 < rs.length ? score.get(rs[i + 1]!)! : t - 1;
+        best = { minCos, threshold: (t + next) / 2, recall: rec };
+      }
+    }
+  }
+  return best;
+}
+
+export type ModelKind = "gbm" | "logistic";
+export type Scorer = (x: Float64Array) => number;
+export function trainScorer(kind: ModelKind, rows: Row[], weight: (r: Row) => number, l2: number): { score: Scorer; gbm?: Gbm; logistic?: Logistic } {
+  if (kind === "logistic") {
+    const m = trainLogistic(rows, weight, l2);
+    return { score: (x) => logitOf(m, x), logistic: m };
+  }
+  const g = trainGbm(rows.map((r) => r.x!), rows.map((r) => r.label), rows.map(weight));
+  return { score: (x) => evalGbm(g, x), gbm: g };
+}
+
+export interface PairCvResult {
+  K: number;
+  model: ModelKind;
+  hardWeight: number;
+  perFold: Array<{ fold: number; point: Point; heldOut: Figures }>;
+  pooled: Figures;
+  final?: { gbm?: Gbm; logistic?: Logistic; point: Point; inSample: Figures };
+}
+
+export async function crossValidatePairModel(o: { folds?: number; perKind?: number; hardWeight?: number; l2?: number; model?: ModelKind; cvOnly?: boolean; log?: (s: string) => void } = {}): Promise<PairCvResult> {
+  const kind = o.model ?? "gbm";
+  const K = o.folds ?? 5;
+  const log = o.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const hw = o.hardWeight ?? 3;
+  const l2 = o.l2 ?? 1;
+  const d = await loadData(K, o.perKind ?? 400, log);
+  const weight = (r: Row) => (r.kind === "qqp" ? 1 : hw);
+  const train = (rows: Row[]) => trainScorer(kind, rows, weight, l2);
+  const scoreWith = (m: { score: Scorer }, rows: Row[], into: Map<Row, number>) => {
+    for (const r of rows) into.set(r, m.score(r.x!));
+  };
+  const perFold: PairCvResult["perFold"] = [];
+  for (let k = 0; k < K; k++) {
+    const oof = new Map<Row, number>();
+    for (let j = 0; j < K; j++) {
+      if (j === k) continue;
+      const m = train(d.model.filter((r) => r.fold !== k && r.fold !== j));
+      scoreWith(m, d.model.filter((r) => r.fold === j), oof);
+    }
+    const point = choosePoint(d, (f) => f !== k, oof);
+    if (!point) throw new Error(`fold ${k}: no operating point meets the targets on the other folds`);
+    const m = train(d.model.filter((r) => r.fold !== k));
+    const held = new Map<Row, number>();
+    scoreWith(m, d.model.filter((r) => r.fold === k), held);
+    const heldOut = figuresAt(d, (f) => f === k, held, point.minCos, point.threshold);
+    log(`fold ${k}: point ${JSON.stringify(point)} -> held-out recall ${recallOf(heldOut).toFixed(3)} precision ${precision5050(heldOut).toFixed(3)} fhr ${fhrOf(heldOut).toFixed(4)}`);
+    perFold.push({ fold: k, point, heldOut });
+  }
+  const pooled = emptyFigures();
+  for (const p of perFold) {
+    pooled.pos += p.heldOut.pos; pooled.tp += p.heldOut.tp; pooled.neg += p.heldOut.neg; pooled.fp += p.heldOut.fp;
+    for (const h of HARD_KINDS) { pooled.kinds[h].n += p.heldOut.kinds[h].n; pooled.kinds[h].hits += p.heldOut.kinds[h].hits; }
+  }
+  // the shipped model: the same procedure on all folds (point chosen on all folds' out-of-fold scores)
+  if (o.cvOnly) return { K, model: kind, hardWeight: hw, perFold, pooled };
+  const oof = new Map<Row, number>();
+  for (let j = 0; j < K; j++) scoreWith(train(d.model.filter((r) => r.fold !== j)), d.model.filter((r) => r.fold === j), oof);
+  const point = choosePoint(d, () => true, oof)!;
+  const model = train(d.model);
+  const all = new Map<Row, number>();
+  scoreWith(model, d.model, all);
+  return { K, model: kind, hardWeight: hw, perFold, pooled, final: { gbm: model.gbm, logistic: model.logistic, point, inSample: figuresAt(d, () => true, all, point.minCos, point.threshold) } };
+}
+
+const f3 = (x: number) => x.toFixed(3);
+const ci = (k: number, n: number) => {
+  const [lo, hi] = wilson(k, n);
+  return `${f3(k / Math.max(1, n))} [${f3(lo)}, ${f3(hi)}]`;
+};
+
+export function pairCvTable(r: PairCvResult): string {
+  const row = (name: string, f: Figures) =>
+    `| ${name} | ${f3(precision5050(f))} | ${f3(precisionNatural(f))} | ${ci(f.tp, f.pos)} | ${ci(f.fp, f.neg)} | ${f3(mixedFhr(f))} | ${HARD_KINDS.map((k) => `${f.kinds[k].hits}/${f.kinds[k].n}`).join(" | ")} |`;
+  const lines = [
+    `| pair model (${r.model}), ${r.K}-fold CV (hard-negative weight ${r.hardWeight}) | precision 50/50 | precision natural | recall [95 % CI] | Quora false-hit rate [95 % CI] | mixed false-hit rate | ${HARD_KINDS.join(" | ")} |`,
+    `|---|---|---|---|---|---|${HARD_KINDS.map(() => "---").join("|")}|`,
+    ...r.perFold.map((p) => row(`fold ${p.fold} held out (cos >= ${p.point.minCos}, logit >= ${p.point.threshold.toFixed(3)})`, p.heldOut)),
+    row("**pooled held-out folds**", r.pooled),
+    "",
+    `targets: precision >= ${TARGET.precision}, false-hit rate <= ${TARGET.fhr}, each kind <= ${TARGET.kind}; hard kinds on held-out folds: ${HARD_KINDS.map((k) => `${k} ${ci(r.pooled.kinds[k].hits, r.pooled.kinds[k].n)}`).join("; ")}`,
+  ];
+  if (r.final) lines.push("", `trained on all folds: cos >= ${r.final.point.minCos}, logit >= ${r.final.point.threshold.toFixed(4)}${r.final.logistic ? `; coefficients (standardised): ${PAIR_FEATURES.map((n, i) => `${n} ${r.final!.logistic!.coef[i]!.toFixed(2)}`).join(", ")}` : ""}`);
+  return lines.join("\n");
+}
+
+/** The shipped model (pair-model-weights.json) at other cosine floors, on all of cache-train (in sample): the trade-off a tenant moves along with feedback or X-Svc-Cache-Min-Similarity. */
+export async function shippedCurve(floors: number[], log: (s: string) => void): Promise<string> {
+  const w = (await import("../../src/cache/verify/pair-model-weights.json")).default as unknown as import("../../src/cache/verify/pair-model").PairModelFile;
+  const d = await loadData(5, 400, log);
+  const logitThreshold = Math.log(w.threshold / (1 - w.threshold));
+  const score = new Map<Row, number>();
+  for (const r of d.model) score.set(r, evalGbm({ base: w.base, trees: w.trees }, r.x!));
+  const lines = [`| floor | precision 50/50 | recall | Quora false-hit rate | antonym | unit | negation |`, `|---|---|---|---|---|---|---|`];
+  for (const fl of floors) {
+    const f = figuresAt(d, () => true, score, Math.max(fl, w.minCosine), logitThreshold);
+    const b = fl === w.minCosine ? "**" : "";
+    lines.push(`| ${b}${fl.toFixed(2)}${b} | ${b}${f3(precision5050(f))}${b} | ${b}${f3(recallOf(f))}${b} | ${b}${f3(fhrOf(f))}${b} | ${f3(kindRate(f, "antonym"))} | ${f3(kindRate(f, "unit"))} | ${f3(kindRate(f, "negation"))} |`);
+  }
+  return lines.join("\n");
+}
+
+if (import.meta.main && arg("curve")) {
+  console.log(await shippedCurve(arg("curve")!.split(",").map(Number), (s) => process.stderr.write(s + "\n")));
+  process.exit(0);
+}
+
+if (import.meta.main) {
+  const r = await crossValidatePairModel({ folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
+  console.log(pairCvTable(r));
+  if (arg("json")) await Bun.write(arg("json")!, JSON.stringify(r, null, 1));
+}
