@@ -42,7 +42,7 @@ import pkg from "../package.json";
  * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
  * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
  */
-const SYNC_DOMAINS = ["cache"];
+const SYNC_DOMAINS: string[] = [];
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
@@ -128,10 +128,13 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
   const metrics = new Metrics();
-  if (config.storage.url !== undefined && SYNC_DOMAINS.length)
+  if (config.storage.url !== undefined)
     throw new ConfigError(
-      `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
-        `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
+      SYNC_DOMAINS.length
+        ? `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
+            `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`
+        : `SVC_STORAGE__URL: every domain runs on the async storage, but this build does not start on PostgreSQL yet (migrations through it at start, ` +
+            `secrets shared by replicas, svc storage copy: docs/notes/postgres-plan.md). Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
     );
   const alone = replicaWarning(config);
   if (alone) log.warn(alone);
@@ -165,7 +168,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const cacheD = cache.create({
     config: { cache: config.cache, context_cache: config.context_cache, embedding: config.embedding },
     databasePath: config.storage.path,
-    storage,
+    storage: data,
     embedder: embeddingD.service,
     metrics,
     log,
@@ -229,6 +232,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
     migrations: () => db.pendingMigrations().length === 0,
     embedder: () => embeddingD.service.isReady(),
+    cache: () => cacheD.service.ready(),
   };
   if (hotState) readiness.redis = () => hotState.ready();
   let http = new Elysia({ name: "svc" }).use(kernel.plugin());
@@ -250,6 +254,8 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD, uiD];
   db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
+  // the cache's indexes load from the database in the background: /ready waits for them, /health does not
+  void cacheD.service.warmUp();
   yield "migrations";
 
   for (const d of domains)

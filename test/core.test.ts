@@ -258,7 +258,7 @@ describe("storage", () => {
       // and the data is usable through the services: the old key authenticates, the prompt reads
       expect(await app.apiKeys.verify(fixture.apiKey)).toMatchObject({ tenantId: fixture.tenant, via: "api_key" });
       expect(await app.prompts.prompts.get({ tenantId: fixture.tenant, sub: "t" }, fixture.promptId)).toMatchObject({ currentVersion: 2, template: "Hi {{name}}!" });
-      expect(app.cache.stats(fixture.tenant).entries).toBe(2);
+      expect((await app.cache.stats(fixture.tenant)).entries).toBe(2);
     } finally {
       await closeApp(app);
     }

@@ -39,7 +39,7 @@ describe("operational endpoints", () => {
       r = await gw.api("/ready");
     }
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ status: "ready", checks: { database: true, migrations: true, embedder: true } });
+    expect(await r.json()).toEqual({ status: "ready", checks: { database: true, migrations: true, embedder: true, cache: true } });
     const saved = gw.ctx.readiness.embedder!;
     gw.ctx.readiness.embedder = () => false;
     try {
@@ -48,7 +48,7 @@ describe("operational endpoints", () => {
       const body = ((await r2.json()) as any);
       expect(body.error.type).toBe("service_unavailable");
       expect(body.error.message).toContain("embedder");
-      expect(body.error.checks).toEqual({ database: true, migrations: true, embedder: false });
+      expect(body.error.checks).toEqual({ database: true, migrations: true, embedder: false, cache: true });
       expect(r2.headers.get("x-request-id")).toMatch(RID);
     } finally {
       gw.ctx.readiness.embedder = saved;
@@ -67,7 +67,7 @@ describe("operational endpoints", () => {
       expect(r.status).toBe(503);
       const body = (await r.json()) as any;
       expect(body.error.message).toBe("not ready: migrations");
-      expect(body.error.checks).toEqual({ database: true, migrations: false, embedder: true });
+      expect(body.error.checks).toEqual({ database: true, migrations: false, embedder: true, cache: true });
     } finally {
       db.run("INSERT INTO schema_migrations (id, applied_at) VALUES ($id, $at)", { id: row.id, at: row.applied_at });
     }

@@ -25,7 +25,7 @@ describe("SVC_STORAGE__URL", () => {
     expect(loadConfig({}).storage.pool_size).toBe(10);
   });
 
-  test("is refused at start while domains still keep their state in SQLite only, naming them and the way back", () => {
+  test("is refused at start (no silent SQLite): this build does not start on PostgreSQL yet, and says how to run", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-pgwire-"));
     try {
       const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_STORAGE__URL: "postgres://u:p@127.0.0.1:1/svc", SVC_AUTH__JWT_SECRET: "x".repeat(32) });
@@ -36,7 +36,7 @@ describe("SVC_STORAGE__URL", () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ConfigError);
-      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL: .* — [a-z, ]+ still keep their state in SQLite only.*Unset SVC_STORAGE__URL/s);
+      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL: .*does not start on PostgreSQL yet.*Unset SVC_STORAGE__URL/s);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

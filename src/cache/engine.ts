@@ -18,11 +18,13 @@
  * embedder id) when it applies: thresholds, §4.7's stages and the hand rules compare adapted cosines;
  * the learned pair model gets the raw vectors back through the adapter's exact inverse.
  *
- * Entries live in SQLite (store.ts); the per-tenant state — indexes per partition, loaded from a
- * saved file or rebuilt from SQLite, the loaded-tenants bound, hit bookkeeping — is tenants.ts.
+ * Entries live in the database (store.ts: SQLite or PostgreSQL); the per-tenant state — indexes
+ * per partition, loaded from a saved file or rebuilt from the database, the loaded-tenants bound,
+ * hit bookkeeping — is tenants.ts. A hit on warm state (tenant loaded, exact LRU or loaded index)
+ * awaits the database only for the rows it reads (semantic tiers: the candidates and the payload).
  */
 import { LRUCache } from "lru-cache";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Logger } from "../core/log";
 import type { CacheKeyInput, CachedPayload, LookupResult, CacheTier, CacheStats } from "./types";
 import { ApiError } from "../core/errors";
@@ -34,7 +36,7 @@ import { defaultLearnedModel } from "./verify/learned-default";
 import { AdaptedEmbedder, type EmbeddingAdapter } from "./adapter";
 import { defaultAdapter } from "./adapter-default";
 import { deriveKeys, type DerivedKeys } from "./partition";
-import { CacheStore, type ExactRow, type Removed } from "./store";
+import { CacheStore, recentPartitions, type ExactRow, type Removed } from "./store";
 import type { Quantization } from "../core/vector-index";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
@@ -126,7 +128,7 @@ export type Verifier = (
 ) => { accept: boolean; score: number; reason: string; learned?: number };
 
 export interface EngineOptions {
-  storage: Storage;
+  storage: AsyncStorage;
   embedder: Embedder;
   settings: EngineSettings;
   /** directory for saved index files; null = never save (in-memory databases, tests) */
@@ -200,6 +202,8 @@ export class SemanticCacheEngine {
   /** the embedder the cache compares: the configured one, through the adapter when it applies */
   private readonly emb: Embedder;
   private closed = false;
+  /** false while warmUp runs (/ready waits for it; /health does not) */
+  private warm = true;
   /** wrong-hit feedback: per-tenant negatives and operating points (feedback.ts) */
   readonly feedback: FeedbackBook;
   /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
@@ -261,12 +265,12 @@ export class SemanticCacheEngine {
   /** Hit bookkeeping and the gauge every second; TTL sweep and idle unloading every minute. */
   private startTimers() {
     const flush = setInterval(() => {
-      this.tenants.flushTouches();
+      void this.tenants.flushTouches();
       this.o.metrics?.entries.set(this.tenants.indexedVectors());
     }, 1000);
     const sweep = setInterval(() => {
-      this.sweepExpired();
-      this.tenants.unloadIdle();
+      this.sweepExpired().catch((e) => this.o.log?.warn("cache TTL sweep failed (retried next round)", { error: String(e) }));
+      void this.tenants.unloadIdle();
     }, this.o.sweepIntervalMs ?? 60_000);
     flush.unref?.();
     sweep.unref?.();
@@ -279,6 +283,41 @@ export class SemanticCacheEngine {
   /** the embedder whose vectors the cache stores and compares (adapted when the adapter applies) */
   get embedder(): Embedder {
     return this.emb;
+  }
+
+  /**
+   * Load the indexes of the partitions used last (up to `partitions`, within the loaded-tenants
+   * bound) from the database — saved index files when they match it — so the first lookups after a
+   * start do not rebuild them. Started by the composition root after migrations; `ready()` is false
+   * until it ends (a failure is logged: the indexes then load on first use, as they always can).
+   */
+  async warmUp(partitions = 256): Promise<number> {
+    if (!this.o.settings.enabled || this.closed) return 0;
+    this.warm = false;
+    let n = 0;
+    try {
+      const max = Math.min(partitions, this.o.settings.maxLoadedTenants ?? 10_000);
+      const seen = new Set<string>();
+      for (const r of await recentPartitions(this.o.storage, partitions)) {
+        if (this.closed) break;
+        if (!seen.has(r.tenantId) && seen.size >= max) continue;
+        seen.add(r.tenantId);
+        const ts = await this.tenants.get(r.tenantId);
+        await this.tenants.index(r.tenantId, ts, r.partition);
+        n++;
+      }
+      if (n) this.o.log?.info("cache indexes loaded at start", { partitions: n, tenants: seen.size });
+    } catch (e) {
+      this.o.log?.warn("cache indexes not loaded at start (they load on first use)", { error: String(e) });
+    } finally {
+      this.warm = true;
+    }
+    return n;
+  }
+
+  /** readiness: false while the start-up index load runs */
+  ready(): boolean {
+    return this.warm;
   }
 
   // ---------------------------------------------------------------- lookup
@@ -312,10 +351,11 @@ export class SemanticCacheEngine {
     if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { noStore: true } satisfies LookupState };
     const keys = deriveKeys(input, this.emb.id);
     const now = this.now();
-    const ts = this.tenants.get(input.tenantId);
+    // warm state answers without a promise: only a tenant's first use awaits its load
+    const ts = this.tenants.use(input.tenantId) ?? (await this.tenants.get(input.tenantId));
     ts.stats.lookups++;
 
-    const ex = this.exactGet(input.tenantId, ts, keys.exactKey, now);
+    const ex = this.exactCached(input.tenantId, keys.exactKey, now) ?? (await this.exactGet(input.tenantId, ts, keys.exactKey, now));
     if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0, undefined, { value: 1, source: "exact" });
 
     const state: LookupState = { keys };
@@ -342,7 +382,7 @@ export class SemanticCacheEngine {
       return miss();
     }
 
-    const index = this.tenants.index(input.tenantId, ts, keys.partition);
+    const index = this.tenants.loadedIndex(ts, keys.partition) ?? (await this.tenants.index(input.tenantId, ts, keys.partition));
     const qv = state.queryVec!;
     // the operating point: the configured floor, raised by the tenant's wrong-hit feedback, raised by
     // this request's X-Svc-Cache-Min-Similarity (which can only make matching stricter)
@@ -359,14 +399,16 @@ export class SemanticCacheEngine {
     let nearest: number | undefined;
 
     let best: { vecKey: number; sim: number; ctxSim?: number; score: number; learned?: number } | undefined;
-    for (const n of neighbours) {
-      const c = ts.repo.candidate(n.key);
+    // the candidates' rows in one round (one await; on PostgreSQL concurrent queries, not one round trip each)
+    const rows = neighbours.length ? await Promise.all(neighbours.map((n) => ts.repo.candidate(n.key))) : [];
+    for (let i = 0; i < neighbours.length; i++) {
+      const c = rows[i];
       if (!c) {
-        index.remove(n.key);
+        index.remove(neighbours[i]!.key);
         continue;
       }
       if (c.expiresAt !== null && c.expiresAt <= now) {
-        const r = ts.repo.deleteByVecKey(c.vecKey);
+        const r = await ts.repo.deleteByVecKey(c.vecKey);
         if (r) this.dropRows(input.tenantId, ts, [r]);
         continue;
       }
@@ -403,7 +445,7 @@ export class SemanticCacheEngine {
     // a miss names the operating point only when there was a cached question to judge against it
     if (found.length) state.point = point;
     if (best) {
-      const row = ts.repo.payload(best.vecKey);
+      const row = await ts.repo.payload(best.vecKey);
       if (row) {
         const tier: CacheTier = keys.mode === "single" ? "semantic" : "l2_context";
         return this.hit(input.tenantId, ts, tier, row, best.sim, best.ctxSim, t0, best.learned, point, keys.query, qv);
@@ -453,18 +495,25 @@ export class SemanticCacheEngine {
     return out;
   }
 
-  private exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): ExactRow | undefined {
+  /** The exact tier from memory alone: a live entry of the LRU (no promise: the exact hit path). */
+  private exactCached(tenantId: string, exactKey: string, now: number): ExactRow | undefined {
+    const m = this.exact.get(`${tenantId}\u0000${exactKey}`);
+    return m && (m.expiresAt === null || m.expiresAt > now) ? m : undefined;
+  }
+
+  /** The exact tier past the LRU: an expired LRU entry is deleted, else the row is read from the database. */
+  private async exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): Promise<ExactRow | undefined> {
     const k = `${tenantId}\u0000${exactKey}`;
     let m = this.exact.get(k);
     if (!m) {
-      const row = ts.repo.findExact(exactKey, now);
+      const row = await ts.repo.findExact(exactKey, now);
       if (!row) return undefined;
       m = row;
       this.exact.set(k, m);
     }
     if (m.expiresAt !== null && m.expiresAt <= now) {
       this.exact.delete(k);
-      const r = ts.repo.deleteByVecKey(m.vecKey);
+      const r = await ts.repo.deleteByVecKey(m.vecKey);
       if (r) this.dropRows(tenantId, ts, [r]);
       return undefined;
     }
@@ -505,23 +554,23 @@ export class SemanticCacheEngine {
   }
 
   /** A tenant's own hit-decision settings (null = the default). */
-  tenantSettings(tenantId: string): TenantCacheSettings {
-    return this.tenants.get(tenantId).settings();
+  async tenantSettings(tenantId: string): Promise<TenantCacheSettings> {
+    return (await this.tenants.get(tenantId)).settings();
   }
 
   /** Set (or with null clear) a tenant's own operating point of the learned stage (0..1: higher = fewer, surer hits). */
-  setTenantSettings(tenantId: string, next: TenantCacheSettings): TenantCacheSettings {
-    const ts = this.tenants.get(tenantId);
-    ts.repo.putSettings(next, this.now());
-    ts.dropSettings();
+  async setTenantSettings(tenantId: string, next: TenantCacheSettings): Promise<TenantCacheSettings> {
+    const ts = await this.tenants.get(tenantId);
+    await ts.repo.putSettings(next, this.now());
+    await ts.refreshSettings();
     void this.sync?.append({ t: tenantId, k: "settings" });
     return ts.settings();
   }
 
   /** The operating point the tenant's lookups use, and where it comes from. */
-  effectiveDecision(tenantId: string): { learned: boolean; threshold: number | null; source: "tenant" | "config" | "model" | null; modelThreshold: number | null } {
+  async effectiveDecision(tenantId: string): Promise<{ learned: boolean; threshold: number | null; source: "tenant" | "config" | "model" | null; modelThreshold: number | null }> {
     if (!this.learned) return { learned: false, threshold: null, source: null, modelThreshold: null };
-    const own = this.tenantSettings(tenantId).decisionThreshold;
+    const own = (await this.tenantSettings(tenantId)).decisionThreshold;
     const cfg = this.o.settings.decisionThreshold;
     const source = own !== null ? "tenant" : cfg !== undefined ? "config" : "model";
     return { learned: true, threshold: own ?? cfg ?? this.learned.threshold, source, modelThreshold: this.learned.threshold };
@@ -546,13 +595,13 @@ export class SemanticCacheEngine {
         semantic = false;
       }
     }
-    const ts = this.tenants.get(input.tenantId);
+    const ts = await this.tenants.get(input.tenantId);
     const now = this.now();
-    if (keys.code?.scope) this.dropRows(input.tenantId, ts, ts.repo.deleteCodeScopeExcept(keys.code.scope, keys.code.hash));
+    if (keys.code?.scope) this.dropRows(input.tenantId, ts, await ts.repo.deleteCodeScopeExcept(keys.code.scope, keys.code.hash));
     const body = JSON.stringify(payload.body);
     const expiresAt = s.ttlSecs > 0 ? now + s.ttlSecs * 1000 : null;
     const id = crypto.randomUUID();
-    const { vecKey, replaced } = ts.repo.insert({
+    const { vecKey, replaced } = await ts.repo.insert({
       id,
       exactKey: keys.exactKey,
       partition: semantic ? keys.partition! : null,
@@ -574,7 +623,7 @@ export class SemanticCacheEngine {
     this.dropRows(input.tenantId, ts, replaced);
     ts.count++;
     ts.stats.stores++;
-    if (semantic) this.tenants.index(input.tenantId, ts, keys.partition!).add(vecKey, state.queryVec!);
+    if (semantic) (this.tenants.loadedIndex(ts, keys.partition!) ?? (await this.tenants.index(input.tenantId, ts, keys.partition!))).add(vecKey, state.queryVec!);
     // announced before the answer leaves this replica: the others serve it as soon as the client has it
     const announced = this.sync?.added(input.tenantId, vecKey, semantic ? keys.partition! : null, keys.exactKey);
     this.exact.set(`${input.tenantId}\u0000${keys.exactKey}`, {
@@ -587,13 +636,13 @@ export class SemanticCacheEngine {
     });
     // with replicas this replica's count follows the others' changes through the stream: near the bound, the database's count decides
     if (ts.count > s.maxEntriesPerTenant || (this.sync && ts.count * 10 >= s.maxEntriesPerTenant * 9)) {
-      this.tenants.flushTouches(ts);
+      await this.tenants.flushTouches(ts);
       // the database decides how many go (its count, not this replica's): with several replicas the
       // LRU eviction happens once for the tenant, by whichever replica's statement runs first
-      const evicted = ts.repo.evictOver(s.maxEntriesPerTenant);
+      const evicted = await ts.repo.evictOver(s.maxEntriesPerTenant);
       ts.stats.evictions += evicted.length;
       this.dropRows(input.tenantId, ts, evicted);
-      if (this.sync) ts.count = ts.repo.count();
+      if (this.sync) ts.count = await ts.repo.count();
     }
     await announced;
   }
@@ -607,8 +656,8 @@ export class SemanticCacheEngine {
     const sync = this.sync;
     if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
     const t = input.tenantId;
-    const fromEntry = () => {
-      const row = this.closed ? undefined : this.tenants.get(t).repo.findExact(keys.exactKey, this.now());
+    const fromEntry = async () => {
+      const row = this.closed ? undefined : await (await this.tenants.get(t)).repo.findExact(keys.exactKey, this.now());
       return row ? replay({ body: JSON.parse(row.payload), usage: { inputTokens: row.inputTokens, outputTokens: row.outputTokens } }) : undefined;
     };
     const opts = { leaseMs: this.o.settings.singleFlightLeaseMs ?? 3_000, waitMs: this.o.settings.singleFlightWaitMs };
@@ -618,8 +667,8 @@ export class SemanticCacheEngine {
   // ---------------------------------------------------------------- admin
 
   async purge(tenantId: string): Promise<number> {
-    const ts = this.tenants.get(tenantId);
-    const removed = ts.repo.deleteAll();
+    const ts = await this.tenants.get(tenantId);
+    const removed = await ts.repo.deleteAll();
     for (const k of this.exact.keys()) if (k.startsWith(`${tenantId}\u0000`)) this.exact.delete(k);
     this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
@@ -629,23 +678,23 @@ export class SemanticCacheEngine {
   }
 
   /** Delete one entry; false when the tenant has no entry with that id. */
-  deleteEntry(tenantId: string, id: string): boolean {
-    const ts = this.tenants.get(tenantId);
-    const r = ts.repo.deleteById(id);
+  async deleteEntry(tenantId: string, id: string): Promise<boolean> {
+    const ts = await this.tenants.get(tenantId);
+    const r = await ts.repo.deleteById(id);
     if (!r) return false;
     this.dropRows(tenantId, ts, [r]);
     return true;
   }
 
-  listEntries(tenantId: string, limit: number, offset: number) {
-    const ts = this.tenants.get(tenantId);
-    this.tenants.flushTouches(ts);
+  async listEntries(tenantId: string, limit: number, offset: number) {
+    const ts = await this.tenants.get(tenantId);
+    await this.tenants.flushTouches(ts);
     return ts.repo.list(limit, offset);
   }
 
-  /** The tenant's entry count (from SQLite) and counters since it was loaded, and its feedback. */
-  stats(tenantId: string): CacheStats {
-    const ts = this.tenants.get(tenantId);
+  /** The tenant's entry count (from the database) and counters since it was loaded, and its feedback. */
+  async stats(tenantId: string): Promise<CacheStats> {
+    const ts = await this.tenants.get(tenantId);
     return { entries: ts.count, ...structuredClone(ts.stats), feedback: this.feedbackStats(tenantId) };
   }
 
@@ -654,16 +703,19 @@ export class SemanticCacheEngine {
   }
 
   /** A verdict on a request of this tenant (POST /api/v1/cache/feedback; FeedbackBook.report says what each status means). */
-  reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
-    return this.feedback.report(tenantId, requestId, verdict, caller, manager, this.singlePoint, (id) => this.deleteEntry(tenantId, id));
+  async reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
+    let drop: string | undefined;
+    const r = this.feedback.report(tenantId, requestId, verdict, caller, manager, this.singlePoint, (id) => (drop = id));
+    if (drop !== undefined) await this.deleteEntry(tenantId, drop);
+    return r;
   }
 
   /** Delete expired entries of every tenant loaded in memory (also done lazily on lookup). */
-  sweepExpired(): number {
+  async sweepExpired(): Promise<number> {
     const now = this.now();
     let n = 0;
-    for (const [tenantId, ts] of this.tenants.entries()) {
-      const removed = ts.repo.deleteExpired(now);
+    for (const [tenantId, ts] of [...this.tenants.entries()]) {
+      const removed = await ts.repo.deleteExpired(now);
       n += removed.length;
       this.dropRows(tenantId, ts, removed);
     }
@@ -671,7 +723,7 @@ export class SemanticCacheEngine {
   }
 
   /** Drop tenants idle for tenantIdleSecs from memory (the sweep timer does it every minute). */
-  unloadIdleTenants(): number {
+  unloadIdleTenants(): Promise<number> {
     return this.tenants.unloadIdle();
   }
 
@@ -681,8 +733,8 @@ export class SemanticCacheEngine {
   }
 
   /** Write pending hit bookkeeping now (the timer does it every second). */
-  flushTouches() {
-    this.tenants.flushTouches();
+  flushTouches(): Promise<void> {
+    return this.tenants.flushTouches();
   }
 
   async close(): Promise<void> {
@@ -690,8 +742,8 @@ export class SemanticCacheEngine {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     this.sync?.close();
-    this.tenants.close();
     this.exact.clear();
+    await this.tenants.close();
   }
 
   // ---------------------------------------------------------------- internals

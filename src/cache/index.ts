@@ -4,7 +4,7 @@
  * The proxies reach the engine through the port they declare (src/gateway/ports.ts).
  */
 import { dirname, join } from "node:path";
-import type { Storage } from "../storage/scoped";
+import type { AsyncStorage } from "../storage/async";
 import type { Logger } from "../core/log";
 import type { Metrics } from "../core/metrics";
 import type { Kernel } from "../core/kernel";
@@ -74,7 +74,7 @@ export function indexDirOf(cache: CacheConfig, databasePath: string): string | n
 export interface CacheDeps {
   config: CacheSettingsInput;
   databasePath: string;
-  storage: Storage;
+  storage: AsyncStorage;
   embedder: Embedder;
   metrics: Metrics;
   log: Logger;
@@ -91,7 +91,7 @@ export interface EngineConfig extends CacheSettingsInput {
 /** The engine alone from a loaded configuration (tests and benchmarks that drive it without HTTP). */
 export function createCacheEngine(
   config: EngineConfig,
-  deps: { storage: Storage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "learned" | "timers" | "sweepIntervalMs">>,
+  deps: { storage: AsyncStorage; embedder: Embedder; log?: Logger; metrics?: Metrics } & Partial<Pick<EngineOptions, "now" | "verify" | "learned" | "timers" | "sweepIntervalMs">>,
 ): SemanticCacheEngine {
   const { metrics, ...rest } = deps;
   return new SemanticCacheEngine({

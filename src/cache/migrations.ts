@@ -1,16 +1,51 @@
 /**
- * Cache tables. SQLite is the source of truth for entries and their f32 query / context vectors;
- * the USearch index files are a start-up accelerator rebuilt from here when they do not match.
- * vec_key (INTEGER PRIMARY KEY) is also the entry's key in the vector index.
+ * Cache tables. The database (SQLite or PostgreSQL) is the source of truth for entries and their
+ * f32 query / context vectors; the USearch index files are a start-up accelerator rebuilt from
+ * here when they do not match. vec_key (INTEGER PRIMARY KEY on SQLite, a BIGINT identity on
+ * PostgreSQL) is also the entry's key in the vector index.
+ *
+ * The SQLite sides are the functions SQLite has always run (never edit an applied migration);
+ * the PostgreSQL sides translate each step: BIGINT for epoch milliseconds and counters, BYTEA for
+ * vectors, DOUBLE PRECISION for REAL.
  */
 import type { Migration } from "../storage/migrations";
+import { postgresDialect as pg } from "../storage/dialect";
+
+const ENTRIES_PG = `CREATE TABLE cache_entries (
+  vec_key ${pg.autoId},
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  exact_key TEXT NOT NULL,
+  partition TEXT,
+  mode TEXT NOT NULL,
+  style TEXT NOT NULL,
+  model TEXT NOT NULL,
+  query_text TEXT,
+  query_vec ${pg.blob},
+  context_vec ${pg.blob},
+  code_scope TEXT,
+  code_hash TEXT,
+  payload TEXT NOT NULL,
+  input_tokens BIGINT NOT NULL DEFAULT 0,
+  output_tokens BIGINT NOT NULL DEFAULT 0,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT,
+  last_used_at BIGINT NOT NULL,
+  hits BIGINT NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX cache_entries_exact ON cache_entries (tenant_id, exact_key);
+CREATE INDEX cache_entries_lru ON cache_entries (tenant_id, last_used_at);
+CREATE INDEX cache_entries_partition ON cache_entries (tenant_id, partition);
+CREATE INDEX cache_entries_expiry ON cache_entries (tenant_id, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL`;
 
 export const CACHE_MIGRATIONS: Migration[] = [
   {
     id: "0001_entries",
     legacyId: "0100_cache_entries",
-    up: (db) => {
-      db.run(`CREATE TABLE cache_entries (
+    up: {
+      sqlite: (db) => {
+        db.run(`CREATE TABLE cache_entries (
         vec_key INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         tenant_id TEXT NOT NULL,
@@ -32,31 +67,40 @@ export const CACHE_MIGRATIONS: Migration[] = [
         last_used_at INTEGER NOT NULL,
         hits INTEGER NOT NULL DEFAULT 0
       )`);
-      db.run("CREATE UNIQUE INDEX cache_entries_exact ON cache_entries (tenant_id, exact_key)");
-      db.run("CREATE INDEX cache_entries_lru ON cache_entries (tenant_id, last_used_at)");
-      db.run("CREATE INDEX cache_entries_partition ON cache_entries (tenant_id, partition)");
-      db.run("CREATE INDEX cache_entries_expiry ON cache_entries (tenant_id, expires_at) WHERE expires_at IS NOT NULL");
-      db.run("CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL");
+        db.run("CREATE UNIQUE INDEX cache_entries_exact ON cache_entries (tenant_id, exact_key)");
+        db.run("CREATE INDEX cache_entries_lru ON cache_entries (tenant_id, last_used_at)");
+        db.run("CREATE INDEX cache_entries_partition ON cache_entries (tenant_id, partition)");
+        db.run("CREATE INDEX cache_entries_expiry ON cache_entries (tenant_id, expires_at) WHERE expires_at IS NOT NULL");
+        db.run("CREATE INDEX cache_entries_code ON cache_entries (tenant_id, code_scope) WHERE code_scope IS NOT NULL");
+      },
+      postgres: ENTRIES_PG,
     },
   },
   {
     // the earlier user turns of a context entry (texts + f32 vectors), checked pairwise by the verifier
     id: "0002_context_users",
     legacyId: "0101_cache_context_users",
-    up: (db) => {
-      db.run("ALTER TABLE cache_entries ADD COLUMN context_users TEXT");
-      db.run("ALTER TABLE cache_entries ADD COLUMN context_user_vecs BLOB");
+    up: {
+      sqlite: (db) => {
+        db.run("ALTER TABLE cache_entries ADD COLUMN context_users TEXT");
+        db.run("ALTER TABLE cache_entries ADD COLUMN context_user_vecs BLOB");
+      },
+      postgres: `ALTER TABLE cache_entries ADD COLUMN context_users TEXT;
+ALTER TABLE cache_entries ADD COLUMN context_user_vecs ${pg.blob}`,
     },
   },
   {
     // a tenant's own operating point of the learned hit decision (issue 14)
     id: "0003_settings",
-    up: (db) => {
-      db.run(`CREATE TABLE cache_settings (
+    up: {
+      sqlite: (db) => {
+        db.run(`CREATE TABLE cache_settings (
         tenant_id TEXT PRIMARY KEY,
         decision_threshold REAL,
         updated_at INTEGER NOT NULL
       )`);
+      },
+      postgres: "CREATE TABLE cache_settings (tenant_id TEXT PRIMARY KEY, decision_threshold DOUBLE PRECISION, updated_at BIGINT NOT NULL)",
     },
   },
 ];

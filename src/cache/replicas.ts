@@ -64,8 +64,15 @@ export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCac
     if (!ts) return;
     ts.count++;
     const idx = e.p ? ts.parts.get(e.p) : undefined;
-    const c = idx && ts.repo.candidate(e.vk);
-    if (c) idx!.add(e.vk, c.queryVec);
+    if (!idx) return;
+    // the vector is read from the database; a drop of the same entry applied before the read
+    // answers can leave its key in the index: the first lookup that meets it finds no row and drops it
+    void ts.repo
+      .candidate(e.vk)
+      .then((c) => {
+        if (c && ts.parts.get(e.p!) === idx) idx.add(e.vk, c.queryVec);
+      })
+      .catch(() => {}); // unreadable now: the entry is served once the tenant's index reloads
   } else if (e.k === "drop") {
     for (const [vk, p, ek] of e.r) {
       exact.delete(`${e.t}\u0000${ek}`);
@@ -78,7 +85,7 @@ export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCac
     for (const k of exact.keys()) if (k.startsWith(`${e.t}\u0000`)) exact.delete(k);
     tenants.drop(e.t);
     sessions.forgetTenant(e.t);
-  } else ts?.dropSettings();
+  } else void ts?.refreshSettings().catch(() => {});
 }
 
 export class CacheSync {
@@ -218,7 +225,7 @@ export class CacheSync {
    * that does and answer with `fromEntry` once its entry is stored. Bounded by `waitMs` (then this
    * replica calls upstream itself, as the in-process single flight does).
    */
-  async flight<T>(t: string, ek: string, o: { leaseMs: number; waitMs: number }, fn: () => Promise<T>, fromEntry: () => T | undefined): Promise<T> {
+  async flight<T>(t: string, ek: string, o: { leaseMs: number; waitMs: number }, fn: () => Promise<T>, fromEntry: () => Promise<T | undefined>): Promise<T> {
     const lease = `${this.s.prefix}cache:lease:${new Bun.CryptoHasher("sha256").update(`${t}\u0000${ek}`).digest("hex").slice(0, 40)}`;
     const token = crypto.randomUUID();
     const deadline = performance.now() + o.waitMs;
@@ -233,7 +240,7 @@ export class CacheSync {
       if (got) {
         if (waited) this.counts.leaseTakeovers++;
         // the entry may have landed between our last look and the lease (its holder released it)
-        const ready = waited ? fromEntry() : undefined;
+        const ready = waited ? await fromEntry() : undefined;
         if (ready !== undefined) {
           void this.s.store.run(RELEASE, [lease], [token]).catch(() => {});
           return ready;
@@ -249,7 +256,7 @@ export class CacheSync {
       if (left <= 0) return fn();
       // woken by the entry's announcement; the poll covers a lost announcement and a holder that gave up
       await this.arrival(t, ek, Math.min(left, Math.max(20, o.leaseMs / 4)));
-      const r = fromEntry();
+      const r = await fromEntry();
       if (r !== undefined) return r;
     }
   }

@@ -44,9 +44,9 @@ const SettingsSchema = t.Object({
   modelThreshold: t.Union([t.Number(), t.Null()]),
 });
 
-function settingsOf(engine: SemanticCacheEngine, tenantId: string) {
-  const e = engine.effectiveDecision(tenantId);
-  return { decisionThreshold: engine.tenantSettings(tenantId).decisionThreshold, learned: e.learned, effectiveThreshold: e.threshold, source: e.source, modelThreshold: e.modelThreshold };
+async function settingsOf(engine: SemanticCacheEngine, tenantId: string) {
+  const e = await engine.effectiveDecision(tenantId);
+  return { decisionThreshold: (await engine.tenantSettings(tenantId)).decisionThreshold, learned: e.learned, effectiveThreshold: e.threshold, source: e.source, modelThreshold: e.modelThreshold };
 }
 
 export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled: boolean) => {
@@ -68,10 +68,10 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
     })
     .get(
       "/entries",
-      ({ principal, query }) => {
+      async ({ principal, query }) => {
         const limit = query.limit ?? 20;
         const offset = query.offset ?? 0;
-        const { entries, total } = on().listEntries(principal.tenantId, limit, offset);
+        const { entries, total } = await on().listEntries(principal.tenantId, limit, offset);
         return {
           entries: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), lastUsedAt: iso(e.lastUsedAt), expiresAt: e.expiresAt === null ? null : iso(e.expiresAt) })),
           total,
@@ -88,8 +88,8 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
     )
     .delete(
       "/entries/:id",
-      ({ principal, params }) => {
-        if (!on().deleteEntry(principal.tenantId, params.id)) throw notFound(`cache entry ${params.id}`);
+      async ({ principal, params }) => {
+        if (!(await on().deleteEntry(principal.tenantId, params.id))) throw notFound(`cache entry ${params.id}`);
         return { id: params.id, deleted: true };
       },
       {
@@ -110,9 +110,9 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
     })
     .put(
       "/settings",
-      ({ principal, body }) => {
+      async ({ principal, body }) => {
         const engine = on();
-        engine.setTenantSettings(principal.tenantId, { decisionThreshold: body.decisionThreshold });
+        await engine.setTenantSettings(principal.tenantId, { decisionThreshold: body.decisionThreshold });
         return settingsOf(engine, principal.tenantId);
       },
       {

@@ -1,8 +1,12 @@
 /**
- * Cache entries of one tenant, over the tenant-bound handle (every statement scoped by $tenant).
- * Vectors are stored as raw little-endian f32.
+ * Cache entries of one tenant, over the tenant-bound async handle (every statement scoped by
+ * $tenant), one SQL text for bun:sqlite and PostgreSQL. Vectors are stored as raw little-endian
+ * f32 (BLOB / BYTEA: vectorBytes / vectorOf); a new entry's vec_key comes back through
+ * `INSERT … RETURNING`.
  */
-import type { TenantDb } from "../storage/scoped";
+import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
+import { vectorBytes, vectorOf } from "../storage/dialect";
+import { StorageConstraintError } from "../storage/errors";
 import type { Mode } from "./partition";
 
 export interface NewEntry {
@@ -64,14 +68,9 @@ export interface EntrySummary {
   hits: number;
 }
 
-const toBlob = (v: Float32Array | null) => (v ? new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength)) : null);
-const fromBlob = (b: Uint8Array | null): Float32Array | null => {
-  if (!b) return null;
-  // copy into an aligned buffer
-  const copy = new Uint8Array(b.byteLength);
-  copy.set(b);
-  return new Float32Array(copy.buffer);
-};
+const toBlob = (v: Float32Array | null) => (v ? vectorBytes(v) : null);
+/** a copy: the vector outlives the row (indexes, the exact LRU), and must not pin or alias the driver's buffer */
+const fromBlob = (b: Uint8Array | null): Float32Array | null => (b ? vectorOf(new Uint8Array(b)) : null);
 
 function concat(vs: Float32Array[]): Float32Array {
   const out = new Float32Array(vs.reduce((n, v) => n + v.length, 0));
@@ -89,41 +88,42 @@ export interface TenantCacheSettings {
   decisionThreshold: number | null;
 }
 
-const REMOVED = "RETURNING vec_key AS vecKey, partition, exact_key AS exactKey";
+// camelCase aliases are quoted: PostgreSQL folds unquoted ones to lower case
+const REMOVED = `RETURNING vec_key AS "vecKey", partition, exact_key AS "exactKey"`;
 
 export class CacheStore {
-  constructor(private readonly t: TenantDb) {}
+  constructor(private readonly t: AsyncTenantDb) {}
 
-  settings(): TenantCacheSettings {
-    const r = this.t.get<{ decisionThreshold: number | null }>(
-      "SELECT decision_threshold AS decisionThreshold FROM cache_settings WHERE tenant_id = $tenant",
+  async settings(): Promise<TenantCacheSettings> {
+    const r = await this.t.get<{ decisionThreshold: number | null }>(
+      `SELECT decision_threshold AS "decisionThreshold" FROM cache_settings WHERE tenant_id = $tenant`,
       {},
     );
     return { decisionThreshold: r?.decisionThreshold ?? null };
   }
 
-  putSettings(s: TenantCacheSettings, now: number) {
+  async putSettings(s: TenantCacheSettings, now: number): Promise<void> {
     if (s.decisionThreshold === null) {
-      this.t.run("DELETE FROM cache_settings WHERE tenant_id = $tenant", {});
+      await this.t.run("DELETE FROM cache_settings WHERE tenant_id = $tenant", {});
       return;
     }
-    this.t.run(
+    await this.t.run(
       `INSERT INTO cache_settings (tenant_id, decision_threshold, updated_at) VALUES ($tenant, $t, $now)
        ON CONFLICT (tenant_id) DO UPDATE SET decision_threshold = excluded.decision_threshold, updated_at = excluded.updated_at`,
       { t: s.decisionThreshold, now },
     );
   }
 
-  findExact(exactKey: string, now: number): ExactRow | undefined {
+  findExact(exactKey: string, now: number): Promise<ExactRow | undefined> {
     return this.t.get<ExactRow>(
-      `SELECT vec_key AS vecKey, id, payload, input_tokens AS inputTokens, output_tokens AS outputTokens, expires_at AS expiresAt
+      `SELECT vec_key AS "vecKey", id, payload, input_tokens AS "inputTokens", output_tokens AS "outputTokens", expires_at AS "expiresAt"
        FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k AND (expires_at IS NULL OR expires_at > $now)`,
       { k: exactKey, now },
     );
   }
 
-  candidate(vecKey: number): Candidate | undefined {
-    const r = this.t.get<{
+  async candidate(vecKey: number): Promise<Candidate | undefined> {
+    const r = await this.t.get<{
       vecKey: number;
       id: string;
       queryText: string;
@@ -133,8 +133,8 @@ export class CacheStore {
       uv: Uint8Array | null;
       expiresAt: number | null;
     }>(
-      `SELECT vec_key AS vecKey, id, query_text AS queryText, query_vec AS q, context_vec AS c, context_users AS users,
-         context_user_vecs AS uv, expires_at AS expiresAt
+      `SELECT vec_key AS "vecKey", id, query_text AS "queryText", query_vec AS q, context_vec AS c, context_users AS users,
+         context_user_vecs AS uv, expires_at AS "expiresAt"
        FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k`,
       { k: vecKey },
     );
@@ -150,22 +150,38 @@ export class CacheStore {
     return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec, contextVec: fromBlob(r.c), contextUsers, expiresAt: r.expiresAt };
   }
 
-  payload(vecKey: number): ExactRow | undefined {
+  payload(vecKey: number): Promise<ExactRow | undefined> {
     return this.t.get<ExactRow>(
-      `SELECT vec_key AS vecKey, id, payload, input_tokens AS inputTokens, output_tokens AS outputTokens, expires_at AS expiresAt
+      `SELECT vec_key AS "vecKey", id, payload, input_tokens AS "inputTokens", output_tokens AS "outputTokens", expires_at AS "expiresAt"
        FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k`,
       { k: vecKey },
     );
   }
 
-  insert(e: NewEntry): { vecKey: number; replaced: Removed[] } {
-    return this.t.tx(() => {
-      const replaced = this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
-      const r = this.t.run(
+  /**
+   * Replace the tenant's entry of this exact key (if any) with the new one, in one transaction.
+   * Two replicas storing the same key at once on PostgreSQL: the second one's DELETE found no row
+   * yet and its INSERT meets the first one's (unique violation): it runs again and replaces it.
+   */
+  async insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.replace(e);
+      } catch (err) {
+        if (attempt >= 5 || !(err instanceof StorageConstraintError) || err.kind !== "unique") throw err;
+      }
+    }
+  }
+
+  private replace(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    return this.t.tx(async () => {
+      const replaced = await this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
+      const r = await this.t.get<{ vecKey: number }>(
         `INSERT INTO cache_entries (id, tenant_id, exact_key, partition, mode, style, model, query_text, query_vec, context_vec,
            context_users, context_user_vecs, code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
          VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv, $users, $uv,
-           $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)`,
+           $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)
+         RETURNING vec_key AS "vecKey"`,
         {
           id: e.id,
           exact: e.exactKey,
@@ -187,36 +203,34 @@ export class CacheStore {
           expires: e.expiresAt,
         },
       );
-      return { vecKey: Number(r.lastInsertRowid), replaced };
+      return { vecKey: Number(r!.vecKey), replaced };
     });
   }
 
-  touch(vecKeys: number[], at: number, hits: number[]) {
+  async touch(vecKeys: number[], at: number, hits: number[]): Promise<void> {
     if (!vecKeys.length) return;
-    this.t.tx(() => {
-      vecKeys.forEach((k, i) =>
-        this.t.run("UPDATE cache_entries SET last_used_at = MAX(last_used_at, $at), hits = hits + $h WHERE tenant_id = $tenant AND vec_key = $k", {
-          at,
-          h: hits[i] ?? 0,
-          k,
-        }),
-      );
+    await this.t.tx(async () => {
+      for (let i = 0; i < vecKeys.length; i++)
+        await this.t.run(
+          "UPDATE cache_entries SET last_used_at = CASE WHEN last_used_at > $at THEN last_used_at ELSE $at END, hits = hits + $h WHERE tenant_id = $tenant AND vec_key = $k",
+          { at, h: hits[i] ?? 0, k: vecKeys[i]! },
+        );
     });
   }
 
-  count(): number {
-    return this.t.get<{ n: number }>("SELECT COUNT(*) AS n FROM cache_entries WHERE tenant_id = $tenant")!.n;
+  async count(): Promise<number> {
+    return (await this.t.get<{ n: number }>("SELECT COUNT(*) AS n FROM cache_entries WHERE tenant_id = $tenant"))!.n;
   }
 
-  deleteById(id: string): Removed | undefined {
+  deleteById(id: string): Promise<Removed | undefined> {
     return this.t.get<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND id = $id ${REMOVED}`, { id });
   }
 
-  deleteByVecKey(vecKey: number): Removed | undefined {
+  deleteByVecKey(vecKey: number): Promise<Removed | undefined> {
     return this.t.get<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND vec_key = $k ${REMOVED}`, { k: vecKey });
   }
 
-  deleteAll(): Removed[] {
+  deleteAll(): Promise<Removed[]> {
     return this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant ${REMOVED}`);
   }
 
@@ -224,49 +238,63 @@ export class CacheStore {
    * LRU eviction decided by the database: the coldest entries beyond `max`, counted in the same
    * statement, so replicas storing at once evict what is over the bound once, not once each.
    */
-  evictOver(max: number): Removed[] {
+  evictOver(max: number): Promise<Removed[]> {
     return this.t.all<Removed>(
       `DELETE FROM cache_entries WHERE tenant_id = $tenant AND vec_key IN (
          SELECT vec_key FROM cache_entries WHERE tenant_id = $tenant ORDER BY last_used_at ASC, vec_key ASC
-         LIMIT MAX(0, (SELECT COUNT(*) FROM cache_entries WHERE tenant_id = $tenant) - $max)) ${REMOVED}`,
+         LIMIT (SELECT CASE WHEN COUNT(*) > $max THEN COUNT(*) - $max ELSE 0 END FROM cache_entries WHERE tenant_id = $tenant))  ${REMOVED}`,
       { max },
     );
   }
 
-  deleteExpired(now: number): Removed[] {
+  deleteExpired(now: number): Promise<Removed[]> {
     return this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND expires_at IS NOT NULL AND expires_at <= $now ${REMOVED}`, { now });
   }
 
-  deleteCodeScopeExcept(scope: string, hash: string): Removed[] {
+  deleteCodeScopeExcept(scope: string, hash: string): Promise<Removed[]> {
     return this.t.all<Removed>(
       `DELETE FROM cache_entries WHERE tenant_id = $tenant AND code_scope = $scope AND code_hash <> $hash ${REMOVED}`,
       { scope, hash },
     );
   }
 
-  partitionVectors(partition: string): Array<{ vecKey: number; vec: Float32Array }> {
-    return this.t
-      .all<{ vecKey: number; q: Uint8Array }>(
-        "SELECT vec_key AS vecKey, query_vec AS q FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL ORDER BY vec_key",
+  async partitionVectors(partition: string): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
+    return (
+      await this.t.all<{ vecKey: number; q: Uint8Array }>(
+        `SELECT vec_key AS "vecKey", query_vec AS q FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL ORDER BY vec_key`,
         { p: partition },
       )
-      .map((r) => ({ vecKey: r.vecKey, vec: fromBlob(r.q)! }));
+    ).map((r) => ({ vecKey: r.vecKey, vec: fromBlob(r.q)! }));
   }
 
-  partitionFingerprint(partition: string) {
-    const r = this.t.get<{ count: number; maxKey: number | null; sumKey: number | null }>(
-      "SELECT COUNT(*) AS count, MAX(vec_key) AS maxKey, SUM(vec_key) AS sumKey FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL",
+  async partitionFingerprint(partition: string): Promise<{ count: number; maxKey: number; sumKey: number }> {
+    const r = (await this.t.get<{ count: number; maxKey: number | null; sumKey: number | null }>(
+      `SELECT COUNT(*) AS count, MAX(vec_key) AS "maxKey", SUM(vec_key) AS "sumKey" FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL`,
       { p: partition },
-    )!;
+    ))!;
     return { count: r.count, maxKey: r.maxKey ?? 0, sumKey: r.sumKey ?? 0 };
   }
 
-  list(limit: number, offset: number) {
-    const entries = this.t.all<EntrySummary>(
-      `SELECT id, style, model, mode, query_text AS query, created_at AS createdAt, expires_at AS expiresAt, last_used_at AS lastUsedAt, hits
+  async list(limit: number, offset: number): Promise<{ entries: EntrySummary[]; total: number }> {
+    const entries = await this.t.all<EntrySummary>(
+      `SELECT id, style, model, mode, query_text AS query, created_at AS "createdAt", expires_at AS "expiresAt", last_used_at AS "lastUsedAt", hits
        FROM cache_entries WHERE tenant_id = $tenant ORDER BY created_at DESC, vec_key DESC LIMIT $limit OFFSET $offset`,
       { limit, offset },
     );
-    return { entries, total: this.count() };
+    return { entries, total: await this.count() };
   }
+}
+
+/**
+ * The partitions of the most recently used entries, across tenants, newest use first: what a
+ * replica loads into its indexes at start (SemanticCacheEngine.warmUp).
+ */
+export function recentPartitions(storage: AsyncStorage, limit: number): Promise<Array<{ tenantId: string; partition: string }>> {
+  return storage
+    .global("cache warm-up at start: the partitions every tenant used last, to load their indexes before /ready")
+    .all<{ tenantId: string; partition: string }>(
+      `SELECT tenant_id AS "tenantId", partition FROM cache_entries WHERE partition IS NOT NULL AND query_vec IS NOT NULL
+       GROUP BY tenant_id, partition ORDER BY MAX(last_used_at) DESC, tenant_id, partition LIMIT $limit`,
+      { limit },
+    );
 }

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/config";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { createCacheEngine, engineSettings, SemanticCacheEngine } from "../../src/cache";
 import { SingleFlight } from "../../src/cache/single-flight";
 import type { Embedder } from "../../src/embedding/types";
@@ -53,7 +53,7 @@ function open(embedder: Embedder, env: Record<string, string> = {}, overrides: R
   const t = tempDir();
   const config = loadConfig({ SVC_STORAGE__PATH: join(t.dir, "svc.db"), ...env }, overrides);
   const db = cacheDb(config.storage.path);
-  const engine = createCacheEngine(config, { storage: storageOf(db), embedder, timers: false, verify: () => ({ accept: true, score: 1, reason: "ok" }) });
+  const engine = createCacheEngine(config, { storage: openStorage({ path: config.storage.path, db }), embedder, timers: false, verify: () => ({ accept: true, score: 1, reason: "ok" }) });
   return {
     engine,
     async done() {
@@ -200,7 +200,7 @@ describe("turn-embedding reuse within a session_id", () => {
     const t = tempDir();
     const config = loadConfig({ SVC_STORAGE__PATH: join(t.dir, "svc.db") });
     const db = cacheDb(config.storage.path);
-    const engine: SemanticCacheEngine = createCacheEngine(config, { storage: storageOf(db), embedder: emb, timers: false });
+    const engine: SemanticCacheEngine = createCacheEngine(config, { storage: openStorage({ path: config.storage.path, db }), embedder: emb, timers: false });
     try {
       const h1: Turn[] = [
         { role: "user", text: "plan a trip to rome" },

@@ -70,8 +70,8 @@ describe("meaning (real embedder)", () => {
   test("tenant isolation: another tenant's identical question misses", async () => {
     await fill(h.engine, ask("t-iso-a", "What is the boiling point of water at sea level?"), "100 C");
     expect((await h.engine.lookup(ask("t-iso-b", "What is the boiling point of water at sea level?"))).hit).toBe(false);
-    expect(h.engine.stats("t-iso-b").entries).toBe(0);
-    expect(h.engine.stats("t-iso-a").entries).toBe(1);
+    expect((await h.engine.stats("t-iso-b")).entries).toBe(0);
+    expect((await h.engine.stats("t-iso-a")).entries).toBe(1);
     expect(await h.engine.purge("t-iso-b")).toBe(0);
     expect((await h.engine.lookup(ask("t-iso-a", "What is the boiling point of water at sea level?"))).hit).toBe(true);
   });
@@ -141,7 +141,7 @@ describe("mechanics (deterministic embedder)", () => {
       h.clock.t += 2_000;
       expect((await h.engine.lookup(ask("t", "alpha beta gamma"))).hit).toBe(false);
       expect((await h.engine.lookup(ask("t", "gamma beta alpha"))).hit).toBe(false);
-      expect(h.engine.stats("t").entries).toBe(0);
+      expect((await h.engine.stats("t")).entries).toBe(0);
     } finally {
       await h.done();
     }
@@ -153,8 +153,8 @@ describe("mechanics (deterministic embedder)", () => {
       await fill(h.engine, ask("t", "one two three"));
       await fill(h.engine, ask("t", "four five six"));
       h.clock.t += 11_000;
-      expect(h.engine.sweepExpired()).toBe(2);
-      expect(h.engine.stats("t").entries).toBe(0);
+      expect((await h.engine.sweepExpired())).toBe(2);
+      expect((await h.engine.stats("t")).entries).toBe(0);
     } finally {
       await h.done();
     }
@@ -165,9 +165,9 @@ describe("mechanics (deterministic embedder)", () => {
     try {
       await fill(h.engine, ask("t", "kept for ever"));
       h.clock.t += 400 * 86_400_000; // more than a year later
-      expect(h.engine.sweepExpired()).toBe(0);
+      expect((await h.engine.sweepExpired())).toBe(0);
       expect((await h.engine.lookup(ask("t", "kept for ever"))).hit).toBe(true);
-      expect(h.engine.listEntries("t", 10, 0).entries[0]!.expiresAt).toBeNull();
+      expect((await h.engine.listEntries("t", 10, 0)).entries[0]!.expiresAt).toBeNull();
     } finally {
       await h.done();
     }
@@ -177,18 +177,18 @@ describe("mechanics (deterministic embedder)", () => {
     const t = tempDir();
     const { loadConfig } = await import("../../src/config");
     const { createCacheEngine } = await import("../../src/cache");
-    const { storageOf } = await import("../../src/storage/scoped");
+    const { openStorage } = await import("../../src/storage/open");
     const { cacheDb } = await import("./helpers");
     const config = loadConfig({ SVC_STORAGE__PATH: `${t.dir}/svc.db` }, { cache: { ttl_secs: 10 } });
     const db = cacheDb(config.storage.path);
     const clock = { t: 1_700_000_000_000 };
-    const engine = createCacheEngine(config, { storage: storageOf(db), embedder: new HashEmbedder(), now: () => clock.t, timers: true, sweepIntervalMs: 20 });
+    const engine = createCacheEngine(config, { storage: openStorage({ path: config.storage.path, db }), embedder: new HashEmbedder(), now: () => clock.t, timers: true, sweepIntervalMs: 20 });
     try {
       await fill(engine, ask("t", "swept away soon"));
-      expect(engine.stats("t").entries).toBe(1);
+      expect((await engine.stats("t")).entries).toBe(1);
       clock.t += 11_000;
-      for (let i = 0; i < 100 && engine.stats("t").entries > 0; i++) await Bun.sleep(10);
-      expect(engine.stats("t").entries).toBe(0);
+      for (let i = 0; i < 100 && (await engine.stats("t")).entries > 0; i++) await Bun.sleep(10);
+      expect((await engine.stats("t")).entries).toBe(0);
       expect(db.get<{ n: number }>("SELECT count(*) AS n FROM cache_entries")!.n).toBe(0);
     } finally {
       await engine.close();
@@ -208,7 +208,7 @@ describe("mechanics (deterministic embedder)", () => {
       expect(exact.hit && exact.tier).toBe("exact");
       // the same words reordered embed identically with this embedder: a semantic entry would hit
       expect((await h.engine.lookup(ask("t", "failed the embedder while stored"))).hit).toBe(false);
-      expect(h.engine.listEntries("t", 10, 0).entries[0]!.mode).toBe("exact");
+      expect((await h.engine.listEntries("t", 10, 0)).entries[0]!.mode).toBe("exact");
     } finally {
       await h.done();
     }
@@ -229,12 +229,12 @@ describe("mechanics (deterministic embedder)", () => {
         expect(`${alias}: ${(await h.engine.lookup(ask(tenant, "what does this do", { codeContext: ctx(1) }))).hit}`).toBe(`${alias}: true`);
         await fill(h.engine, ask(tenant, "what does this do", { codeContext: ctx(2) }));
         expect(`${alias}: ${(await h.engine.lookup(ask(tenant, "what does this do", { codeContext: ctx(1) }))).hit}`).toBe(`${alias}: false`);
-        expect(`${alias}: ${h.engine.stats(tenant).entries}`).toBe(`${alias}: 1`);
+        expect(`${alias}: ${(await h.engine.stats(tenant)).entries}`).toBe(`${alias}: 1`);
       }
       // a context naming neither a repository nor a file has no scope: a newer one invalidates nothing
       await fill(h.engine, ask("alias-none", "what does this do", { codeContext: { branch: "main", rev: 1 } }));
       await fill(h.engine, ask("alias-none", "what does this do", { codeContext: { branch: "main", rev: 2 } }));
-      expect(h.engine.stats("alias-none").entries).toBe(2);
+      expect((await h.engine.stats("alias-none")).entries).toBe(2);
     } finally {
       await h.done();
     }
@@ -252,11 +252,11 @@ describe("mechanics (deterministic embedder)", () => {
       expect((await h.engine.lookup(ask("t", "tell me about apple"))).hit).toBe(true);
       h.clock.t += 1000;
       await fill(h.engine, ask("t", "tell me about elderberry"));
-      expect(h.engine.stats("t").entries).toBe(3);
-      expect(h.engine.stats("t").evictions).toBe(1);
+      expect((await h.engine.stats("t")).entries).toBe(3);
+      expect((await h.engine.stats("t")).evictions).toBe(1);
       expect((await h.engine.lookup(ask("t", "tell me about banana"))).hit).toBe(false);
       for (const w of ["apple", "cherry", "elderberry"]) expect((await h.engine.lookup(ask("t", `tell me about ${w}`))).hit).toBe(true);
-      expect(h.engine.stats("other").entries).toBe(1);
+      expect((await h.engine.stats("other")).entries).toBe(1);
     } finally {
       await h.done();
     }
@@ -285,7 +285,7 @@ describe("mechanics (deterministic embedder)", () => {
       h = openEngine(t.dir, new HashEmbedder());
       const r4 = await h.engine.lookup(ask("t", "North, south, east, west"));
       expect(r4.hit && r4.tier).toBe("semantic");
-      expect(h.engine.stats("t").entries).toBe(3);
+      expect((await h.engine.stats("t")).entries).toBe(3);
       await h.close();
     } finally {
       t.cleanup();
@@ -363,7 +363,7 @@ describe("mechanics (deterministic embedder)", () => {
       const miss = await h.engine.lookup(q);
       expect(miss.hit).toBe(false);
       await h.engine.store(q, answer("x"), miss);
-      expect(h.engine.stats("t").entries).toBe(0);
+      expect((await h.engine.stats("t")).entries).toBe(0);
       emb.fail = false;
       expect((await h.engine.lookup(q)).hit).toBe(false);
     } finally {
@@ -385,7 +385,7 @@ describe("mechanics (deterministic embedder)", () => {
       await fill(h.engine, ask("t", "explain this code", { codeContext: v2 }));
       expect((await h.engine.lookup(ask("t", "explain this code", { codeContext: v1 }))).hit).toBe(false);
       expect((await h.engine.lookup(ask("t", "explain this code", { codeContext: other }))).hit).toBe(true);
-      expect(h.engine.stats("t").entries).toBe(2);
+      expect((await h.engine.stats("t")).entries).toBe(2);
     } finally {
       await h.done();
     }
@@ -397,11 +397,11 @@ describe("mechanics (deterministic embedder)", () => {
       await fill(h.engine, ask("t", "first question here"));
       await fill(h.engine, ask("t", "second question here"));
       await fill(h.engine, ask("u", "first question here"));
-      const { entries, total } = h.engine.listEntries("t", 10, 0);
+      const { entries, total } = (await h.engine.listEntries("t", 10, 0));
       expect(total).toBe(2);
-      expect(h.engine.deleteEntry("u", entries[0]!.id)).toBe(false);
-      expect(h.engine.deleteEntry("t", entries[0]!.id)).toBe(true);
-      expect(h.engine.stats("t").entries).toBe(1);
+      expect((await h.engine.deleteEntry("u", entries[0]!.id))).toBe(false);
+      expect((await h.engine.deleteEntry("t", entries[0]!.id))).toBe(true);
+      expect((await h.engine.stats("t")).entries).toBe(1);
       expect(await h.engine.purge("t")).toBe(1);
       expect((await h.engine.lookup(ask("t", "first question here"))).hit).toBe(false);
       expect((await h.engine.lookup(ask("t", "second question here"))).hit).toBe(false);

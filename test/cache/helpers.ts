@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { loadConfig, type Config } from "../../src/config";
 import { createCacheEngine, SemanticCacheEngine, CACHE_MIGRATIONS } from "../../src/cache";
 import { createEmbedder } from "../../src/embedding";
@@ -43,7 +43,7 @@ export function openEngine(dir: string, embedder: Embedder, overrides: Record<st
   const config = testConfig(dir, overrides);
   const db = cacheDb(config.storage.path);
   const clock = { t: 1_700_000_000_000 };
-  const engine = createCacheEngine(config, { storage: storageOf(db), embedder, now: () => clock.t, timers: false });
+  const engine = createCacheEngine(config, { storage: openStorage({ path: config.storage.path, db }), embedder, now: () => clock.t, timers: false });
   return {
     db,
     engine,

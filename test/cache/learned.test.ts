@@ -120,11 +120,11 @@ describe("the shipped model", () => {
       await fill(a.engine, ask("t", PARAPHRASE[1]));
       const learnedHit = await a.engine.lookup(ask("t", PARAPHRASE[0]));
       expect(learnedHit.hit && learnedHit.learnedScore).toBeGreaterThanOrEqual(model.threshold);
-      a.engine.setTenantSettings("t", { decisionThreshold: Math.min(1, learnedHit.hit ? learnedHit.learnedScore! + 0.01 : 1) });
+      await a.engine.setTenantSettings("t", { decisionThreshold: Math.min(1, learnedHit.hit ? learnedHit.learnedScore! + 0.01 : 1) });
       expect((await a.engine.lookup(ask("t", PARAPHRASE[0]))).hit).toBe(false);
       // without the learned stage there is no operating point to report
-      expect(c.engine.effectiveDecision("t")).toEqual({ learned: false, threshold: null, source: null, modelThreshold: null });
-      expect(b.engine.effectiveDecision("t").learned).toBe(false);
+      expect((await c.engine.effectiveDecision("t"))).toEqual({ learned: false, threshold: null, source: null, modelThreshold: null });
+      expect((await b.engine.effectiveDecision("t")).learned).toBe(false);
       // with the learned stage off, the hand verifier rejects the same rewording
       await fill(c.engine, ask("t", PARAPHRASE[1]));
       const off = await c.engine.lookup(ask("t", PARAPHRASE[0]));
@@ -145,17 +145,17 @@ test("a tenant's operating point is stored in SQLite: it survives a restart, and
   const t = tempDir();
   let h = openEngine(t.dir, real, { cache: LEARNED_ON });
   try {
-    expect(h.engine.setTenantSettings("t1", { decisionThreshold: 0.42 })).toEqual({ decisionThreshold: 0.42 });
+    expect((await h.engine.setTenantSettings("t1", { decisionThreshold: 0.42 }))).toEqual({ decisionThreshold: 0.42 });
     await h.close();
     h = openEngine(t.dir, real, { cache: LEARNED_ON });
-    expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: 0.42 });
-    expect(h.engine.effectiveDecision("t1")).toMatchObject({ learned: true, threshold: 0.42, source: "tenant" });
-    expect(h.engine.tenantSettings("t2")).toEqual({ decisionThreshold: null });
-    expect(h.engine.effectiveDecision("t2")).toMatchObject({ threshold: DEFAULT_POINT, source: "model" });
-    h.engine.setTenantSettings("t1", { decisionThreshold: null });
+    expect((await h.engine.tenantSettings("t1"))).toEqual({ decisionThreshold: 0.42 });
+    expect((await h.engine.effectiveDecision("t1"))).toMatchObject({ learned: true, threshold: 0.42, source: "tenant" });
+    expect((await h.engine.tenantSettings("t2"))).toEqual({ decisionThreshold: null });
+    expect((await h.engine.effectiveDecision("t2"))).toMatchObject({ threshold: DEFAULT_POINT, source: "model" });
+    (await h.engine.setTenantSettings("t1", { decisionThreshold: null }));
     await h.close();
     h = openEngine(t.dir, real, { cache: LEARNED_ON });
-    expect(h.engine.tenantSettings("t1")).toEqual({ decisionThreshold: null });
+    expect((await h.engine.tenantSettings("t1"))).toEqual({ decisionThreshold: null });
   } finally {
     await h.close();
     t.cleanup();

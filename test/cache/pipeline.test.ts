@@ -130,7 +130,7 @@ describe("embedder failure", () => {
       expect(r.response.headers.get("x-cache-status")).toBe("MISS");
       const again = await c.chat.completions.create({ model: "gpt-4o-mini", messages: msg("Served while the embedder is down?") }).withResponse();
       expect(again.response.headers.get("x-cache-status")).toBe("MISS");
-      expect(gw.ctx.cache.stats("tenant-f").entries).toBe(0);
+      expect((await gw.ctx.cache.stats("tenant-f")).entries).toBe(0);
     } finally {
       await gw.stop();
     }

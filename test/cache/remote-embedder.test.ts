@@ -132,7 +132,7 @@ describe("SVC_EMBEDDING__PROVIDER=openai", () => {
       const served = await co.chat.completions.create({ model: "gpt-4o-mini", messages: msg("asked during the outage") }).withResponse();
       expect(served.response.status).toBe(200);
       expect(served.response.headers.get("x-cache-status")).toBe("MISS");
-      expect(open.ctx.cache.stats("tenant-o").entries).toBe(0);
+      expect((await open.ctx.cache.stats("tenant-o")).entries).toBe(0);
 
       emb.down = false;
       const back = await c.chat.completions.create({ model: "gpt-4o-mini", messages: msg("a brand new question") }).withResponse();

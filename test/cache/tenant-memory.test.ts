@@ -21,16 +21,16 @@ describe("tenant memory bound", () => {
 
       h.clock.t += 601_000;
       await h.engine.lookup(ask("busy", "cats and dogs")); // busy stays in use
-      expect(h.engine.unloadIdleTenants()).toBe(1);
+      expect(await h.engine.unloadIdleTenants()).toBe(1);
       expect(h.engine.loadedTenants()).toEqual(["busy"]);
       // the unloaded tenant's indexes were saved and its pending hit written
       expect([...new Bun.Glob("cache-index/*/*.usearch").scanSync(t.dir)].length).toBe(2); // its two partitions
-      const colors = h.engine.listEntries("idle", 10, 0).entries.find((e) => e.query === "red green blue");
+      const colors = (await h.engine.listEntries("idle", 10, 0)).entries.find((e) => e.query === "red green blue");
       expect(colors?.hits).toBe(1);
 
-      h.engine.unloadIdleTenants();
+      await h.engine.unloadIdleTenants();
       h.clock.t += 601_000;
-      expect(h.engine.unloadIdleTenants()).toBe(2); // idle again (listEntries loaded it), and busy
+      expect(await h.engine.unloadIdleTenants()).toBe(2); // idle again (listEntries loaded it), and busy
       expect(h.engine.loadedTenants()).toEqual([]);
 
       const exact = await h.engine.lookup(ask("idle", "red green blue"));
@@ -39,10 +39,10 @@ describe("tenant memory bound", () => {
       expect(semantic.hit && semantic.tier).toBe("semantic");
       const context = await h.engine.lookup(ask("idle", "One, two, three", { history: [{ role: "user", text: "Count with me" }] }));
       expect(context.hit && context.tier).toBe("l2_context");
-      expect(h.engine.stats("idle").entries).toBe(2);
+      expect((await h.engine.stats("idle")).entries).toBe(2);
       // writes after a reload keep counting correctly
       await fill(h.engine, ask("idle", "north south east west"), "directions");
-      expect(h.engine.stats("idle").entries).toBe(3);
+      expect((await h.engine.stats("idle")).entries).toBe(3);
     } finally {
       await h.close();
       t.cleanup();

@@ -13,7 +13,7 @@ import { script } from "../../src/core/hotstate";
 import { Logger } from "../../src/core/log";
 import { Metrics } from "../../src/core/metrics";
 import { Db } from "../../src/storage/db";
-import { storageOf } from "../../src/storage/scoped";
+import { openStorage } from "../../src/storage/open";
 import { CACHE_MIGRATIONS } from "../../src/cache";
 import { CacheStore } from "../../src/cache/store";
 import { replicaWarning } from "../../src/app";
@@ -109,18 +109,18 @@ test("a cache change Redis did not take (frozen) is sent again once it answers: 
 }, 30_000);
 
 describe("LRU eviction decided once for the tenant", () => {
-  test("two replicas over the bound at once: the database's count decides, the second evicts nothing", () => {
+  test("two replicas over the bound at once: the database's count decides, the second evicts nothing", async () => {
     const db = new Db(":memory:");
     db.migrate([{ domain: "cache", migrations: CACHE_MIGRATIONS }]);
-    const storage = storageOf(db);
+    const storage = openStorage({ path: ":memory:", db });
     const a = new CacheStore(storage.tenant("t"));
     const b = new CacheStore(storage.tenant("t"));
     for (let i = 0; i < 5; i++)
-      a.insert({ id: `e${i}`, exactKey: `k${i}`, partition: null, mode: "exact", style: "openai", model: "m", queryText: null, queryVec: null, contextVec: null, contextUsers: null, codeScope: null, codeHash: null, payload: "{}", inputTokens: 1, outputTokens: 1, createdAt: i, expiresAt: null });
+      await a.insert({ id: `e${i}`, exactKey: `k${i}`, partition: null, mode: "exact", style: "openai", model: "m", queryText: null, queryVec: null, contextVec: null, contextUsers: null, codeScope: null, codeHash: null, payload: "{}", inputTokens: 1, outputTokens: 1, createdAt: i, expiresAt: null });
     // both replicas believe they are over a bound of 3 (each counted its own stores)
-    expect(a.evictOver(3).map((r) => r.exactKey)).toEqual(["k0", "k1"]);
-    expect(b.evictOver(3)).toEqual([]);
-    expect(a.count()).toBe(3);
+    expect((await a.evictOver(3)).map((r) => r.exactKey)).toEqual(["k0", "k1"]);
+    expect(await b.evictOver(3)).toEqual([]);
+    expect(await a.count()).toBe(3);
     db.close();
   });
 });

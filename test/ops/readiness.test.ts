@@ -38,7 +38,7 @@ describe("upstream probes reported by /ready", () => {
     expect(sent[0]!.headers.authorization).toBe("Bearer sk-probe");
     const r = await ready();
     expect(r.status).toBe(200);
-    expect(r.body.checks).toEqual({ database: true, migrations: true, embedder: true });
+    expect(r.body.checks).toEqual({ database: true, migrations: true, embedder: true, cache: true });
     expect(r.body.upstreams.openai).toMatchObject({ status: "up", httpStatus: 200, consecutiveFailures: 0, error: null });
     expect(r.body.upstreams.openai.latencyMs).toBeGreaterThanOrEqual(0);
     expect(Date.parse(r.body.upstreams.openai.checkedAt)).toBeGreaterThan(0);
