@@ -363,5 +363,7 @@ export async function closeApp(app: App) {
     }
   }
   app.hotState?.close();
+  // the async storage first (a PostgreSQL pool, once svc starts there; over SQLite it does not own the Db)
+  await app.data.close();
   app.db.close();
 }
