@@ -37,13 +37,6 @@ import { LocalBus, TOPICS, type Bus } from "./core/hotstate";
 import { RedisHotState } from "./core/redis";
 import pkg from "../package.json";
 
-/**
- * Domains whose stores still speak the synchronous SQLite interface (src/storage/scoped.ts). Each
- * moves to the async storage (`data`) in one step (docs/notes/postgres-plan.md) and leaves this
- * list; PostgreSQL (SVC_STORAGE__URL) is refused while any remains, rather than splitting state.
- */
-const SYNC_DOMAINS: string[] = [];
-
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {
   logger?: Logger;
@@ -128,13 +121,12 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
   const metrics = new Metrics();
+  // Every domain runs on the async storage; what svc still lacks to start on PostgreSQL is listed in
+  // docs/notes/postgres-plan.md. Refuse rather than run on SQLite while the operator asked for PostgreSQL.
   if (config.storage.url !== undefined)
     throw new ConfigError(
-      SYNC_DOMAINS.length
-        ? `SVC_STORAGE__URL: PostgreSQL storage is not complete in this build — ${SYNC_DOMAINS.join(", ")} still keep their state in SQLite only, ` +
-            `so several replicas would not share it. Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`
-        : `SVC_STORAGE__URL: every domain runs on the async storage, but this build does not start on PostgreSQL yet (migrations through it at start, ` +
-            `secrets shared by replicas, svc storage copy: docs/notes/postgres-plan.md). Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
+      `SVC_STORAGE__URL: every domain runs on the async storage, but this build does not start on PostgreSQL yet (migrations through it at start, ` +
+        `secrets shared by replicas, svc storage copy: docs/notes/postgres-plan.md). Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
     );
   const alone = replicaWarning(config);
   if (alone) log.warn(alone);
