@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * svc command line: `serve` (default), `token`, `keys create|list|revoke`.
+ * svc command line: `serve` (default), `token`, `keys create|list|revoke`, `storage copy`.
  * See CONTRACT.md (Commands).
  */
 import { parseArgs } from "node:util";
@@ -22,11 +22,13 @@ Usage:
                                                  key of that team, counted against its budget)
   svc keys list --tenant T                       list a tenant's API keys (never the keys themselves)
   svc keys revoke --tenant T --id ID             revoke an API key
+  svc storage copy --to postgres://…             copy the SQLite database into PostgreSQL
   svc --version                                  print the version
   svc <command> --help                           help for one command
 
 The data directory is the directory of SVC_STORAGE__PATH (default ./data/svc.db, resolved against
-the working directory): the database, the generated JWT secret and the cache index files.
+the working directory): the database, the generated JWT secret and the cache index files. With
+SVC_STORAGE__URL=postgres://… the database is PostgreSQL, shared by the gateway's replicas.
 `;
 
 const DATA_NOTE = `
@@ -69,6 +71,26 @@ budget. list prints JSON records without the keys. revoke stops a key (other pro
 list and revoke need the gateway's existing database; create creates one only where
 SVC_STORAGE__PATH names it explicitly.
 ${DATA_NOTE}`,
+  storage: `svc storage — move the gateway's database
+
+Usage: svc storage copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE [--to-schema NAME]
+
+copy    copies every table of the SQLite database at SVC_STORAGE__PATH into PostgreSQL: brings
+        the SQLite file to this build's schema, migrates the target (safe beside running
+        replicas: migrations take an advisory lock), copies the rows (rows already there are
+        kept, so running it again adds nothing), then prints one line per table (table, rows
+        in the source, rows in the target) and a total.
+  --to URL          the PostgreSQL database; without --to, SVC_STORAGE__URL (keeps the password
+                    out of the process list)
+  --to-schema NAME  the schema svc's tables live in there (default: SVC_STORAGE__SCHEMA, else the
+                    server's search_path, normally public)
+
+Stop the gateway (or its writes) first: rows written during the copy are found by the next run.
+Exit status: 0 every table's counts are equal; 1 a count differs (the tables are named) or the
+copy failed; 66 no SQLite database at SVC_STORAGE__PATH; 69 PostgreSQL cannot be reached or
+refuses the login; 78 a wrong --to or --to-schema. The URL's password is never printed.
+Then start the gateway with SVC_STORAGE__URL (and SVC_STORAGE__SCHEMA) set to the same values.
+`,
 };
 
 /**
@@ -122,6 +144,8 @@ async function main(argv: string[]) {
       name: { type: "string" },
       id: { type: "string" },
       team: { type: "string" },
+      to: { type: "string" },
+      "to-schema": { type: "string" },
       help: { type: "boolean", short: "h" },
       version: { type: "boolean", short: "v" },
     },
@@ -176,6 +200,12 @@ async function main(argv: string[]) {
     const unknown = unknownSettings();
     if (unknown.length) running.ctx.log.warn("ignoring environment variables that name no setting", { variables: unknown });
     running.ctx.log.info("next steps", nextSteps(running.url, running.ctx.domains));
+    return;
+  }
+  if (cmd === "storage") {
+    if (sub !== "copy") throw new Error(`unknown storage subcommand "${sub ?? ""}"\n\n${HELP.storage}`);
+    const { storageCopy } = await import("./cli-storage");
+    await storageCopy(config, { to: values.to, toSchema: values["to-schema"], out: (l) => process.stdout.write(l + "\n"), err: (l) => process.stderr.write(l + "\n") });
     return;
   }
   const need = (v: string | undefined, flag: string) => {
@@ -235,5 +265,7 @@ main(process.argv.slice(2)).catch(async (e) => {
   const msg = e instanceof ConfigError ? `configuration error: ${e.message}` : (e as Error).message ?? String(e);
   process.stderr.write(msg + "\n");
   // 78 EX_CONFIG: a setting is wrong; 66 EX_NOINPUT: the state the command needs is not where the settings point
-  process.exit(e instanceof ConfigError ? 78 : e instanceof StateMissing ? 66 : 1);
+  // a command may name its own status (cli-storage.ts: 69 EX_UNAVAILABLE when PostgreSQL cannot be reached)
+  const own = (e as { exitCode?: unknown }).exitCode;
+  process.exit(e instanceof ConfigError ? 78 : e instanceof StateMissing ? 66 : typeof own === "number" ? own : 1);
 });
