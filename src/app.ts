@@ -35,6 +35,7 @@ import { API_TAGS } from "./api-tags";
 import { OutboundPolicy } from "./core/outbound";
 import { LocalBus, TOPICS, type Bus } from "./core/hotstate";
 import { RedisHotState } from "./core/redis";
+import { CORE_MIGRATIONS, agreeOnSecrets, sharedSecretStore } from "./core/secrets";
 import pkg from "../package.json";
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
@@ -55,11 +56,13 @@ export interface AppOptions {
 export interface App {
   config: Config;
   log: Logger;
+  /** the SQLite connection (tests and scripts on SQLite; throws on PostgreSQL: use `data`) */
   db: Db;
+  /** synchronous tenant-scoped handles over `db` (SQLite only, like db) */
   storage: Storage;
   /**
-   * the async storage (docs/notes/postgres-plan.md): converted domains get this one; on SQLite it
-   * wraps the same connection as `storage`, so both see every write at once
+   * the storage every domain runs on (src/storage/async.ts): SQLite at SVC_STORAGE__PATH, wrapping
+   * the same connection as `db`, or PostgreSQL at SVC_STORAGE__URL
    */
   data: AsyncStorage;
   metrics: Metrics;
@@ -79,7 +82,7 @@ export interface App {
   mcp: mcp.McpServices;
   memory: memory.MemoryServices;
   /** named readiness checks behind /ready (a registry: tests may replace a check) */
-  readiness: Record<string, () => boolean>;
+  readiness: Record<string, ops.ReadinessCheck>;
   /** background provider probes reported by /ready (readiness.probe_providers) */
   probes: ops.UpstreamProbes;
   domains: Domain[];
@@ -95,45 +98,71 @@ export interface App {
   startedAt: number;
 }
 
+/**
+ * Build the app on SQLite, synchronously (tests, scripts). A database shared by replicas
+ * (SVC_STORAGE__URL) is migrated and checked over the network: use createAppAsync.
+ */
 export function createApp(config: Config, opts: AppOptions = {}): App {
   const steps = appSteps(config, opts);
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
+  for (let next = steps.next(); ; ) {
+    if (next.done) return next.value;
+    if (typeof next.value !== "string") {
+      void next.value.catch(() => {});
+      steps.return(undefined as never);
+      throw new Error("createApp builds on SQLite only: on PostgreSQL (SVC_STORAGE__URL) use createAppAsync");
+    }
+    next = steps.next();
   }
 }
 
 /**
- * createApp in steps that give the event loop a turn between them (a few ms each): what
- * startServer runs once its socket listens, so that /health is answered while the app is built.
+ * Build the app in steps that give the event loop a turn between them (a few ms each), awaiting the
+ * database where a step needs it: what startServer runs once its socket listens, so that /health is
+ * answered while the app is built. Works on both backends.
  */
-export async function createAppYielding(config: Config, opts: AppOptions = {}): Promise<App> {
+export async function createAppAsync(config: Config, opts: AppOptions = {}): Promise<App> {
   const steps = appSteps(config, opts);
+  let next = steps.next();
   for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (next.done) return next.value;
+    if (typeof next.value === "string") {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      next = steps.next();
+    } else {
+      let settled: unknown;
+      try {
+        settled = await next.value;
+      } catch (e) {
+        next = steps.throw(e);
+        continue;
+      }
+      next = steps.next(settled);
+    }
   }
 }
 
-/** The steps of building the app; each yield names the step just done (scripts/bench/startup-profile.ts times them). */
-export function* appSteps(config: Config, opts: AppOptions = {}): Generator<string, App, void> {
+/** Which backend holds durable state: PostgreSQL when SVC_STORAGE__URL is set. */
+export const onSharedDatabase = (config: Pick<Config, "storage">) => config.storage.url !== undefined && config.storage.url !== "";
+
+/**
+ * The steps of building the app. Each yield either names the step just done
+ * (scripts/bench/startup-profile.ts times them) or hands the driver a promise to await (the
+ * database's migrations and checks on PostgreSQL; on SQLite every step is synchronous).
+ */
+export function* appSteps(config: Config, opts: AppOptions = {}): Generator<string | Promise<unknown>, App, unknown> {
   const startedAt = Date.now();
   const log = opts.logger ?? new Logger("info");
   const metrics = new Metrics();
-  // Every domain runs on the async storage; what svc still lacks to start on PostgreSQL is listed in
-  // docs/notes/postgres-plan.md. Refuse rather than run on SQLite while the operator asked for PostgreSQL.
-  if (config.storage.url !== undefined)
-    throw new ConfigError(
-      `SVC_STORAGE__URL: every domain runs on the async storage, but this build does not start on PostgreSQL yet (migrations through it at start, ` +
-        `secrets shared by replicas, svc storage copy: docs/notes/postgres-plan.md). Unset SVC_STORAGE__URL to run on SQLite (SVC_STORAGE__PATH).`,
-    );
+  const shared = onSharedDatabase(config);
+  if (shared) requireSharedSecrets(config);
   const alone = replicaWarning(config);
   if (alone) log.warn(alone);
-  const db = new Db(config.storage.path);
-  const storage = storageOf(db);
-  const data = openStorage({ path: config.storage.path, db, poolSize: config.storage.pool_size });
-  const jwtSecret = resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m));
+  const sqlite = shared ? undefined : new Db(config.storage.path);
+  const storage = sqlite && storageOf(sqlite);
+  const data = sqlite
+    ? openStorage({ path: config.storage.path, db: sqlite })
+    : openStorage({ path: config.storage.path, url: config.storage.url, schema: config.storage.schema, poolSize: config.storage.pool_size });
+  const jwtSecret = shared ? config.auth.jwt_secret! : resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m));
   const tokens = new TokenService(jwtSecret, {
     ttlSecs: config.auth.token_ttl_secs,
     maxTtlSecs: config.auth.max_token_ttl_secs,
@@ -146,9 +175,9 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     ? new RedisHotState(config.redis, log, metrics.counter("svc_hotstate_degraded_decisions_total", "Decisions taken without Redis (fail mode open)", ["kind", "mode"]))
     : undefined;
   const bus: Bus = hotState ?? new LocalBus();
-  const shared = hotState && { store: hotState, bus, fail: hotState.fail, prefix: config.redis.prefix };
+  const sharedHot = hotState && { store: hotState, bus, fail: hotState.fail, prefix: config.redis.prefix };
   const limitDeps = { storage: data, metrics, config: config.rate_limits, clock: opts.clock };
-  const rateLimiter = shared ? ratelimit.createLimiter(limitDeps, shared) : ratelimit.createLimiter(limitDeps);
+  const rateLimiter = sharedHot ? ratelimit.createLimiter(limitDeps, sharedHot) : ratelimit.createLimiter(limitDeps);
   bus.subscribe(TOPICS.keyRevoked, () => apiKeys.forgetVerified());
   const limiter = opts.limiter ?? rateLimiter;
   const observer = new RequestObserver(metrics, log, config.server.request_log);
@@ -186,7 +215,8 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     dataPath: config.storage.path,
     warn: (m) => log.warn(m),
     bus,
-    sharedBudgets: shared,
+    sharedBudgets: sharedHot,
+    sharedKeys: shared ? (box) => sharedSecretStore(data, (plain, name) => box.seal(plain, name), (sealed, name) => box.open(sealed, name)) : undefined,
   });
   yield "identity";
   const gatewayD = gateway.create({
@@ -220,9 +250,9 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     clock: wallClock,
   });
   yield "memory";
-  const readiness: Record<string, () => boolean> = {
-    database: () => !db.closed && db.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1,
-    migrations: () => db.pendingMigrations().length === 0,
+  const readiness: Record<string, ops.ReadinessCheck> = {
+    database: sqlite ? () => !sqlite.closed && sqlite.get<{ ok: number }>("SELECT 1 AS ok")?.ok === 1 : () => data.ping().then(() => true),
+    migrations: sqlite ? () => sqlite.pendingMigrations().length === 0 : async () => (await data.pendingMigrations()).length === 0,
     embedder: () => embeddingD.service.isReady(),
     cache: () => cacheD.service.ready(),
   };
@@ -239,13 +269,20 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     });
   const probes = new ops.UpstreamProbes(config.readiness, { providers: gateway.PROVIDER_NAMES, probe: (p, ms) => gatewayD.probe(p, ms) });
   if (config.readiness.require_upstream && probes.enabled) readiness.upstreams = () => probes.ready();
-  const opsD = ops.create({ kernel, metrics, observer, readiness, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes, settings: config.metrics });
+  const opsD = ops.create({ kernel, metrics, observer, readiness, readinessLabels: { database: data.description }, endpoints: gateway.infoEndpoints(), startedAt, openapi, probes, settings: config.metrics });
 
   const uiD = ui.create({ kernel });
   yield "readiness, ops, ui";
 
   const domains: Domain[] = [embeddingD, cacheD, gatewayD, keysD, ratelimitD, promptsD, identityD, mcpD, memoryD, opsD, uiD];
-  db.migrate(domains.map((d) => ({ domain: d.name, migrations: d.migrations })));
+  const sets = [{ domain: "core", migrations: CORE_MIGRATIONS }, ...domains.map((d) => ({ domain: d.name, migrations: d.migrations }))];
+  if (sqlite) sqlite.migrate(sets);
+  else {
+    // under an advisory lock: replicas starting together migrate once; an older build refuses a newer schema
+    yield data.migrate(sets);
+    // every replica runs with the secrets the first one recorded (core/secrets.ts)
+    yield agreeOnSecrets(data, { SVC_AUTH__JWT_SECRET: jwtSecret, SVC_IDENTITY__SSO__SECRET_KEY: config.identity.sso.secret_key! });
+  }
   // the cache's indexes load from the database in the background: /ready waits for them, /health does not
   void cacheD.service.warmUp();
   yield "migrations";
@@ -258,11 +295,18 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const native: NativeRoutes = Object.assign({}, ...domains.map((d) => d.native ?? {}));
   kernel.install(http, native);
 
+  const sqliteOnly = (what: string) => () => {
+    throw new Error(`app.${what} is the SQLite handle; this app runs on ${data.description}: use app.data`);
+  };
   return {
     config,
     log,
-    db,
-    storage,
+    get db() {
+      return sqlite ?? sqliteOnly("db")();
+    },
+    get storage() {
+      return storage ?? sqliteOnly("storage")();
+    },
     data,
     metrics,
     tokens,
@@ -289,6 +333,21 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     fetch: kernel.fetch,
     startedAt,
   };
+}
+
+/**
+ * Replicas on one database must share their secrets (core/secrets.ts): on PostgreSQL the JWT secret
+ * and the SSO secret key come from configuration, never from files one replica generates.
+ */
+function requireSharedSecrets(config: Config) {
+  const missing = [
+    config.auth.jwt_secret ? undefined : "SVC_AUTH__JWT_SECRET (at least 16 characters; e.g. openssl rand -base64 32)",
+    config.identity.sso.secret_key ? undefined : "SVC_IDENTITY__SSO__SECRET_KEY (32 bytes, base64 or 64 hex digits; e.g. openssl rand -base64 32)",
+  ].filter(Boolean);
+  if (missing.length)
+    throw new ConfigError(
+      `SVC_STORAGE__URL is set: replicas on one database must share their secrets, so svc does not generate them into its data directory. Set ${missing.join(" and ")} to the same value on every replica.`,
+    );
 }
 
 /**
@@ -355,7 +414,7 @@ export async function closeApp(app: App) {
     }
   }
   app.hotState?.close();
-  // the async storage first (a PostgreSQL pool, once svc starts there; over SQLite it does not own the Db)
+  // the async storage first (PostgreSQL: the pool; over SQLite it does not own the Db)
   await app.data.close();
-  app.db.close();
+  if (!onSharedDatabase(app.config)) app.db.close();
 }

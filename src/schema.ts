@@ -4,6 +4,7 @@
  * first). test/schema.test.ts checks it equals the migrations of the domains createApp builds.
  */
 import type { MigrationSet } from "./storage/migrations";
+import { CORE_MIGRATIONS } from "./core/secrets";
 import { CACHE_MIGRATIONS } from "./cache/migrations";
 import { GATEWAY_MIGRATIONS } from "./gateway/migrations";
 import { OVERVIEW_MIGRATIONS } from "./gateway/overview-api";
@@ -16,6 +17,7 @@ import { MEMORY_MIGRATIONS } from "./memory/migrations";
 
 export function migrationSets(): MigrationSet[] {
   return [
+    { domain: "core", migrations: CORE_MIGRATIONS },
     { domain: "embedding", migrations: [] },
     { domain: "cache", migrations: CACHE_MIGRATIONS },
     { domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] },

@@ -127,7 +127,7 @@ export async function startServer(config: Config = loadConfig(), opts: AppOption
       import("./identity"),
     ]);
     closeApp = appModule.closeApp;
-    app = await appModule.createAppYielding(config, opts);
+    app = await appModule.createAppAsync(config, opts);
     log = app.log;
     const sockets = new Map(app.sockets.map((s) => [s.path, s]));
     const serve: Serve = async (request, srv) => {

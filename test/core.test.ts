@@ -218,7 +218,7 @@ describe("storage", () => {
     const { Logger } = await import("../src/core/log");
     const app = createApp(loadConfig({ SVC_STORAGE__PATH: ":memory:", SVC_AUTH__JWT_SECRET: "x".repeat(32) }), { logger: new Logger("error") });
     try {
-      const recorded: string[] = [];
+      const recorded: string[] = ["core/0001_secrets"];
       for (const d of app.domains) {
         const ids = d.migrations.map((m) => m.id);
         expect(new Set(ids).size).toBe(ids.length);

@@ -1,16 +1,16 @@
 /**
  * The composition root's side of the PostgreSQL move (docs/notes/postgres-plan.md, step 1):
- * SVC_STORAGE__URL is validated and refused while domains still keep their state in SQLite only
- * (several replicas would silently not share it), the async storage converted domains get sees the
+ * SVC_STORAGE__URL is validated, an unreachable PostgreSQL fails the start (never a silent
+ * SQLite), the async storage the domains get on SQLite sees the
  * same SQLite connection as the sync one, and an unavailable database answers 503 with Retry-After
  * in the envelope instead of a 500.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
-import { createApp, closeApp } from "../src/app";
+import { createApp, createAppAsync, closeApp } from "../src/app";
 import { ConfigError } from "../src/core/config";
 import { Logger } from "../src/core/log";
 import { DOC1, DOC2, errorResponse, toApiError } from "../src/core/errors";
@@ -25,22 +25,27 @@ describe("SVC_STORAGE__URL", () => {
     expect(loadConfig({}).storage.pool_size).toBe(10);
   });
 
-  test("is refused at start (no silent SQLite): this build does not start on PostgreSQL yet, and says how to run", () => {
+  test("an unreachable database fails the start at once, naming it (never a silent SQLite); createApp is SQLite-only", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-pgwire-"));
     try {
-      const config = loadConfig({ SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_STORAGE__URL: "postgres://u:p@127.0.0.1:1/svc", SVC_AUTH__JWT_SECRET: "x".repeat(32) });
+      const env = { SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_STORAGE__URL: "postgres://u:secret-pw@127.0.0.1:1/svc", SVC_AUTH__JWT_SECRET: "x".repeat(32), SVC_IDENTITY__SSO__SECRET_KEY: Buffer.alloc(32, 1).toString("base64") };
+      expect(() => createApp(loadConfig(env), { logger: quiet() })).toThrow(/createAppAsync/);
+      const t0 = Date.now();
       let err: unknown;
       try {
-        createApp(config, { logger: quiet() });
+        await createAppAsync(loadConfig(env), { logger: quiet() });
       } catch (e) {
         err = e;
       }
-      expect(err).toBeInstanceOf(ConfigError);
-      expect(String((err as Error).message)).toMatch(/SVC_STORAGE__URL: .*does not start on PostgreSQL yet.*Unset SVC_STORAGE__URL/s);
+      expect(err).toBeInstanceOf(StorageUnavailableError);
+      expect(String((err as Error).message)).toContain("127.0.0.1:1/svc");
+      expect(String((err as Error).message)).not.toContain("secret-pw");
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(existsSync(join(dir, "svc.db"))).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 30_000);
 });
 
 test("the async storage shares the SQLite connection: a write through either is read through the other at once", async () => {

@@ -30,8 +30,10 @@ async function child() {
   const steps = appSteps(config);
   let step = steps.next();
   while (!step.done) {
-    mark(`createApp: ${step.value}`);
-    step = steps.next();
+    if (typeof step.value === "string") {
+      mark(`createApp: ${step.value}`);
+      step = steps.next();
+    } else step = steps.next(await step.value);
   }
   const app = step.value;
   mark("createApp: Elysia compose, native routes installed");

@@ -49,6 +49,8 @@ export const CORE_SECTIONS = {
     url: T.Optional(T.String({ pattern: "^postgres(ql)?://", minLength: 12 })),
     /** connections in the PostgreSQL pool of each replica */
     pool_size: T.Integer({ default: 10, minimum: 1, maximum: 1000 }),
+    /** the PostgreSQL schema svc's tables live in (several deployments in one database); unset: the server's search_path (public) */
+    schema: T.Optional(T.String({ pattern: "^[a-z_][a-z0-9_]{0,62}$" })),
   }),
   outbound: Section({
     /** admit loopback/private/link-local targets for URLs tenants supply (MCP servers, connectors, SSO): development and tests only */

@@ -40,6 +40,7 @@ import { AccessCheck } from "./access";
 import { BudgetGuard, type SharedBudgets } from "./budget";
 import { LocalBus, TOPICS, type Bus } from "../core/hotstate";
 import { SecretBox, SpKeys, resolveSecretKey } from "./sso/secrets";
+import type { SharedSecretStore } from "../core/secrets";
 import { SsoDirectory, SsoStore } from "./sso/store";
 import { SsoService } from "./sso/service";
 import { SignInService, SSO_PATHS } from "./sso/signin";
@@ -117,6 +118,11 @@ export interface IdentityDeps {
   tokens: TokenMinter;
   /** the database path (generated SSO keys are kept beside it, like the JWT secret) */
   dataPath: string;
+  /**
+   * on a database shared by replicas: where generated key material (the SAML SP key pair) is created
+   * once for all of them, sealed with the SSO secret box (default: files beside dataPath)
+   */
+  sharedKeys?: (box: SecretBox) => SharedSecretStore;
   warn: (message: string) => void;
   /** DNS TXT lookups (default: node:dns Resolver on identity.sso.dns_servers) */
   dns?: TxtLookup;
@@ -195,7 +201,7 @@ export function identityServices(deps: Omit<IdentityDeps, "kernel" | "addCheck">
   const box = new SecretBox(resolveSecretKey(sc.secret_key, deps.dataPath, deps.warn));
   const dns = deps.dns ?? dnsTxtLookup(sc.dns_servers, sc.dns_timeout_ms);
   sso = new SsoService(ssoStore, directory, roles, box, deps.outbound, dns, clock, sc.file_verification_scheme, deps.allowInsecureIdp, deps.checkUrl);
-  const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn);
+  const spKeys = new SpKeys({ privateKey: sc.sp_private_key, certificate: sc.sp_certificate }, deps.dataPath, deps.warn, deps.sharedKeys?.(box));
   const signin = new SignInService(ssoStore, directory, sso, users, roles, deps.tokens, deps.outbound, spKeys, clock, {
     publicUrl: deps.config.public_url,
     spEntityId: sc.sp_entity_id,

@@ -4,10 +4,10 @@
  */
 import { Elysia } from "elysia";
 import type { Domain } from "../core/domain";
-import { opsRoutes, readiness, stats, SERVICE, type OpsDeps } from "./routes";
+import { opsRoutes, readiness, stats, SERVICE, type OpsDeps, type ReadinessCheck } from "./routes";
 import { docsRoutes } from "./docs";
 
-export { readiness, stats, SERVICE, type OpsDeps };
+export { readiness, stats, SERVICE, type OpsDeps, type ReadinessCheck };
 export { OPS_SECTIONS, type ReadinessConfig, type MetricsConfig } from "./config";
 export { UpstreamProbes } from "./probes";
 export type { UpstreamProbe } from "./ports";

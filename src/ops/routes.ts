@@ -22,8 +22,13 @@ export interface OpsDeps {
   kernel: Kernel;
   metrics: Metrics;
   observer: RequestObserver;
-  /** named readiness checks (database, migrations, embedder, ...); a check that throws counts as failed */
-  readiness: Record<string, () => boolean>;
+  /**
+   * named readiness checks (database, migrations, embedder, ...); a check that throws, rejects or
+   * takes longer than READY_CHECK_TIMEOUT_MS counts as failed
+   */
+  readiness: Record<string, ReadinessCheck>;
+  /** what a failed check names in /ready's message, e.g. database → "postgres db.internal:5432/svc" */
+  readinessLabels?: Record<string, string>;
   /** provider style -> the request it starts with (the gateway's registry) */
   endpoints: Record<string, { method: string; path: string }>;
   startedAt: number;
@@ -50,16 +55,31 @@ export interface ReadinessReport {
   checks: Record<string, boolean>;
 }
 
-export function readiness(checks: OpsDeps["readiness"]): ReadinessReport {
+export type ReadinessCheck = () => boolean | Promise<boolean>;
+
+/** a database that does not answer within this is reported not ready (a load balancer's probe must not hang) */
+export const READY_CHECK_TIMEOUT_MS = 2000;
+
+export async function readiness(checks: OpsDeps["readiness"]): Promise<ReadinessReport> {
   const out: Record<string, boolean> = {};
-  for (const [name, check] of Object.entries(checks)) {
-    try {
-      out[name] = check() === true;
-    } catch {
-      out[name] = false;
-    }
-  }
-  return { ready: Object.values(out).every(Boolean), checks: out };
+  await Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      try {
+        const result = check();
+        out[name] =
+          result instanceof Promise
+            ? (await Promise.race([result, new Promise<false>((r) => (timer = setTimeout(() => r(false), READY_CHECK_TIMEOUT_MS)))])) === true
+            : result === true;
+      } catch {
+        out[name] = false;
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  const ordered = Object.fromEntries(Object.keys(checks).map((k) => [k, out[k]!]));
+  return { ready: Object.values(ordered).every(Boolean), checks: ordered };
 }
 
 /** Sum of a counter's values grouped by some of its labels. */
@@ -139,11 +159,13 @@ export const opsRoutes = (d: OpsDeps) => {
     })
     .get(
       "/ready",
-      () => {
-        const r = readiness(d.readiness);
+      async () => {
+        const r = await readiness(d.readiness);
         const upstreams = d.probes?.enabled ? d.probes.report() : undefined;
         if (!r.ready) {
-          const failed = Object.entries(r.checks).filter(([, ok]) => !ok).map(([k]) => k);
+          const failed = Object.entries(r.checks)
+            .filter(([, ok]) => !ok)
+            .map(([k]) => (d.readinessLabels?.[k] ? `${k} (${d.readinessLabels[k]})` : k));
           throw new ApiError("service_unavailable", `not ready: ${failed.join(", ")}`, { checks: r.checks, ...(upstreams ? { upstreams } : {}) });
         }
         return { status: "ready" as const, checks: r.checks, ...(upstreams ? { upstreams } : {}) };

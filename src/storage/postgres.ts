@@ -126,12 +126,14 @@ export class PostgresBackend implements Backend {
   private readonly inflight = new Set<Inflight>();
   private sweeper: ReturnType<typeof setInterval> | undefined;
   private readonly migrationSql: MigrationSql;
+  private readonly schema: string | undefined;
 
   constructor(opts: PostgresOptions) {
     const u = new URL(opts.url);
     if (u.protocol !== "postgres:" && u.protocol !== "postgresql:") throw new Error(`not a postgres:// URL: ${u.protocol}`);
     const database = decodeURIComponent(u.pathname.replace(/^\//, "")) || decodeURIComponent(u.username) || "postgres";
     if (opts.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(opts.schema)) throw new Error(`storage schema must be a lower-case identifier: "${opts.schema}"`);
+    this.schema = opts.schema;
     this.description = `postgres ${u.hostname}:${u.port || 5432}/${database}${opts.schema ? ` schema ${opts.schema}` : ""}`;
     this.queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
     this.retryAfter = opts.retryAfterSeconds ?? 2;
@@ -275,6 +277,8 @@ export class PostgresBackend implements Backend {
       // session-level lock: held across the migrations' own transactions, released on disconnect
       await conn.unsafe("SELECT pg_advisory_lock($1, $2)", [...MIGRATION_LOCK]);
       try {
+        // a configured schema (SVC_STORAGE__SCHEMA) is created by the first replica that starts
+        if (this.schema) await conn.unsafe(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
         await conn.unsafe("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
         const applied = new Set(((await conn.unsafe("SELECT id FROM schema_migrations")) as Array<{ id: string }>).map((r) => r.id));
         const unknown = [...applied].filter((id) => !known.has(id)).sort();

@@ -7,11 +7,13 @@
  *    mode 0600), like the JWT secret.
  *  - the SP key pair (signed AuthnRequests, the certificate in SP metadata): configured PEMs, or a
  *    self-signed RSA-2048 certificate generated once into the data directory (`sso-sp-key.pem`,
- *    `sso-sp-cert.pem`; in memory for an in-memory database).
+ *    `sso-sp-cert.pem`; in memory for an in-memory database) — or, on a database shared by replicas,
+ *    once in that database (core/secrets.ts), so every replica signs with the same key.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { SharedSecretStore } from "../../core/secrets";
 
 const VERSION = "v1";
 
@@ -73,6 +75,7 @@ export class SpKeys {
     private readonly configured: { privateKey?: string; certificate?: string },
     private readonly dataPath: string,
     private readonly warn: (m: string) => void,
+    private readonly shared?: SharedSecretStore,
   ) {
     if (!!configured.privateKey !== !!configured.certificate) throw new Error("identity.sso.sp_private_key and sp_certificate are set together");
   }
@@ -84,21 +87,28 @@ export class SpKeys {
   private async load(): Promise<SpKeyPair> {
     const { privateKey, certificate } = this.configured;
     if (privateKey && certificate) return { privateKey, certificate };
+    if (this.shared) return JSON.parse(await this.shared.getOrCreate("saml_sp_key_pair", async () => JSON.stringify(await generateSpPair()))) as SpKeyPair;
     const mem = this.dataPath === ":memory:";
     const keyFile = join(dirname(this.dataPath), "sso-sp-key.pem");
     const certFile = join(dirname(this.dataPath), "sso-sp-cert.pem");
     if (!mem && existsSync(keyFile) && existsSync(certFile)) return { privateKey: readFileSync(keyFile, "utf8"), certificate: readFileSync(certFile, "utf8") };
-    const notAfterDate = new Date(Date.now() + 10 * 365 * 86_400_000);
-    // selfsigned (the @peculiar/x509 and ASN.1 stack, ~20-40 ms to load) only where a key pair is generated
-    const { generate } = await import("selfsigned");
-    const pems = await generate([{ name: "commonName", value: "svc SAML service provider" }], { keySize: 2048, algorithm: "sha256", notAfterDate });
+    const pair = await generateSpPair();
     if (!mem) {
       mkdirSync(dirname(keyFile), { recursive: true });
-      writeFileSync(keyFile, pems.private, { mode: 0o600 });
+      writeFileSync(keyFile, pair.privateKey, { mode: 0o600 });
       chmodSync(keyFile, 0o600);
-      writeFileSync(certFile, pems.cert);
+      writeFileSync(certFile, pair.certificate);
       this.warn(`SAML service provider key not configured; generated a self-signed one into ${keyFile} and ${certFile}`);
     }
-    return { privateKey: pems.private, certificate: pems.cert };
+    return pair;
   }
+}
+
+/** A self-signed RSA-2048 SP certificate valid ten years. */
+async function generateSpPair(): Promise<SpKeyPair> {
+  const notAfterDate = new Date(Date.now() + 10 * 365 * 86_400_000);
+  // selfsigned (the @peculiar/x509 and ASN.1 stack, ~20-40 ms to load) only where a key pair is generated
+  const { generate } = await import("selfsigned");
+  const pems = await generate([{ name: "commonName", value: "svc SAML service provider" }], { keySize: 2048, algorithm: "sha256", notAfterDate });
+  return { privateKey: pems.private, certificate: pems.cert };
 }
