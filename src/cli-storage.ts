@@ -7,10 +7,17 @@
  * rewritten into PostgreSQL's words. Prints `table source target` per table and a total; fails
  * (exit 1) when any count differs. The URL's password is never printed.
  *
+ * The single node's secrets go with its data: sealed SSO client secrets open only with its SSO
+ * secret key, pending invitation links are derived from its JWT secret. So the copy records their
+ * fingerprints in the target's svc_secrets (core/secrets.ts: replicas given other values refuse to
+ * start, naming the variable), and refuses before copying when the target's replicas already use
+ * other ones. Its generated SAML service-provider key pair is stored there sealed, so the replicas
+ * keep the certificate identity providers were given.
+ *
  * Loaded only by this command (main.ts keeps --help and --version cheap).
  */
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { ConfigError, type Config } from "./config";
 import { Db } from "./storage/db";
 import { openStorage, isPostgresUrl } from "./storage/open";
@@ -19,20 +26,9 @@ import { StorageUnavailableError, SchemaTooNewError } from "./storage/errors";
 import type { AsyncStorage } from "./storage/async";
 import { migrationSets } from "./schema";
 import { normalizeCopiedText } from "./memory";
-
-/** An error that names the process's exit status (sysexits.h); main.ts exits with it. */
-export class ExitError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
-
-/** 66 EX_NOINPUT, 69 EX_UNAVAILABLE */
-const NO_INPUT = 66;
-const UNAVAILABLE = 69;
+import { agreeOnSecrets, sharedSecretStore } from "./core/secrets";
+import { SecretBox, resolveSecretKey } from "./identity/sso/secrets";
+import { ExitError, NO_INPUT, UNAVAILABLE, redactUrl, scrubber } from "./cli-postgres";
 
 export interface CopyOptions {
   to?: string;
@@ -42,24 +38,50 @@ export interface CopyOptions {
   err: (line: string) => void;
 }
 
-/** The URL with its password replaced (never printed as given). */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
+/**
+ * svc_secrets belongs to the PostgreSQL deployment (fingerprints its replicas and this copy record);
+ * a SQLite node keeps its secrets in files, so its table is empty and a count there cannot match.
+ */
+const TARGET_OWNED = new Set(["svc_secrets"]);
+
+/** The secrets the single node runs with: configured, else the files it generated beside its database. */
+function nodeSecrets(config: Config, database: string): { jwt?: string; ssoKey?: string; sp?: { privateKey: string; certificate: string } } {
+  const dir = dirname(database);
+  const file = (name: string) => (existsSync(join(dir, name)) ? readFileSync(join(dir, name), "utf8") : undefined);
+  const sso = config.identity.sso;
+  const keyPem = file("sso-sp-key.pem");
+  const certPem = file("sso-sp-cert.pem");
+  return {
+    jwt: config.auth.jwt_secret ?? file("jwt-secret")?.trim(),
+    ssoKey: sso.secret_key ?? file("sso-secret-key")?.trim(),
+    sp: !sso.sp_private_key && keyPem && certPem ? { privateKey: keyPem, certificate: certPem } : undefined,
+  };
 }
 
-/** Every way a message could carry the URL's password, replaced. */
-function scrubber(url: string): (s: string) => string {
-  let password = "";
+/** Pin the node's secrets on the target (refuses, ConfigError, when its replicas use others); carry its SAML SP key pair. */
+async function carrySecrets(target: AsyncStorage, config: Config, database: string, err: (l: string) => void) {
+  const node = nodeSecrets(config, database);
+  const pinned: Record<string, string> = {};
+  if (node.jwt) pinned.SVC_AUTH__JWT_SECRET = node.jwt;
+  if (node.ssoKey) pinned.SVC_IDENTITY__SSO__SECRET_KEY = node.ssoKey;
   try {
-    password = decodeURIComponent(new URL(url).password);
-  } catch {}
-  const raw = /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^@/]*)@/i.exec(url)?.[1] ?? "";
-  const secrets = [...new Set([password, raw].filter((s) => s.length > 0))];
-  return (s) => {
-    let out = s.split(url).join(redactUrl(url));
-    for (const p of secrets) out = out.split(p).join("***");
-    return out;
-  };
+    await agreeOnSecrets(target, pinned);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new ConfigError(
+      `storage copy: the SQLite node's secret differs from the one the replicas of the target database use, and the copied data depends on it (SSO client secrets are sealed with SVC_IDENTITY__SSO__SECRET_KEY, invitation links derive from SVC_AUTH__JWT_SECRET); nothing was copied.\n${e.message}`,
+    );
+  }
+  if (node.sp && node.ssoKey) {
+    const box = new SecretBox(resolveSecretKey(node.ssoKey, database, () => {}));
+    const stored = await sharedSecretStore(target, (p, n) => box.seal(p, n), (s, n) => box.open(s, n)).getOrCreate("saml_sp_key_pair", async () => JSON.stringify(node.sp));
+    if ((JSON.parse(stored) as { certificate: string }).certificate !== node.sp.certificate)
+      err("note: the target's replicas already sign SAML requests with another service-provider key pair; identity providers given this node's certificate need theirs (SP metadata)");
+  }
+  if (!node.jwt) err("note: this node has no JWT secret to carry (SVC_AUTH__JWT_SECRET is not set and there is no jwt-secret file beside its database): run the copy with the node's settings, or the replicas' secret will not match its tokens and invitation links");
+  if (!node.ssoKey) err("note: this node has no SSO secret key to carry (SVC_IDENTITY__SSO__SECRET_KEY is not set and there is no sso-secret-key file beside its database)");
+  const names = Object.keys(pinned);
+  if (names.length) err(`the target's replicas must be started with this node's ${names.join(" and ")} (recorded as fingerprints; the values are not stored)`);
 }
 
 const row = (table: string, source: number | string, target: number | string) => `${table.padEnd(26)}  ${String(source).padStart(9)}  ${String(target).padStart(9)}`;
@@ -74,6 +96,8 @@ export async function storageCopy(config: Config, opts: CopyOptions): Promise<Ta
   } catch (e) {
     const message = scrub(e instanceof Error ? e.message : String(e));
     if (e instanceof ConfigError) throw new ConfigError(message);
+    // the target went away mid-way: rows already copied are kept, a new run copies the rest
+    if (e instanceof StorageUnavailableError) throw new ExitError(`storage copy: the target database failed (run the copy again once it answers): ${message}`, UNAVAILABLE);
     throw new ExitError(message, e instanceof ExitError ? e.exitCode : 1);
   }
 }
@@ -85,7 +109,7 @@ async function copy(config: Config, url: string, opts: CopyOptions): Promise<Tab
   } catch {
     throw new ConfigError(`storage copy: --to is not a valid URL ("${redactUrl(url)}")`);
   }
-  const schema = opts.toSchema ?? (config.storage as { schema?: string }).schema;
+  const schema = opts.toSchema ?? config.storage.schema;
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new ConfigError(`storage copy: --to-schema must be a lower-case identifier (letters, digits, _), got "${schema}"`);
 
   const path = config.storage.path;
@@ -113,23 +137,24 @@ async function copy(config: Config, url: string, opts: CopyOptions): Promise<Tab
       if (e instanceof SchemaTooNewError) throw new ExitError(`storage copy: ${e.message}`, 1);
       throw e;
     }
+    await carrySecrets(target, config, database, opts.err);
     opts.err(`copying ${database} into ${where}`);
     opts.out(row("table", "source", "target"));
     let counts: TableCount[];
     try {
-      counts = await copyDatabase(source, target, (c) => opts.out(row(c.table, c.source, c.target)));
+      counts = await copyDatabase(source, target, (c) => opts.out(row(c.table, c.source, c.target) + (TARGET_OWNED.has(c.table) ? "  (the target's own)" : "")));
     } catch (e) {
-      if (e instanceof CopyMismatchError) {
+      if (!(e instanceof CopyMismatchError)) throw e;
+      counts = e.counts;
+      const differ = e.counts.filter((c) => c.source !== c.target && !(TARGET_OWNED.has(c.table) && c.source === 0));
+      if (differ.length) {
         total(e.counts, opts);
-        const differ = e.counts.filter((c) => c.source !== c.target);
         throw new ExitError(
           `storage copy: row counts differ in ${differ.length} table(s): ${differ.map((c) => `${c.table} (source ${c.source}, target ${c.target})`).join(", ")}.\n` +
             `Rows written to the SQLite database during the copy are copied by running it again; a target with more rows already held them.`,
           1,
         );
       }
-      if (e instanceof StorageUnavailableError) throw new ExitError(`storage copy: the target database failed during the copy (run it again: rows already copied are kept): ${e.message}`, UNAVAILABLE);
-      throw e;
     }
     total(counts, opts);
     // Memory's copied full-text rows hold FTS5's words: rewrite them into PostgreSQL's (idempotent)
@@ -142,6 +167,8 @@ async function copy(config: Config, url: string, opts: CopyOptions): Promise<Tab
   }
 }
 
+/** the total over the copied tables (not the target's own) */
 function total(counts: TableCount[], opts: CopyOptions) {
-  opts.out(row("total", counts.reduce((n, c) => n + c.source, 0), counts.reduce((n, c) => n + c.target, 0)));
+  const copied = counts.filter((c) => !TARGET_OWNED.has(c.table));
+  opts.out(row("total", copied.reduce((n, c) => n + c.source, 0), copied.reduce((n, c) => n + c.target, 0)));
 }

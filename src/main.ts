@@ -34,7 +34,9 @@ SVC_STORAGE__URL=postgres://… the database is PostgreSQL, shared by the gatewa
 const DATA_NOTE = `
 Data: SVC_STORAGE__PATH (default ./data/svc.db, resolved against the working directory) names the
 gateway's database; run the command with the same SVC_STORAGE__PATH (and SVC_AUTH__JWT_SECRET, if
-set) as the running gateway.
+set) as the running gateway. On PostgreSQL, run it with the replicas' SVC_STORAGE__URL (and
+SVC_STORAGE__SCHEMA), SVC_AUTH__JWT_SECRET and SVC_IDENTITY__SSO__SECRET_KEY (exit 78 when one is
+missing or differs from the replicas'; 69 when the database cannot be reached).
 `;
 
 const HELP: Record<string, string> = {
@@ -58,6 +60,8 @@ Usage: svc token --tenant T [--sub S] [--permissions P1,P2] [--ttl 24h]
 
 Signed with SVC_AUTH__JWT_SECRET, else with the secret the gateway generated into its data
 directory; without either it refuses (a fresh secret would mint tokens the gateway rejects).
+On PostgreSQL (SVC_STORAGE__URL) only SVC_AUTH__JWT_SECRET, checked against the fingerprint the
+replicas recorded in the database (needs SVC_STORAGE__URL only, not the SSO secret key).
 ${DATA_NOTE}`,
   keys: `svc keys — manage API keys (stored hashed in the gateway's database)
 
@@ -69,7 +73,8 @@ Usage:
 create prints the key once (stdout); --team makes a virtual key counted against that team's
 budget. list prints JSON records without the keys. revoke stops a key (other processes: within 5 s).
 list and revoke need the gateway's existing database; create creates one only where
-SVC_STORAGE__PATH names it explicitly.
+SVC_STORAGE__PATH names it explicitly. On PostgreSQL (SVC_STORAGE__URL) they use the replicas'
+database, migrating it first if this build is newer (under the replicas' advisory lock).
 ${DATA_NOTE}`,
   storage: `svc storage — move the gateway's database
 
@@ -86,9 +91,15 @@ copy    copies every table of the SQLite database at SVC_STORAGE__PATH into Post
                     server's search_path, normally public)
 
 Stop the gateway (or its writes) first: rows written during the copy are found by the next run.
+The node's JWT secret and SSO secret key (SVC_AUTH__JWT_SECRET / SVC_IDENTITY__SSO__SECRET_KEY, else
+the jwt-secret and sso-secret-key files beside its database) go with its data: their fingerprints
+are recorded in the target, whose replicas must be started with the same values (sealed SSO
+secrets and invitation links depend on them); a target whose replicas use others is refused.
+svc_secrets is the target's own table (0 rows in a SQLite node): its count is shown, not compared.
 Exit status: 0 every table's counts are equal; 1 a count differs (the tables are named) or the
 copy failed; 66 no SQLite database at SVC_STORAGE__PATH; 69 PostgreSQL cannot be reached or
-refuses the login; 78 a wrong --to or --to-schema. The URL's password is never printed.
+refuses the login; 78 a wrong --to or --to-schema, or the target's replicas use other secrets.
+The URL's password is never printed.
 Then start the gateway with SVC_STORAGE__URL (and SVC_STORAGE__SCHEMA) set to the same values.
 `,
 };
@@ -214,7 +225,11 @@ async function main(argv: string[]) {
   };
   const { TokenService, parsePermissions, resolveJwtSecret } = await import("./core/auth");
   if (cmd === "token") {
-    if (!config.auth.jwt_secret) {
+    if (config.storage.url) {
+      // a shared database: the secret comes from configuration and must be the replicas' (cli-postgres.ts)
+      const { checkSharedJwtSecret } = await import("./cli-postgres");
+      await checkSharedJwtSecret(config);
+    } else if (!config.auth.jwt_secret) {
       const { jwtSecretFile } = dataPaths(config);
       if (jwtSecretFile && !existsSync(jwtSecretFile))
         throw new StateMissing(
@@ -235,9 +250,10 @@ async function main(argv: string[]) {
   }
   if (cmd === "keys") {
     if (sub !== "create" && sub !== "list" && sub !== "revoke") throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${HELP.keys}`);
-    requireDatabase(config, sub === "create" && explicitPath, `keys ${sub}`);
-    const { createApp, closeApp } = await import("./app");
-    const app = createApp(config, { logger: log });
+    // on PostgreSQL the database is the replicas' (migrated under their lock if this build is newer)
+    if (!config.storage.url) requireDatabase(config, sub === "create" && explicitPath, `keys ${sub}`);
+    const { createAppAsync, closeApp } = await import("./app");
+    const app = await createAppAsync(config, { logger: log });
     try {
       const keys = app.apiKeys;
       const tenant = need(values.tenant, "--tenant");
@@ -265,7 +281,8 @@ main(process.argv.slice(2)).catch(async (e) => {
   const msg = e instanceof ConfigError ? `configuration error: ${e.message}` : (e as Error).message ?? String(e);
   process.stderr.write(msg + "\n");
   // 78 EX_CONFIG: a setting is wrong; 66 EX_NOINPUT: the state the command needs is not where the settings point
-  // a command may name its own status (cli-storage.ts: 69 EX_UNAVAILABLE when PostgreSQL cannot be reached)
+  // a command may name its own status (cli-postgres.ts); 69 EX_UNAVAILABLE: the database cannot be reached
   const own = (e as { exitCode?: unknown }).exitCode;
-  process.exit(e instanceof ConfigError ? 78 : e instanceof StateMissing ? 66 : typeof own === "number" ? own : 1);
+  const unavailable = (e as Error)?.name === "StorageUnavailableError";
+  process.exit(e instanceof ConfigError ? 78 : e instanceof StateMissing ? 66 : typeof own === "number" ? own : unavailable ? 69 : 1);
 });

@@ -151,6 +151,8 @@ export async function fillEveryDomain(dir: string): Promise<Filled> {
     await id.passwords.setPasswordLogin(t, true);
     const sso = await id.sso.create(t, { name: "Okta", protocol: "oidc", oidcConfig: { issuerUrl: "https://idp.example.com", clientId: "c", clientSecret: "s" } });
     await id.sso.addDomain(t, sso.id, { domain: "copy.example.com" });
+    // the SAML service provider's key pair, generated beside the database (the copy carries it)
+    await id.signin.spMetadata("http://svc.test", true);
     const scim = await id.scimTokens.create(t, { name: "Entra" });
     await id.scimActivities.record(t, { tokenId: scim.token.id, operation: "create", resourceType: "user", resourceId: null, status: "success", errorMessage: null, details: {} });
 

@@ -3,10 +3,12 @@
  * a real PostgreSQL: a SQLite database written by the real gateway with data in every domain is
  * copied, every table's counts are equal and printed, a second run prints the same and duplicates
  * nothing, a target holding rows the source lacks fails naming the table, and a wrong or
- * unreachable target fails clearly — never printing the URL's password.
+ * unreachable target fails clearly — never printing the URL's password. Then the gateway started
+ * on the copy (with the node's secrets, which the copy pinned) serves a copied key and prompt, and
+ * `svc keys` and `svc token` work against that PostgreSQL database.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SQL } from "bun";
@@ -14,6 +16,13 @@ import { Database } from "bun:sqlite";
 import { dropSchema, freshSchema } from "../helpers/postgres";
 import { closedPort } from "../fake-upstream/server";
 import { fillEveryDomain, FILLED_TABLES, TENANT, type Filled } from "./every-domain";
+import { startGateway, TEST_JWT_SECRET, type TestGateway } from "../helpers/gateway";
+import { TEST_SSO_SECRET_KEY } from "../helpers/pg-gateway";
+import { loadConfig } from "../../src/config";
+import { createAppAsync } from "../../src/app";
+import { openStorage } from "../../src/storage/open";
+import { migrationSets } from "../../src/schema";
+import { agreeOnSecrets } from "../../src/core/secrets";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const MAIN = join(ROOT, "src/main.ts");
@@ -47,7 +56,9 @@ beforeAll(async () => {
   [filled, pg] = await Promise.all([fillEveryDomain(dir), freshSchema("cli_copy")]);
   admin = new SQL(pg.url, { max: 1 });
 }, SLOW);
+let gw: TestGateway | undefined;
 afterAll(async () => {
+  await gw?.stop();
   await admin?.close();
   if (pg) await dropSchema(pg.url, pg.schema);
   rmSync(dir, { recursive: true, force: true });
@@ -61,7 +72,8 @@ describe("svc storage copy", () => {
   test(
     "every table of a gateway's SQLite database reaches PostgreSQL: counts per table and a total, equal; the password is never printed",
     async () => {
-      const r = await cli(["storage", "copy", "--to", pg.url, "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path });
+      // run with the node's settings: its database and its configured JWT secret (its SSO secret key is the generated file)
+      const r = await cli(["storage", "copy", "--to", pg.url, "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET });
       expect(r.stderr).not.toContain(PASSWORD());
       expect(r.stdout).not.toContain(PASSWORD());
       expect(r.code).toBe(0);
@@ -80,7 +92,11 @@ describe("svc storage copy", () => {
       } finally {
         sqlite.close();
       }
-      const rows = [...counts].filter(([t]) => t !== "total");
+      // the PostgreSQL deployment's own table: the node's two secret fingerprints and its sealed SAML key pair, shown, not compared
+      expect(counts.get("svc_secrets")).toEqual({ source: 0, target: 3 });
+      expect(r.stdout).toMatch(/svc_secrets .* \(the target's own\)/);
+      expect(r.stderr).toContain("SVC_AUTH__JWT_SECRET and SVC_IDENTITY__SSO__SECRET_KEY");
+      const rows = [...counts].filter(([t]) => t !== "total" && t !== "svc_secrets");
       for (const [table, c] of rows) expect({ table, ...c }).toEqual({ table, source: c.source, target: c.source });
       const sum = rows.reduce((n, [, c]) => n + c.source, 0);
       expect(counts.get("total")).toEqual({ source: sum, target: sum });
@@ -96,7 +112,7 @@ describe("svc storage copy", () => {
     async () => {
       expect(first).not.toBe("");
       const before = await pgCount("usage_records");
-      const r = await cli(["storage", "copy", "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path, SVC_STORAGE__URL: pg.url });
+      const r = await cli(["storage", "copy", "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path, SVC_STORAGE__URL: pg.url, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET });
       expect(r.stderr).not.toContain(PASSWORD());
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(first);
@@ -112,7 +128,7 @@ describe("svc storage copy", () => {
         `INSERT INTO "${pg.schema}".prompt_folders (id, tenant_id, name, parent_id, created_by, created_at, updated_at)
          SELECT 'extra-' || id, tenant_id, name || ' (extra)', parent_id, created_by, created_at, updated_at FROM "${pg.schema}".prompt_folders LIMIT 1`,
       );
-      const r = await cli(["storage", "copy", "--to", pg.url, "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path });
+      const r = await cli(["storage", "copy", "--to", pg.url, "--to-schema", pg.schema], { SVC_STORAGE__PATH: filled.path, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET });
       expect(r.code).toBe(1);
       const counts = parse(r.stdout);
       expect(counts.get("prompt_folders")).toEqual({ source: 1, target: 2 });
@@ -140,6 +156,21 @@ describe("svc storage copy", () => {
         expect(r.stdout + r.stderr).not.toContain("hunter2-secret");
         expect(r.stdout + r.stderr).not.toContain(PASSWORD());
       }
+      // a target whose replicas already run with another JWT secret: refused before a row is copied
+      const other = await freshSchema("cli_copy_other");
+      const otherStorage = openStorage({ url: other.url, schema: other.schema, path: "" });
+      try {
+        await otherStorage.migrate(migrationSets());
+        await agreeOnSecrets(otherStorage, { SVC_AUTH__JWT_SECRET: "the-replicas-own-secret-0123456789" });
+        const pinned = await cli(["storage", "copy", "--to", other.url, "--to-schema", other.schema], { ...env, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET });
+        expect(pinned.code).toBe(78);
+        expect(pinned.stderr).toContain("SVC_AUTH__JWT_SECRET differs");
+        expect(pinned.stderr).toContain("nothing was copied");
+        expect((await otherStorage.global("test").get<{ n: number }>("SELECT COUNT(*) AS n FROM api_keys"))!.n).toBe(0);
+      } finally {
+        await otherStorage.close();
+        await dropSchema(other.url, other.schema);
+      }
       const notPg = await cli(["storage", "copy", "--to", "mysql://svc:hunter2-secret@127.0.0.1/svc"], env);
       expect(notPg.code).toBe(78);
       expect(notPg.stderr).toContain("postgres://");
@@ -161,4 +192,91 @@ describe("svc storage copy", () => {
     for (const s of ["svc storage copy --to postgres://", "--to-schema", "SVC_STORAGE__PATH", "69"]) expect(r.stdout).toContain(s);
     expect((await cli(["--help"], {})).stdout).toContain("svc storage copy");
   });
+
+  /** what the replicas on the copy run with: the node's JWT secret (TEST_JWT_SECRET) and its generated SSO secret key */
+  const pgEnv = () => ({ SVC_STORAGE__URL: pg.url, SVC_STORAGE__SCHEMA: pg.schema, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, SVC_IDENTITY__SSO__SECRET_KEY: readFileSync(join(dir, "sso-secret-key"), "utf8").trim() });
+
+  test(
+    "a gateway started on the copy serves a copied key and a copied prompt and signs with the node's SAML key pair; one given another SSO secret key refuses to start",
+    async () => {
+      expect(first).not.toBe("");
+      const { SVC_AUTH__JWT_SECRET: _jwt, ...env } = pgEnv();
+      gw = await startGateway({}, env);
+      expect(gw.ctx.data.description).toContain(pg.schema);
+      const keys = await gw.api("/api/v1/virtual-keys", { token: filled.apiKey });
+      expect(keys.status).toBe(200);
+      expect(JSON.stringify(await keys.json())).toContain("copied admin");
+      const prompt = await gw.api(`/api/v1/prompts/${filled.promptId}`, { token: filled.apiKey });
+      expect(prompt.status).toBe(200);
+      expect(await prompt.json()).toMatchObject({ id: filled.promptId, name: "Greeting", template: "Hello {{name}}" });
+      // the node's SAML service-provider certificate, carried sealed: identity providers keep trusting it
+      const cert = readFileSync(join(dir, "sso-sp-cert.pem"), "utf8");
+      expect((await gw.ctx.identity.signin.spMetadata("http://svc.test", true)).signingCertificate).toBe(cert);
+      await expect(createAppAsync(loadConfig({ ...pgEnv(), SVC_IDENTITY__SSO__SECRET_KEY: TEST_SSO_SECRET_KEY }))).rejects.toThrow(/SVC_IDENTITY__SSO__SECRET_KEY differs/);
+    },
+    SLOW,
+  );
+
+  test(
+    "svc keys on PostgreSQL: create, list shows it, the running gateway accepts it, revoke stops it; the replicas' secrets are required",
+    async () => {
+      expect(gw).toBeDefined();
+      const created = await cli(["keys", "create", "--tenant", TENANT, "--name", "made on pg", "--permissions", "ViewKeys"], pgEnv());
+      expect(created.stderr).not.toContain(PASSWORD());
+      expect(created.code).toBe(0);
+      const key = created.stdout.trim();
+      expect(key).toMatch(/^svc_/);
+      const listed = await cli(["keys", "list", "--tenant", TENANT], pgEnv());
+      expect(listed.code).toBe(0);
+      const records = JSON.parse(listed.stdout) as Array<{ id: string; name: string; revokedAt: string | null }>;
+      const record = records.find((k) => k.name === "made on pg")!;
+      expect(record).toBeDefined();
+      expect(records.map((k) => k.name)).toContain("copied admin");
+      expect((await gw!.api("/api/v1/virtual-keys", { token: key })).status).toBe(200);
+      const revoked = await cli(["keys", "revoke", "--tenant", TENANT, "--id", record.id], pgEnv());
+      expect(revoked.code).toBe(0);
+      // another process revoked it: the gateway forgets a verified key within 5 s
+      let status = 200;
+      for (const deadline = Date.now() + 20_000; status === 200 && Date.now() < deadline; await Bun.sleep(100)) status = (await gw!.api("/api/v1/virtual-keys", { token: key })).status;
+      expect(status).toBe(401);
+
+      const { SVC_IDENTITY__SSO__SECRET_KEY: _k, ...noSso } = pgEnv();
+      const missing = await cli(["keys", "list", "--tenant", TENANT], noSso);
+      expect(missing.code).toBe(78);
+      expect(missing.stderr).toContain("SVC_IDENTITY__SSO__SECRET_KEY");
+      const other = await cli(["keys", "list", "--tenant", TENANT], { ...pgEnv(), SVC_AUTH__JWT_SECRET: "another-secret-of-enough-length" });
+      expect(other.code).toBe(78);
+      expect(other.stderr).toContain("SVC_AUTH__JWT_SECRET differs");
+      const down = await cli(["keys", "list", "--tenant", TENANT], { ...pgEnv(), SVC_STORAGE__URL: `postgres://svc:hunter2-secret@127.0.0.1:${await closedPort()}/svc` });
+      expect(down.code).toBe(69);
+      expect(down.stderr).not.toContain("hunter2-secret");
+    },
+    SLOW,
+  );
+
+  test(
+    "svc token on PostgreSQL: needs SVC_AUTH__JWT_SECRET, refuses one the replicas do not use, and mints what the gateway accepts",
+    async () => {
+      expect(gw).toBeDefined();
+      const args = ["token", "--tenant", TENANT, "--permissions", "ViewKeys"];
+      const { SVC_AUTH__JWT_SECRET: _jwt, ...noJwt } = pgEnv();
+      const missing = await cli(args, noJwt);
+      expect(missing.code).toBe(78);
+      expect(missing.stderr).toContain("SVC_AUTH__JWT_SECRET");
+      expect(missing.stdout).toBe("");
+      const other = await cli(args, { ...pgEnv(), SVC_AUTH__JWT_SECRET: "another-secret-of-enough-length" });
+      expect(other.code).toBe(78);
+      expect(other.stderr).toContain("differs");
+      expect(other.stdout).toBe("");
+      const down = await cli(args, { ...pgEnv(), SVC_STORAGE__URL: `postgres://svc:hunter2-secret@127.0.0.1:${await closedPort()}/svc` });
+      expect(down.code).toBe(69);
+      expect(down.stderr + down.stdout).not.toContain("hunter2-secret");
+      // only the URL and the JWT secret: a token needs no SSO secret key
+      const { SVC_IDENTITY__SSO__SECRET_KEY: _k, ...tokenEnv } = pgEnv();
+      const ok = await cli(args, tokenEnv);
+      expect(ok.code).toBe(0);
+      expect((await gw!.api("/api/v1/virtual-keys", { token: ok.stdout.trim() })).status).toBe(200);
+    },
+    SLOW,
+  );
 });
