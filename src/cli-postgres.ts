@@ -26,7 +26,8 @@ export const UNAVAILABLE = 69;
 
 /** The URL with its password replaced (never printed as given). */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
+  // up to the LAST @ of the authority: a password with a raw @ in it is hidden whole
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^/]*@/i, "$1:***@");
 }
 
 /** A function that replaces every way a message could carry the URL's password. */
@@ -35,7 +36,7 @@ export function scrubber(url: string): (s: string) => string {
   try {
     password = decodeURIComponent(new URL(url).password);
   } catch {}
-  const raw = /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^@/]*)@/i.exec(url)?.[1] ?? "";
+  const raw = /^[a-z][a-z0-9+.-]*:\/\/[^:/@]*:([^/]*)@/i.exec(url)?.[1] ?? "";
   const secrets = [...new Set([password, raw].filter((s) => s.length > 0))];
   return (s) => {
     let out = s.split(url).join(redactUrl(url));
