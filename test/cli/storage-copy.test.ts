@@ -3,12 +3,13 @@
  * a real PostgreSQL: a SQLite database written by the real gateway with data in every domain is
  * copied, every table's counts are equal and printed, a second run prints the same and duplicates
  * nothing, a target holding rows the source lacks fails naming the table, and a wrong or
- * unreachable target fails clearly — never printing the URL's password. Then the gateway started
- * on the copy (with the node's secrets, which the copy pinned) serves a copied key and prompt, and
- * `svc keys` and `svc token` work against that PostgreSQL database.
+ * unreachable target fails clearly — never printing the URL's password; an older node's file is
+ * migrated first. Then the gateway started on the copy (with the node's secrets, which the copy
+ * pinned) serves a copied key and prompt, and `svc keys` and `svc token` work against that
+ * PostgreSQL database.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SQL } from "bun";
@@ -182,6 +183,31 @@ describe("svc storage copy", () => {
       expect(missing.code).toBe(66);
       expect(missing.stderr).toContain("no svc database at");
       expect(missing.stderr).not.toContain(PASSWORD());
+    },
+    SLOW,
+  );
+
+  test(
+    "an older node's database (written by main at 683d91c, before namespaced migrations) is brought to this build's schema, then copied",
+    async () => {
+      const old = join(dir, "old");
+      mkdirSync(old);
+      copyFileSync(join(import.meta.dir, "../fixtures/main-683d91c.db"), join(old, "svc.db"));
+      const fixture = require("../fixtures/main-683d91c.json") as { tenant: string; promptId: string };
+      const target = await freshSchema("cli_copy_old");
+      try {
+        const r = await cli(["storage", "copy", "--to", target.url, "--to-schema", target.schema], { SVC_STORAGE__PATH: join(old, "svc.db") });
+        expect(r.code).toBe(0);
+        const counts = parse(r.stdout);
+        expect(counts.get("api_keys")).toEqual({ source: 1, target: 1 });
+        expect(counts.get("prompt_versions")).toEqual({ source: 2, target: 2 });
+        expect(counts.get("cache_entries")).toEqual({ source: 2, target: 2 });
+        // it had no generated secret files beside it: said, not guessed
+        expect(r.stderr).toContain("no JWT secret to carry");
+        expect((await admin.unsafe(`SELECT tenant_id FROM "${target.schema}".prompts WHERE id = $1`, [fixture.promptId]))[0].tenant_id).toBe(fixture.tenant);
+      } finally {
+        await dropSchema(target.url, target.schema);
+      }
     },
     SLOW,
   );
