@@ -118,6 +118,14 @@ eachBackend("cache-feedback", (b) => {
       await expect(a.reportFeedback("t-cross", "req-1", "right", "key-1", false)).rejects.toMatchObject({ type: "conflict", message: expect.stringContaining("wrong") });
       // c, which received the verdict, stops serving the pair at once
       expect((await c.lookup(ask("t-cross", Q_HIT))).hit).toBe(false);
+
+      // the same request judged on both replicas at once: one verdict counts, the other is a 409
+      await servedHit(a, "t-cross", "req-2", "Three two one", "one two three");
+      await a.feedback.flush();
+      const both = await Promise.allSettled([a.reportFeedback("t-cross", "req-2", "right", "key-1", false), c.reportFeedback("t-cross", "req-2", "right", "key-1", false)]);
+      expect(both.filter((x) => x.status === "fulfilled").length).toBe(1);
+      expect((both.find((x) => x.status === "rejected") as PromiseRejectedResult).reason).toMatchObject({ type: "conflict" });
+      expect(await new FeedbackStore(s.tenant("t-cross")).counters()).toMatchObject({ wrong: 1, right: 1 });
     } finally {
       await a.close();
       await c.close();
