@@ -192,9 +192,18 @@ export class FeedbackBook {
     return !this.p || this.tenants.has(tenantId);
   }
 
-  /** Read the tenant's counters and negatives from the database (once; kept while in memory). */
-  load(tenantId: string): Promise<void> {
-    if (this.loaded(tenantId)) return Promise.resolve();
+  /**
+   * Read the tenant's counters and negatives from the database (once; kept while in memory).
+   * A read dropped while in flight (a change announced, a purge, a resync) is read again: the
+   * decision that waits for it never runs without the tenant's feedback.
+   */
+  async load(tenantId: string): Promise<void> {
+    let last: TenantFeedback | undefined;
+    for (let attempt = 0; attempt < 3 && !this.loaded(tenantId); attempt++) last = await this.loadOnce(tenantId);
+    if (!this.loaded(tenantId) && last) this.tenants.set(tenantId, last);
+  }
+
+  private loadOnce(tenantId: string): Promise<TenantFeedback> {
     let p = this.loading.get(tenantId);
     if (!p) {
       const read: Promise<TenantFeedback> = this.read(tenantId).then(
@@ -212,7 +221,7 @@ export class FeedbackBook {
       );
       this.loading.set(tenantId, (p = read));
     }
-    return p.then(() => {});
+    return p;
   }
 
   private async read(tenantId: string): Promise<TenantFeedback> {
@@ -230,12 +239,11 @@ export class FeedbackBook {
    * background; until then decisions use what memory has). A tenant not in memory is read on its next use.
    */
   async refresh(tenantId: string): Promise<void> {
+    // a read in flight may predate the change: once it is in memory, read again
+    await this.loading.get(tenantId)?.catch(() => {});
     for (let attempt = 0; attempt < 5; attempt++) {
       const before = this.tenants.peek(tenantId);
-      if (!before) {
-        this.loading.delete(tenantId); // a read in flight may predate the change
-        return;
-      }
+      if (!before) return; // not in memory: read on its next use
       const s = await this.read(tenantId);
       const now = this.tenants.peek(tenantId);
       if (!now) return;

@@ -83,6 +83,24 @@ describe("FeedbackBook with its database", () => {
     expect((await new FeedbackStore(storage.tenant("t")).counters())!.raise).toBeCloseTo(STEP_UP - STEP_DOWN, 12);
   });
 
+  test("a read dropped while in flight (a resync, a change announced) is read again: the waiting decision has the tenant's feedback", async () => {
+    open();
+    const a = book();
+    await a.load("t");
+    hit(a, "t", "w", "e1", "Is A bigger than B?");
+    await wrong(a, "t", "w");
+    const b = book();
+    const loading = b.load("t");
+    b.forgetAll(); // Redis lost: every tenant's memory dropped, the read in flight with it
+    const refreshed = b.refresh("t"); // and a change announced meanwhile
+    await loading;
+    expect(b.loaded("t")).toBe(true);
+    expect(b.blocked("t", "e1", "is a bigger than b", undefined)).toBe(true);
+    expect(b.point("t", CONFIGURED)).toBeCloseTo(CONFIGURED + STEP_UP, 9);
+    await refreshed;
+    expect(b.blocked("t", "e1", "is a bigger than b", undefined)).toBe(true);
+  });
+
   test("hits of a tenant that never gave a verdict write no counters; hits not flushed are written at close", async () => {
     open();
     const b = book();
