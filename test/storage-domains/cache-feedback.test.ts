@@ -6,9 +6,17 @@
  * engines following one change stream (a real Redis): the one that did not receive the verdict
  * stops serving the pair once the message arrives, and its point follows; hits served on two
  * replicas add up in the counters; the bounds (negatives per tenant, remembered hits by count and
- * age) in the database; tenant isolation.
+ * age) in the database; tenant isolation; and `svc storage copy` (copyDatabase) takes a SQLite
+ * deployment's feedback to PostgreSQL.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { copyDatabase } from "../../src/storage/copy";
+import { Db } from "../../src/storage/db";
+import { openStorage } from "../../src/storage/open";
+import { dropSchema, freshSchema } from "../helpers/postgres";
 import type { AsyncStorage } from "../../src/storage/async";
 import { CACHE_MIGRATIONS, createCacheEngine, SemanticCacheEngine } from "../../src/cache";
 import { FeedbackStore, pruneHits, writeHits, type StoredHit } from "../../src/cache/feedback-store";
@@ -218,3 +226,45 @@ eachBackend("cache-feedback", (b) => {
     }
   });
 });
+
+test(
+  "a SQLite deployment's feedback copied to PostgreSQL (svc storage copy): the pair still misses, the point and counters hold, new negatives get new keys",
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-feedback-copy-"));
+    const db = new Db(join(dir, "svc.db"), SETS);
+    const src = openStorage({ path: "", db });
+    const pg = await freshSchema("cache-feedback-copy");
+    const target = openStorage({ url: pg.url, schema: pg.schema, path: "" });
+    try {
+      const a = engineOn(src);
+      await servedHit(a, "t-copy", "req-1");
+      await a.reportFeedback("t-copy", "req-1", "wrong", "key-1", false);
+      await servedHit(a, "t-copy", "req-2", "Three two one", "one two three");
+      const before = (await a.stats("t-copy")).feedback;
+      await a.close();
+
+      await target.migrate(SETS);
+      const counts = await copyDatabase(db, target);
+      for (const table of ["cache_feedback_state", "cache_feedback_negatives", "cache_feedback_requests"]) expect(counts.find((c) => c.table === table)!.target).toBeGreaterThan(0);
+
+      const p = engineOn(target);
+      try {
+        expect((await p.stats("t-copy")).feedback).toEqual(before);
+        expect((await p.lookup(ask("t-copy", Q_NEAR))).hit).toBe(false);
+        // the hit served before the copy is judged there; its negative gets a key after the copied one
+        await p.reportFeedback("t-copy", "req-2", "wrong", "key-1", false);
+        expect((await new FeedbackStore(target.tenant("t-copy")).negatives()).map((n) => n.surface)).toEqual(["red green blue", "three two one"]);
+        expect((await p.lookup(ask("t-copy", "three, two, one"))).hit).toBe(false);
+      } finally {
+        await p.close();
+      }
+    } finally {
+      await target.close();
+      await src.close();
+      db.close();
+      await dropSchema(pg.url, pg.schema);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  SETUP_TIMEOUT,
+);
