@@ -211,7 +211,14 @@ export class SemanticCacheEngine {
 
   constructor(private readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
-    this.feedback = new FeedbackBook(o.settings.maxWrongHitRate ?? 0.01);
+    // durable and shared: verdicts in the database, other replicas told through the change stream
+    this.feedback = new FeedbackBook(o.settings.maxWrongHitRate ?? 0.01, {
+      storage: o.storage,
+      now: this.now,
+      announce: (t) => this.sync?.append({ t, k: "feedback" }),
+      log: o.log,
+      timers: o.timers,
+    });
     const adapter = o.settings.adaptEmbeddings === false ? null : o.adapter === undefined ? defaultAdapter() : o.adapter;
     this.emb = adapter && adapter.baseEmbedderId === o.embedder.id && adapter.dims === o.embedder.dimensions ? new AdaptedEmbedder(o.embedder, adapter) : o.embedder;
     const emb = this.emb;
@@ -253,13 +260,25 @@ export class SemanticCacheEngine {
       log: o.log,
     });
     if (o.timers !== false) this.startTimers();
-    if (o.shared) this.sync = new CacheSync(o.shared, (e) => applyChange(e, this.tenants, this.exact, this.sessions), this.resync, o.log, o.metrics);
+    if (o.shared)
+      this.sync = new CacheSync(
+        o.shared,
+        (e) => {
+          if (e.k === "feedback") return void this.feedback.refresh(e.t).catch(() => {}); // unreadable now: read again on the next change or reload
+          applyChange(e, this.tenants, this.exact, this.sessions);
+          if (e.k === "purge") void this.feedback.forgetTenant(e.t);
+        },
+        this.resync,
+        o.log,
+        o.metrics,
+      );
   }
 
   /** Changes may have been missed (Redis restarted or flushed): drop what memory holds; it reloads from the database. */
   private resync = () => {
     this.exact.clear();
     this.tenants.dropAll();
+    this.feedback.forgetAll();
   };
 
   /** Hit bookkeeping and the gauge every second; TTL sweep and idle unloading every minute. */
@@ -387,6 +406,7 @@ export class SemanticCacheEngine {
     // the operating point: the configured floor, raised by the tenant's wrong-hit feedback, raised by
     // this request's X-Svc-Cache-Min-Similarity (which can only make matching stricter)
     const configured = keys.mode === "single" ? this.singlePoint : s.context.stage1Threshold;
+    if (!this.feedback.loaded(input.tenantId)) await this.feedback.load(input.tenantId);
     const tenantPoint = this.feedback.point(input.tenantId, configured);
     const minSim = Math.max(tenantPoint, input.minSimilarity ?? 0);
     const point: DecisionPoint = { value: minSim, source: input.minSimilarity !== undefined && input.minSimilarity > tenantPoint ? "request" : tenantPoint > configured ? "feedback" : "config" };
@@ -672,7 +692,7 @@ export class SemanticCacheEngine {
     for (const k of this.exact.keys()) if (k.startsWith(`${tenantId}\u0000`)) this.exact.delete(k);
     this.tenants.forget(tenantId);
     this.sessions.forgetTenant(tenantId);
-    this.feedback.forgetTenant(tenantId);
+    await this.feedback.forgetTenant(tenantId, true);
     await this.sync?.append({ t: tenantId, k: "purge" });
     return removed.length;
   }
@@ -695,6 +715,7 @@ export class SemanticCacheEngine {
   /** The tenant's entry count (from the database) and counters since it was loaded, and its feedback. */
   async stats(tenantId: string): Promise<CacheStats> {
     const ts = await this.tenants.get(tenantId);
+    await this.feedback.load(tenantId);
     return { entries: ts.count, ...structuredClone(ts.stats), feedback: this.feedbackStats(tenantId) };
   }
 
@@ -704,10 +725,7 @@ export class SemanticCacheEngine {
 
   /** A verdict on a request of this tenant (POST /api/v1/cache/feedback; FeedbackBook.report says what each status means). */
   async reportFeedback(tenantId: string, requestId: string, verdict: "wrong" | "right", caller: string | undefined, manager: boolean) {
-    let drop: string | undefined;
-    const r = this.feedback.report(tenantId, requestId, verdict, caller, manager, this.singlePoint, (id) => (drop = id));
-    if (drop !== undefined) await this.deleteEntry(tenantId, drop);
-    return r;
+    return this.feedback.report(tenantId, requestId, verdict, caller, manager, this.singlePoint, (id) => this.deleteEntry(tenantId, id));
   }
 
   /** Delete expired entries of every tenant loaded in memory (also done lazily on lookup). */
@@ -741,6 +759,7 @@ export class SemanticCacheEngine {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    await this.feedback.close();
     this.sync?.close();
     this.exact.clear();
     await this.tenants.close();

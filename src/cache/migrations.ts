@@ -10,6 +10,7 @@
  */
 import type { Migration } from "../storage/migrations";
 import { postgresDialect as pg } from "../storage/dialect";
+import { portable } from "../storage/migrations";
 
 const ENTRIES_PG = `CREATE TABLE cache_entries (
   vec_key ${pg.autoId},
@@ -102,5 +103,44 @@ ALTER TABLE cache_entries ADD COLUMN context_user_vecs ${pg.blob}`,
       },
       postgres: "CREATE TABLE cache_settings (tenant_id TEXT PRIMARY KEY, decision_threshold DOUBLE PRECISION, updated_at BIGINT NOT NULL)",
     },
+  },
+  {
+    // wrong-hit feedback that survives restarts and is shared by replicas (issue 25, feedback-store.ts):
+    // a tenant's counters and point raise, its negatives (bounded per tenant), the lookups that hit
+    id: "0004_feedback",
+    up: portable(
+      (d) => `CREATE TABLE cache_feedback_state (
+  tenant_id TEXT PRIMARY KEY,
+  wrong BIGINT NOT NULL,
+  right_verdicts BIGINT NOT NULL,
+  hits BIGINT NOT NULL,
+  since_step BIGINT NOT NULL,
+  raised_by DOUBLE PRECISION NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE cache_feedback_negatives (
+  id ${d.autoId},
+  tenant_id TEXT NOT NULL,
+  entry_id TEXT NOT NULL,
+  surface TEXT NOT NULL,
+  query_vec ${d.blob},
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX cache_feedback_negatives_tenant ON cache_feedback_negatives (tenant_id, id);
+CREATE TABLE cache_feedback_requests (
+  tenant_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  caller TEXT,
+  tier TEXT NOT NULL,
+  entry_id TEXT NOT NULL,
+  query_text TEXT,
+  query_vec ${d.blob},
+  verdict TEXT,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (tenant_id, request_id)
+);
+CREATE INDEX cache_feedback_requests_age ON cache_feedback_requests (tenant_id, created_at);
+CREATE INDEX cache_feedback_requests_created ON cache_feedback_requests (created_at)`,
+    ),
   },
 ];

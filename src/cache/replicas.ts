@@ -7,7 +7,8 @@
  *  - `drop`: entries were removed — replaced, evicted (LRU, decided by the database for the tenant:
  *    CacheStore.evictOver), expired (whichever replica's DELETE removed the row announces it),
  *    deleted through the API, superseded code context;
- *  - `purge`: every entry of the tenant; `settings`: the tenant's own decision settings changed.
+ *  - `purge`: every entry of the tenant; `settings`: the tenant's own decision settings changed;
+ *    `feedback`: the tenant's wrong-hit feedback changed (the engine's FeedbackBook reads it again).
  * Appended with XADD after the database write, by the replica that made the change; each replica
  * follows the stream from its position (SharedLog) and skips its own entries by an origin id.
  *
@@ -38,7 +39,7 @@ export interface CacheSharing {
 export type SyncEvent = { o: string; q: number; t: string } & (
   | { k: "add"; vk: number; p: string | null; ek: string }
   | { k: "drop"; r: Array<[number, string | null, string]> }
-  | { k: "purge" | "settings" }
+  | { k: "purge" | "settings" | "feedback" }
 );
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
