@@ -281,7 +281,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     // under an advisory lock: replicas starting together migrate once; an older build refuses a newer schema
     yield data.migrate(sets);
     // every replica runs with the secrets the first one recorded (core/secrets.ts)
-    yield agreeOnSecrets(data, { SVC_AUTH__JWT_SECRET: jwtSecret, SVC_IDENTITY__SSO__SECRET_KEY: config.identity.sso.secret_key! });
+    yield agreeOnSecrets(data, { SVC_AUTH__JWT_SECRET: jwtSecret, SVC_IDENTITY__SSO__SECRET_KEY: identity.canonicalSecretKey(config.identity.sso.secret_key!) });
   }
   // the cache's indexes load from the database in the background: /ready waits for them, /health does not
   void cacheD.service.warmUp();

@@ -27,7 +27,7 @@ import type { AsyncStorage } from "./storage/async";
 import { migrationSets } from "./schema";
 import { normalizeCopiedText } from "./memory";
 import { agreeOnSecrets, sharedSecretStore } from "./core/secrets";
-import { SecretBox, resolveSecretKey } from "./identity/sso/secrets";
+import { SecretBox, canonicalSecretKey, resolveSecretKey } from "./identity/sso/secrets";
 import { ExitError, NO_INPUT, UNAVAILABLE, redactUrl, scrubber } from "./cli-postgres";
 
 export interface CopyOptions {
@@ -63,7 +63,7 @@ async function carrySecrets(target: AsyncStorage, config: Config, database: stri
   const node = nodeSecrets(config, database);
   const pinned: Record<string, string> = {};
   if (node.jwt) pinned.SVC_AUTH__JWT_SECRET = node.jwt;
-  if (node.ssoKey) pinned.SVC_IDENTITY__SSO__SECRET_KEY = node.ssoKey;
+  if (node.ssoKey) pinned.SVC_IDENTITY__SSO__SECRET_KEY = canonicalSecretKey(node.ssoKey);
   try {
     await agreeOnSecrets(target, pinned);
   } catch (e) {

@@ -56,6 +56,7 @@ import { passwordRoutes } from "./passwords/routes";
 
 export { IDENTITY_SECTIONS, type IdentityConfig } from "./config";
 export { PEER_ADDRESS_HEADER, AUTH_PATH_PREFIX } from "./passwords/peer";
+export { canonicalSecretKey } from "./sso/secrets";
 
 /** OpenAPI entries of the routes served natively (the composition root adds them to /openapi.json). */
 export function nativeDocs(): DocumentedOperation[] {

@@ -56,6 +56,12 @@ describe("svc on PostgreSQL", () => {
       const again = await createAppAsync(loadConfig({ ...env, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET }));
       await closeApp(again);
       await expect(createAppAsync(loadConfig({ ...env, SVC_AUTH__JWT_SECRET: "another-secret-of-enough-length" }))).rejects.toThrow(/SVC_AUTH__JWT_SECRET differs/);
+      // the same SSO key spelled in hex is the same key
+      const hex = await createAppAsync(loadConfig({ ...env, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, SVC_IDENTITY__SSO__SECRET_KEY: Buffer.from(env.SVC_IDENTITY__SSO__SECRET_KEY!, "base64").toString("hex") }));
+      await closeApp(hex);
+      await expect(
+        createAppAsync(loadConfig({ ...env, SVC_AUTH__JWT_SECRET: TEST_JWT_SECRET, SVC_IDENTITY__SSO__SECRET_KEY: Buffer.alloc(32, 9).toString("base64") })),
+      ).rejects.toThrow(/SVC_IDENTITY__SSO__SECRET_KEY differs/);
     },
     T,
   );

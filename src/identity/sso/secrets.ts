@@ -24,6 +24,11 @@ function parseKey(text: string): Buffer {
   return key;
 }
 
+/** The key's bytes in one spelling (base64), whatever spelling was configured: what replicas compare. */
+export function canonicalSecretKey(text: string): string {
+  return parseKey(text.trim()).toString("base64");
+}
+
 /** The key: configured, or generated once beside the database (with a warning). */
 export function resolveSecretKey(configured: string | undefined, dataPath: string, warn: (m: string) => void): Buffer {
   if (configured) return parseKey(configured);
