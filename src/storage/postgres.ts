@@ -256,7 +256,9 @@ export class PostgresBackend implements Backend {
         return (await this.sql.begin("ISOLATION LEVEL SERIALIZABLE", (tx) => withTx(this, tx, fn))) as T;
       } catch (e) {
         if (RETRY_TX.has(sqlState(e) ?? "") && attempt < this.txAttempts) {
-          await Bun.sleep(Math.random() * 4 * attempt);
+          // exponential backoff with full jitter (0-10 ms, 0-20, 0-40 … capped at 250): sixteen
+          // writers of one tenant at once exhausted ten attempts of a linear 0-4·n ms backoff
+          await Bun.sleep(Math.random() * Math.min(250, 5 * 2 ** attempt));
           continue;
         }
         throw this.mapError(e);
