@@ -37,7 +37,7 @@ import type { OutboundFetch, TokenMinter } from "../ports";
 import { validEmail, type UserService } from "../users/service";
 import type { RoleService } from "../roles/service";
 import type { SsoService } from "./service";
-import { pemOf } from "./service";
+import { pemOf } from "./connection-check";
 import type { SpKeys } from "./secrets";
 import { SAML_XML_LIMITS, startTags, XmlRefused, type StartTag } from "./xml-bounds";
 import { oidcOf, samlOf, type ConnectionRow, type LoginRow, type SsoDirectory, type SsoStore } from "./store";
