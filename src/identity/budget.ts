@@ -256,7 +256,10 @@ export class BudgetGuard {
     const s = this.teams(tenantId);
     const keyIds = await s.keyIdsOf(await s.subtree(b.teamId));
     await this.usage.flush();
-    ws.spent.set(b.teamId, { end, usd: await this.usage.spendUsd(tenantId, keyIds, iso(start)) });
+    const usd = await this.usage.spendUsd(tenantId, keyIds, iso(start));
+    // concurrent first requests each load; the first load that lands is kept: requests admitted on it
+    // may have settled since (spent += cost), which a later-landing read can miss (their records still queued)
+    if (ws.spent.get(b.teamId)?.end !== end) ws.spent.set(b.teamId, { end, usd });
   }
 }
 

@@ -7,6 +7,7 @@
 import { ApiError, badRequest, conflict, invalidRequest, notFound } from "../core/errors";
 import { now, uuid } from "../core/ids";
 import { l2normalize } from "../core/vectors";
+import { KeyedSerial } from "../core/serial";
 import type { MemoryConfig } from "./config";
 import { contentHash } from "./hash";
 import type { Embedder } from "./ports";
@@ -78,6 +79,12 @@ export class MemoryService {
     private readonly config: Pick<MemoryConfig, "promotions_per_minute">,
     private readonly clock: () => number = Date.now,
   ) {}
+
+  /** a project's numbered writes (milestones, log entries, merges) one at a time in this replica: see core/serial.ts */
+  private readonly numbering = new KeyedSerial();
+  private numbered<T>(tenantId: string, projectId: string, fn: () => Promise<T>): Promise<T> {
+    return this.numbering.run(`${tenantId}\u0000${projectId}`, fn);
+  }
 
   private at() {
     return new Date(this.clock()).toISOString();
@@ -156,7 +163,7 @@ export class MemoryService {
     if (early) return { milestone: early, deduplicated: true };
     const [vec] = await this.embedder.embed([milestoneEmbedText(body)]);
     // the embedding awaited: decide again, then number and insert in one transaction
-    const result = await s.tx(async () => {
+    const result = await this.numbered(tenantId, projectId, () => s.tx(async () => {
       const dup = await check();
       if (dup) return { milestone: dup, deduplicated: true, key: -1 };
       const at = this.at();
@@ -177,7 +184,7 @@ export class MemoryService {
       };
       const key = await s.insertMilestone(m, this.embedder.id, vec!);
       return { milestone: (await s.milestone(projectId, m.milestoneId))!, deduplicated: false, key };
-    });
+    }));
     if (!result.deduplicated) this.vectors.add(tenantId, projectId, "milestone", result.key, vec!);
     return { milestone: result.milestone, deduplicated: result.deduplicated };
   }
@@ -187,7 +194,7 @@ export class MemoryService {
   async appendLog(tenantId: string, projectId: string, body: { branchName?: string; agentId: string; phase: Phase; content: string }): Promise<LogEntry> {
     const s = this.stores(tenantId);
     const branchName = body.branchName ?? "main";
-    return s.tx(async () => {
+    return this.numbered(tenantId, projectId, () => s.tx(async () => {
       await this.getProject(tenantId, projectId);
       const b = await s.branch(projectId, branchName);
       if (!b) throw notFound(`branch '${branchName}'`);
@@ -205,7 +212,7 @@ export class MemoryService {
       await s.insertLog(e);
       const { content: _c, ...entry } = e;
       return entry;
-    });
+    }));
   }
 
   // ---------------------------------------------------------------- branches
@@ -271,7 +278,7 @@ export class MemoryService {
     const contribution = `Merged branch '${body.sourceBranch}' into '${target}'.`;
     const input = { branchPurpose: tgt.purpose, cumulativeProgress: body.mergeSummary, thisContribution: contribution };
     const [vec] = await this.embedder.embed([milestoneEmbedText(input)]);
-    const out = await s.tx(async () => {
+    const out = await this.numbered(tenantId, projectId, () => s.tx(async () => {
       const t2 = await check();
       const at = this.at();
       const merged = await s.countBranchMilestones(projectId, body.sourceBranch);
@@ -296,7 +303,7 @@ export class MemoryService {
       const key = await s.insertMilestone(m, this.embedder.id, vec!);
       await s.markMerged(projectId, body.sourceBranch, target, m.milestoneId, at);
       return { key, milestoneId: m.milestoneId, merged };
-    });
+    }));
     this.vectors.add(tenantId, projectId, "milestone", out.key, vec!);
     return { merged: true, milestonesMerged: out.merged, mergeMilestoneId: out.milestoneId, sourceBranchStatus: "merged" as const, sourceBranch: body.sourceBranch, targetBranch: target };
   }

@@ -152,11 +152,12 @@ describe("virtual-key analytics", () => {
         costSavedUsd: 0,
       });
     // history: one request of $0.01 per hour in each of the 24 hours before the last 6 hours
-    for (let h = 6; h < 30; h++) row(nowHour - h * HOUR + 60_000, "gpt-4o", 0.01);
+    // (every insert awaited: on PostgreSQL an insert is a round trip the analytics must not overtake)
+    for (let h = 6; h < 30; h++) await row(nowHour - h * HOUR + 60_000, "gpt-4o", 0.01);
     // in the last 6 hours: hour -3 has 6 requests costing $0.05 each (spend 30×, requests 6×); hour -1 uses a new model
-    for (let i = 0; i < 6; i++) row(nowHour - 3 * HOUR + i * 1000, "gpt-4o", 0.05);
-    row(nowHour - HOUR + 5000, "claude-3-5-sonnet", 0.01);
-    row(nowHour - HOUR + 6000, "gpt-4o", 0.01, other.id);
+    for (let i = 0; i < 6; i++) await row(nowHour - 3 * HOUR + i * 1000, "gpt-4o", 0.05);
+    await row(nowHour - HOUR + 5000, "claude-3-5-sonnet", 0.01);
+    await row(nowHour - HOUR + 6000, "gpt-4o", 0.01, other.id);
     const r = await call("GET", `/api/v1/virtual-keys/${k.id}/analytics?period=6h`, A);
     expect(r.status).toBe(200);
     const a = r.body;

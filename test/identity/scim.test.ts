@@ -35,7 +35,7 @@ describe("SCIM tokens", () => {
     });
     const plain: string = r.body.plainValue;
     expect(r.body.token.maskedValue.slice(0, 9)).toBe(plain.slice(0, 9));
-    const row = env.gw.ctx.db.get<Record<string, string>>(`SELECT * FROM scim_tokens WHERE id = $id`, { id: r.body.token.id })!;
+    const row = (await env.gw.ctx.data.tenant("tenant-a").get<Record<string, string>>(`SELECT * FROM scim_tokens WHERE id = $id AND tenant_id = $tenant`, { id: r.body.token.id }))!;
     expect(JSON.stringify(row)).not.toContain(plain.slice(5));
     expect(row.hash).toMatch(/^[0-9a-f]{64}$/);
     // never again in clear

@@ -74,7 +74,7 @@ describe("connections", () => {
       domains: [],
     });
     expect(JSON.stringify(c)).not.toContain(idp.clientSecret);
-    const row = env.gw.ctx.db.get<{ client_secret_enc: string; oidc_config: string }>(`SELECT client_secret_enc, oidc_config FROM sso_connections WHERE id = $id`, { id: c.id })!;
+    const row = (await env.gw.ctx.data.tenant("tenant-a").get<{ client_secret_enc: string; oidc_config: string }>(`SELECT client_secret_enc, oidc_config FROM sso_connections WHERE id = $id AND tenant_id = $tenant`, { id: c.id }))!;
     expect(row.client_secret_enc).toMatch(/^v1\./);
     expect(row.client_secret_enc + row.oidc_config).not.toContain(idp.clientSecret);
     // it decrypts (only) for its own connection
@@ -164,7 +164,7 @@ describe("connections", () => {
     expect((await call("DELETE", `${C}/${c.id}`, A)).body).toEqual({ deleted: true, id: c.id });
     expectError(await call("GET", `${C}/${c.id}`, A), 404, "not_found");
     expectError(await call("DELETE", `${C}/${c.id}`, A), 404, "not_found");
-    expect(env.gw.ctx.db.get<{ deleted_at: string }>(`SELECT deleted_at FROM sso_connections WHERE id = $id`, { id: c.id })!.deleted_at).toEqual(expect.any(String));
+    expect((await env.gw.ctx.data.tenant("tenant-a").get<{ deleted_at: string }>(`SELECT deleted_at FROM sso_connections WHERE id = $id AND tenant_id = $tenant`, { id: c.id }))!.deleted_at).toEqual(expect.any(String));
     // the name is free again
     expect((await call("POST", C, A, oidcBody({ name: "Renamed" }))).status).toBe(201);
   });

@@ -140,10 +140,12 @@ describe("projects", () => {
     expect(del.text).toBe("");
     expectError(await e.call("GET", "/projects/doomed"), 404, "not_found");
     expectError(await e.call("GET", "/sources/doomed-src/status"), 404, "not_found");
-    const db = e.gw.ctx.db;
+    // through the async storage: this file also runs on PostgreSQL (test/pg/)
+    const db = e.gw.ctx.data.tenant("tenant-a");
     for (const t of ["memory_milestones", "memory_branches", "memory_logs", "memory_sessions", "memory_knowledge", "memory_sources", "memory_metadata"])
-      expect(db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE tenant_id = 'tenant-a' AND project_id = 'doomed'`)!.n).toBe(0);
-    expect(db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_milestones_fts WHERE rowid NOT IN (SELECT key FROM memory_milestones)`)!.n).toBe(0);
+      expect(Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE tenant_id = $tenant AND project_id = 'doomed'`))!.n)).toBe(0);
+    const orphans = await e.gw.ctx.data.global("test: lexical index rows of no milestone").get<{ n: number }>(`SELECT COUNT(*) AS n FROM memory_milestones_fts WHERE rowid NOT IN (SELECT key FROM memory_milestones)`);
+    expect(Number(orphans!.n)).toBe(0);
     expect((await e.call("POST", "/search", { query: "doomed unique xylophone" })).body.milestones.some((x: any) => x.milestoneId === m.milestoneId)).toBe(false);
     // the id can be used again, from scratch
     expect((await mkProject("doomed")).milestoneCount).toBe(0);
@@ -207,7 +209,7 @@ describe("store", () => {
   test("50 parallel stores: sequence numbers 1..50, gap-free and unique; 10 parallel identical stores make one row", async () => {
     await mkProject("conc");
     const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => e.call("POST", "/projects/conc/store", milestone(`parallel ${i}`))));
-    expect(rs.every((r) => r.status === 201)).toBe(true);
+    expect(rs.filter((r) => r.status !== 201)).toEqual([]);
     expect(rs.map((r) => r.body.sequenceNumber).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
     expect((await e.call("GET", "/projects/conc")).body.milestoneCount).toBe(50);
     const same = await Promise.all(Array.from({ length: 10 }, () => e.call("POST", "/projects/conc/store", milestone("identical"))));

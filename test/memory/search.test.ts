@@ -7,6 +7,8 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { memoryEnv, expectError, type Env } from "./helpers";
 import { ftsQuery } from "../../src/memory/search";
+import { restartableEnv } from "../helpers/gateway";
+import { testBackend } from "../helpers/backend";
 
 let e: Env;
 const store = (p: string, thisContribution: string, token?: string, extra: Record<string, unknown> = {}) =>
@@ -151,7 +153,7 @@ describe("saved indexes", () => {
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
     const dir = mkdtempSync(join(tmpdir(), "svc-memory-idx-"));
-    const env = { SVC_STORAGE__PATH: join(dir, "svc.db") };
+    const env = await restartableEnv(dir); // the same database for both gateways, SQLite or PostgreSQL (test/pg/)
     try {
       const one = await memoryEnv({}, env);
       await one.call("POST", "/projects", { projectId: "keep", name: "k", roadmap: "" });
@@ -166,7 +168,7 @@ describe("saved indexes", () => {
       expect(r.body.milestones[0].thisContribution).toBe("beta rollout plan");
       expect(two.gw.ctx.memory.vectors.loadedFromDisk).toBe(1);
       expect(two.gw.ctx.memory.vectors.builtFromRows).toBe(0);
-      // a row written while no index is loaded makes the saved file stale: rebuilt from SQLite, the new row found
+      // a row written while no index is loaded makes the saved file stale: rebuilt from the database, the new row found
       two.gw.ctx.memory.vectors.clear();
       await two.call("POST", "/projects/keep/store", { branchPurpose: "p", cumulativeProgress: "delta", thisContribution: "delta migration notes", agentId: "a" });
       const s = await two.call("POST", "/projects/keep/search", { query: "delta migration notes" });
@@ -177,7 +179,8 @@ describe("saved indexes", () => {
       await two.call("DELETE", "/projects/keep");
       expect(readdirSync(join(dir, "memory-index")).filter((f) => f.endsWith(".usearch")).length).toBe(0);
       await two.stop();
-      expect(existsSync(join(dir, "svc.db"))).toBe(true);
+      // the database stays (on PostgreSQL there is no SQLite file at all)
+      expect(existsSync(join(dir, "svc.db"))).toBe(testBackend() === "sqlite");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -355,13 +355,14 @@ describe("status, duplicate, delete", () => {
     const p = await create({ name: "Doomed", template: "x {{a=1}}" });
     await call("PUT", `${P}/${p.id}`, A, { template: "y" });
     await call("POST", `${P}/${p.id}/test`, A, {});
-    const count = (table: string) => gw.ctx.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE prompt_id = $id`, { id: p.id })!.n;
-    expect(count("prompt_versions")).toBe(2);
-    expect(count("prompt_runs")).toBe(1);
+    // through the async storage: this file also runs on PostgreSQL (test/pg/)
+    const count = async (table: string) => Number((await gw.ctx.data.tenant("tenant-a").get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE prompt_id = $id AND tenant_id = $tenant`, { id: p.id }))!.n);
+    expect(await count("prompt_versions")).toBe(2);
+    expect(await count("prompt_runs")).toBe(1);
     const d = await call("DELETE", `${P}/${p.id}`, A);
     expect(d).toEqual({ status: 200, body: { deleted: true, id: p.id } });
-    expect(count("prompt_versions")).toBe(0);
-    expect(count("prompt_runs")).toBe(0);
+    expect(await count("prompt_versions")).toBe(0);
+    expect(await count("prompt_runs")).toBe(0);
     expectError(await call("GET", `${P}/${p.id}`, A), 404, "not_found");
     expectError(await call("DELETE", `${P}/${p.id}`, A), 404, "not_found");
   });
