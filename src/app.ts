@@ -248,6 +248,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     indexDir: memory.indexDirOf(config.storage.path),
     env: process.env,
     clock: wallClock,
+    followDatabase: shared,
   });
   yield "memory";
   const readiness: Record<string, ops.ReadinessCheck> = {

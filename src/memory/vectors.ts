@@ -7,11 +7,22 @@
  * shutdown, and loaded instead of rebuilt when its fingerprint (count, max and sum of the item
  * keys) still matches SQLite — a restart then costs a file read, not an HNSW build (≈ 2 s per
  * 10,000 milestones on 2 cores). A stale or damaged file is ignored: SQLite stays the source of truth.
+ *
+ * On a database shared by replicas (`followDatabase`), another replica's writes change what a
+ * search must find: before each search a loaded index compares the rows' fingerprint (one aggregate
+ * query) with the one it last matched; new rows (keys above the last maximum) are added, and an
+ * index that still differs (rows deleted or replaced elsewhere) is rebuilt from the database.
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DEFAULT_INDEX_PARAMS, VectorIndex, type Neighbour } from "../core/vector-index";
 import type { ItemKind, MemoryStore } from "./store";
+
+interface Fingerprint {
+  count: number;
+  maxKey: number;
+  sumKey: number;
+}
 
 interface Loaded {
   idx: VectorIndex;
@@ -19,6 +30,8 @@ interface Loaded {
   projectId: string;
   kind: ItemKind;
   embedderId: string;
+  /** the database's fingerprint this index last matched (followDatabase) */
+  seen?: Fingerprint;
 }
 
 export class MemoryVectors {
@@ -34,6 +47,8 @@ export class MemoryVectors {
     private readonly maxIndexes = 1_000,
     /** where indexes are saved; null = never (in-memory databases, tests) */
     private readonly dir: string | null = null,
+    /** other replicas write to the same database: check each loaded index against it before a search */
+    private readonly followDatabase = false,
   ) {}
 
   private file(tenantId: string, projectId: string, kind: ItemKind): string {
@@ -78,7 +93,8 @@ export class MemoryVectors {
 
   private async build(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number, k: string): Promise<VectorIndex> {
     const idx = new VectorIndex({ ...DEFAULT_INDEX_PARAMS, dimensions, quantization: "f32" });
-    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), await store.fingerprint(kind, projectId, embedderId))) this.loadedFromDisk++;
+    const seen = this.dir || this.followDatabase ? await store.fingerprint(kind, projectId, embedderId) : undefined;
+    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), seen!)) this.loadedFromDisk++;
     else {
       idx.addMany(await store.vectors(kind, projectId, embedderId));
       this.builtFromRows++;
@@ -90,7 +106,7 @@ export class MemoryVectors {
       } else idx.remove(op.key);
     }
     this.queued.delete(k);
-    this.indexes.set(k, { idx, store, projectId, kind, embedderId });
+    this.indexes.set(k, { idx, store, projectId, kind, embedderId, seen });
     while (this.indexes.size > this.maxIndexes) {
       const oldest = this.indexes.keys().next().value!;
       void this.save(this.indexes.get(oldest)!);
@@ -112,12 +128,32 @@ export class MemoryVectors {
   }
 
   async search(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, query: Float32Array, k: number): Promise<Neighbour[]> {
-    return (await this.indexOf(store, projectId, kind, embedderId, query.length)).search(query, k);
+    return (await this.current(store, projectId, kind, embedderId, query.length)).search(query, k);
   }
 
   /** Items in a project's index (the searched scope's size: how rare a word is among them). */
   async size(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): Promise<number> {
-    return (await this.indexOf(store, projectId, kind, embedderId, dimensions)).size;
+    return (await this.current(store, projectId, kind, embedderId, dimensions)).size;
+  }
+
+  /** The index, brought up to the database's rows when other replicas write to it (see the header). */
+  private async current(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): Promise<VectorIndex> {
+    const idx = await this.indexOf(store, projectId, kind, embedderId, dimensions);
+    if (!this.followDatabase) return idx;
+    const k = this.key(store.tenantId, projectId, kind);
+    const l = this.indexes.get(k);
+    if (!l || l.idx !== idx) return idx;
+    const fp = await store.fingerprint(kind, projectId, embedderId);
+    const seen = l.seen;
+    if (seen && fp.count === seen.count && fp.maxKey === seen.maxKey && fp.sumKey === seen.sumKey) return idx;
+    for (const r of await store.vectorsAfter(kind, projectId, embedderId, seen?.maxKey ?? 0)) if (!idx.has(r.vecKey) && r.vec.length === dimensions) idx.add(r.vecKey, r.vec);
+    if (idx.size === fp.count) {
+      l.seen = fp;
+      return idx;
+    }
+    // rows deleted or replaced by another replica: rebuild from the database
+    if (this.indexes.get(k) === l) this.indexes.delete(k);
+    return this.indexOf(store, projectId, kind, embedderId, dimensions);
   }
 
   dropProject(tenantId: string, projectId: string) {
