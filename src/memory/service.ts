@@ -8,6 +8,7 @@ import { ApiError, badRequest, conflict, invalidRequest, notFound } from "../cor
 import { now, uuid } from "../core/ids";
 import { l2normalize } from "../core/vectors";
 import { KeyedSerial } from "../core/serial";
+import { StorageConstraintError } from "../storage/errors";
 import type { MemoryConfig } from "./config";
 import { contentHash } from "./hash";
 import type { Embedder } from "./ports";
@@ -99,10 +100,14 @@ export class MemoryService {
   async createProject(tenantId: string, body: { projectId: string; name: string; roadmap: string }): Promise<Project> {
     const s = this.stores(tenantId);
     const at = this.at();
-    await s.tx(async () => {
-      if (await s.projectExists(body.projectId)) throw conflict(`project '${body.projectId}' already exists`);
-      await s.insertProject({ ...body, at });
-    });
+    // the primary key decides "already exists": a read before the insert would make concurrent
+    // creates of different projects conflict on PostgreSQL's predicate locks (SERIALIZABLE)
+    try {
+      await s.tx(() => s.insertProject({ ...body, at }));
+    } catch (e) {
+      if (e instanceof StorageConstraintError && e.kind === "unique") throw conflict(`project '${body.projectId}' already exists`);
+      throw e;
+    }
     return (await s.project(body.projectId))!;
   }
 

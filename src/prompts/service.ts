@@ -56,7 +56,9 @@ const STATUS_MOVES: Record<PromptStatus, PromptStatus[]> = {
 
 export const SLUG_MAX = 96;
 /** creates that lost a race for the same slug to a concurrent one, tried again up to this many times in all */
-const SLUG_ATTEMPTS = 16;
+const SLUG_ATTEMPTS = 40;
+/** attempts that take the next free slug (contiguous -2, -3, … for concurrent creates of one name) */
+const SLUG_IN_TURN = 24;
 
 /** Lower-case ASCII words joined by '-', accents folded; "prompt" when nothing is left. */
 export function slugify(name: string): string {
@@ -123,9 +125,9 @@ export class PromptService {
   async create(actor: Actor, input: CreatePromptInput, firstMessage?: string): Promise<Prompt> {
     for (let attempt = 1; ; attempt++) {
       try {
-        // after a collision, writers of the same name spread over the next free slugs (skip a
-        // random number of them, the range doubling each attempt) instead of all racing for one
-        const skip = attempt === 1 ? 0 : Math.floor(Math.random() * Math.min(64, 2 ** (attempt - 1)));
+        // writers of one name take the next free slugs in turn (one wins each round); past
+        // SLUG_IN_TURN rounds they spread over the next free ones (a random skip, its range doubling)
+        const skip = attempt <= SLUG_IN_TURN ? 0 : Math.floor(Math.random() * Math.min(64, 2 ** (attempt - SLUG_IN_TURN)));
         return await this.createOnce(actor, input, firstMessage, skip);
       } catch (e) {
         if (!(e instanceof StorageConstraintError && e.kind === "unique") || attempt >= SLUG_ATTEMPTS) throw e;

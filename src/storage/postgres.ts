@@ -39,7 +39,8 @@ export interface PostgresOptions {
   /** Retry-After the unavailable error carries; default 2 */
   retryAfterSeconds?: number;
   /**
-   * attempts of a transaction that hits serialization failures/deadlocks; default 10. Each failed
+   * attempts of a transaction that hits serialization failures/deadlocks; default 20 (backing off
+   * exponentially, capped at 250 ms: a busy tenant's burst of writers gets through, ~3 s at worst). Each failed
    * attempt means another transaction committed, so N transactions contending on one row all
    * commit when N <= txAttempts.
    */
@@ -137,7 +138,7 @@ export class PostgresBackend implements Backend {
     this.description = `postgres ${u.hostname}:${u.port || 5432}/${database}${opts.schema ? ` schema ${opts.schema}` : ""}`;
     this.queryTimeoutMs = opts.queryTimeoutMs ?? 10_000;
     this.retryAfter = opts.retryAfterSeconds ?? 2;
-    this.txAttempts = opts.txAttempts ?? 10;
+    this.txAttempts = opts.txAttempts ?? 20;
     this.sql = new SQL(opts.url, {
       adapter: "postgres",
       // explicit, so PGDATABASE in the environment cannot point the pool elsewhere
