@@ -24,8 +24,10 @@ export const token = (tenantId: string, permissions: string[], sub?: string): Pr
 export interface Replica {
   name: string;
   url: string;
-  proc: Subprocess<"ignore", "ignore", "pipe">;
-  /** what the process wrote to stderr so far */
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** what the process wrote so far: its log (stdout) and stderr, as they arrived */
+  output(): string;
+  /** what the process wrote to stderr alone (the start-up refusals) */
   stderr(): string;
   /** resolves with the exit code */
   exited: Promise<number>;
@@ -70,15 +72,21 @@ export async function spawnReplica(name: string, env: Record<string, string>): P
   const proc = Bun.spawn([BUN, "--max-http-header-size=262144", MAIN], {
     cwd: ROOT,
     env: { ...cleanEnv(), ...env, SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
-    stdout: "ignore",
+    stdout: "pipe",
     stderr: "pipe",
   });
+  let out = "";
   let err = "";
-  // drain stderr continuously: a full pipe would block the process
-  const drained = (async () => {
+  // drain both pipes continuously: a full pipe would block the process
+  const drain = async (stream: ReadableStream<Uint8Array>, isErr: boolean) => {
     const dec = new TextDecoder();
-    for await (const chunk of proc.stderr) err += dec.decode(chunk, { stream: true });
-  })().catch(() => {});
+    for await (const chunk of stream) {
+      const text = dec.decode(chunk, { stream: true });
+      out += text;
+      if (isErr) err += text;
+    }
+  };
+  const drained = Promise.all([drain(proc.stdout, false), drain(proc.stderr, true)]).catch(() => {});
   const exited = proc.exited.then(async (code) => {
     await drained;
     return code;
@@ -87,6 +95,7 @@ export async function spawnReplica(name: string, env: Record<string, string>): P
     name,
     url: `http://127.0.0.1:${port}`,
     proc,
+    output: () => out,
     stderr: () => err,
     exited,
     async stop() {
@@ -99,12 +108,12 @@ export async function spawnReplica(name: string, env: Record<string, string>): P
   };
 }
 
-/** GET /health answers 200 (the process listens); throws with its stderr if it exited first */
+/** GET /health answers 200 (the process listens); throws with its output if it exited first */
 export async function waitStarted(r: Replica, timeoutMs = 60_000): Promise<void> {
   try {
     await waitHealthy(r.url, r.proc, timeoutMs);
   } catch (e) {
-    throw new Error(`replica ${r.name} did not start: ${e}\n${r.stderr().slice(-3000)}`);
+    throw new Error(`replica ${r.name} did not start: ${e}\n${r.output().slice(-3000)}`);
   }
 }
 
@@ -124,7 +133,7 @@ export async function waitReady(r: Replica, timeoutMs = 60_000): Promise<void> {
       timeoutMs,
     );
   } catch (e) {
-    throw new Error(`${e} (last /ready: ${last})\n${r.stderr().slice(-3000)}`);
+    throw new Error(`${e} (last /ready: ${last})\n${r.output().slice(-3000)}`);
   }
 }
 

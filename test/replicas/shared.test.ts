@@ -59,7 +59,7 @@ describe("three replicas started together on an empty database", () => {
       await sql.close();
     }
     // no replica logged a failed migration or a crash on its way up
-    for (const r of replicas) expect(r.stderr()).not.toMatch(/already exists|duplicate key|unhandled|uncaught/i);
+    for (const r of replicas) expect(r.output()).not.toMatch(/already exists|duplicate key|unhandled|uncaught/i);
     console.log(`3 replicas from spawn to ready on an empty database: ${Math.round(startMs)} ms`);
   }, 60_000);
 });
@@ -145,4 +145,46 @@ describe("a write through one replica is read through the others at once", () =>
     );
     expect(last.totals.totalTokens).toBe(sent.tokens);
   }, 60_000);
+});
+
+describe("the same thing created through several replicas at once", () => {
+  /** `n` concurrent calls spread over the replicas: exactly one wins (2xx), the others answer 409 in their envelope */
+  const race = async (what: string, n: number, send: (i: number) => Promise<{ status: number; body: any }>) => {
+    const rs = await Promise.all(Array.from({ length: n }, (_, i) => send(i)));
+    const statuses = rs.map((r) => r.status);
+    expect({ what, won: statuses.filter((s) => s < 300).length, others: [...new Set(statuses.filter((s) => s >= 300))] }).toEqual({ what, won: 1, others: [409] });
+    for (const r of rs.filter((r) => r.status === 409)) expect(JSON.stringify(r.body)).toContain("conflict");
+  };
+
+  test("one wins, the others get 409 conflict — never a 500 from the unique index (users, teams, roles, memory, SCIM tokens, MCP servers, entities, rules)", async () => {
+    const t = await token("tenant-race", ["WorkspaceAdmin"], "admin");
+    const at = (i: number, method: string, path: string, json?: unknown) => on(i % 3, method, path, json, t);
+    await race("user", 6, (i) => at(i, "POST", "/api/v1/users", { email: "race@example.com" }));
+    await race("team", 6, (i) => at(i, "POST", "/api/v1/teams", { name: "race" }));
+    await race("role", 6, (i) => at(i, "POST", "/api/v1/roles", { name: "race", permissions: ["ViewKeys"] }));
+    await race("memory project", 6, (i) => at(i, "POST", "/api/v1/memory/projects", { projectId: "race", name: "Race", roadmap: "" }));
+    await race("memory branch", 6, (i) => at(i, "POST", "/api/v1/memory/projects/race/branches", { branchName: "feat", purpose: "race", agentId: "a" }));
+    await race("SCIM token", 6, (i) => at(i, "POST", "/api/v1/scim/tokens", { name: "race" }));
+    // each round a new name: the check-then-insert of an MCP server lost to the unique index with a 500 on PostgreSQL
+    for (let round = 0; round < 3; round++) await race("MCP server", 6, (i) => at(i, "POST", "/api/v1/mcp/servers", { name: `race-${round}`, url: mcp.url }));
+    for (let round = 0; round < 3; round++) await race("MCP entity", 6, (i) => at(i, "POST", "/api/v1/mcp/entities", { name: `race-${round}` }));
+    const server = await at(0, "POST", "/api/v1/mcp/servers", { name: "race-tools", url: mcp.url });
+    const discovered = await at(0, "POST", `/api/v1/mcp/servers/${server.body.server.id}/discover`);
+    expect(discovered.status).toBe(200);
+    const tool = Object.fromEntries(discovered.body.tools.map((x: any) => [x.name, x.id]));
+    await race("MCP rule", 6, (i) => at(i, "POST", "/api/v1/mcp/rules", { writeToolId: tool.update_issue, invalidateToolId: tool.get_issue }));
+
+    // rule generation skips existing pairs: generations racing each other all succeed, and each pair is made once
+    const entity = await at(0, "POST", "/api/v1/mcp/entities", { name: "race-issue" });
+    for (const [name, operation] of [["update_issue", "WRITE"], ["set_label", "WRITE"], ["get_issue", "READ"], ["list_issues", "READ"]] as const)
+      expect((await at(0, "POST", "/api/v1/mcp/tool-entities", { toolId: tool[name], entityId: entity.body.id, paramName: "issue_id", operation })).status).toBe(200);
+    const gens = await Promise.all(Array.from({ length: 6 }, (_, i) => at(i, "POST", "/api/v1/mcp/rules/generate")));
+    expect(gens.map((g) => g.status)).toEqual(gens.map(() => 200));
+    // 2 writers × 2 readers, one of them made by hand above
+    expect(gens.reduce((n, g) => n + g.body.rulesGenerated, 0)).toBe(3);
+  }, 60_000);
+
+  test("no replica logged an unhandled error", () => {
+    for (const r of replicas) expect(r.output().split("\n").filter((l) => l.includes('"unhandled error"'))).toEqual([]);
+  });
 });

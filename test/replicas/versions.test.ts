@@ -50,7 +50,7 @@ async function inSchema<T>(db: { url: string; schema: string }, fn: (sql: SQL) =
 /** a process that must exit by itself: its exit code and stderr, bounded in time */
 async function exitOf(r: Replica, timeoutMs = 60_000): Promise<{ code: number; stderr: string }> {
   const code = await Promise.race([r.exited, Bun.sleep(timeoutMs).then(() => "still running" as const)]);
-  if (code === "still running") throw new Error(`replica ${r.name} did not exit within ${timeoutMs} ms: ${r.stderr().slice(-2000)}`);
+  if (code === "still running") throw new Error(`replica ${r.name} did not exit within ${timeoutMs} ms: ${r.output().slice(-2000)}`);
   return { code, stderr: r.stderr() };
 }
 
