@@ -4,10 +4,16 @@
  * answer 503 `service_unavailable` in their envelope with Retry-After within a few seconds (never
  * hang), /health stays 200 and /ready is 503 naming the database; once it is back the service
  * resumes by itself (the pool reconnects), and every write that answered 2xx is in the database.
+ * A server that stops answering without closing its connections (frozen, or a network partition)
+ * fails a transaction within the statement deadline too, instead of holding it forever.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { startPostgres, type OwnPostgres } from "../helpers/postgres";
+import { PostgresBackend } from "../../src/storage/postgres";
+import { StorageUnavailableError } from "../../src/storage/errors";
 import { replicaEnv, spawnReplica, token, until, waitReady, type Replica } from "./cluster";
 
 /** a request that needs the database must answer within this while it is down (the bound a client sees) */
@@ -110,3 +116,72 @@ test("PostgreSQL restarted mid-traffic: 503 with Retry-After while down, /ready 
     `PostgreSQL restart: ${outcomes.length} requests, ${acknowledged.length} writes acknowledged (all stored), ${failures.length} answered 503, slowest 503 ${Math.round(slowest)} ms`,
   );
 }, 120_000);
+
+/** the server's processes (postmaster and its children): SIGSTOP freezes it with its connections open */
+function serverPids(): number[] {
+  const postmaster = Number(readFileSync(join(pg.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return Number(readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]!.split(" ")[1]) === postmaster;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [postmaster, ...children];
+}
+
+test("a frozen server (connections open, no answers): a transaction fails with StorageUnavailableError within the deadline, and one abandoned before BEGIN answered never runs", async () => {
+  const QUERY_TIMEOUT_MS = 600;
+  const backend = new PostgresBackend({ url: pg.url(), poolSize: 2, queryTimeoutMs: QUERY_TIMEOUT_MS });
+  const pids: number[] = [];
+  let thaw: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await backend.run("CREATE TABLE IF NOT EXISTS frozen_writes (id TEXT PRIMARY KEY)");
+    // both pooled connections open and idle: BEGIN goes to a server that will not answer
+    await Promise.all([backend.tx(() => backend.run("INSERT INTO frozen_writes (id) VALUES ('warm-1')")), backend.tx(() => backend.run("INSERT INTO frozen_writes (id) VALUES ('warm-2')"))]);
+    pids.push(...serverPids());
+    for (const p of pids) process.kill(p, "SIGSTOP");
+    // whatever happens below, the server is thawed again (a hang must fail this test, not the ones after it)
+    thaw = setTimeout(() => pids.forEach((p) => process.kill(p, "SIGCONT")), 15_000);
+
+    const t0 = performance.now();
+    const failed = await Promise.race([
+      backend.tx(() => backend.run("INSERT INTO frozen_writes (id) VALUES ('abandoned')")).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      Bun.sleep(12_000).then(() => "the transaction hung"),
+    ]);
+    const ms = performance.now() - t0;
+    expect(failed).toBeInstanceOf(StorageUnavailableError);
+    // the deadline plus one sweep of the deadline checker, with room for a busy machine
+    expect(ms).toBeLessThan(QUERY_TIMEOUT_MS * 4);
+    // a single statement was bounded already
+    await expect(backend.get("SELECT 1 AS one")).rejects.toBeInstanceOf(StorageUnavailableError);
+  } finally {
+    clearTimeout(thaw);
+    for (const p of pids) process.kill(p, "SIGCONT");
+  }
+  try {
+    // the server answers again: the pool serves transactions, and the abandoned one never ran its body
+    let last: unknown;
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      try {
+        await backend.tx(() => backend.run("INSERT INTO frozen_writes (id) VALUES ('after')"));
+        break;
+      } catch (e) {
+        last = e;
+        if (performance.now() > deadline) throw new Error(`no transaction succeeded after the server thawed: ${last}`);
+        await Bun.sleep(50);
+      }
+    }
+    const ids = (await backend.all<{ id: string }>("SELECT id FROM frozen_writes ORDER BY id")).map((r) => r.id);
+    expect(ids).toEqual(["after", "warm-1", "warm-2"]);
+  } finally {
+    await backend.close();
+  }
+}, 60_000);
