@@ -100,6 +100,10 @@ export class VectorIndex {
     this.dirty = true;
   }
 
+  has(key: number): boolean {
+    return this.index.contains(BigInt(key)) === true;
+  }
+
   remove(key: number) {
     const k = BigInt(key);
     if (this.index.contains(k)) {

@@ -123,6 +123,22 @@ describe("a write through one replica is read through the others at once", () =>
     expect(project.status).toBe(200);
   }, 60_000);
 
+  test("memory search: a milestone stored on A after B loaded the project's vector index is found by B's semantic search", async () => {
+    expect((await on(A, "POST", "/api/v1/memory/projects", { projectId: "searched", name: "Searched", roadmap: "" })).status).toBe(201);
+    const first = await on(A, "POST", "/api/v1/memory/projects/searched/store", { branchPurpose: "search", cumulativeProgress: "one", thisContribution: "first note about apples", agentId: "a" });
+    expect(first.status).toBe(201);
+    // B builds its in-process index of the project now (the fake embedder gives every text the same
+    // vector, so a query sharing no word with the milestones finds them by meaning alone)
+    const semantic = async (i: number) => ((await on(i, "POST", "/api/v1/memory/projects/searched/search", { query: "zzz unrelated" })).body.milestones as any[]).map((m) => m.milestoneId).sort();
+    expect(await semantic(B)).toEqual([first.body.milestoneId]);
+    const second = await on(A, "POST", "/api/v1/memory/projects/searched/store", { branchPurpose: "search", cumulativeProgress: "two", thisContribution: "second note about pears", agentId: "a" });
+    expect(second.status).toBe(201);
+    const both = [first.body.milestoneId, second.body.milestoneId].sort();
+    expect(await semantic(A)).toEqual(both);
+    // B's index was built before the second milestone existed: it must not miss it
+    expect(await semantic(B)).toEqual(both);
+  }, 60_000);
+
   test("usage: requests through A and B add up in C's usage totals (records are written behind: polled)", async () => {
     const tenant = await token("tenant-usage", ["WorkspaceAdmin"], "admin");
     const sent = { requests: 0, tokens: 0 };
