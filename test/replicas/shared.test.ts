@@ -87,19 +87,26 @@ describe("a write through one replica is read through the others at once", () =>
     const chat = await on(B, "POST", "/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: "key from A" }] }, k.body.key);
     expect(chat.status).toBe(200);
     expect(chat.body.choices[0].message.content).toContain("key from A");
+    // C has used (and cached) the key before it is revoked
+    expect((await on(C, "GET", "/api/v1/virtual-keys", undefined, k.body.key)).status).toBe(200);
     const revoked = await on(B, "DELETE", `/api/v1/virtual-keys/${k.body.id}`);
     expect(revoked.status).toBeLessThan(300);
     // other replicas learn of a revocation from the database within the key cache's 5 s
     await until("C refuses the revoked key", async () => (await on(C, "GET", "/api/v1/virtual-keys", undefined, k.body.key)).status === 401, 15_000);
   }, 60_000);
 
-  test("users: created on A, read on B and listed on C", async () => {
+  test("users: created on A, read on B and listed on C; suspended on A, refused on B within the user cache's window", async () => {
     const u = await on(A, "POST", "/api/v1/users", { email: "shared-user@example.com" });
     expect(u.status).toBe(201);
     const got = await on(B, "GET", `/api/v1/users/${u.body.id}`);
     expect(got.status).toBe(200);
     expect(got.body.email).toBe("shared-user@example.com");
     expect(JSON.stringify((await on(C, "GET", "/api/v1/users")).body)).toContain("shared-user@example.com");
+    const userToken = await token("tenant-r", ["ViewKeys"], `user:${u.body.id}`);
+    expect((await on(B, "GET", "/api/v1/virtual-keys", undefined, userToken)).status).toBe(200);
+    expect((await on(A, "PUT", `/api/v1/users/${u.body.id}`, { status: "SUSPENDED" })).status).toBe(200);
+    // without Redis, B re-reads a user from the database once its cached copy is older than SVC_IDENTITY__USER_CACHE_MS (2 s)
+    await until("B refuses the suspended user", async () => (await on(B, "GET", "/api/v1/virtual-keys", undefined, userToken)).status === 401, 15_000);
   }, 60_000);
 
   test("MCP servers: registered on A, listed on B and C", async () => {
