@@ -6,6 +6,7 @@
  *   non-zero exit, stderr names the unknown id;
  * - a database that cannot be reached at start: the process exits non-zero naming the database
  *   (a supervisor restarts it) rather than serving without one.
+ * Each test has a schema (or no database) of its own: they run concurrently.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
@@ -54,7 +55,7 @@ async function exitOf(r: Replica, timeoutMs = 60_000): Promise<{ code: number; s
   return { code, stderr: r.stderr() };
 }
 
-describe("build and schema versions", () => {
+describe.concurrent("build and schema versions", () => {
   test("a new build on an older schema migrates what is missing and serves", async () => {
     const db = await olderSchema("older");
     const id = `${LAST.domain}/${LAST.id}`;
