@@ -5,7 +5,9 @@
  * - an older build on a newer schema (a migration id it does not know is recorded) refuses to start:
  *   non-zero exit, stderr names the unknown id;
  * - a database that cannot be reached at start: the process exits non-zero naming the database
- *   (a supervisor restarts it) rather than serving without one.
+ *   (a supervisor restarts it) rather than serving without one;
+ * - a replica killed (-9) while it migrates an empty database: each migration is a transaction of its
+ *   own and the lock dies with the connection, so the next replica migrates the rest and serves.
  * Each test has a schema (or no database) of its own: they run concurrently.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -14,7 +16,8 @@ import { freePort } from "../../scripts/bench/harness";
 import { dropSchema, freshSchema } from "../helpers/postgres";
 import { migrationSets } from "../../src/schema";
 import { openStorage } from "../../src/storage/open";
-import { replicaEnv, spawnReplica, token, waitReady, call, type Replica } from "./cluster";
+import { orderedPostgresMigrations } from "../../src/storage/migrations";
+import { replicaEnv, spawnReplica, token, until, waitReady, call, type Replica } from "./cluster";
 
 const LAST = { domain: "gateway", id: "0008_request_outcomes" };
 const started: Replica[] = [];
@@ -101,5 +104,27 @@ describe.concurrent("build and schema versions", () => {
     const { code, stderr } = await exitOf(r);
     expect(code).not.toBe(0);
     expect(stderr).toContain(`127.0.0.1:${port}/svc`);
+  }, 90_000);
+
+  test("a replica killed while it migrates an empty database: the next one applies the rest and serves", async () => {
+    const db = await freshSchema("killed_migrating");
+    schemas.push(db);
+    const all = orderedPostgresMigrations(migrationSets()).map((m) => m.id).sort();
+    const recorded = () =>
+      inSchema(db, async (sql) => {
+        if (!(await sql`SELECT to_regclass('schema_migrations')::text AS t`)[0].t) return [] as string[];
+        return ((await sql`SELECT id FROM schema_migrations ORDER BY id`) as Array<{ id: string }>).map((r) => r.id);
+      });
+    const first = await spawnReplica("migrating", replicaEnv(db));
+    started.push(first);
+    await until("the first replica has applied a few migrations", async () => (await recorded()).length >= 3, 60_000);
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    const before = await recorded();
+    const second = await spawnReplica("next", replicaEnv(db));
+    started.push(second);
+    await waitReady(second);
+    expect(await recorded()).toEqual(all);
+    console.log(`killed while migrating: ${before.length} of ${all.length} migrations recorded at the kill; the next replica applied the rest`);
   }, 90_000);
 });
