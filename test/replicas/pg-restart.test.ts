@@ -14,19 +14,21 @@ import { join } from "node:path";
 import { startPostgres, type OwnPostgres } from "../helpers/postgres";
 import { PostgresBackend } from "../../src/storage/postgres";
 import { StorageUnavailableError } from "../../src/storage/errors";
-import { replicaEnv, spawnReplica, token, until, waitReady, type Replica } from "./cluster";
+import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
+import { call, replicaEnv, spawnReplica, token, until, waitReady, type Replica } from "./cluster";
 
 /** a request that needs the database must answer within this while it is down (the bound a client sees) */
 const ANSWER_WITHIN_MS = 5_000;
 const TENANT = "tenant-restart";
 
 let pg: OwnPostgres;
+let fake: FakeUpstream;
 let svc: Replica;
 let admin: string;
 
 beforeAll(async () => {
-  pg = await startPostgres();
-  svc = await spawnReplica("A", { ...replicaEnv({ url: pg.url() }), SVC_RATE_LIMITS__ENABLED: "false" });
+  [pg, fake] = await Promise.all([startPostgres(), startFakeUpstream()]);
+  svc = await spawnReplica("A", { ...replicaEnv({ url: pg.url() }, fake.url), SVC_RATE_LIMITS__ENABLED: "false" });
   await waitReady(svc);
   admin = await token(TENANT, ["WorkspaceAdmin"], "admin");
 }, 120_000);
@@ -34,10 +36,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
   await pg?.destroy();
+  await fake?.stop();
 });
 
 interface Outcome {
-  kind: "write" | "read";
+  kind: "write" | "read" | "proxy";
   status: number;
   ms: number;
   id?: string;
@@ -52,19 +55,33 @@ test("PostgreSQL restarted mid-traffic: 503 with Retry-After while down, /ready 
   const once = async (kind: Outcome["kind"]) => {
     const t0 = performance.now();
     const i = n++;
-    const r = await fetch(`${svc.url}/api/v1/prompts${kind === "read" ? "?limit=5" : ""}`, {
-      method: kind === "write" ? "POST" : "GET",
+    const r = await fetch(kind === "proxy" ? `${svc.url}/v1/chat/completions` : `${svc.url}/api/v1/prompts${kind === "read" ? "?limit=5" : ""}`, {
+      method: kind === "read" ? "GET" : "POST",
       headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: kind === "write" ? JSON.stringify({ name: `restart ${i}`, template: `write number ${i}` }) : undefined,
+      body:
+        kind === "write"
+          ? JSON.stringify({ name: `restart ${i}`, template: `write number ${i}` })
+          : kind === "proxy"
+            ? JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: `proxied ${i}` }] })
+            : undefined,
       // a hang is a failure: the bound is well past the few seconds asked for, so the test reports the time
       signal: AbortSignal.timeout(20_000),
     });
     const body = (await r.json().catch(() => undefined)) as any;
     outcomes.push({ kind, status: r.status, ms: performance.now() - t0, id: r.ok && kind === "write" ? body?.id : undefined, body: r.ok ? undefined : body, retryAfter: r.headers.get("retry-after") });
   };
-  // three clients: two writing, one reading, each one request at a time
-  const clients = [0, 1, 2].map(async (c) => {
-    while (running) await once(c === 2 ? "read" : "write");
+  // four clients, one request at a time each: two writing, one reading, one proxying (its usage
+  // record is written behind the answer: a proxied request does not wait for the database)
+  const clients = [0, 1, 2, 3].map(async (c) => {
+    while (running) {
+      if (c !== 3) await once(c === 2 ? "read" : "write");
+      else {
+        // paced by the others: one proxied request per answer they got (bounded queue of usage rows)
+        const seen = outcomes.length;
+        await once("proxy");
+        await until("another client's answer", async () => !running || outcomes.length > seen + 1, 60_000);
+      }
+    }
   });
   const count = (pred: (o: Outcome) => boolean) => outcomes.filter(pred).length;
   try {
@@ -112,8 +129,15 @@ test("PostgreSQL restarted mid-traffic: 503 with Retry-After while down, /ready 
   } finally {
     await sql.close();
   }
+  // usage records queued while the database was down were kept and written once it was back
+  const proxied = count((o) => o.kind === "proxy" && o.status === 200);
+  expect(count((o) => o.kind === "proxy" && o.status !== 200)).toBe(0);
+  let usage: any;
+  await until("every proxied request is in the usage totals", async () => (usage = (await call(svc.url, "GET", "/api/v1/usage", admin)).body)?.totals?.requests === proxied, 15_000).catch((e) => {
+    throw new Error(`${e}: usage ${JSON.stringify(usage?.totals)}, ${proxied} proxied`);
+  });
   console.log(
-    `PostgreSQL restart: ${outcomes.length} requests, ${acknowledged.length} writes acknowledged (all stored), ${failures.length} answered 503, slowest 503 ${Math.round(slowest)} ms`,
+    `PostgreSQL restart: ${outcomes.length} requests, ${acknowledged.length} writes acknowledged (all stored), ${failures.length} answered 503, slowest 503 ${Math.round(slowest)} ms; ${proxied} proxied (all counted in usage)`,
   );
 }, 120_000);
 
