@@ -168,6 +168,35 @@ describe("a write through one replica is read through the others at once", () =>
     );
     expect(last.totals.totalTokens).toBe(sent.tokens);
   }, 60_000);
+
+  test("team spend: a team key's requests through A and B add up in the team's spend read on C", async () => {
+    const tenant = await token("tenant-spend", ["WorkspaceAdmin"], "admin");
+    const team = await on(A, "POST", "/api/v1/teams", { name: "Spenders", maxBudgetCents: 1_000_000, budgetPeriod: "monthly" }, tenant);
+    expect(team.status).toBe(201);
+    const k = await on(B, "POST", "/api/v1/virtual-keys", { name: "spender", teamId: team.body.id }, tenant);
+    expect(k.status).toBe(201);
+    // 100k prompt tokens of gpt-4o-mini a request: about 1.5 cents each
+    fake.reportUsage(100_000);
+    try {
+      for (let i = 0; i < 4; i++) expect((await on(i % 2 === 0 ? A : B, "POST", "/v1/chat/completions", { model: "gpt-4o-mini", messages: [{ role: "user", content: `spend ${i}` }] }, k.body.key)).status).toBe(200);
+    } finally {
+      fake.reportUsage(undefined);
+    }
+    let spend: any;
+    let usage: any;
+    await until(
+      "C's team spend covers the four requests (written behind on A and B)",
+      async () => {
+        usage = (await on(C, "GET", "/api/v1/usage", undefined, tenant)).body;
+        spend = (await on(C, "GET", `/api/v1/teams/${team.body.id}/spend`, undefined, tenant)).body;
+        return usage?.totals?.requests === 4 && Math.abs(spend?.totalSpendCents - usage.totals.costUsd * 100) < 0.001;
+      },
+      15_000,
+    ).catch((e) => {
+      throw new Error(`${e}: spend ${JSON.stringify(spend)}, usage ${JSON.stringify(usage?.totals)}`);
+    });
+    expect(spend.totalSpendCents).toBeGreaterThan(4);
+  }, 60_000);
 });
 
 describe("the same thing created through several replicas at once", () => {
