@@ -161,7 +161,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
   const storage = sqlite && storageOf(sqlite);
   const data = sqlite
     ? openStorage({ path: config.storage.path, db: sqlite })
-    : openStorage({ path: config.storage.path, url: config.storage.url, schema: config.storage.schema, poolSize: config.storage.pool_size });
+    : openStorage({ path: config.storage.path, url: config.storage.url, schema: config.storage.schema, poolSize: config.storage.pool_size, queryTimeoutMs: config.storage.query_timeout_ms });
   const jwtSecret = shared ? config.auth.jwt_secret! : resolveJwtSecret({ jwtSecret: config.auth.jwt_secret, dataPath: config.storage.path }, (m) => log.warn(m));
   const tokens = new TokenService(jwtSecret, {
     ttlSecs: config.auth.token_ttl_secs,
@@ -248,7 +248,6 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     indexDir: memory.indexDirOf(config.storage.path),
     env: process.env,
     clock: wallClock,
-    followDatabase: shared,
   });
   yield "memory";
   const readiness: Record<string, ops.ReadinessCheck> = {

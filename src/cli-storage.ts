@@ -127,7 +127,8 @@ async function copy(config: Config, url: string, opts: CopyOptions): Promise<Tab
   try {
     // the source as this build reads it: an older file gets this build's tables and columns first
     source.migrate(sets);
-    target = openStorage({ url, schema, path: "", poolSize: 2 });
+    // an offline bulk copy: a batch may take longer than a request should wait
+    target = openStorage({ url, schema, path: "", poolSize: 2, queryTimeoutMs: 120_000 });
     const where = target.description;
     try {
       await target.ping();

@@ -49,6 +49,8 @@ export const CORE_SECTIONS = {
     url: T.Optional(T.String({ pattern: "^postgres(ql)?://", minLength: 12 })),
     /** connections in the PostgreSQL pool of each replica */
     pool_size: T.Integer({ default: 10, minimum: 1, maximum: 1000 }),
+    /** a PostgreSQL statement (or BEGIN/COMMIT) without an answer within this is cancelled and the request answers 503: a frozen database never hangs requests */
+    query_timeout_ms: T.Integer({ default: 5_000, minimum: 100, maximum: 600_000 }),
     /** the PostgreSQL schema svc's tables live in (several deployments in one database); unset: the server's search_path (public) */
     schema: T.Optional(T.String({ pattern: "^[a-z_][a-z0-9_]{0,62}$" })),
   }),

@@ -16,6 +16,7 @@ import { Memoirist } from "memoirist";
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
+import { StorageUnavailableError } from "../storage/errors";
 import { ApiError, DOC1, errorResponse, toApiError, type Envelope } from "./errors";
 import { requirePermission, type Authenticator, type Permission, type Principal } from "./auth";
 import { describeValueError, parseJsonBody, readUtf8Body, safeDecodeURIComponent } from "./validation";
@@ -364,7 +365,9 @@ export class Kernel {
 
   /** An error as the answer in an envelope (unknown errors logged, answered as 500 without internals). */
   errorFor(e: unknown, envelope: Envelope, path: string): Response {
-    if (!(e instanceof ApiError)) this.o.log.error("unhandled error", { path, error: String((e as Error)?.stack ?? e) });
+    // the database being away is an outage, not a bug: one warning line without a stack (503 + Retry-After)
+    if (e instanceof StorageUnavailableError) this.o.log.warn("database unavailable", { path, error: e.message });
+    else if (!(e instanceof ApiError)) this.o.log.error("unhandled error", { path, error: String((e as Error)?.stack ?? e) });
     return errorResponse(toApiError(e), envelope);
   }
 

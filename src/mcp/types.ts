@@ -1,4 +1,33 @@
 /** Records of the MCP gateway (API field names, doc2 §2) and the small helpers every part shares. */
+import { conflict } from "../core/errors";
+import { StorageConstraintError } from "../storage/errors";
+
+/**
+ * A name check and its insert race with another request (another replica on PostgreSQL): the
+ * unique index refuses the second insert; it gets the 409 the check would have given, not a 500.
+ */
+export async function uniqueOr409<T>(fn: () => Promise<T>, message: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof StorageConstraintError && e.kind === "unique") throw conflict(message);
+    throw e;
+  }
+}
+
+/**
+ * An idempotent write (skips what exists) that raced another one to the same rows: run again, it
+ * now skips what the other committed. Bounded: each failed attempt means another request committed.
+ */
+export async function retryOnUnique<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof StorageConstraintError && e.kind === "unique") || attempt >= attempts) throw e;
+    }
+  }
+}
 
 export const TRANSPORTS = ["HTTP", "STDIO", "SSE"] as const;
 export type Transport = (typeof TRANSPORTS)[number];

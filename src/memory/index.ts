@@ -49,8 +49,6 @@ export interface MemoryDeps {
   indexDir?: string | null;
   /** wall clock in ms (promotion window, time ranges); default Date.now */
   clock?: () => number;
-  /** other replicas write to the same database: vector indexes follow it before each search */
-  followDatabase?: boolean;
 }
 
 /** The services alone, over a storage (tests call them without HTTP). */
@@ -61,7 +59,7 @@ export function memoryServices(d: MemoryDeps): MemoryServices {
   const lexical = new Lexical(dialect, counter, d.config.lexical_max_df);
   const stores = (t: string) => new MemoryStore(d.storage.tenant(t), lexical, dialect);
   const clock = d.clock ?? Date.now;
-  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null, d.followDatabase ?? false);
+  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null);
   const retriever = new Retriever(d.embedder, vectors);
   const memory = new MemoryService(stores, d.embedder, vectors, retriever, d.config, clock);
   const sources = new SourceService({ stores, embedder: d.embedder, vectors, outbound: d.outbound, env: d.env, config: d.config, clock });

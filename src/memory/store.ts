@@ -758,22 +758,11 @@ export class MemoryStore {
     });
   }
 
-  /** Vectors of a project's items of one kind (to build its index). */
-  async vectors(kind: ItemKind, projectId: string, embedderId: string): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
-    return (await this.db.all<{ key: number; vec: Uint8Array }>(`SELECT key, vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e`, { p: projectId, e: embedderId })).map(
+  /** Vectors of a project's items of one kind (to build its index), or only those with a key above `afterKey` (to catch up). */
+  async vectors(kind: ItemKind, projectId: string, embedderId: string, afterKey = -1): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
+    return (await this.db.all<{ key: number; vec: Uint8Array }>(`SELECT key, vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e AND key > $after`, { p: projectId, e: embedderId, after: afterKey })).map(
       (r) => ({ vecKey: r.key, vec: blobF32(r.vec) }),
     );
-  }
-
-  /** Rows with a key above `afterKey` (another replica's new items, for an index that follows the database). */
-  async vectorsAfter(kind: ItemKind, projectId: string, embedderId: string, afterKey: number): Promise<Array<{ vecKey: number; vec: Float32Array }>> {
-    return (
-      await this.db.all<{ key: number; vec: Uint8Array }>(`SELECT key, vec FROM ${TABLE[kind]} WHERE tenant_id = $tenant AND project_id = $p AND embedder_id = $e AND key > $after`, {
-        p: projectId,
-        e: embedderId,
-        after: afterKey,
-      })
-    ).map((r) => ({ vecKey: r.key, vec: blobF32(r.vec) }));
   }
 
   /** What a saved index must match to be loaded: count, max and sum of the keys of the rows it holds. */

@@ -8,21 +8,19 @@
  * keys) still matches SQLite — a restart then costs a file read, not an HNSW build (≈ 2 s per
  * 10,000 milestones on 2 cores). A stale or damaged file is ignored: SQLite stays the source of truth.
  *
- * On a database shared by replicas (`followDatabase`), another replica's writes change what a
- * search must find: before each search a loaded index compares the rows' fingerprint (one aggregate
- * query) with the one it last matched; new rows (keys above the last maximum) are added, and an
- * index that still differs (rows deleted or replaced elsewhere) is rebuilt from the database.
+ * Several replicas share one database (PostgreSQL): before a search, an index compares the count,
+ * max and sum of the keys it holds with the database's (one aggregate query) and, when another
+ * replica stored items since, adds the rows above its highest key; when that does not account for
+ * the difference (removed rows, keys committed out of order) it is rebuilt from the rows.
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DEFAULT_INDEX_PARAMS, VectorIndex, type Neighbour } from "../core/vector-index";
 import type { ItemKind, MemoryStore } from "./store";
 
-interface Fingerprint {
-  count: number;
-  maxKey: number;
-  sumKey: number;
-}
+type Fingerprint = { count: number; maxKey: number; sumKey: number };
+const sameKeys = (a: Fingerprint, b: Fingerprint) => a.count === b.count && a.maxKey === b.maxKey && a.sumKey === b.sumKey;
+const keysOf = (rows: Array<{ vecKey: number }>): Fingerprint => ({ count: rows.length, maxKey: rows.reduce((m, r) => Math.max(m, r.vecKey), 0), sumKey: rows.reduce((n, r) => n + r.vecKey, 0) });
 
 interface Loaded {
   idx: VectorIndex;
@@ -30,8 +28,8 @@ interface Loaded {
   projectId: string;
   kind: ItemKind;
   embedderId: string;
-  /** the database's fingerprint this index last matched (followDatabase) */
-  seen?: Fingerprint;
+  /** count, max and sum of the keys the index holds (maxKey -1: not known since the max was removed) */
+  held: Fingerprint;
 }
 
 export class MemoryVectors {
@@ -47,8 +45,6 @@ export class MemoryVectors {
     private readonly maxIndexes = 1_000,
     /** where indexes are saved; null = never (in-memory databases, tests) */
     private readonly dir: string | null = null,
-    /** other replicas write to the same database: check each loaded index against it before a search */
-    private readonly followDatabase = false,
   ) {}
 
   private file(tenantId: string, projectId: string, kind: ItemKind): string {
@@ -93,20 +89,25 @@ export class MemoryVectors {
 
   private async build(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number, k: string): Promise<VectorIndex> {
     const idx = new VectorIndex({ ...DEFAULT_INDEX_PARAMS, dimensions, quantization: "f32" });
-    const seen = this.dir || this.followDatabase ? await store.fingerprint(kind, projectId, embedderId) : undefined;
-    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), seen!)) this.loadedFromDisk++;
-    else {
-      idx.addMany(await store.vectors(kind, projectId, embedderId));
+    const fp = await store.fingerprint(kind, projectId, embedderId);
+    let held: Fingerprint;
+    if (this.dir && idx.tryLoad(this.file(store.tenantId, projectId, kind), fp)) {
+      this.loadedFromDisk++;
+      held = { ...fp };
+    } else {
+      const rows = await store.vectors(kind, projectId, embedderId);
+      idx.addMany(rows);
+      held = keysOf(rows);
       this.builtFromRows++;
     }
+    const l: Loaded = { idx, store, projectId, kind, embedderId, held };
     // items stored or removed while the rows were read: add()/remove() queued them (idempotent)
     for (const op of this.queued.get(k) ?? []) {
-      if (op.vec) {
-        if (op.vec.length === dimensions) idx.add(op.key, op.vec);
-      } else idx.remove(op.key);
+      if (op.vec) this.put(l, op.key, op.vec);
+      else this.drop(l, op.key);
     }
     this.queued.delete(k);
-    this.indexes.set(k, { idx, store, projectId, kind, embedderId, seen });
+    this.indexes.set(k, l);
     while (this.indexes.size > this.maxIndexes) {
       const oldest = this.indexes.keys().next().value!;
       void this.save(this.indexes.get(oldest)!);
@@ -115,45 +116,65 @@ export class MemoryVectors {
     return idx;
   }
 
+  private put(l: Loaded, key: number, vec: Float32Array) {
+    if (vec.length !== l.idx.params.dimensions) return;
+    if (!l.idx.has(key)) {
+      l.held.count++;
+      l.held.sumKey += key;
+      if (l.held.maxKey >= 0) l.held.maxKey = Math.max(l.held.maxKey, key);
+    }
+    l.idx.add(key, vec);
+  }
+
+  private drop(l: Loaded, key: number) {
+    if (!l.idx.has(key)) return;
+    l.held.count--;
+    l.held.sumKey -= key;
+    if (key === l.held.maxKey) l.held.maxKey = -1;
+    l.idx.remove(key);
+  }
+
   add(tenantId: string, projectId: string, kind: ItemKind, key: number, vec: Float32Array) {
     this.queued.get(this.key(tenantId, projectId, kind))?.push({ key, vec });
-    const idx = this.indexes.get(this.key(tenantId, projectId, kind))?.idx;
-    if (idx && idx.params.dimensions === vec.length) idx.add(key, vec);
+    const l = this.indexes.get(this.key(tenantId, projectId, kind));
+    if (l) this.put(l, key, vec);
     // an index not loaded yet reads the vector from SQLite when it is built
   }
 
   remove(tenantId: string, projectId: string, kind: ItemKind, key: number) {
     this.queued.get(this.key(tenantId, projectId, kind))?.push({ key });
-    this.indexes.get(this.key(tenantId, projectId, kind))?.idx.remove(key);
+    const l = this.indexes.get(this.key(tenantId, projectId, kind));
+    if (l) this.drop(l, key);
+  }
+
+  /** What other replicas stored or removed since the index was built (see the header). */
+  private async catchUp(l: Loaded) {
+    const fingerprint = () => l.store.fingerprint(l.kind, l.projectId, l.embedderId);
+    if (sameKeys(await fingerprint(), l.held)) return;
+    if (l.held.maxKey >= 0) {
+      for (const r of await l.store.vectors(l.kind, l.projectId, l.embedderId, l.held.maxKey)) this.put(l, r.vecKey, r.vec);
+      if (sameKeys(await fingerprint(), l.held)) return;
+    }
+    const rows = await l.store.vectors(l.kind, l.projectId, l.embedderId);
+    const idx = new VectorIndex({ ...DEFAULT_INDEX_PARAMS, dimensions: l.idx.params.dimensions, quantization: "f32" });
+    idx.addMany(rows);
+    l.idx = idx;
+    l.held = keysOf(rows);
   }
 
   async search(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, query: Float32Array, k: number): Promise<Neighbour[]> {
-    return (await this.current(store, projectId, kind, embedderId, query.length)).search(query, k);
+    const loaded = this.indexOf(store, projectId, kind, embedderId, query.length);
+    // an index this search waited to be built is as fresh as the rows it was built from
+    if (loaded instanceof Promise) return (await loaded).search(query, k);
+    const l = this.indexes.get(this.key(store.tenantId, projectId, kind));
+    if (!l || l.idx !== loaded) return loaded.search(query, k);
+    await this.catchUp(l);
+    return l.idx.search(query, k);
   }
 
   /** Items in a project's index (the searched scope's size: how rare a word is among them). */
   async size(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): Promise<number> {
-    return (await this.current(store, projectId, kind, embedderId, dimensions)).size;
-  }
-
-  /** The index, brought up to the database's rows when other replicas write to it (see the header). */
-  private async current(store: MemoryStore, projectId: string, kind: ItemKind, embedderId: string, dimensions: number): Promise<VectorIndex> {
-    const idx = await this.indexOf(store, projectId, kind, embedderId, dimensions);
-    if (!this.followDatabase) return idx;
-    const k = this.key(store.tenantId, projectId, kind);
-    const l = this.indexes.get(k);
-    if (!l || l.idx !== idx) return idx;
-    const fp = await store.fingerprint(kind, projectId, embedderId);
-    const seen = l.seen;
-    if (seen && fp.count === seen.count && fp.maxKey === seen.maxKey && fp.sumKey === seen.sumKey) return idx;
-    for (const r of await store.vectorsAfter(kind, projectId, embedderId, seen?.maxKey ?? 0)) if (!idx.has(r.vecKey) && r.vec.length === dimensions) idx.add(r.vecKey, r.vec);
-    if (idx.size === fp.count) {
-      l.seen = fp;
-      return idx;
-    }
-    // rows deleted or replaced by another replica: rebuild from the database
-    if (this.indexes.get(k) === l) this.indexes.delete(k);
-    return this.indexOf(store, projectId, kind, embedderId, dimensions);
+    return (await this.indexOf(store, projectId, kind, embedderId, dimensions)).size;
   }
 
   dropProject(tenantId: string, projectId: string) {

@@ -254,7 +254,7 @@ export class PostgresBackend implements Backend {
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.sql.begin("ISOLATION LEVEL SERIALIZABLE", (tx) => withTx(this, tx, fn))) as T;
+        return await this.begin(fn);
       } catch (e) {
         if (RETRY_TX.has(sqlState(e) ?? "") && attempt < this.txAttempts) {
           // exponential backoff with full jitter (0-10 ms, 0-20, 0-40 … capped at 250): sixteen
@@ -265,6 +265,39 @@ export class PostgresBackend implements Backend {
         throw this.mapError(e);
       }
     }
+  }
+
+  /**
+   * sql.begin with the statements the driver sends itself (BEGIN, COMMIT/ROLLBACK) under the
+   * statement deadline: a server that stops answering without closing the connection (frozen, a
+   * network partition) fails the transaction with StorageUnavailableError instead of holding the
+   * caller forever. A transaction abandoned before BEGIN answered never runs its body; one
+   * abandoned at COMMIT has an unknown fate (it was never acknowledged).
+   */
+  private begin<T>(fn: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let abandoned = false;
+      const watch = (): Inflight => {
+        const entry: Inflight = { q: { cancel() {} }, reject: (e) => ((abandoned = true), reject(e)), deadline: performance.now() + this.queryTimeoutMs };
+        this.track(entry);
+        return entry;
+      };
+      let waiting = watch();
+      this.sql
+        .begin("ISOLATION LEVEL SERIALIZABLE", async (tx) => {
+          this.inflight.delete(waiting);
+          if (abandoned) throw this.unavailable("BEGIN answered after the transaction was abandoned");
+          try {
+            return await withTx(this, tx, fn);
+          } finally {
+            waiting = watch();
+          }
+        })
+        .then(
+          (v) => (this.inflight.delete(waiting), abandoned || resolve(v as T)),
+          (e) => (this.inflight.delete(waiting), abandoned || reject(e)),
+        );
+    });
   }
 
   async migrate(sets: readonly MigrationSet[]): Promise<void> {

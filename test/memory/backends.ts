@@ -47,7 +47,7 @@ export function sharedEmbedder(): Embedder {
 }
 
 /** Memory services over `storage` (migrated here), with the shared embedder unless one is given. */
-export async function memoryOver(storage: AsyncStorage, opts: { config?: Partial<MemoryConfig>; embedder?: Embedder; clock?: () => number; followDatabase?: boolean } = {}): Promise<MemoryServices> {
+export async function memoryOver(storage: AsyncStorage, opts: { config?: Partial<MemoryConfig>; embedder?: Embedder; clock?: () => number} = {}): Promise<MemoryServices> {
   await storage.migrate([{ domain: "memory", migrations: MEMORY_MIGRATIONS }]);
   const embedder = opts.embedder ?? sharedEmbedder();
   const config = { ...loadConfig({}).memory, ...opts.config };
@@ -59,7 +59,6 @@ export async function memoryOver(storage: AsyncStorage, opts: { config?: Partial
     config,
     env: {},
     clock: opts.clock,
-    followDatabase: opts.followDatabase,
   });
 }
 

@@ -1,8 +1,7 @@
 /**
  * Two replicas' Memory services on one database (both backends): what one stores, the other's
- * vector index finds at its next search — the index follows the database (memory/vectors.ts,
- * followDatabase: on when svc runs on a shared database). Without following, the second replica's
- * loaded index never learns of the first one's milestones.
+ * vector index finds at its next search — the index follows the database (memory/vectors.ts).
+ * Without following, the second replica's loaded index never learns of the first one's milestones.
  */
 import { afterAll, expect, test, beforeAll } from "bun:test";
 import { eachBackend, SETUP_TIMEOUT } from "../storage/backends";
@@ -34,8 +33,8 @@ eachBackend("memory-replicas", (backend) => {
   beforeAll(async () => {
     const aStorage = await backend.open();
     bStorage = await backend.open();
-    a = await memoryOver(aStorage, { followDatabase: true });
-    b = await memoryOver(bStorage, { followDatabase: true });
+    a = await memoryOver(aStorage);
+    b = await memoryOver(bStorage);
     await a.memory.createProject(T, { projectId: P, name: "shared", roadmap: "" });
     await store(a, "Fixed the websocket reconnect loop leaking file descriptors");
   }, SETUP_TIMEOUT);

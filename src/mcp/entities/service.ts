@@ -17,7 +17,7 @@ import { uuid } from "../../core/ids";
 import type { WallClock } from "../ports";
 import type { RegistryStore } from "../registry/store";
 import type { ToolCache } from "../toolcache/service";
-import { iso, type Entity, type Mapping, type Operation, type Rule } from "../types";
+import { iso, retryOnUnique, uniqueOr409, type Entity, type Mapping, type Operation, type Rule } from "../types";
 import type { EntityStore, RuleFilter } from "./store";
 
 const bad = (m: string) => new ApiError("validation_error", m);
@@ -52,14 +52,15 @@ export class EntityService {
 
   create(tenantId: string, input: { name: string; description?: string; parentId?: string | null }): Promise<Entity> {
     const store = this.stores(tenantId);
-    return store.db.tx(async () => {
+    const taken = `an entity named "${input.name}" already exists`;
+    return uniqueOr409(() => store.db.tx(async () => {
       if (input.parentId) await this.entity(tenantId, input.parentId);
-      if (await store.byName(input.name)) throw conflict(`an entity named "${input.name}" already exists`);
+      if (await store.byName(input.name)) throw conflict(taken);
       const at = this.nowIso();
       const e: Entity = { id: uuid(), name: input.name, description: input.description ?? "", parentId: input.parentId ?? null, createdAt: at, updatedAt: at };
       await store.insert(e);
       return e;
-    });
+    }), taken);
   }
 
   async list(tenantId: string, f: { parentId?: string; name?: string }, p: Page): Promise<Listed<Entity>> {
@@ -69,9 +70,10 @@ export class EntityService {
 
   update(tenantId: string, id: string, input: { name?: string; description?: string; parentId?: string | null }): Promise<Entity> {
     const store = this.stores(tenantId);
-    return store.db.tx(async () => {
+    const taken = `an entity named "${input.name}" already exists`;
+    return uniqueOr409(() => store.db.tx(async () => {
       const e = await this.entity(tenantId, id);
-      if (input.name !== undefined && input.name !== e.name && (await store.byName(input.name))) throw conflict(`an entity named "${input.name}" already exists`);
+      if (input.name !== undefined && input.name !== e.name && (await store.byName(input.name))) throw conflict(taken);
       if (input.parentId) {
         await this.entity(tenantId, input.parentId);
         if (input.parentId === id) throw bad("an entity cannot be its own parent");
@@ -86,7 +88,7 @@ export class EntityService {
       };
       await store.update(next);
       return next;
-    });
+    }), taken);
   }
 
   async delete(tenantId: string, id: string): Promise<{ entity: Entity; invalidated: number; rulesRemoved: number; mappingsRemoved: number }> {
@@ -161,15 +163,16 @@ export class EntityService {
 
   createRule(tenantId: string, input: { writeToolId: string; invalidateToolId: string; enabled?: boolean }): Promise<Rule> {
     const store = this.stores(tenantId);
-    return store.db.tx(async () => {
+    const taken = "a rule for this pair of tools already exists";
+    return uniqueOr409(() => store.db.tx(async () => {
       await this.tool(tenantId, input.writeToolId);
       await this.tool(tenantId, input.invalidateToolId);
       if (input.writeToolId === input.invalidateToolId) throw bad("a rule's writeToolId and invalidateToolId must be different tools");
-      if (await store.ruleFor(input.writeToolId, input.invalidateToolId)) throw conflict("a rule for this pair of tools already exists");
+      if (await store.ruleFor(input.writeToolId, input.invalidateToolId)) throw conflict(taken);
       const r: Rule = { id: uuid(), writeToolId: input.writeToolId, invalidateToolId: input.invalidateToolId, enabled: input.enabled ?? true, createdAt: this.nowIso() };
       await store.insertRule(r);
       return r;
-    });
+    }), taken);
   }
 
   async setRuleEnabled(tenantId: string, id: string, enabled: boolean): Promise<Rule> {
@@ -187,7 +190,8 @@ export class EntityService {
     const store = this.stores(tenantId);
     const tools = new Map((await this.registry(tenantId).allTools()).map((t) => [t.id, t]));
     const entityNames = new Map((await store.all()).map((e) => [e.id, e.name]));
-    return store.db.tx(async () => {
+    // concurrent generations (other replicas) insert the same pairs: the loser runs again and skips them
+    const once = () => store.db.tx(async () => {
       // pair -> shared entity names
       const pairs = new Map<string, { w: string; r: string; shared: string[] }>();
       const byEntity = new Map<string, Mapping[]>();
@@ -222,5 +226,6 @@ export class EntityService {
         message: `generated ${generated.length} rule${generated.length === 1 ? "" : "s"}, skipped ${skipped} existing`,
       };
     });
+    return retryOnUnique(once);
   }
 }

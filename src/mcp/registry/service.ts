@@ -14,7 +14,7 @@ import type { WallClock } from "../ports";
 import type { HealthService } from "../health/service";
 import { mtlsPath } from "../upstream/auth";
 import { stdioEntryName, STDIO_SCHEME, errorText, type UpstreamPool, type UpstreamTool } from "../upstream/pool";
-import { iso, type AuthConfig, type AuthType, type CacheConfig, type Category, type Server, type ServerRecord, type Tool, type ToolAnnotations, type Transport } from "../types";
+import { iso, uniqueOr409, type AuthConfig, type AuthType, type CacheConfig, type Category, type Server, type ServerRecord, type Tool, type ToolAnnotations, type Transport } from "../types";
 import { CACHEABLE, classify, defaultCacheConfig } from "./classify";
 import type { RegistryStore, ServerFilter, ToolFilter, ToolRecord } from "./store";
 
@@ -187,10 +187,11 @@ export class RegistryService {
       createdAt: at,
       updatedAt: at,
     };
-    await store.db.tx(async () => {
-      if (await store.serverByName(input.name)) throw conflict(`a server named "${input.name}" already exists`);
+    const taken = `a server named "${input.name}" already exists`;
+    await uniqueOr409(() => store.db.tx(async () => {
+      if (await store.serverByName(input.name)) throw conflict(taken);
       await store.insertServer(server);
-    });
+    }), taken);
     store.changed();
     return publicServer(server);
   }
