@@ -5,7 +5,7 @@
  * Every method takes the caller's tenant; stores are tenant-bound.
  */
 import { ApiError, badRequest, conflict, invalidRequest, notFound } from "../core/errors";
-import { now, uuid } from "../core/ids";
+import { uuid } from "../core/ids";
 import { l2normalize } from "../core/vectors";
 import { KeyedSerial } from "../core/serial";
 import { StorageConstraintError } from "../storage/errors";

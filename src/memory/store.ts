@@ -1,271 +1,57 @@
 /**
- * Every SQL statement of the Memory API, over the tenant-bound async handle (each binds $tenant;
+ * Every SQL statement of the Memory API (rows and dialect texts: store-rows.ts; contributors and
+ * sources: store-org.ts, which this class extends), over the tenant-bound async handle (each binds $tenant;
  * FTS tables are reached through their item table's tenant column), one text for SQLite and
  * PostgreSQL; what differs comes from the dialect (sqlOf below) and, for full-text search, from
  * lexical.ts. The services never see SQL.
  */
-import { createHash } from "node:crypto";
 import { ApiError } from "../core/errors";
 import type { AsyncTenantDb } from "../storage/async";
 import type { Dialect } from "../storage/dialect";
 import type { Lexical } from "./lexical";
-import { hashHex } from "./hash";
 import {
   blobF32,
   f32Blob,
   type Branch,
-  type BranchStatus,
-  type Contributor,
   type DocumentInput,
-  type ExternalSource,
   type LogEntry,
   type Milestone,
-  type Phase,
   type Project,
   type Session,
-  type SourceType,
 } from "./types";
 
-export type ItemKind = "milestone" | "knowledge" | "document";
+import { MemoryOrgStore } from "./store-org";
+import {
+  MILESTONE_COLS,
+  TABLE,
+  branchOf,
+  logOf,
+  milestoneOf,
+  milestoneText,
+  sessionOf,
+  sqlFor,
+  token,
+  type BranchRow,
+  type DocumentRow,
+  type ItemKind,
+  type KnowledgeRow,
+  type LogRow,
+  type MilestoneRow,
+  type ProjectRow,
+  type SessionRow,
+  type Sql,
+} from "./store-rows";
 
-interface ProjectRow {
-  project_id: string;
-  name: string;
-  roadmap: string;
-  milestone_count: number;
-  next_seq: number;
-  created_at: string;
-  updated_at: string;
-}
-
-interface BranchRow {
-  project_id: string;
-  branch_name: string;
-  parent_branch: string | null;
-  purpose: string;
-  status: BranchStatus;
-  agent_id: string;
-  abandon_reason: string | null;
-  merged_into: string | null;
-  merge_milestone_id: string | null;
-  next_log_seq: number;
-  created_at: string;
-  updated_at: string;
-  milestone_count?: number;
-}
-
-export interface MilestoneRow {
-  key: number;
-  milestone_id: string;
-  project_id: string;
-  branch_name: string;
-  branch_purpose: string;
-  cumulative_progress: string;
-  this_contribution: string;
-  /** decimal text (read with CAST: a JS number would round it) */
-  content_hash: string;
-  sequence_number: number;
-  agent_id: string;
-  agent_type: string;
-  merged_from: string | null;
-  created_at: string;
-}
-
-const MILESTONE_COLS = `key, milestone_id, project_id, branch_name, branch_purpose, cumulative_progress, this_contribution, CAST(content_hash AS TEXT) AS content_hash, sequence_number, agent_id, agent_type, merged_from, created_at`;
-
-export const milestoneOf = (r: MilestoneRow): Milestone => {
-  const h = BigInt(r.content_hash);
-  return {
-    milestoneId: r.milestone_id,
-    projectId: r.project_id,
-    branchName: r.branch_name,
-    branchPurpose: r.branch_purpose,
-    cumulativeProgress: r.cumulative_progress,
-    thisContribution: r.this_contribution,
-    contentHash: h,
-    contentHashHex: hashHex(h),
-    sequenceNumber: r.sequence_number,
-    agentId: r.agent_id,
-    agentType: r.agent_type,
-    mergedFrom: r.merged_from,
-    createdAt: r.created_at,
-  };
-};
-
-const branchOf = (r: BranchRow): Branch => ({
-  projectId: r.project_id,
-  branchName: r.branch_name,
-  parentBranch: r.parent_branch,
-  purpose: r.purpose,
-  status: r.status,
-  agentId: r.agent_id,
-  createdAt: r.created_at,
-  abandonReason: r.abandon_reason,
-  mergedInto: r.merged_into,
-  mergeMilestoneId: r.merge_milestone_id,
-  milestoneCount: r.milestone_count ?? 0,
-  updatedAt: r.updated_at,
-});
-
-interface LogRow {
-  entry_id: string;
-  project_id: string;
-  branch_name: string;
-  agent_id: string;
-  phase: Phase;
-  content: string;
-  sequence_number: number;
-  created_at: string;
-}
-
-const logOf = (r: LogRow, withContent: boolean): LogEntry => ({
-  entryId: r.entry_id,
-  projectId: r.project_id,
-  branchName: r.branch_name,
-  agentId: r.agent_id,
-  phase: r.phase,
-  sequenceNumber: r.sequence_number,
-  createdAt: r.created_at,
-  ...(withContent ? { content: r.content } : {}),
-});
-
-interface SessionRow {
-  session_id: string;
-  project_id: string;
-  branch_name: string;
-  agent_id: string;
-  agent_type: string;
-  milestones_recalled: number;
-  compaction_count: number;
-  tool_calls_total: number;
-  tool_calls_read: number;
-  tool_calls_search: number;
-  tool_calls_edit: number;
-  tool_calls_execute: number;
-  tool_calls_agent: number;
-  session_duration_secs: number;
-  started_at: string;
-  ended_at: string;
-  created_at: string;
-}
-
-export const sessionOf = (r: SessionRow): Session => ({
-  sessionId: r.session_id,
-  projectId: r.project_id,
-  branchName: r.branch_name,
-  agentId: r.agent_id,
-  agentType: r.agent_type,
-  milestonesRecalled: r.milestones_recalled,
-  compactionCount: r.compaction_count,
-  toolCallsTotal: r.tool_calls_total,
-  toolCallsRead: r.tool_calls_read,
-  toolCallsSearch: r.tool_calls_search,
-  toolCallsEdit: r.tool_calls_edit,
-  toolCallsExecute: r.tool_calls_execute,
-  toolCallsAgent: r.tool_calls_agent,
-  sessionDurationSecs: r.session_duration_secs,
-  startedAt: r.started_at,
-  endedAt: r.ended_at,
-  createdAt: r.created_at,
-});
-
-interface ContributorRow {
-  contributor_id: string;
-  display_name: string;
-  agent_ids: string;
-  role: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface SourceRow {
-  source_id: string;
-  project_id: string;
-  source_type: SourceType;
-  config: string;
-  sync_cursor: string;
-  last_synced_at: string | null;
-  enabled: number;
-  last_error: string | null;
-  items_synced: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface KnowledgeRow {
-  key: number;
-  knowledge_id: string;
-  project_id: string;
-  cache_key: string;
-  reuse_score: number;
-  summary: string;
-  l2_collection: string;
-  blob_key: string | null;
-  created_at: string;
-}
-
-export interface DocumentRow {
-  key: number;
-  document_id: string;
-  project_id: string;
-  source_id: string;
-  external_id: string;
-  kind: string;
-  title: string;
-  body: string;
-  url: string | null;
-  author: string | null;
-  updated_at: string;
-  created_at: string;
-}
-
-/** One searchable item's text for the FTS index. */
-export const milestoneText = (m: { branchPurpose: string; cumulativeProgress: string; thisContribution: string }) =>
-  `${m.thisContribution}\n${m.cumulativeProgress}\n${m.branchPurpose}`;
-
-const TABLE: Record<ItemKind, string> = { milestone: "memory_milestones", knowledge: "memory_knowledge", document: "memory_documents" };
-
-const token = (prefix: string, s: string) => prefix + createHash("sha256").update(s).digest("hex").slice(0, 16);
-
-/** SQL texts that differ by dialect, built once per dialect (dialect.ts). */
-function sqlOf(d: Dialect) {
-  const ids = (param: string) => d.inJsonArray(param);
-  /** item keys bound as a JSON array of numbers */
-  const keys = (param: string) => `(SELECT CAST(value AS BIGINT) FROM ${d.jsonEach(param)})`;
-  return {
-    ids,
-    keys,
-    /**
-     * Branches in creation order; a project's `main` first among those created in the same
-     * millisecond (it is created with the project), then by name (no rowid on PostgreSQL).
-     */
-    branchOrder: (b: string) => `${b}created_at, CASE WHEN ${b}branch_name = 'main' THEN 0 ELSE 1 END, ${b}branch_name`,
-    agentStats: `WITH acts AS (
-         SELECT agent_id, agent_type, 1 AS ms, 0 AS lg, 0 AS ss, created_at FROM memory_milestones WHERE tenant_id = $tenant AND project_id = $p
-         UNION ALL SELECT agent_id, NULL, 0, 1, 0, created_at FROM memory_logs WHERE tenant_id = $tenant AND project_id = $p
-         UNION ALL SELECT agent_id, agent_type, 0, 0, 1, ended_at FROM memory_sessions WHERE tenant_id = $tenant AND project_id = $p)
-       SELECT a.agent_id AS "agentId",
-              COALESCE((SELECT ${d.jsonArrayAgg("DISTINCT t.agent_type")} FROM acts t WHERE t.agent_id = a.agent_id AND t.agent_type IS NOT NULL AND t.agent_type != ''), '[]') AS "agentTypes",
-              SUM(a.ms) AS milestones, SUM(a.lg) AS "logEntries", SUM(a.ss) AS sessions, MIN(a.created_at) AS "firstAt", MAX(a.created_at) AS "lastAt"
-       FROM acts a GROUP BY a.agent_id ORDER BY a.agent_id`,
-  };
-}
-type Sql = ReturnType<typeof sqlOf>;
-const SQL_BY_DIALECT = new Map<Dialect, Sql>();
-const sqlFor = (d: Dialect): Sql => {
-  let s = SQL_BY_DIALECT.get(d);
-  if (!s) SQL_BY_DIALECT.set(d, (s = sqlOf(d)));
-  return s;
-};
-
-export class MemoryStore {
+export { milestoneOf, milestoneText, sessionOf, type DocumentRow, type ItemKind, type KnowledgeRow, type MilestoneRow } from "./store-rows";
+export class MemoryStore extends MemoryOrgStore {
   private readonly sql: Sql;
 
   constructor(
-    readonly db: AsyncTenantDb,
+    db: AsyncTenantDb,
     private readonly lex: Lexical,
     dialect: Dialect,
   ) {
+    super(db);
     this.sql = sqlFor(dialect);
   }
 
@@ -275,10 +61,6 @@ export class MemoryStore {
   }
   projectToken(projectId: string): string {
     return token("p_", `${this.tenantId}\u0000${projectId}`);
-  }
-
-  get tenantId() {
-    return this.db.tenantId;
   }
 
   /**
@@ -300,10 +82,6 @@ export class MemoryStore {
     });
     if ("refused" in out) throw out.refused;
     return out.ok;
-  }
-
-  private async count(sql: string, params?: Record<string, unknown>): Promise<number> {
-    return (await this.db.get<{ n: number }>(sql, params as never))!.n;
   }
 
   // ---------------------------------------------------------------- projects
@@ -814,109 +592,4 @@ export class MemoryStore {
     return new Set((await this.db.all<{ key: number }>(`SELECT key FROM ${t} WHERE ${where.join(" AND ")}`, params)).map((r) => r.key));
   }
 
-  // ---------------------------------------------------------------- contributors
-
-  private contributorOf = (r: ContributorRow): Contributor => ({
-    contributorId: r.contributor_id,
-    tenantId: this.tenantId,
-    displayName: r.display_name,
-    agentIds: JSON.parse(r.agent_ids),
-    role: r.role,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  });
-
-  async contributor(id: string): Promise<Contributor | undefined> {
-    const r = await this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id });
-    return r && this.contributorOf(r);
-  }
-
-  async contributorByName(name: string): Promise<Contributor | undefined> {
-    const r = await this.db.get<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant AND lower(display_name) = lower($name) ORDER BY contributor_id LIMIT 1`, { name });
-    return r && this.contributorOf(r);
-  }
-
-  async listContributors(limit: number, offset: number): Promise<{ items: Contributor[]; total: number }> {
-    const rows = await this.db.all<ContributorRow>(`SELECT * FROM memory_contributors WHERE tenant_id = $tenant ORDER BY contributor_id LIMIT $limit OFFSET $offset`, { limit, offset });
-    return { items: rows.map(this.contributorOf), total: await this.count(`SELECT COUNT(*) AS n FROM memory_contributors WHERE tenant_id = $tenant`) };
-  }
-
-  async upsertContributor(c: { contributorId: string; displayName: string; agentIds: string[]; role: string | null; at: string }): Promise<void> {
-    await this.db.run(
-      `INSERT INTO memory_contributors (tenant_id, contributor_id, display_name, agent_ids, role, created_at, updated_at) VALUES ($tenant, $id, $name, $agents, $role, $at, $at)
-       ON CONFLICT (tenant_id, contributor_id) DO UPDATE SET display_name = excluded.display_name, agent_ids = excluded.agent_ids, role = excluded.role, updated_at = excluded.updated_at`,
-      { id: c.contributorId, name: c.displayName, agents: JSON.stringify(c.agentIds), role: c.role, at: c.at },
-    );
-  }
-
-  async deleteContributor(id: string): Promise<boolean> {
-    return (await this.db.run(`DELETE FROM memory_contributors WHERE tenant_id = $tenant AND contributor_id = $id`, { id })).changes > 0;
-  }
-
-  // ---------------------------------------------------------------- sources
-
-  private sourceOf = (r: SourceRow): ExternalSource => ({
-    sourceId: r.source_id,
-    tenantId: this.tenantId,
-    projectId: r.project_id,
-    sourceType: r.source_type,
-    config: JSON.parse(r.config),
-    syncCursor: r.sync_cursor,
-    lastSyncedAt: r.last_synced_at,
-    enabled: r.enabled === 1,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    lastError: r.last_error,
-    itemsSynced: r.items_synced,
-  });
-
-  async source(id: string): Promise<ExternalSource | undefined> {
-    const r = await this.db.get<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id });
-    return r && this.sourceOf(r);
-  }
-
-  async sourcesOfType(type: SourceType): Promise<ExternalSource[]> {
-    return (await this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE tenant_id = $tenant AND source_type = $type ORDER BY created_at, source_id`, { type })).map(this.sourceOf);
-  }
-
-  async listSources(limit: number, offset: number, projectId?: string): Promise<{ items: ExternalSource[]; total: number }> {
-    const where = projectId === undefined ? `tenant_id = $tenant` : `tenant_id = $tenant AND project_id = $p`;
-    const p: Record<string, string> = projectId === undefined ? {} : { p: projectId };
-    const rows = await this.db.all<SourceRow>(`SELECT * FROM memory_sources WHERE ${where} ORDER BY created_at, source_id LIMIT $limit OFFSET $offset`, { ...p, limit, offset });
-    return { items: rows.map(this.sourceOf), total: await this.count(`SELECT COUNT(*) AS n FROM memory_sources WHERE ${where}`, p) };
-  }
-
-  async insertSource(s: ExternalSource) {
-    await this.db.run(
-      `INSERT INTO memory_sources (tenant_id, source_id, project_id, source_type, config, sync_cursor, last_synced_at, enabled, created_at, updated_at)
-       VALUES ($tenant, $id, $p, $type, $config, '', NULL, 1, $at, $at)`,
-      { id: s.sourceId, p: s.projectId, type: s.sourceType, config: JSON.stringify(s.config), at: s.createdAt },
-    );
-  }
-
-  async updateSource(id: string, s: { projectId: string; sourceType: SourceType; config: Record<string, unknown>; enabled: boolean; resetCursor: boolean; at: string }) {
-    await this.db.run(
-      `UPDATE memory_sources SET project_id = $p, source_type = $type, config = $config, enabled = $enabled, updated_at = $at,
-         sync_cursor = CASE WHEN $reset = 1 THEN '' ELSE sync_cursor END WHERE tenant_id = $tenant AND source_id = $id`,
-      { id, p: s.projectId, type: s.sourceType, config: JSON.stringify(s.config), enabled: s.enabled ? 1 : 0, reset: s.resetCursor ? 1 : 0, at: s.at },
-    );
-  }
-
-  /** Commit one synced batch's cursor (inside the batch's transaction). */
-  async advanceCursor(id: string, cursor: string, items: number) {
-    await this.db.run(`UPDATE memory_sources SET sync_cursor = $cursor, items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, cursor, n: items });
-  }
-
-  async addItemsSynced(id: string, items: number) {
-    await this.db.run(`UPDATE memory_sources SET items_synced = items_synced + $n WHERE tenant_id = $tenant AND source_id = $id`, { id, n: items });
-  }
-
-  async finishSync(id: string, at: string, error: string | null) {
-    if (error === null) await this.db.run(`UPDATE memory_sources SET last_synced_at = $at, last_error = NULL WHERE tenant_id = $tenant AND source_id = $id`, { id, at });
-    else await this.db.run(`UPDATE memory_sources SET last_error = $error WHERE tenant_id = $tenant AND source_id = $id`, { id, error });
-  }
-
-  async deleteSource(id: string): Promise<boolean> {
-    return (await this.db.run(`DELETE FROM memory_sources WHERE tenant_id = $tenant AND source_id = $id`, { id })).changes > 0;
-  }
 }
