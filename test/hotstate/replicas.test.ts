@@ -1,5 +1,5 @@
 /**
- * Three real svc processes on one SQLite file and one real Redis (issue 24): rate limits exact
+ * Three real svc processes on one PostgreSQL database and one real Redis (issue 24): rate limits exact
  * across replicas, a team budget's overshoot bound across replicas, spend rebuilt from the
  * database after a Redis flush, a key revoked on one replica refused by the others at once, and
  * Redis killed and restarted mid-traffic (replicas A and B fail closed, C fails open).
