@@ -1,5 +1,5 @@
 /**
- * One semantic cache across three real svc processes (one SQLite file, one real Redis; issue 24):
+ * One semantic cache across three real svc processes (one PostgreSQL database, one real Redis; issue 24):
  * an answer stored through replica A is a hit through B and C (exact, semantic, multi-turn) at once
  * — B and C had the partition's index loaded before, so only the stream of entry changes can teach
  * them the new entry; a deletion through A stops B serving it from its memory; concurrent identical
@@ -219,6 +219,25 @@ describe("MCP across replicas", () => {
     expect(mcpServer.calls.get("slow_read")).toBe(before + 1);
     expect((await api(2, "POST", `/api/v1/mcp/tools/${tools.get_issue.id}/call`, { arguments: { issue_id: "7" } })).body.cache.status).toBe("MISS");
     for (const s of streams) s.close();
+  }, 30_000);
+
+  test("semantic tool cache: a READ result stored through A is a semantic hit through B and C, whose indexes of the tool were loaded before", async () => {
+    const servers = await api(0, "GET", "/api/v1/mcp/servers");
+    const serverId = servers.body.servers.find((s: any) => s.name === "replicated").id;
+    const tools = await api(0, "GET", `/api/v1/mcp/tools?serverId=${serverId}&name=search_docs`);
+    const search = tools.body.tools.find((t: any) => t.name === "search_docs");
+    expect((await api(0, "PATCH", `/api/v1/mcp/tools/${search.id}/config`, { semanticThreshold: 0.8 })).status).toBe(200);
+    const call = async (i: number, query: string) => (await api(i, "POST", `/api/v1/mcp/tools/${search.id}/call`, { arguments: { query, limit: 5 } })).body.cache;
+    // B and C build their index of the tool (a semantic lookup of their own) before A stores
+    for (const q of [[1, "list the billing invoices"], [2, "rotate the signing certificate yearly"]] as const) expect((await call(q[0], q[1])).status).toBe("MISS");
+    const a = await call(0, "how to configure the rate limiter tiers");
+    expect(a).toMatchObject({ status: "MISS", stored: true });
+    // the same words in another order: no exact match, a semantic one only through the entry A stored
+    for (const i of [1, 2]) {
+      const hit = await call(i, "configure the rate limiter tiers how to");
+      expect(hit).toMatchObject({ status: "HIT", tier: "semantic" });
+      expect(hit.cacheKey).toEqual(a.cacheKey);
+    }
   }, 30_000);
 
   test("connection events through A reach a connection-events socket on C", async () => {
