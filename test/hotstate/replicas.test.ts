@@ -180,6 +180,16 @@ describe("invalidation across replicas (each replica's cache would hold the old 
     for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 
+  test("a user deleted through replica A is refused by B and C at once (bus) (user cache: 60 s here)", async () => {
+    const u = await api(0, "POST", "/api/v1/users", { email: "delete-me@example.com" });
+    const token = await cluster.token("tenant-admin", ["ViewMetrics"], `user:${u.id}`);
+    for (const i of [1, 2]) expect((await tiers(i, token)).status).toBe(200);
+    const r = await req(0, `/api/v1/users/${u.id}`, { method: "DELETE", token: admin });
+    expect(r.status).toBeLessThan(300);
+    const at = performance.now();
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
+  }, 30_000);
+
   test("a role assignment removed through replica A takes its permissions away on B and C at once (bus)", async () => {
     const u = await api(0, "POST", "/api/v1/users", { email: "viewer@example.com" });
     expect((await req(0, `/api/v1/users/${u.id}/roles`, { method: "POST", token: admin, json: { roleId: VIEWER } })).status).toBe(201);
