@@ -27,6 +27,8 @@ export const TOPICS = {
   tier: "ratelimit.tier",
   /** MCP tool-result cache: an invalidation began {t, b: 1} (a read in flight must not store), entries went {t, r: [[toolId, vecKey]]}, or an entry got its vector {t, a: [toolId, embedderId, vecKey, base64 f32]} */
   mcpToolCache: "mcp.toolcache",
+  /** a tenant's MCP servers or tools changed (what the /mcp endpoint exposes is rebuilt): {t} */
+  mcpRegistry: "mcp.registry",
   /** MCP stream events for WebSocket subscribers on every replica: "<channel>\0<tenant>\0<event JSON>" */
   mcpEvents: "mcp.events",
 } as const;
