@@ -29,6 +29,8 @@ export const TOPICS = {
   mcpToolCache: "mcp.toolcache",
   /** a tenant's MCP servers or tools changed (what the /mcp endpoint exposes is rebuilt): {t} */
   mcpRegistry: "mcp.registry",
+  /** Memory API vector indexes: an item's vector added {t, p, k, a: key, v: base64 f32}, removed {t, p, k, r: key}, or a project dropped {t, p, d: 1} */
+  memoryIndex: "memory.index",
   /** MCP stream events for WebSocket subscribers on every replica: "<channel>\0<tenant>\0<event JSON>" */
   mcpEvents: "mcp.events",
 } as const;
