@@ -6,7 +6,9 @@
  * stops B serving it from its memory; a purge and the tenant's settings reach them too; concurrent
  * identical misses on the three replicas reach upstream once; and a replica killed with SIGKILL while it holds
  * the upstream call of such a miss under load: the others keep serving, one of them takes the call
- * over when the lease lapses, and every answer acknowledged before the kill is still served.
+ * over when the lease lapses, and every answer acknowledged before the kill is still served; then
+ * Redis killed: the cache keeps serving from the database and the local indexes (fail mode open
+ * here), /ready names Redis, and sharing resumes by itself when Redis is back.
  * MCP: a tool-cache invalidation through A reaches B's in-flight read (its result is not stored), a
  * result stored through A is a semantic hit through B and C, and the activity and connection-event WebSocket streams of B and C carry events caused through A.
  */
@@ -97,7 +99,7 @@ beforeAll(async () => {
     n: 3,
     redisUrl: redis.url,
     upstreamUrl: up,
-    env: { SVC_CACHE__ENABLED: "true", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: `${up}/v1`, SVC_EMBEDDING__MODEL: "bow-64", SVC_EMBEDDING__API_KEY: "sk-embed", SVC_METRICS__RENDER_INTERVAL_MS: "0", SVC_OUTBOUND__ALLOW_PRIVATE: "true" },
+    env: { SVC_CACHE__ENABLED: "true", SVC_EMBEDDING__PROVIDER: "openai", SVC_EMBEDDING__BASE_URL: `${up}/v1`, SVC_EMBEDDING__MODEL: "bow-64", SVC_EMBEDDING__API_KEY: "sk-embed", SVC_METRICS__RENDER_INTERVAL_MS: "0", SVC_OUTBOUND__ALLOW_PRIVATE: "true", SVC_REDIS__FAIL_MODE: "open" },
   });
   admin = await cluster.token("tenant-admin", ["WorkspaceAdmin"], "admin");
   const put = await fetch(`${cluster.replicas[0]!.url}/api/v1/rate-limits/tenant-admin`, { method: "PUT", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify({ tier: "enterprise" }) });
@@ -333,5 +335,35 @@ describe("single flight across replicas", () => {
     for (const r of await Promise.all(load)) expect(r.status).toBe(200);
     for (const i of others) expect(await ask(i, user("What is the speed of light?"))).toEqual({ status: "HIT", tier: "exact", text: before.text });
     console.log(`lease takeover after kill -9: waiters answered ${tookMs.toFixed(0)} ms after the kill (lease ${LEASE_MS} ms)`);
+  }, 60_000);
+});
+
+describe("Redis down (these replicas fail open), after the kill -9 above", () => {
+  test("the cache keeps serving from the database and each replica's local index; /health 200, /ready names redis; all resumes by itself", async () => {
+    const alive = [0, 1, 2].filter((i) => !cluster.replicas[i]!.proc.killed);
+    expect(alive.length).toBe(2);
+    const [x, y] = alive as [number, number];
+    const url = (i: number) => cluster.replicas[i]!.url;
+    const adds = () => metric(y, 'svc_cache_replica_changes_applied_total{kind="add"}');
+    let before = await adds();
+    const stored = await ask(x, user("How many moons does Mars have?"));
+    expect(stored.status).toBe("MISS");
+    await until("y indexed x's entry", async () => (await adds()) > before, 1_000);
+    await redis.kill();
+    for (const i of alive) await until(`replica ${i} sees Redis down`, async () => (await fetch(`${url(i)}/ready`)).status === 503, 10_000);
+    expect(await ask(y, user("how many moons does mars have"))).toEqual({ status: "HIT", tier: "semantic", text: stored.text });
+    expect(await ask(y, user("How many moons does Mars have?"))).toEqual({ status: "HIT", tier: "exact", text: stored.text });
+    for (const i of alive) {
+      expect((await fetch(`${url(i)}/health`)).status).toBe(200);
+      expect(JSON.stringify(await (await fetch(`${url(i)}/ready`)).json())).toContain('"redis":false');
+    }
+    await redis.spawn();
+    for (const i of alive) await until(`replica ${i} ready again`, async () => (await fetch(`${url(i)}/ready`)).status === 200, 20_000);
+    // shared again: a new answer through x is a hit through y
+    before = await adds();
+    const again = await ask(x, user("Which planet has the most moons?"));
+    expect(again.status).toBe("MISS");
+    await until("y applied the new entry", async () => (await adds()) > before, 5_000);
+    expect(await ask(y, user("which planet has the most moons"))).toEqual({ status: "HIT", tier: "semantic", text: again.text });
   }, 60_000);
 });
