@@ -138,13 +138,15 @@ interface Replica {
   proc: ReturnType<typeof Bun.spawn>;
 }
 
-const work = mkdtempSync(join(tmpdir(), "svc-bench-replicas-"));
+/** the replicas' data directories (made by the bench process only: the load generator runs this file too) */
+let workDir: string | undefined;
+const work = () => (workDir ??= mkdtempSync(join(tmpdir(), "svc-bench-replicas-")));
 const procs: Array<ReturnType<typeof Bun.spawn>> = [];
 let replicaNo = 0;
 
 /** a replica (`bun src/main.ts`) on `db`, with its own data directory; ready once /ready holds (redis included when set) */
 async function replica(env: Record<string, string>): Promise<Replica> {
-  const dir = join(work, `replica-${replicaNo++}`);
+  const dir = join(work(), `replica-${replicaNo++}`);
   mkdirSync(dir);
   const port = await freePort();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SVC_")));
@@ -393,7 +395,7 @@ async function bench() {
     await Promise.all(procs.map((p) => p.exited));
     await redis.stop();
     for (const s of schemas) await dropSchema(s.url, s.schema).catch(() => {});
-    rmSync(work, { recursive: true, force: true });
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
   }
 
   const m = machine();
