@@ -57,8 +57,12 @@ const ACQUIRE = script("if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[
 const RENEW = script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0");
 const RELEASE = script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
 
-/** Another replica's change: bring this replica's memory (indexes, exact LRU, count) in line with the database. */
-export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCache<string, ExactRow>, sessions: SessionTurns) {
+/**
+ * Another replica's change: bring this replica's memory (indexes, exact LRU, count) in line with the
+ * database. A promise when part of it waits for the database (an added entry's vector, new settings):
+ * it settles once the change is in effect here.
+ */
+export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCache<string, ExactRow>, sessions: SessionTurns): void | Promise<void> {
   const ts = tenants.peek(e.t);
   if (e.k === "add") {
     exact.delete(`${e.t}\u0000${e.ek}`);
@@ -68,7 +72,7 @@ export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCac
     if (!idx) return;
     // the vector is read from the database; a drop of the same entry applied before the read
     // answers can leave its key in the index: the first lookup that meets it finds no row and drops it
-    void ts.repo
+    return ts.repo
       .candidate(e.vk)
       .then((c) => {
         if (c && ts.parts.get(e.p!) === idx) idx.add(e.vk, c.queryVec);
@@ -86,7 +90,7 @@ export function applyChange(e: SyncEvent, tenants: TenantRegistry, exact: LRUCac
     for (const k of exact.keys()) if (k.startsWith(`${e.t}\u0000`)) exact.delete(k);
     tenants.drop(e.t);
     sessions.forgetTenant(e.t);
-  } else void ts?.refreshSettings().catch(() => {});
+  } else return ts?.refreshSettings().catch(() => {});
 }
 
 export class CacheSync {
@@ -108,7 +112,8 @@ export class CacheSync {
 
   constructor(
     private readonly s: CacheSharing,
-    apply: (e: SyncEvent) => void,
+    /** a promise: the change is in effect once it settles (the delay is measured to then) */
+    apply: (e: SyncEvent) => void | Promise<void>,
     resync: () => void,
     private readonly logger?: Logger,
     private readonly metrics?: CacheMetrics,
@@ -124,9 +129,13 @@ export class CacheSync {
         this.seen.add(id);
         if (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.values().next().value!);
         this.counts.applied++;
-        apply(e);
-        this.metrics?.applied.inc({ kind: e.k });
-        this.metrics?.applyDelay.observe({}, Math.max(0, Date.now() - appendedAt) / 1000);
+        const applied = () => {
+          this.metrics?.applied.inc({ kind: e.k });
+          this.metrics?.applyDelay.observe({}, Math.max(0, Date.now() - appendedAt) / 1000);
+        };
+        const pending = apply(e);
+        if (pending) void pending.then(applied);
+        else applied();
         if (e.k === "add") this.wake(e.t, e.ek);
       },
       () => {

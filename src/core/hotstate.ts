@@ -25,8 +25,12 @@ export const TOPICS = {
   budget: "identity.budget",
   /** a tenant's rate-limit tier changed: {t} */
   tier: "ratelimit.tier",
-  /** MCP tool-result cache: an invalidation began {t, b: 1} (a read in flight must not store), or entries went {t, r: [[toolId, vecKey]]} */
+  /** MCP tool-result cache: an invalidation began {t, b: 1} (a read in flight must not store), entries went {t, r: [[toolId, vecKey]]}, or an entry got its vector {t, a: [toolId, embedderId, vecKey, base64 f32]} */
   mcpToolCache: "mcp.toolcache",
+  /** a tenant's MCP servers or tools changed (what the /mcp endpoint exposes is rebuilt): {t} */
+  mcpRegistry: "mcp.registry",
+  /** Memory API vector indexes: an item's vector added {t, p, k, a: key, v: base64 f32}, removed {t, p, k, r: key}, or a project dropped {t, p, d: 1} */
+  memoryIndex: "memory.index",
   /** MCP stream events for WebSocket subscribers on every replica: "<channel>\0<tenant>\0<event JSON>" */
   mcpEvents: "mcp.events",
 } as const;

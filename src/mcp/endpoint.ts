@@ -65,8 +65,9 @@ export async function exposedTools(store: RegistryStore): Promise<Exposed> {
 export class ExposedTools {
   private static readonly MAX_TENANTS = 10_000;
   /**
-   * The version counts this process's writes only: another replica's (servers shared through
-   * PostgreSQL) reach this map when it is rebuilt, at most this long after it was built.
+   * Without a bus the version counts this process's writes only: another replica's (servers shared
+   * through PostgreSQL) reach this map when it is rebuilt, at most this long after it was built.
+   * With one, every replica's writes move it (RegistryVersions).
    */
   static TTL_MS = 1_000;
   private readonly byTenant = new Map<string, { version: number; builtAt: number; tools: Exposed }>();

@@ -63,7 +63,7 @@ export interface McpServices {
 export function mcpServices(d: McpServiceDeps): McpServices {
   const { storage, config, clock, log } = d;
   const dialect = storage.dialect;
-  const registryVersions = new RegistryVersions();
+  const registryVersions = new RegistryVersions(d.bus);
   const registryStore = (t: string) => new RegistryStore(storage.tenant(t), registryVersions, dialect);
   const entityStore = (t: string) => new EntityStore(storage.tenant(t), dialect);
   const cacheStore = (t: string) => new ToolCacheStore(storage.tenant(t), dialect);

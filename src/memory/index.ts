@@ -13,6 +13,7 @@ import type { AsyncStorage } from "../storage/async";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
 import type { OutboundPolicy } from "../core/outbound";
+import type { Bus } from "../core/hotstate";
 import type { Completer, Embedder } from "./ports";
 import type { MemoryConfig } from "./config";
 import { MEMORY_MIGRATIONS } from "./migrations";
@@ -49,6 +50,8 @@ export interface MemoryDeps {
   indexDir?: string | null;
   /** wall clock in ms (promotion window, time ranges); default Date.now */
   clock?: () => number;
+  /** several replicas: vector index changes reach every replica (absent on a single node) */
+  bus?: Bus;
 }
 
 /** The services alone, over a storage (tests call them without HTTP). */
@@ -59,7 +62,7 @@ export function memoryServices(d: MemoryDeps): MemoryServices {
   const lexical = new Lexical(dialect, counter, d.config.lexical_max_df);
   const stores = (t: string) => new MemoryStore(d.storage.tenant(t), lexical, dialect);
   const clock = d.clock ?? Date.now;
-  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null);
+  const vectors = new MemoryVectors(d.config.max_indexes, d.indexDir ?? null, d.bus);
   const retriever = new Retriever(d.embedder, vectors);
   const memory = new MemoryService(stores, d.embedder, vectors, retriever, d.config, clock);
   const sources = new SourceService({ stores, embedder: d.embedder, vectors, outbound: d.outbound, env: d.env, config: d.config, clock });

@@ -17,6 +17,9 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DEFAULT_INDEX_PARAMS, VectorIndex, type Neighbour } from "../core/vector-index";
 import type { ItemKind, MemoryStore } from "./store";
+import { TOPICS, type Bus } from "../core/hotstate";
+
+type IndexChange = { t: string; p: string; k?: ItemKind; a?: number; v?: string; r?: number; d?: 1 };
 
 type Fingerprint = { count: number; maxKey: number; sumKey: number };
 const sameKeys = (a: Fingerprint, b: Fingerprint) => a.count === b.count && a.maxKey === b.maxKey && a.sumKey === b.sumKey;
@@ -45,7 +48,28 @@ export class MemoryVectors {
     private readonly maxIndexes = 1_000,
     /** where indexes are saved; null = never (in-memory databases, tests) */
     private readonly dir: string | null = null,
-  ) {}
+    /**
+     * several replicas: every addition and removal reaches every replica's loaded indexes (the
+     * vector travels in the message), so a search through any replica finds what was stored through
+     * another; after a bus reconnect the loaded indexes are dropped (rebuilt from the database)
+     */
+    private readonly bus?: Bus,
+  ) {
+    bus?.subscribe(TOPICS.memoryIndex, (payload) => {
+      if (!payload) return this.clear();
+      const m = JSON.parse(payload) as IndexChange;
+      if (m.d) this.dropLocal(m.t, m.p);
+      else if (m.a !== undefined) {
+        const b = Buffer.from(m.v!, "base64");
+        this.addLocal(m.t, m.p, m.k!, m.a, new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)));
+      } else if (m.r !== undefined) this.removeLocal(m.t, m.p, m.k!, m.r);
+    });
+  }
+
+  /** with a bus the change goes through it (delivered to this replica too, synchronously: one path) */
+  private publish(m: IndexChange) {
+    this.bus!.publish(TOPICS.memoryIndex, JSON.stringify(m));
+  }
 
   private file(tenantId: string, projectId: string, kind: ItemKind): string {
     const h = createHash("sha256").update(`${tenantId}\u0000${projectId}`).digest("hex").slice(0, 32);
@@ -135,6 +159,11 @@ export class MemoryVectors {
   }
 
   add(tenantId: string, projectId: string, kind: ItemKind, key: number, vec: Float32Array) {
+    if (this.bus) this.publish({ t: tenantId, p: projectId, k: kind, a: key, v: Buffer.from(vec.buffer, vec.byteOffset, vec.byteLength).toString("base64") });
+    else this.addLocal(tenantId, projectId, kind, key, vec);
+  }
+
+  private addLocal(tenantId: string, projectId: string, kind: ItemKind, key: number, vec: Float32Array) {
     this.queued.get(this.key(tenantId, projectId, kind))?.push({ key, vec });
     const l = this.indexes.get(this.key(tenantId, projectId, kind));
     if (l) this.put(l, key, vec);
@@ -142,6 +171,11 @@ export class MemoryVectors {
   }
 
   remove(tenantId: string, projectId: string, kind: ItemKind, key: number) {
+    if (this.bus) this.publish({ t: tenantId, p: projectId, k: kind, r: key });
+    else this.removeLocal(tenantId, projectId, kind, key);
+  }
+
+  private removeLocal(tenantId: string, projectId: string, kind: ItemKind, key: number) {
     this.queued.get(this.key(tenantId, projectId, kind))?.push({ key });
     const l = this.indexes.get(this.key(tenantId, projectId, kind));
     if (l) this.drop(l, key);
@@ -178,6 +212,11 @@ export class MemoryVectors {
   }
 
   dropProject(tenantId: string, projectId: string) {
+    if (this.bus) this.publish({ t: tenantId, p: projectId, d: 1 });
+    else this.dropLocal(tenantId, projectId);
+  }
+
+  private dropLocal(tenantId: string, projectId: string) {
     for (const kind of ["milestone", "knowledge", "document"] as ItemKind[]) {
       this.indexes.delete(this.key(tenantId, projectId, kind));
       if (this.dir) VectorIndex.removeFiles(this.file(tenantId, projectId, kind));

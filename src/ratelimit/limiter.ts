@@ -72,10 +72,12 @@ export class RateLimiter implements RequestLimiter {
   private readonly states = new Map<string, TenantState>();
   /** write-through cache of the store: tenant -> assignment (null = default tier) */
   private readonly assignments = new Map<string, TierAssignment | null>();
-  /** reads of the store in flight, one per tenant */
+  /**
+   * reads of the store in flight, one per tenant; every change of the tenant's assignment removes its
+   * read, so a read that started before the change does not cache its answer (a change of another
+   * tenant does not concern it)
+   */
   private readonly loading = new Map<string, Promise<TierAssignment | null>>();
-  /** bumped by every change of an assignment: a read that started before one does not cache its answer */
-  private epoch = 0;
 
   constructor(private readonly store: ForTenant<TierAssignments>, opts: RateLimiterOptions = {}) {
     this.clock = opts.clock ?? systemClock;
@@ -100,13 +102,13 @@ export class RateLimiter implements RequestLimiter {
     if (known !== undefined) return Promise.resolve(known);
     let p = this.loading.get(tenantId);
     if (!p) {
-      const epoch = this.epoch;
       p = this.store(tenantId)
         .get()
         .then((a) => {
           const v = a ?? null;
-          if (this.loading.get(tenantId) === p) this.loading.delete(tenantId);
-          if (this.epoch === epoch && !this.assignments.has(tenantId)) {
+          const unchanged = this.loading.get(tenantId) === p;
+          if (unchanged) this.loading.delete(tenantId);
+          if (unchanged && !this.assignments.has(tenantId)) {
             this.assignments.set(tenantId, v);
             this.retier(tenantId, v?.tier ?? DEFAULT_TIER);
           }
@@ -128,7 +130,6 @@ export class RateLimiter implements RequestLimiter {
 
   /** Drop the cached assignment of a tenant (every tenant: none given): another replica changed it. */
   forgetAssignment(tenantId?: string) {
-    this.epoch++;
     if (tenantId === undefined) {
       this.assignments.clear();
       this.loading.clear();
@@ -156,7 +157,6 @@ export class RateLimiter implements RequestLimiter {
 
   async setTier(tenantId: string, tier: TierName, by: string): Promise<TierAssignment> {
     const a = await this.store(tenantId).set(tier, by);
-    this.epoch++;
     this.loading.delete(tenantId);
     this.assignments.set(tenantId, a);
     this.retier(tenantId, tier);
@@ -166,7 +166,6 @@ export class RateLimiter implements RequestLimiter {
   /** Back to the default tier; false if the tenant had no assignment. */
   async resetTier(tenantId: string): Promise<boolean> {
     const had = await this.store(tenantId).remove();
-    this.epoch++;
     this.loading.delete(tenantId);
     this.assignments.set(tenantId, null);
     this.retier(tenantId, DEFAULT_TIER);

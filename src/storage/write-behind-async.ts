@@ -29,7 +29,12 @@ export class AsyncWriteBehind<T> {
   private size = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
-  private readonly inflight = new Set<Promise<void>>();
+  /**
+   * the last batch write: batches are written one after the other. Batches written at once lock the
+   * same tenants' rows (rollups) in different orders: on PostgreSQL under load they deadlocked and
+   * failed serialization over and over.
+   */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly storage: AsyncStorage,
@@ -60,16 +65,11 @@ export class AsyncWriteBehind<T> {
   }
 
   /** Write what is queued (one tenant's rows, or every tenant's); resolves when it and every batch already in flight are written. */
-  async flush(tenantId?: string): Promise<void> {
-    const earlier = [...this.inflight];
+  flush(tenantId?: string): Promise<void> {
     const batch = this.take(tenantId);
-    if (batch.size > 0) {
-      const p = this.write(batch);
-      this.inflight.add(p);
-      void p.finally(() => this.inflight.delete(p));
-      earlier.push(p);
-    }
-    await Promise.all(earlier);
+    // written after every batch taken before it (write() never rejects: a failure is requeued or reported there)
+    if (batch.size > 0) this.tail = this.tail.then(() => this.write(batch));
+    return this.tail;
   }
 
   private take(tenantId: string | undefined): Map<string, T[]> {
@@ -94,7 +94,8 @@ export class AsyncWriteBehind<T> {
   private async write(batch: Map<string, T[]>): Promise<void> {
     try {
       await this.storage.tx(async () => {
-        for (const [tenant, rows] of batch) await this.opts.write(this.storage.tenant(tenant), rows);
+        // tenants in one order in every batch of every replica: writers of the same tenants wait for each other instead of deadlocking
+        for (const tenant of [...batch.keys()].sort()) await this.opts.write(this.storage.tenant(tenant), batch.get(tenant)!);
       });
     } catch (e) {
       let lost = 0;

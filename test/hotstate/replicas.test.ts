@@ -1,5 +1,5 @@
 /**
- * Three real svc processes on one SQLite file and one real Redis (issue 24): rate limits exact
+ * Three real svc processes on one PostgreSQL database and one real Redis (issue 24): rate limits exact
  * across replicas, a team budget's overshoot bound across replicas, spend rebuilt from the
  * database after a Redis flush, a key revoked on one replica refused by the others at once, and
  * Redis killed and restarted mid-traffic (replicas A and B fail closed, C fails open).
@@ -71,6 +71,16 @@ describe("rate limits across 3 replicas", () => {
     const refused = rs.filter((r) => r.status === 429);
     expect(refused.length).toBe(30);
     expect(((await refused[0]!.json()) as any).error.retry_after_secs).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+
+  test("tiers of 24 tenants set at once over the replicas: every answer 200 (a tier message for one tenant does not void another's read in flight)", async () => {
+    const rs = await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const t = await cluster.token(`tenant-many-${i}`, ["ViewMetrics", "ManageConfig"]);
+        return req(i, `/api/v1/rate-limits/tenant-many-${i}`, { method: "PUT", token: t, json: { tier: "pro" } });
+      }),
+    );
+    expect(rs.map((r) => r.status)).toEqual(rs.map(() => 200));
   }, 30_000);
 
   test("a tier set through one replica applies on the others (bus)", async () => {
@@ -166,6 +176,16 @@ describe("invalidation across replicas (each replica's cache would hold the old 
     for (const i of [1, 2]) expect((await tiers(i, token)).status).toBe(200);
     const r = await req(0, `/api/v1/users/${u.id}`, { method: "PUT", token: admin, json: { status: "SUSPENDED" } });
     expect(r.status).toBe(200);
+    const at = performance.now();
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
+  }, 30_000);
+
+  test("a user deleted through replica A is refused by B and C at once (bus) (user cache: 60 s here)", async () => {
+    const u = await api(0, "POST", "/api/v1/users", { email: "delete-me@example.com" });
+    const token = await cluster.token("tenant-admin", ["ViewMetrics"], `user:${u.id}`);
+    for (const i of [1, 2]) expect((await tiers(i, token)).status).toBe(200);
+    const r = await req(0, `/api/v1/users/${u.id}`, { method: "DELETE", token: admin });
+    expect(r.status).toBeLessThan(300);
     const at = performance.now();
     for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);

@@ -1,13 +1,17 @@
 /**
- * Several real svc processes (`bun src/main.ts`) sharing one SQLite file, one JWT secret, one
- * fake upstream and one Redis: the multi-replica deployment on one machine.
+ * Several real svc processes (`bun src/main.ts`) sharing one PostgreSQL database (a fresh schema
+ * of the run's throwaway cluster per cluster of replicas), one JWT secret and SSO secret key, one
+ * fake upstream and one Redis: the multi-replica deployment on one machine. Each replica has its
+ * own SVC_STORAGE__PATH directory (its local vector index snapshots live beside it).
  */
 import type { Subprocess } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, waitHealthy, ROOT } from "../../scripts/bench/harness";
 import { TokenService } from "../../src/core/auth";
+import { postgresEnv } from "../helpers/pg-gateway";
+import { dropSchema } from "../helpers/postgres";
 
 const BUN = process.execPath;
 const MAIN = join(ROOT, "src/main.ts");
@@ -22,6 +26,8 @@ export interface Replica {
 export interface Cluster {
   replicas: Replica[];
   dir: string;
+  /** the shared database's SVC_* settings (SVC_STORAGE__URL, SVC_STORAGE__SCHEMA, the SSO secret key) */
+  db: Record<string, string>;
   token(tenantId: string, permissions: string[], sub?: string): Promise<string>;
   stop(): Promise<void>;
 }
@@ -50,12 +56,14 @@ async function spawn(name: string, env: Record<string, string>): Promise<Replica
 
 /**
  * Start `n` replicas; `perReplica(i)` adds settings to replica i (e.g. its fail mode). The first
- * starts alone (it creates and migrates the database), the others together.
+ * starts alone (it migrates the database), the others together.
  */
 export async function startCluster(o: { n: number; redisUrl: string; upstreamUrl: string; env?: Record<string, string>; perReplica?: (i: number) => Record<string, string> }): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), "svc-hotstate-"));
+  const db = await postgresEnv("hotstate");
   const env = (i: number) => ({
-    SVC_STORAGE__PATH: join(dir, "svc.db"),
+    ...db,
+    SVC_STORAGE__PATH: join(replicaDir(dir, i), "svc.db"),
     SVC_AUTH__JWT_SECRET: SECRET,
     SVC_REDIS__URL: o.redisUrl,
     SVC_SERVER__REQUEST_LOG: "false",
@@ -71,6 +79,7 @@ export async function startCluster(o: { n: number; redisUrl: string; upstreamUrl
     for (const r of replicas) r.proc.kill("SIGTERM");
     await Promise.all(replicas.map((r) => r.proc.exited));
     rmSync(dir, { recursive: true, force: true });
+    await dropSchema(db.SVC_STORAGE__URL!, db.SVC_STORAGE__SCHEMA!);
   };
   try {
     replicas.push(await spawn(names[0]!, env(0)));
@@ -83,9 +92,17 @@ export async function startCluster(o: { n: number; redisUrl: string; upstreamUrl
   return {
     replicas,
     dir,
+    db,
     token: (tenantId, permissions, sub) => tokens.sign({ tenantId, sub, permissions }),
     stop: stopAll,
   };
+}
+
+/** replica i's own data directory (its index snapshots; the database is shared) */
+function replicaDir(dir: string, i: number): string {
+  const d = join(dir, `replica-${i}`);
+  mkdirSync(d, { recursive: true });
+  return d;
 }
 
 /** Poll `probe` until it returns true or the deadline passes (then throws naming `what`). */

@@ -16,6 +16,7 @@ import type { TierAssignment } from "../../src/ratelimit";
 import { ApiError } from "../../src/core/errors";
 import type { Principal } from "../../src/core/auth";
 import { until } from "./replicas";
+import { TOPICS } from "../../src/core/hotstate";
 
 let redis: TestRedis;
 const states: RedisHotState[] = [];
@@ -103,6 +104,35 @@ describe("shared rate limiter on a real Redis", () => {
     // without the message b would keep its cached "starter" for ever
     await until("b sees the new tier", async () => (await b.limiter.local.tierOf("ten-3")) === "enterprise", 5_000);
     expect(await outcome(b.limiter, "ten-3")).toBe(200);
+  }, 30_000);
+
+  test("another tenant's tier set while a tenant's tier is being read: the read still counts (describe and enforce answer, no 500)", async () => {
+    const a = replica("closed");
+    const b = replica("closed");
+    await until("both connected", async () => a.hs.ready() && b.hs.ready(), 10_000);
+    // b's read of ten-slow's assignment waits at the "database" until released
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const slow = new SharedRateLimiter(
+      new RateLimiter((t) => ({
+        get: async () => (t === "ten-slow" ? (await held, undefined) : tiers.get(t)),
+        set: async () => {
+          throw new Error("not used");
+        },
+        remove: async () => false,
+      })),
+      { store: b.hs, bus: b.hs, fail: b.hs.fail, prefix: "t:" },
+    );
+    let heard = false;
+    b.hs.subscribe(TOPICS.tier, (m) => (heard ||= m.includes("ten-other")));
+    const described = slow.describe("ten-slow");
+    const enforced = outcome(slow, "ten-slow");
+    // a tier change of ANOTHER tenant reaches b over the bus while the read is in flight
+    await a.limiter.setTier("ten-other", "pro", "admin");
+    await until("b got the message", async () => heard, 5_000);
+    release();
+    expect((await described).tier).toBe("starter");
+    expect(await enforced).toBe(200);
   }, 30_000);
 
   test("open mode: without Redis the local buckets decide, each decision counted", async () => {

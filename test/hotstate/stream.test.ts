@@ -84,7 +84,7 @@ test("a cache change Redis did not take (frozen) is sent again once it answers: 
     const hs = new RedisHotState({ url: redis.url, fail_mode: "closed", prefix: "c:", command_timeout_ms: 200 }, log, new Metrics().counter("x_total", "x", ["kind", "mode"]));
     states.push(hs);
     const got: SyncEvent[] = [];
-    const sync = new CacheSync({ store: hs, log: hs, prefix: "c:" }, (e) => got.push(e), () => {});
+    const sync = new CacheSync({ store: hs, log: hs, prefix: "c:" }, (e) => void got.push(e), () => {});
     return { hs, got, sync };
   };
   const a = mk();

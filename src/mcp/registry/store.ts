@@ -4,6 +4,7 @@
  * server row so it survives restarts.
  */
 import type { AsyncTenantDb, Changes, Params } from "../../storage/async";
+import { TOPICS, type Bus } from "../../core/hotstate";
 import type { Dialect } from "../../storage/dialect";
 import type { Page, Listed } from "../../core/pagination";
 import { containsFilter, flag, listPage, type Filter } from "../sql";
@@ -140,16 +141,30 @@ export interface ToolFilter {
 /**
  * A change counter per tenant of its servers and tools, shared by every RegistryStore of one
  * process: state derived from the registry (the /mcp endpoint's exposed tools) is current with
- * this process's writes while the counter has not moved. Another replica's writes (PostgreSQL)
- * do not move it: what derives state from it also rebuilds on a timer (ExposedTools.TTL_MS).
+ * this process's writes while the counter has not moved. With a bus (several replicas) every
+ * change moves the counter of every replica; without one, or for a message lost in a bus outage,
+ * what derives state from it also rebuilds on a timer (ExposedTools.TTL_MS).
  */
 export class RegistryVersions {
   private readonly byTenant = new Map<string, number>();
+  /** moved for every tenant at once (a bus reconnect: messages may have been missed) */
+  private everyone = 0;
+  constructor(private readonly bus?: Bus) {
+    bus?.subscribe(TOPICS.mcpRegistry, (p) => {
+      if (!p) this.everyone++;
+      else this.local((JSON.parse(p) as { t: string }).t);
+    });
+  }
   of(tenantId: string): number {
-    return this.byTenant.get(tenantId) ?? 0;
+    return (this.byTenant.get(tenantId) ?? 0) + this.everyone;
   }
   bump(tenantId: string) {
-    this.byTenant.set(tenantId, this.of(tenantId) + 1);
+    // the bus delivers to this replica too, synchronously: one path
+    if (this.bus) this.bus.publish(TOPICS.mcpRegistry, JSON.stringify({ t: tenantId }));
+    else this.local(tenantId);
+  }
+  private local(tenantId: string) {
+    this.byTenant.set(tenantId, (this.byTenant.get(tenantId) ?? 0) + 1);
   }
 }
 

@@ -95,11 +95,14 @@ export class ToolCache {
     d.bus?.subscribe(TOPICS.mcpToolCache, (payload) => {
       if (!payload) {
         this.everyone++;
+        // additions of other replicas may have been missed too: indexes rebuild from the database on next use
+        this.d.vectors.clear();
         return;
       }
-      const m = JSON.parse(payload) as { t: string; b?: 1; r?: Array<[string, number]> };
+      const m = JSON.parse(payload) as { t: string; b?: 1; r?: Array<[string, number]>; a?: [string, string, number, string] };
       if (m.b) this.epochs.set(m.t, (this.epochs.get(m.t) ?? 0) + 1);
       if (m.r) this.d.vectors.remove(m.t, m.r.map(([toolId, vecKey]) => ({ toolId, vecKey }) as Removed));
+      if (m.a && m.a[1] === this.d.embedder.id) this.d.vectors.add(this.d.stores(m.t), m.a[0], m.a[1], m.a[2], vectorOfBase64(m.a[3]));
     });
   }
 
@@ -202,7 +205,10 @@ export class ToolCache {
   private async attachVector(tenantId: string, toolId: string, key: bigint, vec: Float32Array) {
     const store = this.d.stores(tenantId);
     const vecKey = await store.setVector(key, this.d.embedder.id, vec);
-    if (vecKey !== undefined) this.d.vectors.add(store, toolId, this.d.embedder.id, vecKey, vec);
+    if (vecKey === undefined) return;
+    // several replicas: every replica's loaded index of the tool learns the entry (semantic hits through any of them)
+    if (this.d.bus) this.d.bus.publish(TOPICS.mcpToolCache, JSON.stringify({ t: tenantId, a: [toolId, this.d.embedder.id, vecKey, base64OfVector(vec)] }));
+    else this.d.vectors.add(store, toolId, this.d.embedder.id, vecKey, vec);
   }
 
   /**
@@ -476,5 +482,11 @@ export class ToolCache {
     };
   }
 }
+
+const base64OfVector = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
+const vectorOfBase64 = (b: string) => {
+  const bytes = Buffer.from(b, "base64");
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+};
 
 export const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
