@@ -248,6 +248,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     indexDir: memory.indexDirOf(config.storage.path),
     env: process.env,
     clock: wallClock,
+    bus: hotState,
   });
   yield "memory";
   const readiness: Record<string, ops.ReadinessCheck> = {
