@@ -12,18 +12,21 @@
  * PAIR_FEATURES (recomputed here by plain reference code, so the comparison is independent of it).
  * Run of 2026-11-27 (pooled held-out recall at precision 50/50 >= 0.97): base 0.165, char 0.170,
  * order 0.177, char+order 0.176 (shipped), char+order+wh 0.174, all groups 0.172 (depth 4: 0.179),
- * rules-as-features instead of vetoes 0.150-0.163.
+ * rules-as-features instead of vetoes 0.150-0.163; with the shipped 27 (--base 27): floors down to 0.70
+ * (--min-cos 0.7,0.75) 0.173, hard negatives weighted 1 0.169 / 6 0.172 (shipped: 3).
  */
 import { cliArg as arg } from "./data";
 import { HARD_KINDS } from "./cache-hard-negatives";
 import { fhrOf, precision5050, recallOf } from "./cache-cv";
-import { crossValidatePairModel, loadData, type Row } from "./cache-pair-cv";
+import { MIN_COS, crossValidatePairModel, loadData, type Row } from "./cache-pair-cv";
 import { GBM_DEFAULTS } from "./cache-pair-gbm";
 import { PAIR_ANALYZE_OPTIONS } from "../../src/cache/verify/pair-model";
 import { analyzePair } from "../../src/cache/verify/index";
 import { STOPWORDS, WH_CLASS, tokenize } from "../../src/cache/verify/text";
 
 const K = 5;
+// --min-cos 0.7,0.75: lower cosine floors to choose from (and so more candidates judged by the model)
+for (const c of (arg("min-cos") ?? "").split(",").filter(Boolean).map(Number).sort((a, b) => b - a)) if (c < MIN_COS[0]!) MIN_COS.unshift(c);
 const log = (s: string) => process.stderr.write(s + "\n");
 const d = await loadData(K, 400, log);
 
@@ -162,7 +165,7 @@ for (const r of cands) {
   extra.set(r, Float64Array.from(ALL.map((n) => v[n]!)));
 }
 log(`extra features for ${cands.length} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const BASE = 22;
+const BASE = Number(arg("base") ?? 22); // --base 27: the shipped features
 const baseX = new Map<Row, Float64Array>(cands.map((r) => [r, r.x!.subarray(0, BASE)]));
 
 const trees = Number(arg("trees") ?? GBM_DEFAULTS.trees);
