@@ -22,12 +22,12 @@ import { HARD_KINDS, makeHardNegatives, type HardKind } from "./cache-hard-negat
 import { TARGET, emptyFigures, fhrOf, kindRate, meets, mixedFhr, precision5050, precisionNatural, recallOf, wilson, type Figures, type Kind } from "./cache-cv";
 import { analyzePair, surfaceForm } from "../../src/cache/verify/index";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, hardRule, pairFeatureVector } from "../../src/cache/verify/pair-model";
-import { evalGbm, trainGbm, type Gbm } from "./cache-pair-gbm";
+import { GBM_DEFAULTS, evalGbm, trainGbm, type Gbm, type GbmOptions } from "./cache-pair-gbm";
 import { dot } from "../../src/core/vectors";
 
 export const MIN_COS = [0.8, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94];
 
-export interface Row { fold: number; kind: Kind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; x: Float64Array | null; u?: Float32Array; v?: Float32Array }
+export interface Row { fold: number; kind: Kind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; rule?: string | null; x: Float64Array | null; u?: Float32Array; v?: Float32Array; a?: string; b?: string }
 
 export interface Data { K: number; rows: Row[]; base: Figures[]; model: Row[] }
 
@@ -62,15 +62,18 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
     if (!surface && r.cos < MIN_COS[0]! - 1e-9) continue;
     let veto = false;
     let x: Float64Array | null = null;
+    let rule: string | null = null;
     if (!surface) {
       const an = analyzePair(r.a, r.b, PAIR_ANALYZE_OPTIONS);
-      veto = hardRule(an) !== null;
-      if (!veto) x = pairFeatureVector(an, r.cos, new Float64Array(PAIR_FEATURE_COUNT));
+      rule = hardRule(an);
+      veto = rule !== null;
+      x = pairFeatureVector(an, r.cos, new Float64Array(PAIR_FEATURE_COUNT));
     }
-    rows.push({ fold: r.fold, kind: r.kind, label: r.label, cos: r.cos, surface, veto, x, ...(x ? { u: r.u, v: r.v } : {}) });
+    rows.push({ fold: r.fold, kind: r.kind, label: r.label, cos: r.cos, surface, veto, rule, x, a: r.a, b: r.b, ...(x ? { u: r.u, v: r.v } : {}) });
   }
-  log(`${raw.length} rows (${hard.length} hard negatives), ${rows.length} candidates at cosine >= ${MIN_COS[0]}, ${rows.filter((r) => r.x).length} judged by the model`);
-  return { K, rows, base, model: rows.filter((r) => r.x !== null) };
+  const model = rows.filter((r) => !r.surface && !r.veto);
+  log(`${raw.length} rows (${hard.length} hard negatives), ${rows.length} candidates at cosine >= ${MIN_COS[0]}, ${model.length} judged by the model`);
+  return { K, rows, base, model };
 }
 
 export interface Logistic { mean: number[]; std: number[]; coef: number[]; bias: number }
@@ -215,12 +218,12 @@ export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<R
 
 export type ModelKind = "gbm" | "logistic";
 export type Scorer = (x: Float64Array) => number;
-export function trainScorer(kind: ModelKind, rows: Row[], weight: (r: Row) => number, l2: number): { score: Scorer; gbm?: Gbm; logistic?: Logistic } {
+export function trainScorer(kind: ModelKind, rows: Row[], weight: (r: Row) => number, l2: number, gbmOptions: GbmOptions = GBM_DEFAULTS): { score: Scorer; gbm?: Gbm; logistic?: Logistic } {
   if (kind === "logistic") {
     const m = trainLogistic(rows, weight, l2);
     return { score: (x) => logitOf(m, x), logistic: m };
   }
-  const g = trainGbm(rows.map((r) => r.x!), rows.map((r) => r.label), rows.map(weight));
+  const g = trainGbm(rows.map((r) => r.x!), rows.map((r) => r.label), rows.map(weight), gbmOptions);
   return { score: (x) => evalGbm(g, x), gbm: g };
 }
 
@@ -233,15 +236,15 @@ export interface PairCvResult {
   final?: { gbm?: Gbm; logistic?: Logistic; point: Point; inSample: Figures };
 }
 
-export async function crossValidatePairModel(o: { folds?: number; perKind?: number; hardWeight?: number; l2?: number; model?: ModelKind; cvOnly?: boolean; log?: (s: string) => void } = {}): Promise<PairCvResult> {
+export async function crossValidatePairModel(o: { folds?: number; perKind?: number; hardWeight?: number; l2?: number; model?: ModelKind; cvOnly?: boolean; log?: (s: string) => void; data?: Data; gbm?: GbmOptions; weight?: (r: Row) => number } = {}): Promise<PairCvResult> {
   const kind = o.model ?? "gbm";
   const K = o.folds ?? 5;
   const log = o.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const hw = o.hardWeight ?? 3;
   const l2 = o.l2 ?? 1;
-  const d = await loadData(K, o.perKind ?? 400, log);
-  const weight = (r: Row) => (r.kind === "qqp" ? 1 : hw);
-  const train = (rows: Row[]) => trainScorer(kind, rows, weight, l2);
+  const d = o.data ?? (await loadData(K, o.perKind ?? 400, log));
+  const weight = o.weight ?? ((r: Row) => (r.kind === "qqp" ? 1 : hw));
+  const train = (rows: Row[]) => trainScorer(kind, rows, weight, l2, o.gbm);
   const scoreWith = (m: { score: Scorer }, rows: Row[], into: Map<Row, number>) => {
     for (const r of rows) into.set(r, m.score(r.x!));
   };

@@ -25,7 +25,7 @@ export function evalGbm(m: Gbm, x: Float64Array): number {
 
 /** rows: feature vectors, labels 0/1, weights */
 export function trainGbm(xs: Float64Array[], ys: ArrayLike<number>, ws: ArrayLike<number>, o: GbmOptions = GBM_DEFAULTS): Gbm {
-  const F = PAIR_FEATURE_COUNT;
+  const F = xs[0]?.length ?? PAIR_FEATURE_COUNT;
   const n = xs.length;
   const edges: number[][] = [];
   for (let f = 0; f < F; f++) {

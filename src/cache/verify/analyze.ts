@@ -5,6 +5,7 @@
  */
 import { NEGATIONS, POLAR, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
 import { DEFAULT_WEIGHT_PARAMS, isProperNoun, wordLogProb, wordWeight, type WeightParams } from "./weights";
+import { surfaceSide, type SurfaceSide } from "./surface";
 
 export interface ContentToken extends Token {
   weight: number;
@@ -23,6 +24,8 @@ export interface Side {
   negations: number;
   /** Asked-for attribute: person/time/place/reason/quantity/duration, or "" when generic (what/which/how/none). */
   asks: string;
+  /** character n-grams for the pair model's surface features (computed once per text: sides are memoised) */
+  surface: SurfaceSide;
 }
 
 export interface PairAnalysis {
@@ -118,7 +121,7 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
       (lp === undefined && caps && !t.sentenceStart);
     content.push({ ...t, weight: wordWeight(l, t.stem, wp), entity });
   }
-  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "" };
+  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "", surface: surfaceSide(tokens) };
 }
 
 function fuzzyMatch(x: ContentToken, y: ContentToken): boolean {

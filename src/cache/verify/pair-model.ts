@@ -11,6 +11,7 @@
 import { analyzePair, type AnalyzeOptions, type ContentToken, type PairAnalysis } from "./analyze";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, decide as handDecide } from "./index";
 import { POLAR, surfaceForm } from "./text";
+import { gram3Cosine, gram4Jaccard, wordEditNorm, wordLcsRatio } from "./surface";
 
 export const PAIR_FEATURES = [
   "cos", // embedding cosine
@@ -35,6 +36,11 @@ export const PAIR_FEATURES = [
   "bigramJaccard", // Jaccard of adjacent token pairs (word order)
   "cosXunmatched", // cos * unmatched
   "cosXoneEdit", // max(0, cos - 0.9) * oneWordEdit
+  "char3Cos", // cosine of character 3-gram counts (surface.ts)
+  "char4Jaccard", // Jaccard of distinct character 4-grams
+  "wordEdit", // word-level edit distance / longer length (word order)
+  "wordLcs", // longest common word subsequence / longer length
+  "contentLcs", // longest common subsequence of content-word stems / shorter content length
 ] as const;
 export const PAIR_FEATURE_COUNT = PAIR_FEATURES.length;
 
@@ -129,6 +135,11 @@ export function pairFeatureVector(an: PairAnalysis, cosine: number, out: Float64
   out[k++] = jaccard(an.a.tokens, an.b.tokens, true);
   out[k++] = cosine * an.unmatched;
   out[k++] = Math.max(0, cosine - 0.9) * oneEdit;
+  out[k++] = gram3Cosine(an.a.surface, an.b.surface);
+  out[k++] = gram4Jaccard(an.a.surface, an.b.surface);
+  out[k++] = wordEditNorm(an.a.tokens, an.b.tokens);
+  out[k++] = wordLcsRatio(an.a.tokens, an.b.tokens);
+  out[k++] = wordLcsRatio(an.a.content, an.b.content, true, true);
   return out;
 }
 
