@@ -1,6 +1,7 @@
 /**
  * The stream every replica follows (SharedLog over a real Redis, core/redis.ts): a follower starts
- * at the end, reads entries in order, goes on from its position after its connection is cut (no
+ * shortly before it was created (not at the stream's beginning: a change appended while it connects
+ * is not skipped), reads entries in order, goes on from its position after its connection is cut (no
  * entry lost, none read twice), and resyncs — instead of silently skipping — when entries it had
  * not read are gone (Redis restarted). Also: the LRU eviction of the semantic cache is decided by
  * the database's count, so two replicas storing at once evict what is over the bound once.
@@ -33,27 +34,31 @@ afterAll(async () => {
   await redis.stop();
 });
 
-function follower() {
+function follower(stream = "log") {
   const hs = new RedisHotState({ url: redis.url, fail_mode: "closed", prefix: "s:", command_timeout_ms: 500 }, log, new Metrics().counter("x_total", "x", ["kind", "mode"]));
   states.push(hs);
   const got: string[] = [];
   let resyncs = 0;
-  hs.follow("log", (p) => got.push(p), () => resyncs++);
+  hs.follow(stream, (p) => got.push(p), () => resyncs++);
   return { hs, got, resyncs: () => resyncs };
 }
 
 const append = (hs: RedisHotState, p: string) => hs.run(APPEND, ["s:log"], [p]);
 
 describe("a followed stream", () => {
-  test("starts at the end, reads in order; after its connection is cut it goes on from its position: nothing lost, nothing twice", async () => {
+  test("starts shortly before it was created, reads in order; after its connection is cut it goes on from its position: nothing lost, nothing twice", async () => {
     const w = follower();
     await until("writer connected", async () => w.hs.connected, 10_000);
+    // an old entry (its id a minute back) is history; one appended just before the follower exists is not:
+    // the follower connects asynchronously, and its replica may read the database meanwhile
+    await redis.command("XADD", ["s:log", `${Date.now() - 60_000}-0`, "p", "old"]);
     await append(w.hs, "before");
     const f = follower();
-    await until("follower placed at the end", async () => f.hs.ready(), 10_000);
+    await until("follower placed", async () => f.hs.ready(), 10_000);
     for (let i = 0; i < 5; i++) await append(w.hs, `a${i}`);
-    await until("five entries read", async () => f.got.length === 5, 5_000);
-    expect(f.got).toEqual(["a0", "a1", "a2", "a3", "a4"]); // "before" was already in the database's past
+    await until("six entries read", async () => f.got.length === 6, 5_000);
+    expect(f.got).toEqual(["before", "a0", "a1", "a2", "a3", "a4"]);
+    f.got.shift();
     // cut the follower's blocking connection; entries appended meanwhile are read after it reconnects
     const list = String(await redis.command("CLIENT", ["LIST"]));
     expect(list).toContain("cmd=xread");
@@ -66,14 +71,14 @@ describe("a followed stream", () => {
   }, 30_000);
 
   test("Redis restarted (its entries gone): the follower resyncs once and follows the new stream", async () => {
-    const f = follower();
+    const f = follower("log2");
     await until("follower placed", async () => f.hs.ready(), 10_000);
-    await append(f.hs, "x0");
+    await f.hs.run(APPEND, ["s:log2"], ["x0"]);
     await until("x0 read", async () => f.got.includes("x0"), 5_000);
     await redis.kill();
     await redis.spawn();
     await until("follower resynced", async () => f.resyncs() === 1, 15_000);
-    await until("writer reconnected", async () => (await append(f.hs, "y0").then(() => true, () => false)), 10_000);
+    await until("writer reconnected", async () => (await f.hs.run(APPEND, ["s:log2"], ["y0"]).then(() => true, () => false)), 10_000);
     await until("y0 read", async () => f.got.includes("y0"), 5_000);
     expect(f.got).toEqual(["x0", "y0"]);
   }, 40_000);
