@@ -64,6 +64,47 @@ describe("local embedder (USE-lite)", () => {
     expect(dot(before!, after!)).toBeGreaterThan(0.9999);
   }, 60_000);
 
+  test("with workers: 2 a batch waiting for the busy worker starts a second one, batches then run side by side, vectors unchanged", async () => {
+    const two = new LocalEmbedder({ workers: 2 });
+    try {
+      await two.load();
+      expect(two.workersLoaded).toBe(1); // the second worker starts only when a batch has to wait
+      const texts = Array.from({ length: 64 }, (_, i) => `a longer question number ${i} about how the second worker of the embedder shares the load of a burst of distinct queries ${i}`);
+      // first burst: the second call waits behind the first batch, which starts the second worker
+      await Promise.all([two.embed(texts.slice(0, 32)), Bun.sleep(0).then(() => two.embed(texts.slice(32, 40)))]);
+      const deadline = performance.now() + 60_000;
+      while (two.workersLoaded < 2 && two.extraWorkerError === null && performance.now() < deadline) await Bun.sleep(20);
+      expect(two.extraWorkerError).toBeNull();
+      expect(two.workersLoaded).toBe(2);
+      // a call made while a 64-text batch runs on one worker is handed to the other at once
+      const big = two.embed(texts);
+      await new Promise((r) => setImmediate(r));
+      const small = two.embed(["what runs while the big batch is busy?"]);
+      const [bigV, [smallV]] = await Promise.all([big, small]);
+      expect(two.peakConcurrentBatches).toBe(2);
+      // same model, same kernel: bit-identical to the single-worker embedder's vectors
+      const ref = await emb.embed([...texts, "what runs while the big batch is busy?"]);
+      for (let i = 0; i < texts.length; i++) expect(bigV[i]).toEqual(ref[i]!);
+      expect(smallV).toEqual(ref[64]!);
+    } finally {
+      await two.close();
+    }
+  }, 120_000);
+
+  test("with workers: 1 concurrent batches queue behind the one worker", async () => {
+    const one = new LocalEmbedder({ workers: 1 });
+    try {
+      await one.load();
+      const big = one.embed(Array.from({ length: 32 }, (_, i) => `queued question ${i}`));
+      await new Promise((r) => setImmediate(r));
+      await Promise.all([big, one.embed(["a second call while the first batch runs"])]);
+      expect(one.peakConcurrentBatches).toBe(1);
+      expect(one.workersLoaded).toBe(1);
+    } finally {
+      await one.close();
+    }
+  }, 120_000);
+
   test("LRU wrapper prevents re-embedding the same text", async () => {
     let calls = 0;
     let texts = 0;
