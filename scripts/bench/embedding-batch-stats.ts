@@ -4,7 +4,7 @@
  * micro-batching really forms batches under load. Works on any checkout whose
  * src/embedding/local.ts has LocalEmbedder.runBatch (40ee159 and later): it wraps that method on the
  * prototype, no source change. At exit it writes {batches, texts, hist: {size: count}, workers (most
- * model workers seen loaded)} as JSON to
+ * model workers seen loaded), growing (another worker was loading at the last call)} as JSON to
  * the file named by SVC_BENCH_BATCH_STATS. Used by embedding-miss.ts.
  */
 import { writeFileSync } from "node:fs";
@@ -17,17 +17,18 @@ if (file) {
   const orig = proto.runBatch;
   if (typeof orig !== "function") throw new Error("embedding-batch-stats: LocalEmbedder.runBatch not found");
   const hist: Record<number, number> = {};
-  let batches = 0, texts = 0, workers = 1;
+  let batches = 0, texts = 0, workers = 1, growing = false;
   proto.runBatch = function (this: unknown, batch: Array<{ texts: string[] }>, ...rest: unknown[]) {
     const n = new Set(batch.flatMap((c) => c.texts)).size;
     hist[n] = (hist[n] ?? 0) + 1;
     batches++;
     texts += n;
-    const w = (this as { workersLoaded?: number }).workersLoaded; // model workers (checkouts that have several)
-    if (typeof w === "number" && w > workers) workers = w;
+    const self = this as { workersLoaded?: number; growing?: boolean }; // checkouts with several model workers
+    if (typeof self.workersLoaded === "number" && self.workersLoaded > workers) workers = self.workersLoaded;
+    growing = self.growing === true;
     return orig.call(this, batch, ...rest);
   };
-  const write = () => writeFileSync(file, JSON.stringify({ batches, texts, hist, workers }));
+  const write = () => writeFileSync(file, JSON.stringify({ batches, texts, hist, workers, growing }));
   process.on("exit", write);
   // the bench reads the file while the gateway runs (between loads): keep it current
   setInterval(write, 500).unref();

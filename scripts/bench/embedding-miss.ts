@@ -48,7 +48,7 @@ const preload = join(ROOT, "scripts/bench/embedding-batch-stats.ts");
 const loadAvg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const gitRev = (dir: string) => Bun.spawnSync(["git", "-C", dir, "rev-parse", "--short", "HEAD"]).stdout.toString().trim() || "?";
 
-interface Stats { batches: number; texts: number; hist: Record<string, number>; workers?: number }
+interface Stats { batches: number; texts: number; hist: Record<string, number>; workers?: number; growing?: boolean }
 const readStats = (f: string): Stats => (existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as Stats) : { batches: 0, texts: 0, hist: {} });
 
 const upstream = await startBenchUpstream();
@@ -97,8 +97,9 @@ try {
         for (let i = 0, last = -1; i < 10; i++) {
           await loadDistinct(`${gw[side].on.url}/v1/chat/completions`, headers, uniqueBody, connections, warmup);
           await Bun.sleep(600);
-          const w = readStats(gw[side].stats).workers ?? 1;
-          if (w === last) break;
+          const st = readStats(gw[side].stats);
+          const w = st.workers ?? 1;
+          if (w === last && !st.growing) break;
           last = w;
         }
       }

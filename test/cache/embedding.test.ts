@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/embedding/index";
 import { UseLiteModel } from "../../src/embedding/use-lite";
 import { UseLiteFast } from "../../src/embedding/use-lite-fast";
+import { defaultWorkers } from "../../src/embedding/local";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -90,6 +91,23 @@ describe("local embedder (USE-lite)", () => {
       await two.close();
     }
   }, 120_000);
+
+  test("SVC_EMBEDDING__WORKERS: an integer from 1 to 8, else a clear error; unset: 2 on 2+ cores", () => {
+    const saved = process.env.SVC_EMBEDDING__WORKERS;
+    try {
+      process.env.SVC_EMBEDDING__WORKERS = "3";
+      expect(defaultWorkers()).toBe(3);
+      for (const bad of ["0", "9", "1.5", "two"]) {
+        process.env.SVC_EMBEDDING__WORKERS = bad;
+        expect(() => defaultWorkers()).toThrow("SVC_EMBEDDING__WORKERS must be an integer from 1 to 8");
+      }
+      delete process.env.SVC_EMBEDDING__WORKERS;
+      expect(defaultWorkers()).toBe(navigator.hardwareConcurrency >= 2 ? 2 : 1);
+    } finally {
+      if (saved === undefined) delete process.env.SVC_EMBEDDING__WORKERS;
+      else process.env.SVC_EMBEDDING__WORKERS = saved;
+    }
+  });
 
   test("with workers: 1 concurrent batches queue behind the one worker", async () => {
     const one = new LocalEmbedder({ workers: 1 });
