@@ -287,14 +287,13 @@ export function packPanelsI16(src: Float32Array, K: number, N: number, dst: Int1
 /**
  * Body of mm16_R(x16, w16, b, out, M, K, N, rowScale, colScale, outStride): rows in tiles of R, 8
  * columns at a time (N columns starting at `w`/`b`/`out`/`colScale`; rows of `out` are `outStride`
- * floats apart, so a call can compute a strip of columns of a wider product); per k pair one 16-byte load of x's
- * two values (pre-splatted by quant: kernel alone 35.9 → 38.9 GMAC/s against load32_splat) and two dot_i16x8_s per row.
+ * floats apart, so a call can compute a strip of columns of a wider product); per k pair one i32 splat of x's two values and two dot_i16x8_s per row (8 multiply-adds each).
  * The f32 partial sums live in `out` between blocks of 32 k (keeps 2R + 3 vector registers live).
  */
 function tileKernelI16(R: number, relu: boolean): number[] {
   const [X, W, B, OUT, M, K, N, RS, CS, NS] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
   let next = 10;
-  const i = next++, j = next++, kb = next++, k = next++, wp = next++, rowK = next++, rowX = next++, rowN = next++, xi = next++, oi = next++, p = next++, rsp = next++;
+  const i = next++, j = next++, kb = next++, k = next++, wp = next++, rowK = next++, rowN = next++, xi = next++, oi = next++, p = next++, rsp = next++;
   const xr = Array.from({ length: R }, () => next++);
   const nI32 = next - 10;
   const acc = Array.from({ length: 2 * R }, () => next++);
@@ -302,8 +301,7 @@ function tileKernelI16(R: number, relu: boolean): number[] {
   const nV = next - 10 - nI32;
   const c: number[] = [];
   const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
-  // rowK = K*2 bytes (a column panel's k pairs hold 8 i16 per k), rowX = K*8 bytes (a pre-splatted row of x)
-  emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(K), op.i32(3), op.shl, op.set(rowX), op.get(NS), op.i32(2), op.shl, op.set(rowN));
+  emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(NS), op.i32(2), op.shl, op.set(rowN));
   emit(op.i32(0), op.set(j));
   emit(op.block, op.loop); // columns
   emit(op.get(j), op.get(N), op.ltu, [0x45], op.brIf(1));
@@ -318,7 +316,7 @@ function tileKernelI16(R: number, relu: boolean): number[] {
     if (r < R - 1) emit(op.get(p), op.get(rowN), op.add, op.set(p));
   }
   emit(op.get(xi), op.set(xr[0]!));
-  for (let r = 1; r < R; r++) emit(op.get(xr[r - 1]!), op.get(rowX), op.add, op.set(xr[r]!));
+  for (let r = 1; r < R; r++) emit(op.get(xr[r - 1]!), op.get(rowK), op.add, op.set(xr[r]!));
   emit(op.get(W), op.get(j), op.get(rowK), op.mul, op.add, op.set(wp)); // panel j/8 starts at j*K i16
   emit(op.get(K), op.i32(5), op.shrU, op.set(kb));
   emit(op.loop); // blocks of 32 k
@@ -328,12 +326,12 @@ function tileKernelI16(R: number, relu: boolean): number[] {
   for (let u = 0; u < UNROLL; u++) {
     emit(op.get(wp), op.v128load(32 * u), op.set(w0), op.get(wp), op.v128load(32 * u + 16), op.set(w1));
     for (let r = 0; r < R; r++) {
-      emit(op.get(xr[r]!), op.v128load(16 * u), op.set(sp));
+      emit(op.get(xr[r]!), op.load32splat(4 * u), op.set(sp));
       emit(op.get(acc[2 * r]!), op.get(w0), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r]!));
       emit(op.get(acc[2 * r + 1]!), op.get(w1), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r + 1]!));
     }
   }
-  for (let r = 0; r < R; r++) emit(op.get(xr[r]!), op.i32(16 * UNROLL), op.add, op.set(xr[r]!));
+  for (let r = 0; r < R; r++) emit(op.get(xr[r]!), op.i32(4 * UNROLL), op.add, op.set(xr[r]!));
   emit(op.get(wp), op.i32(32 * UNROLL), op.add, op.set(wp));
   emit(op.get(k), op.i32(-1), op.add, op.tee(k), op.brIf(0));
   emit(op.end); // k pairs
@@ -362,7 +360,7 @@ function tileKernelI16(R: number, relu: boolean): number[] {
   }
   emit(op.get(i), op.i32(R), op.add, op.set(i));
   emit(op.get(rsp), op.i32(4 * R), op.add, op.set(rsp));
-  emit(op.get(xi), op.get(rowX), op.i32(R), op.mul, op.add, op.set(xi));
+  emit(op.get(xi), op.get(rowK), op.i32(R), op.mul, op.add, op.set(xi));
   emit(op.get(oi), op.get(rowN), op.i32(R), op.mul, op.add, op.set(oi));
   emit(op.br(0), op.end, op.end); // row tiles
   emit(op.get(j), op.i32(8), op.add, op.set(j), op.br(0));
@@ -377,18 +375,16 @@ function tileKernelI16(R: number, relu: boolean): number[] {
 
 /**
  * Body of quant(x, q, rowScale, M, K): per row, s = max|x| / Q16 (1 for an all-zero row),
- * q = round-to-nearest-even(x / s) as i16 (f32x4.nearest, i32x4.trunc_sat, i16x8.narrow), stored
- * pre-splatted for the kernel: each pair (q[2k], q[2k+1]) as 4 copies, 16 bytes (a row is K·8 bytes).
+ * q = round-to-nearest-even(x / s) as i16 (f32x4.nearest, i32x4.trunc_sat, i16x8.narrow).
  */
 function quantKernel(): number[] {
   const [X, Q, RS, M, K] = [0, 1, 2, 3, 4];
   const r = 5, cnt = 6, p = 7, qp = 8, rsp = 9; // i32 locals
-  const mx = 10, sv = 11, sv2 = 12; // v128
-  const m = 13; // f32
+  const mx = 10, sv = 11; // v128
+  const m = 12; // f32
   const f32c = (v: number) => [0x43, ...new Uint8Array(new Float32Array([v]).buffer)];
   const lane = (l: number) => [0xfd, 0x1f, l];
   const fmaxS = [0x97], fdivS = [0x95], fgtS = [0x5e], select = [0x1b];
-  const shuffle = (lanes: number[]) => [0xfd, ...uleb(0x0d), ...lanes]; // i8x16.shuffle
   const fabs = [0xfd, ...uleb(0xe0)], nearest = [0xfd, ...uleb(0x6a)], truncSat = [0xfd, ...uleb(0xf8)], narrow = [0xfd, ...uleb(0x85)];
   const c: number[] = [];
   const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
@@ -407,17 +403,17 @@ function quantKernel(): number[] {
   // second pass over the row: p back to its start
   emit(op.get(p), op.get(K), op.i32(2), op.shl, [0x6b] /* i32.sub */, op.set(p), op.get(K), op.i32(3), op.shrU, op.set(cnt));
   emit(op.loop);
+  emit(op.get(qp));
   emit(op.get(p), op.v128load(0), op.get(sv), op.fmul, nearest, truncSat);
   emit(op.get(p), op.v128load(16), op.get(sv), op.fmul, nearest, truncSat);
-  emit(narrow, op.set(sv2));
-  for (let pr = 0; pr < 4; pr++) emit(op.get(qp), op.get(sv2), op.get(sv2), shuffle([0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3].map((b) => 4 * pr + b)), op.v128store(16 * pr));
-  emit(op.get(p), op.i32(32), op.add, op.set(p), op.get(qp), op.i32(64), op.add, op.set(qp));
+  emit(narrow, op.v128store(0));
+  emit(op.get(p), op.i32(32), op.add, op.set(p), op.get(qp), op.i32(16), op.add, op.set(qp));
   emit(op.get(cnt), op.i32(-1), op.add, op.tee(cnt), op.brIf(0), op.end);
   emit(op.get(rsp), op.i32(4), op.add, op.set(rsp), op.get(r), op.i32(-1), op.add, op.set(r), op.br(0));
   emit(op.end, op.end, op.end);
   const locals = vec([
     [...uleb(5), I32],
-    [...uleb(3), V128],
+    [...uleb(2), V128],
     [...uleb(1), 0x7d],
   ]);
   return [...locals, ...c];
@@ -448,10 +444,10 @@ export interface MatmulI16 {
   readonly memory: WebAssembly.Memory;
   /**
    * out[M,N] = act(x[M,K] · W + bias) with W packed by packPanelsI16 at `w` (scales at `colScale`).
-   * x is f32 at `x`; it is quantised per row into `scratch` (M·K·8 bytes: i16 pairs, pre-splatted) and `rowScale` (M f32) first.
+   * x is f32 at `x`; it is quantised per row into `scratch` (M·K i16) and `rowScale` (M f32) first.
    */
   run(x: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, scratch: number, rowScale: number): void;
-  /** The quantisation step of `run` alone: x (f32, M×K) → `scratch` (M·K·8 bytes: each i16 pair 4 times) and `rowScale`. */
+  /** The quantisation step of `run` alone: x (f32, M×K) → `scratch` (i16) and `rowScale`. */
   quantize(x: number, scratch: number, rowScale: number, M: number, K: number): void;
   /**
    * The product step of `run` alone, for columns [j0, j1) (multiples of 8) of an M×N product whose
@@ -475,7 +471,7 @@ export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
     // panel j0/8 starts at j0*K i16 of w; bias, column scales and out at column j0
     const wj = w + j0 * K * 2, bj = bias + j0 * 4, cj = colScale + j0 * 4, oj = out + j0 * 4, n = j1 - j0;
     if (full > 0) f[base]!(scratch, wj, bj, oj, full, K, n, rowScale, cj, N);
-    if (rest > 0) f[base + R16 - rest]!(scratch + full * K * 8, wj, bj, oj + full * N * 4, rest, K, n, rowScale + full * 4, cj, N);
+    if (rest > 0) f[base + R16 - rest]!(scratch + full * K * 2, wj, bj, oj + full * N * 4, rest, K, n, rowScale + full * 4, cj, N);
   };
   return {
     memory,

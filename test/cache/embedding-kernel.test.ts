@@ -3,7 +3,7 @@
  * TypeScript reference of the same integer arithmetic (per-row quantisation, i32 sums over blocks of
  * 32 k, f32 accumulation of the blocks, scales, bias, relu) must give the same f32 values. A change
  * to the kernel's layout or instruction choice that alters any value fails here; the vectors' claim
- * "bit-identical" (thread counts, row blocks, pre-splatted x) rests on it.
+ * "bit-identical" (thread counts, row blocks of the forward pass) rests on it.
  */
 import { describe, expect, test } from "bun:test";
 import { Q16, createWasmMatmulI16, packPanelsI16 } from "../../src/embedding/simd-matmul";
@@ -52,7 +52,7 @@ describe("16-bit dense kernel", () => {
       const x = Float32Array.from({ length: M * K }, () => rnd() * 3);
       x[0] = 0; // exact zeros and a row of zeros take the scale-1 branch
       if (M > 2) x.fill(0, K, 2 * K);
-      // memory layout: weights, column scales, bias, x, scratch (8 bytes per value), row scales, out
+      // memory layout: weights, column scales, bias, x, scratch (room for 8 bytes per value), row scales, out
       const w = 0, cs = w + K * N * 2, b = cs + N * 4, xo = b + N * 4, sc = xo + M * K * 4, rs = sc + M * K * 8, out = rs + M * 4, out2 = out + M * N * 4;
       packPanelsI16(W, K, N, new Int16Array(memory.buffer, w, K * N), new Float32Array(memory.buffer, cs, N));
       new Float32Array(memory.buffer, b, N).set(bias);
