@@ -264,7 +264,7 @@ export class LocalEmbedder implements Embedder {
   peakConcurrentBatches = 0;
   /** Model workers loaded (1 until a second one was needed and loaded). */
   get workersLoaded(): number {
-    return (this.ready ? 1 : 0) + this.extras.length;
+    return (this.ready ? 1 : 0) + this.extras.filter((b) => b.alive()).length;
   }
 
   constructor(opts: LocalEmbedderOptions = {}) {
@@ -355,7 +355,9 @@ export class LocalEmbedder implements Embedder {
 
   /** Start one more worker (up to `workers`) in the background; it takes batches once loaded. */
   private grow(): void {
-    if (!this.makeExtra || this.growing || this.closed || this.extraWorkerError !== null || 1 + this.extras.length >= this.workers) return;
+    if (!this.makeExtra || this.growing || this.closed || this.extraWorkerError !== null) return;
+    this.extras = this.extras.filter((b) => b.alive() || this.busy.has(b)); // a crashed one is replaced
+    if (1 + this.extras.length >= this.workers) return;
     this.growing = true;
     const b = this.makeExtra();
     b.load().then(

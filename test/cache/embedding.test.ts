@@ -92,6 +92,37 @@ describe("local embedder (USE-lite)", () => {
     }
   }, 120_000);
 
+  test("a crashed second worker fails only its own batch, is dropped, and a later waiting batch starts a new one", async () => {
+    const two = new LocalEmbedder({ workers: 2 });
+    const extras = () => (two as unknown as { extras: Array<{ fail(m: string): void; alive(): boolean }> }).extras;
+    const grow = async () => {
+      const texts = Array.from({ length: 48 }, (_, i) => `warm-up question ${i} for a second worker ${Math.random()}`);
+      await Promise.all([two.embed(texts), Bun.sleep(0).then(() => two.embed(["a call that has to wait"]))]);
+      const deadline = performance.now() + 60_000;
+      while (two.workersLoaded < 2 && two.extraWorkerError === null && performance.now() < deadline) await Bun.sleep(20);
+      expect(two.workersLoaded).toBe(2);
+    };
+    try {
+      await two.load();
+      await grow();
+      // a batch in flight on the second worker when it dies is rejected, the first worker's is not
+      const big = two.embed(Array.from({ length: 64 }, (_, i) => `long batch text ${i} on the first worker`));
+      await new Promise((r) => setImmediate(r));
+      const onSecond = two.embed(["this one runs on the second worker"]);
+      await new Promise((r) => setImmediate(r));
+      extras()[0]!.fail("simulated crash");
+      await expect(onSecond).rejects.toThrow(EmbeddingError);
+      expect((await big).length).toBe(64);
+      // the dead worker is dropped; calls keep working on the first; a batch that waits grows again
+      const [v] = await two.embed(["after the crash"]);
+      expect(Math.abs(norm(v!) - 1)).toBeLessThan(1e-3);
+      expect(two.workersLoaded).toBe(1);
+      await grow();
+    } finally {
+      await two.close();
+    }
+  }, 180_000);
+
   test("SVC_EMBEDDING__WORKERS: an integer from 1 to 8, else a clear error; unset: 2 on 2+ cores", () => {
     const saved = process.env.SVC_EMBEDDING__WORKERS;
     try {
