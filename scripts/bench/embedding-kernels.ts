@@ -11,7 +11,12 @@
  * Per query length (5 / 12 / 48 words, the texts of embedding-queries.ts, shared with quality-embedding-latency.ts): each round embeds
  * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
  * least load-sensitive), the cosine between the kernels' vectors, and load time per kernel.
+ *
+ * `--base DIR` (another installed checkout): a variant written `base:wasm-i16` (or `base:wasm-i16:2`)
+ * is that checkout's own use-lite-fast.ts, so one query of this tree and of another commit are timed
+ * in the same process, interleaved: the paired "embedding one query" comparison of BENCHMARKS.md.
  */
+import { resolve } from "node:path";
 import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
 import { query, pct } from "./embedding-queries";
 
@@ -26,11 +31,19 @@ const batchN = Number(opt("batch", "0"));
 const rounds = Number(opt("rounds", "20"));
 const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
+const baseDir = opt("base", "");
+const BaseFast: typeof UseLiteFast | null = baseDir ? ((await import(resolve(baseDir, "src/embedding/use-lite-fast.ts"))) as { UseLiteFast: typeof UseLiteFast }).UseLiteFast : null;
+
 const models: UseLiteFast[] = [];
 const loadMs: number[] = [];
 for (const k of variants) {
-  const [kernel, threads] = k.split(":");
-  const m = new UseLiteFast(kernel as UseLiteFastKernel, threads ? Number(threads) : undefined);
+  const parts = k.split(":");
+  const fromBase = parts[0] === "base";
+  if (fromBase) parts.shift();
+  if (fromBase && !BaseFast) throw new Error(`${k}: needs --base DIR`);
+  const [kernel, threads] = parts;
+  const Impl = fromBase ? BaseFast! : UseLiteFast;
+  const m = new Impl(kernel as UseLiteFastKernel, threads ? Number(threads) : undefined);
   const t = performance.now();
   await m.load();
   loadMs.push(performance.now() - t);

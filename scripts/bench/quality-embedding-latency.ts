@@ -6,7 +6,8 @@
  * --engine: "fast" (default; TS + WASM SIMD, use-lite-fast.ts) or "tfjs" (the original TF.js graph).
  *
  * Reports p50/p90 of single-query latency for 5/12/48-word queries (sequential
- * calls, LRU off), throughput with N concurrent callers (micro-batching), and RSS.
+ * calls, LRU off), throughput with N concurrent callers (micro-batching; model workers loaded:
+ * SVC_EMBEDDING__WORKERS, the second starts when a batch has to wait), and RSS.
  */
 import { LocalEmbedder } from "../../src/embedding/local";
 import { query, pct } from "./embedding-queries";
@@ -34,7 +35,7 @@ for (const n of [5, 12, 48]) {
   }
   console.log(`| ${n} | ${pct(ts, 0.5).toFixed(1)} | ${pct(ts, 0.9).toFixed(1)} |`);
 }
-console.log("\n| concurrent callers (12 words) | texts/s | p50 ms | p90 ms | batches | mean batch |\n|---|---|---|---|---|---|");
+console.log("\n| concurrent callers (12 words) | texts/s | p50 ms | p90 ms | batches | mean batch | model workers |\n|---|---|---|---|---|---|---|");
 for (const c of [1, 4, 16, 64]) {
   const b0 = emb.batchesRun, e0 = emb.textsEmbedded;
   const ts: number[] = [];
@@ -53,7 +54,7 @@ for (const c of [1, 4, 16, 64]) {
   );
   const secs = (performance.now() - start) / 1000;
   const nb = emb.batchesRun - b0;
-  console.log(`| ${c} | ${(done / secs).toFixed(0)} | ${pct(ts, 0.5).toFixed(1)} | ${pct(ts, 0.9).toFixed(1)} | ${nb} | ${((emb.textsEmbedded - e0) / nb).toFixed(1)} |`);
+  console.log(`| ${c} | ${(done / secs).toFixed(0)} | ${pct(ts, 0.5).toFixed(1)} | ${pct(ts, 0.9).toFixed(1)} | ${nb} | ${((emb.textsEmbedded - e0) / nb).toFixed(1)} | ${emb.workersLoaded} |`);
 }
 // Event-loop responsiveness while embedding: max timer lag during a 64-caller burst.
 let maxLag = 0;

@@ -17,6 +17,8 @@ export const EMBEDDING_SECTIONS = {
     kernel: T.Union([T.Literal("auto"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
     /** threads sharing each dense product of the "fast" engine's 16-bit kernel (unset: 1; 2 uses a second core for long texts and batches) */
     threads: T.Optional(T.Integer({ minimum: 1, maximum: 16 })),
+    /** model workers running batches side by side (unset: 2 on 2+ cores, else 1; the second starts when a batch had to wait) */
+    workers: T.Optional(T.Integer({ minimum: 1, maximum: 8 })),
     /** run the local model in a worker thread (keeps the event loop free during inference) */
     worker: T.Boolean({ default: true }),
   }),

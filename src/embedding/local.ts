@@ -11,6 +11,9 @@
  *   while a batch is running are embedded together in one model call (up to
  *   `maxBatch` texts). Batching roughly doubles throughput on this model.
  * - Identical texts within a batch are embedded once.
+ * - Model workers (`workers`, default `defaultWorkers()`): with n > 1, a batch that waits while every
+ *   loaded worker is busy starts another worker (its own copy of the model, loaded then), up to n;
+ *   batches then run side by side on the cores instead of queueing behind one forward pass.
  *
  * Set `worker: false` (or env SVC_EMBEDDING__WORKER=false) to run in-process, e.g.
  * for a bundled build where the worker file cannot be resolved.
@@ -26,6 +29,8 @@ export interface LocalEmbedderOptions {
   kernel?: UseLiteKernel;
   /** Threads sharing each dense product (default env SVC_EMBEDDING__THREADS, else 1). */
   threads?: number;
+  /** Model workers running batches side by side (default `defaultWorkers()`; 1 without `worker`). */
+  workers?: number;
   /** Run the model in a Bun Worker (default true unless env SVC_EMBEDDING__WORKER=false). */
   worker?: boolean;
   /** How long to wait for more calls before running a batch, in ms (default 0 = the end of the current event-loop turn, via setImmediate). */
@@ -202,6 +207,21 @@ class WorkerBackend implements Backend {
   }
 }
 
+/**
+ * Model workers (env SVC_EMBEDDING__WORKERS, else 2 on a machine with 2 or more cores, else 1).
+ * The second one starts only when a batch had to wait for the first (concurrent load), so an idle
+ * or lightly used gateway keeps one model in memory.
+ */
+export function defaultWorkers(): number {
+  const v = process.env.SVC_EMBEDDING__WORKERS;
+  if (v !== undefined && v !== "") {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`SVC_EMBEDDING__WORKERS must be an integer from 1 to 8, got ${JSON.stringify(v)}`);
+    return n;
+  }
+  return (navigator.hardwareConcurrency ?? 1) >= 2 ? 2 : 1;
+}
+
 interface QueuedCall {
   texts: string[];
   resolve: (v: Float32Array[]) => void;
@@ -217,6 +237,14 @@ export class LocalEmbedder implements Embedder {
   readonly engine: UseLiteEngineName;
 
   private readonly backend: Backend;
+  /** Workers beyond the first (started by grow()), and what starts one (null in-process). */
+  private extras: Backend[] = [];
+  private readonly makeExtra: (() => Backend) | null;
+  private readonly workers: number;
+  private growing = false;
+  /** Set when an extra worker failed to load: the embedder keeps serving on the ones it has. */
+  extraWorkerError: string | null = null;
+  private busy = new Set<Backend>();
   private readonly batchWindowMs: number;
   private readonly maxBatch: number;
   private readonly maxChars: number;
@@ -227,12 +255,17 @@ export class LocalEmbedder implements Embedder {
   private queuedTexts = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private immediate = false;
-  private running = false;
 
   /** Number of model calls made (for tests and metrics). */
   batchesRun = 0;
   /** Number of texts sent to the model (after in-batch de-duplication). */
   textsEmbedded = 0;
+  /** Most batches ever running at once (one per worker; diagnostics, tests). */
+  peakConcurrentBatches = 0;
+  /** Model workers loaded (1 until a second one was needed and loaded). */
+  get workersLoaded(): number {
+    return (this.ready ? 1 : 0) + this.extras.filter((b) => b.alive()).length;
+  }
 
   constructor(opts: LocalEmbedderOptions = {}) {
     const useWorker = opts.worker ?? !["0", "false"].includes(process.env.SVC_EMBEDDING__WORKER ?? "");
@@ -242,9 +275,10 @@ export class LocalEmbedder implements Embedder {
     this.batchWindowMs = opts.batchWindowMs ?? 0;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 64);
     this.maxChars = opts.maxChars ?? DEFAULT_MAX_CHARS;
-    this.backend = useWorker
-      ? new WorkerBackend(choice, opts.loadTimeoutMs ?? 120_000, opts.callTimeoutMs ?? 30_000)
-      : new InProcessBackend(choice);
+    const loadTimeoutMs = opts.loadTimeoutMs ?? 120_000, callTimeoutMs = opts.callTimeoutMs ?? 30_000;
+    this.backend = useWorker ? new WorkerBackend(choice, loadTimeoutMs, callTimeoutMs) : new InProcessBackend(choice);
+    this.workers = useWorker ? (opts.workers ?? defaultWorkers()) : 1;
+    this.makeExtra = useWorker ? () => new WorkerBackend(choice, loadTimeoutMs, callTimeoutMs) : null;
   }
 
   load(): Promise<void> {
@@ -286,51 +320,87 @@ export class LocalEmbedder implements Embedder {
   }
 
   private schedule(): void {
-    if (this.running) return; // drained when the running batch finishes
+    if (!this.idle()) {
+      this.grow(); // pumped when a batch finishes or another worker is ready
+      return;
+    }
     if (this.queuedTexts >= this.maxBatch) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
-      void this.drain();
+      this.pump();
       return;
     }
     if (this.timer || this.immediate) return;
     if (this.batchWindowMs > 0) {
       this.timer = setTimeout(() => {
         this.timer = null;
-        void this.drain();
+        this.pump();
       }, this.batchWindowMs);
     } else {
       // Calls made in the same event-loop turn still share a batch, without a timer's ~1 ms delay.
       this.immediate = true;
       setImmediate(() => {
         this.immediate = false;
-        void this.drain();
+        this.pump();
       });
     }
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0) {
-        // Take whole calls until the batch is full (a single large call is chunked below).
-        const batch: QueuedCall[] = [];
-        let n = 0;
-        while (this.queue.length > 0 && (batch.length === 0 || n + this.queue[0]!.texts.length <= this.maxBatch)) {
-          const c = this.queue.shift()!;
-          batch.push(c);
-          n += c.texts.length;
-        }
-        this.queuedTexts -= n;
-        await this.runBatch(batch);
+  /** A worker free to take a batch: the first one, else a loaded extra one (dead extras are dropped). */
+  private idle(): Backend | undefined {
+    if (!this.busy.has(this.backend)) return this.backend;
+    this.extras = this.extras.filter((b) => b.alive() || this.busy.has(b));
+    return this.extras.find((b) => !this.busy.has(b));
+  }
+
+  /** Start one more worker (up to `workers`) in the background; it takes batches once loaded. */
+  private grow(): void {
+    if (!this.makeExtra || this.growing || this.closed || this.extraWorkerError !== null) return;
+    this.extras = this.extras.filter((b) => b.alive() || this.busy.has(b)); // a crashed one is replaced
+    if (1 + this.extras.length >= this.workers) return;
+    this.growing = true;
+    const b = this.makeExtra();
+    b.load().then(
+      () => {
+        this.growing = false;
+        if (this.closed) return void b.close();
+        this.extras.push(b);
+        this.pump();
+      },
+      (err: unknown) => {
+        this.growing = false;
+        this.extraWorkerError = err instanceof Error ? err.message : String(err);
+        void b.close();
+      },
+    );
+  }
+
+  /** Hand queued calls to free workers, one batch each (whole calls, up to maxBatch texts). */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      const b = this.idle();
+      if (!b) {
+        this.grow();
+        return;
       }
-    } finally {
-      this.running = false;
+      const batch: QueuedCall[] = [];
+      let n = 0;
+      while (this.queue.length > 0 && (batch.length === 0 || n + this.queue[0]!.texts.length <= this.maxBatch)) {
+        const c = this.queue.shift()!;
+        batch.push(c);
+        n += c.texts.length;
+      }
+      this.queuedTexts -= n;
+      this.busy.add(b);
+      if (this.busy.size > this.peakConcurrentBatches) this.peakConcurrentBatches = this.busy.size;
+      void this.runBatch(batch, b).finally(() => {
+        this.busy.delete(b);
+        this.pump();
+      });
     }
   }
 
-  private async runBatch(batch: QueuedCall[]): Promise<void> {
+  private async runBatch(batch: QueuedCall[], backend: Backend): Promise<void> {
     // De-duplicate texts across the calls of this batch.
     const slot = new Map<string, number>();
     const unique: string[] = [];
@@ -346,7 +416,7 @@ export class LocalEmbedder implements Embedder {
       const flat = new Float32Array(unique.length * this.dimensions);
       for (let i = 0; i < unique.length; i += this.maxBatch) {
         const chunk = unique.slice(i, i + this.maxBatch);
-        const out = await this.backend.embedFlat(chunk);
+        const out = await backend.embedFlat(chunk);
         if (out.length !== chunk.length * this.dimensions) throw new EmbeddingError("local embedding returned a wrong number of values");
         flat.set(out, i * this.dimensions);
         this.batchesRun++;
@@ -376,6 +446,8 @@ export class LocalEmbedder implements Embedder {
     for (const c of this.queue) c.reject(err);
     this.queue = [];
     this.queuedTexts = 0;
-    await this.backend.close();
+    const extras = this.extras;
+    this.extras = [];
+    await Promise.all([this.backend.close(), ...extras.map((b) => b.close())]);
   }
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/embedding/index";
 import { UseLiteModel } from "../../src/embedding/use-lite";
 import { UseLiteFast } from "../../src/embedding/use-lite-fast";
+import { defaultWorkers } from "../../src/embedding/local";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -63,6 +64,95 @@ describe("local embedder (USE-lite)", () => {
     const [after] = await emb.embed(["restart check"]);
     expect(dot(before!, after!)).toBeGreaterThan(0.9999);
   }, 60_000);
+
+  test("with workers: 2 a batch waiting for the busy worker starts a second one, batches then run side by side, vectors unchanged", async () => {
+    const two = new LocalEmbedder({ workers: 2 });
+    try {
+      await two.load();
+      expect(two.workersLoaded).toBe(1); // the second worker starts only when a batch has to wait
+      const texts = Array.from({ length: 64 }, (_, i) => `a longer question number ${i} about how the second worker of the embedder shares the load of a burst of distinct queries ${i}`);
+      // first burst: the second call waits behind the first batch, which starts the second worker
+      await Promise.all([two.embed(texts.slice(0, 32)), Bun.sleep(0).then(() => two.embed(texts.slice(32, 40)))]);
+      const deadline = performance.now() + 60_000;
+      while (two.workersLoaded < 2 && two.extraWorkerError === null && performance.now() < deadline) await Bun.sleep(20);
+      expect(two.extraWorkerError).toBeNull();
+      expect(two.workersLoaded).toBe(2);
+      // a call made while a 64-text batch runs on one worker is handed to the other at once
+      const big = two.embed(texts);
+      await new Promise((r) => setImmediate(r));
+      const small = two.embed(["what runs while the big batch is busy?"]);
+      const [bigV, [smallV]] = await Promise.all([big, small]);
+      expect(two.peakConcurrentBatches).toBe(2);
+      // same model, same kernel: bit-identical to the single-worker embedder's vectors
+      const ref = await emb.embed([...texts, "what runs while the big batch is busy?"]);
+      for (let i = 0; i < texts.length; i++) expect(bigV[i]).toEqual(ref[i]!);
+      expect(smallV).toEqual(ref[64]!);
+    } finally {
+      await two.close();
+    }
+  }, 120_000);
+
+  test("a crashed second worker fails only its own batch, is dropped, and a later waiting batch starts a new one", async () => {
+    const two = new LocalEmbedder({ workers: 2 });
+    const extras = () => (two as unknown as { extras: Array<{ fail(m: string): void; alive(): boolean }> }).extras;
+    const grow = async () => {
+      const texts = Array.from({ length: 48 }, (_, i) => `warm-up question ${i} for a second worker ${Math.random()}`);
+      await Promise.all([two.embed(texts), Bun.sleep(0).then(() => two.embed(["a call that has to wait"]))]);
+      const deadline = performance.now() + 60_000;
+      while (two.workersLoaded < 2 && two.extraWorkerError === null && performance.now() < deadline) await Bun.sleep(20);
+      expect(two.workersLoaded).toBe(2);
+    };
+    try {
+      await two.load();
+      await grow();
+      // a batch in flight on the second worker when it dies is rejected, the first worker's is not
+      const big = two.embed(Array.from({ length: 64 }, (_, i) => `long batch text ${i} on the first worker`));
+      await new Promise((r) => setImmediate(r));
+      const onSecond = two.embed(["this one runs on the second worker"]);
+      await new Promise((r) => setImmediate(r));
+      extras()[0]!.fail("simulated crash");
+      await expect(onSecond).rejects.toThrow(EmbeddingError);
+      expect((await big).length).toBe(64);
+      // the dead worker is dropped; calls keep working on the first; a batch that waits grows again
+      const [v] = await two.embed(["after the crash"]);
+      expect(Math.abs(norm(v!) - 1)).toBeLessThan(1e-3);
+      expect(two.workersLoaded).toBe(1);
+      await grow();
+    } finally {
+      await two.close();
+    }
+  }, 180_000);
+
+  test("SVC_EMBEDDING__WORKERS: an integer from 1 to 8, else a clear error; unset: 2 on 2+ cores", () => {
+    const saved = process.env.SVC_EMBEDDING__WORKERS;
+    try {
+      process.env.SVC_EMBEDDING__WORKERS = "3";
+      expect(defaultWorkers()).toBe(3);
+      for (const bad of ["0", "9", "1.5", "two"]) {
+        process.env.SVC_EMBEDDING__WORKERS = bad;
+        expect(() => defaultWorkers()).toThrow("SVC_EMBEDDING__WORKERS must be an integer from 1 to 8");
+      }
+      delete process.env.SVC_EMBEDDING__WORKERS;
+      expect(defaultWorkers()).toBe(navigator.hardwareConcurrency >= 2 ? 2 : 1);
+    } finally {
+      if (saved === undefined) delete process.env.SVC_EMBEDDING__WORKERS;
+      else process.env.SVC_EMBEDDING__WORKERS = saved;
+    }
+  });
+
+  test("with workers: 1 concurrent batches queue behind the one worker", async () => {
+    const one = new LocalEmbedder({ workers: 1 });
+    try {
+      await one.load();
+      const big = one.embed(Array.from({ length: 32 }, (_, i) => `queued question ${i}`));
+      await new Promise((r) => setImmediate(r));
+      await Promise.all([big, one.embed(["a second call while the first batch runs"])]);
+      expect(one.peakConcurrentBatches).toBe(1);
+      expect(one.workersLoaded).toBe(1);
+    } finally {
+      await one.close();
+    }
+  }, 120_000);
 
   test("LRU wrapper prevents re-embedding the same text", async () => {
     let calls = 0;
