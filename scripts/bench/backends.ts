@@ -125,7 +125,7 @@ const probe = new SQL({ url: pgEnv.SVC_STORAGE__URL, max: 1 });
 async function settle() {
   let last = -1;
   for (let i = 0; i < 240; i++) {
-    const [{ n }] = (await probe.unsafe("SELECT count(*)::int AS n FROM usage_records")) as Array<{ n: number }>;
+    const [{ n }] = (await probe.unsafe("SELECT count(*)::int AS n FROM usage_records")) as unknown as [{ n: number }];
     if (n === last) return;
     last = n;
     await Bun.sleep(500);
