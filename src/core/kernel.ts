@@ -83,6 +83,8 @@ export interface RequestState {
   route?: string;
   /** headers added to the answer (X-Request-ID, X-RateLimit-*) */
   headers: Record<string, string>;
+  /** the route's answer, when the route built it with `headers` already on it (the front door does not set them again) */
+  stamped?: Response;
   /** what the route learned about the request (e.g. the gateway's model, provider, cache status, tokens): extra fields of its log line */
   facts?: Record<string, unknown>;
   /**
@@ -295,7 +297,7 @@ export class Kernel {
         response = this.errorFor(e, state.mount.envelope, pathOf(request.url));
       }
     }
-    response = withHeaders(response, state.headers);
+    if (response !== state.stamped) response = withHeaders(response, state.headers);
     state.route ??= this.labelOf(request.method, pathOf(request.url));
     this.o.observer.finish(request, state, response.status, startedAt);
     return response;

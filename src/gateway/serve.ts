@@ -27,6 +27,10 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
     const startedAt = performance.now();
     const url = new URL(request.url);
     const headers: Record<string, string> = {};
+    // an answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them is a header set here),
+    // so the kernel does not copy them onto it afterwards (an error answer may carry its own: the kernel merges those)
+    const stamp = (r: Response) => ((state.stamped = r), r);
+    const withFrontDoor = (h: Record<string, string>) => Object.assign(h, state.headers);
     const skip = isSkip(request.headers.get("x-svc-skip-cache"));
     let status = "MISS";
     try {
@@ -63,16 +67,16 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
-        return new Response(JSON.stringify(result.body), { status: 200, headers });
+        return stamp(new Response(JSON.stringify(result.body), { status: 200, headers: withFrontDoor(headers) }));
       }
       if (result.kind === "forward") {
         headers["content-type"] = result.contentType;
-        return new Response(result.text, { status: result.status, headers });
+        return stamp(new Response(result.text, { status: result.status, headers: withFrontDoor(headers) }));
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
       if (result.done) state.settled = result.done;
-      return new Response(result.stream as ReadableStream, { status: 200, headers });
+      return stamp(new Response(result.stream as ReadableStream, { status: 200, headers: withFrontDoor(headers) }));
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
       if (e instanceof ProviderReply) {
@@ -80,7 +84,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
         const { body, contentType } = withDoc1Fields(e);
         if (e.status === 429) headers["retry-after"] = String(e.retryAfterSecs());
-        return new Response(body, { status: e.status, headers: { ...headers, "content-type": contentType } });
+        return stamp(new Response(body, { status: e.status, headers: withFrontDoor({ ...headers, "content-type": contentType }) }));
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
