@@ -87,6 +87,8 @@ export interface RequestState {
   stamped?: Response;
   /** what the route learned about the request (e.g. the gateway's model, provider, cache status, tokens): extra fields of its log line */
   facts?: Record<string, unknown>;
+  /** false: the request log is off, so a route need not gather `facts` */
+  logged?: boolean;
   /**
    * a streamed answer whose facts are complete only once the stream is over: the request's log
    * line waits for it (metrics do not: they measure the answer's headers)
@@ -102,6 +104,11 @@ export class RequestObserver {
   private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
+
+  /** whether requests are logged (their facts are read only then) */
+  get logging(): boolean {
+    return this.requestLog;
+  }
 
   /**
    * Be told the status of every authenticated request's answer (tenant, status, the mount that
@@ -311,7 +318,7 @@ export class Kernel {
   async admit(request: Request, route?: string, opts?: { websocket?: boolean }): Promise<{ request: Request; state: RequestState } | { response: Response; state: RequestState }> {
     const path = pathOf(request.url);
     const mount = this.mountOf(path);
-    const state: RequestState = { id: requestIdOf(request), mount, route, headers: {} };
+    const state: RequestState = { id: requestIdOf(request), mount, route, headers: {}, logged: this.o.observer.logging };
     state.headers["x-request-id"] = state.id;
     try {
       this.checkHeaderSize(request);

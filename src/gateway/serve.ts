@@ -41,9 +41,12 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const call = endpoint.parse({ body, params, url, headers: request.headers });
       // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
       if (call.key === null || !endpoint.usageOf) status = "BYPASS";
-      const facts = (state.facts ??= {});
-      facts.model = call.model;
-      facts.provider = endpoint.provider;
+      // the request log line's fields, gathered only when requests are logged
+      const facts = state.logged === false ? undefined : (state.facts ??= {});
+      if (facts) {
+        facts.model = call.model;
+        facts.provider = endpoint.provider;
+      }
       const result = await d.pipeline.execute({
         tenantId: principal.tenantId,
         sub: principal.sub,
@@ -59,11 +62,13 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         signal: request.signal,
         requestId: state.id,
         startedAt,
-        facts: (f) => Object.assign(facts, logFacts(f)),
+        facts: facts && ((f) => Object.assign(facts, logFacts(f))),
       });
       status = result.meta.status;
-      facts.cache = status;
-      if (result.meta.tier) facts.cache_tier = result.meta.tier;
+      if (facts) {
+        facts.cache = status;
+        if (result.meta.tier) facts.cache_tier = result.meta.tier;
+      }
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
