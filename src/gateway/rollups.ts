@@ -5,9 +5,9 @@
  * The usage writer adds each batch to both rollups itself (`addToRollups`, in the batch's
  * transaction: a rollback drops both), one upsert per tenant and minute / hour the batch touches,
  * on both backends. SQLite first kept them with a row trigger (0005: AFTER INSERT … FOR EACH ROW,
- * two 53-column upserts per record); 0009 drops it: it was the largest per-request cost of the
- * proxy path under load (~45 µs of a record's ~65 µs insert on the 2-core bench machine,
- * BENCHMARKS.md "Regression guard"). On PostgreSQL a plpgsql statement trigger over a transition
+ * two 53-column upserts per record); 0009 drops it: it was most of the largest per-request cost of
+ * the proxy path under load (the usage write fell from ~57 to ~38 µs of gateway CPU per proxied
+ * request at 64 connections, BENCHMARKS.md "Regression guard"). On PostgreSQL a plpgsql statement trigger over a transition
  * table was measured first: ~1.4 ms per INSERT statement it fired on (its 53-column aggregate is
  * planned again on every firing), 4× the cost of the batch without it; the explicit upserts are
  * prepared once. Copying a SQLite database (`storage copy`) brings the rollup rows along and, with
