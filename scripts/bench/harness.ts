@@ -69,6 +69,24 @@ export async function waitHealthy(url: string, proc?: { exitCode: number | null 
   throw new Error(`${url} did not become healthy within ${timeoutMs} ms`);
 }
 
+/**
+ * Poll GET /ready until 200 (the app built and its checks passed: a gateway that listens first
+ * answers /health while it still builds, loads models and warms caches in the background, which
+ * would share the CPU with whatever is measured next). False when it did not within `timeoutMs`.
+ */
+export async function waitReady(url: string, timeoutMs = 60_000): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const ok = await fetch(`${url}/ready`).then(
+      async (r) => (await r.arrayBuffer(), r.status === 200),
+      () => false,
+    );
+    if (ok) return true;
+    await Bun.sleep(20);
+  }
+  return false;
+}
+
 export interface Target {
   url: string;
   port: number;

@@ -23,7 +23,7 @@ import { parseArgs } from "node:util";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, load, loadDistinct, median, startBenchUpstream, startTarget, type Target } from "./harness";
+import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, load, loadDistinct, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
 
 const { values } = parseArgs({
   options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "4" }, n: { type: "string", default: "400" } },
@@ -147,6 +147,8 @@ for (let r = 0; r < rounds; r++) {
       on: await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" }, root: rootOf[side] }),
     };
   }
+  // measured once every gateway is ready: one still building in the background (listen-first) would take CPU from the others
+  for (const side of order) for (const t of [gw[side].off, gw[side].on]) if (!(await waitReady(t.url))) console.error(`${side}: ${t.url}/ready not 200 within 60 s; measuring anyway`);
   try {
     for (const side of order) {
       const url = gw[side].on.url;

@@ -84,8 +84,12 @@ export interface RequestState {
   route?: string;
   /** headers added to the answer (X-Request-ID, X-RateLimit-*) */
   headers: Record<string, string>;
+  /** the route's answer, when the route built it with `headers` already on it (the front door does not set them again) */
+  stamped?: Response;
   /** what the route learned about the request (e.g. the gateway's model, provider, cache status, tokens): extra fields of its log line */
   facts?: Record<string, unknown>;
+  /** false: the request log is off, so a route need not gather `facts` */
+  logged?: boolean;
   /**
    * a streamed answer whose facts are complete only once the stream is over: the request's log
    * line waits for it (metrics do not: they measure the answer's headers)
@@ -101,6 +105,11 @@ export class RequestObserver {
   private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
+
+  /** whether requests are logged (their facts are read only then) */
+  get logging(): boolean {
+    return this.requestLog;
+  }
 
   /**
    * Be told the status of every authenticated request's answer (tenant, status, the mount that
@@ -296,7 +305,7 @@ export class Kernel {
         response = this.errorFor(e, state.mount.envelope, pathOf(request.url));
       }
     }
-    response = withHeaders(response, state.headers);
+    if (response !== state.stamped) response = withHeaders(response, state.headers);
     state.route ??= this.labelOf(request.method, pathOf(request.url));
     this.o.observer.finish(request, state, response.status, startedAt);
     return response;
@@ -310,7 +319,7 @@ export class Kernel {
   async admit(request: Request, route?: string, opts?: { websocket?: boolean }): Promise<{ request: Request; state: RequestState } | { response: Response; state: RequestState }> {
     const path = pathOf(request.url);
     const mount = this.mountOf(path);
-    const state: RequestState = { id: requestIdOf(request), mount, route, headers: {} };
+    const state: RequestState = { id: requestIdOf(request), mount, route, headers: {}, logged: this.o.observer.logging };
     state.headers["x-request-id"] = state.id;
     try {
       this.checkHeaderSize(request);

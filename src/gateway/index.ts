@@ -104,6 +104,19 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   const saved = deps.metrics.counter("svc_llm_cost_saved_usd_total", "List-price USD the cache saved, by provider and model", labels);
   const models = new BoundedLabel(deps.config.usage.metrics_max_label_values);
   const tenants = new BoundedLabel(deps.config.usage.metrics_max_label_values);
+  // the label objects of each (provider, model[, tenant]) built once: the counters run on every proxied request
+  const labelSets = new Map<string, { base: Record<string, string>; input: Record<string, string>; output: Record<string, string> }>();
+  const labelsOf = (provider: string, model: string, tenant: string | undefined) => {
+    const key = `${provider}\u0000${model}\u0000${tenant ?? ""}`;
+    let sets = labelSets.get(key);
+    if (!sets) {
+      const base: Record<string, string> = tenant === undefined ? { provider, model } : { provider, model, tenant };
+      sets = { base, input: { ...base, direction: "input" }, output: { ...base, direction: "output" } };
+      if (labelSets.size >= 4096) labelSets.clear();
+      labelSets.set(key, sets);
+    }
+    return sets;
+  };
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
   const usage = new UsageRecorder(deps.storage, (e, lost) => deps.log.error("usage flush failed", { error: String(e), lost_rows: lost }), prices);
@@ -119,12 +132,11 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     fallbacks: () => deps.config.models.fallbacks,
     prices,
     accounted: (x, f) => {
-      const l: Record<string, string> = { provider: f.provider, model: models.of(f.model) };
-      if (tenantLabel) l.tenant = tenants.of(x.tenantId);
-      if (f.inputTokens) tokens.inc({ ...l, direction: "input" }, f.inputTokens);
-      if (f.outputTokens) tokens.inc({ ...l, direction: "output" }, f.outputTokens);
-      if (f.costUsd) cost.inc(l, f.costUsd);
-      if (f.costSavedUsd) saved.inc(l, f.costSavedUsd);
+      const l = labelsOf(f.provider, models.of(f.model), tenantLabel ? tenants.of(x.tenantId) : undefined);
+      if (f.inputTokens) tokens.inc(l.input, f.inputTokens);
+      if (f.outputTokens) tokens.inc(l.output, f.outputTokens);
+      if (f.costUsd) cost.inc(l.base, f.costUsd);
+      if (f.costSavedUsd) saved.inc(l.base, f.costSavedUsd);
       x.facts?.(f);
     },
   });

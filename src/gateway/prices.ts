@@ -72,6 +72,8 @@ export const PRICES: Record<string, Price> = {
 export class PriceTable {
   private readonly table: Record<string, Price>;
   private readonly keys: string[];
+  /** model name → its price (null: none known), for the names seen recently: every proxied request looks its model up 2-3 times */
+  private readonly memo = new Map<string, Price | null>();
   constructor(overrides: Record<string, Price> = {}) {
     this.table = { ...PRICES };
     for (const [k, v] of Object.entries(overrides)) this.table[k.toLowerCase()] = v;
@@ -80,9 +82,19 @@ export class PriceTable {
 
   /** The model's list price; undefined when none is known. */
   priceOf(model: string): Price | undefined {
+    const known = this.memo.get(model);
+    if (known !== undefined) return known ?? undefined;
     const m = model.toLowerCase().replace(/^models\//, "");
-    for (const k of this.keys) if (m.startsWith(k)) return this.table[k]!;
-    return undefined;
+    let price: Price | null = null;
+    for (const k of this.keys)
+      if (m.startsWith(k)) {
+        price = this.table[k]!;
+        break;
+      }
+    // model names come from clients: the memo is bounded (starts over when full)
+    if (this.memo.size >= 1024) this.memo.clear();
+    this.memo.set(model, price);
+    return price ?? undefined;
   }
 
   /** Whether a request of this model and size has a known cost (no tokens cost nothing whatever the model). */

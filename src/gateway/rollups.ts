@@ -1,18 +1,20 @@
 /**
- * The overview's tables (overview-api.ts): the usage rollups per tenant and minute / hour, kept by
- * a trigger on usage_records, and the request-outcome counts (OutcomeCounter).
+ * The overview's tables (overview-api.ts): the usage rollups per tenant and minute / hour, and the
+ * request-outcome counts (OutcomeCounter).
  *
- * SQLite: a row trigger (AFTER INSERT … FOR EACH ROW) upserts both rollup rows of every record.
- * PostgreSQL: no trigger — the usage writer adds each batch itself (`addToRollups`, in the batch's
- * transaction: a rollback drops both), one upsert per tenant and minute / hour the batch touches.
- * A plpgsql statement trigger over a transition table was measured first: ~1.4 ms per INSERT
- * statement it fired on (its 53-column aggregate is planned again on every firing), 4× the cost of
- * the batch without it; the explicit upserts are prepared once. Copying a SQLite database
- * (`storage copy`) brings the rollup rows along and, with no trigger, nothing counts them twice.
+ * The usage writer adds each batch to both rollups itself (`addToRollups`, in the batch's
+ * transaction: a rollback drops both), one upsert per tenant and minute / hour the batch touches,
+ * on both backends. SQLite first kept them with a row trigger (0005: AFTER INSERT … FOR EACH ROW,
+ * two 53-column upserts per record); 0009 drops it: it was most of the largest per-request cost of
+ * the proxy path under load (the usage write fell from ~57 to ~38 µs of gateway CPU per proxied
+ * request at 64 connections, BENCHMARKS.md "Regression guard"). On PostgreSQL a plpgsql statement trigger over a transition
+ * table was measured first: ~1.4 ms per INSERT statement it fired on (its 53-column aggregate is
+ * planned again on every firing), 4× the cost of the batch without it; the explicit upserts are
+ * prepared once. Copying a SQLite database (`storage copy`) brings the rollup rows along and, with
+ * no trigger, nothing counts them twice.
  */
 import type { Migration } from "../storage/migrations";
 import type { AsyncTenantDb } from "../storage/async";
-import type { DialectName } from "../storage/dialect";
 
 /** upper bounds (ms) of the latency buckets; the last bucket is everything above */
 export const LATENCY_BOUNDS = [
@@ -107,10 +109,7 @@ const SQLITE_0005 = `
 const pgRollupTable = (table: string, unit: string) =>
   rollupTable(table, unit).replace(") WITHOUT ROWID;", ");").replace(/ INTEGER NOT NULL/g, " BIGINT NOT NULL").replace(/ REAL NOT NULL/g, " DOUBLE PRECISION NOT NULL");
 
-// ---- PostgreSQL: the writer adds its batch to the rollups (no trigger; see the header)
-
-/** Whether the database keeps the rollups itself (SQLite: 0005's row trigger) or the usage writer adds each batch (PostgreSQL). */
-export const ROLLUPS_BY_TRIGGER: Record<DialectName, boolean> = { sqlite: true, postgres: false };
+// ---- the writer adds its batch to the rollups (no trigger; see the header)
 
 /** what the rollups count of one usage record */
 export interface RollupRecord {
@@ -198,5 +197,10 @@ export const OVERVIEW_MIGRATIONS: Migration[] = [
       sqlite: `${outcomeTable("request_outcome_minute", "minute")}\n${outcomeTable("request_outcome_hour", "hour")}`,
       postgres: `${pgOutcomeTable("request_outcome_minute", "minute")}\n${pgOutcomeTable("request_outcome_hour", "hour")}`,
     },
+  },
+  {
+    // the usage writer adds its batches to the rollups (addToRollups), as on PostgreSQL: the row trigger goes
+    id: "0009_usage_rollups_by_writer",
+    up: { sqlite: "DROP TRIGGER IF EXISTS usage_rollups_insert;", postgres: "SELECT 1;" },
   },
 ];

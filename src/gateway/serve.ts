@@ -27,6 +27,10 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
     const startedAt = performance.now();
     const url = new URL(request.url);
     const headers: Record<string, string> = {};
+    // an answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them is a header set here),
+    // so the kernel does not copy them onto it afterwards (an error answer may carry its own: the kernel merges those)
+    const stamp = (r: Response) => ((state.stamped = r), r);
+    const withFrontDoor = (h: Record<string, string>) => Object.assign(h, state.headers);
     const skip = isSkip(request.headers.get("x-svc-skip-cache"));
     let status = "MISS";
     try {
@@ -37,9 +41,12 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       const call = endpoint.parse({ body, params, url, headers: request.headers });
       // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
       if (call.key === null || !endpoint.usageOf) status = "BYPASS";
-      const facts = (state.facts ??= {});
-      facts.model = call.model;
-      facts.provider = endpoint.provider;
+      // the request log line's fields, gathered only when requests are logged
+      const facts = state.logged === false ? undefined : (state.facts ??= {});
+      if (facts) {
+        facts.model = call.model;
+        facts.provider = endpoint.provider;
+      }
       const result = await d.pipeline.execute({
         tenantId: principal.tenantId,
         sub: principal.sub,
@@ -55,24 +62,26 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         signal: request.signal,
         requestId: state.id,
         startedAt,
-        facts: (f) => Object.assign(facts, logFacts(f)),
+        facts: facts && ((f) => Object.assign(facts, logFacts(f))),
       });
       status = result.meta.status;
-      facts.cache = status;
-      if (result.meta.tier) facts.cache_tier = result.meta.tier;
+      if (facts) {
+        facts.cache = status;
+        if (result.meta.tier) facts.cache_tier = result.meta.tier;
+      }
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
-        return new Response(JSON.stringify(result.body), { status: 200, headers });
+        return stamp(new Response(JSON.stringify(result.body), { status: 200, headers: withFrontDoor(headers) }));
       }
       if (result.kind === "forward") {
         headers["content-type"] = result.contentType;
-        return new Response(result.text, { status: result.status, headers });
+        return stamp(new Response(result.text, { status: result.status, headers: withFrontDoor(headers) }));
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
       if (result.done) state.settled = result.done;
-      return new Response(result.stream as ReadableStream, { status: 200, headers });
+      return stamp(new Response(result.stream as ReadableStream, { status: 200, headers: withFrontDoor(headers) }));
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
       if (e instanceof ProviderReply) {
@@ -80,7 +89,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
         const { body, contentType } = withDoc1Fields(e);
         if (e.status === 429) headers["retry-after"] = String(e.retryAfterSecs());
-        return new Response(body, { status: e.status, headers: { ...headers, "content-type": contentType } });
+        return stamp(new Response(body, { status: e.status, headers: withFrontDoor({ ...headers, "content-type": contentType }) }));
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });

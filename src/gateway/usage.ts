@@ -14,7 +14,7 @@ import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { AsyncWriteBehind } from "../storage/write-behind-async";
 import { now } from "../core/ids";
 import { PriceTable } from "./prices";
-import { addToRollups, ROLLUPS_BY_TRIGGER } from "./rollups";
+import { addToRollups } from "./rollups";
 
 export interface UsageRecord {
   tenantId: string;
@@ -77,47 +77,49 @@ function insertOf(n: number): string {
   return sql;
 }
 
+/** the parameter names of row i of an INSERT, in COLUMNS order without tenant_id (built once: no name is formatted per row) */
+const PARAM_NAMES: string[][] = Array.from({ length: CHUNK }, (_, i) => COLUMNS.filter((c) => c !== "tenant_id").map((c) => `${c}_${i}`));
+
+/** row i's parameters of an INSERT, written into `into` (the values in COLUMNS order, tenant_id bound by the handle) */
 function paramsOf(r: UsageRow, i: number, into: Record<string, unknown>) {
-  const v: Record<Exclude<(typeof COLUMNS)[number], "tenant_id">, unknown> = {
-    id: r.id,
-    created_at: r.createdAt,
-    request_id: r.requestId,
-    key_id: r.keyId ?? null,
-    style: r.style,
-    provider: r.provider,
-    endpoint: r.endpoint,
-    model: r.model,
-    cache_status: r.cacheStatus,
-    cache_tier: r.cacheTier ?? null,
-    streamed: r.streamed ? 1 : 0,
-    input_tokens: r.inputTokens,
-    output_tokens: r.outputTokens,
-    latency_ms: r.latencyMs,
-    cost_usd: r.costUsd,
-    cost_saved_usd: r.costSavedUsd,
-    deployment: r.deployment ?? null,
-    upstream_model: r.upstreamModel ?? null,
-    attempts: r.attempts ?? 0,
-    priced: r.priced === false ? 0 : 1,
-    cache_entry_id: r.cacheEntryId ?? null,
-    similarity: r.similarity ?? null,
-    learned_score: r.learnedScore ?? null,
-    cache_point: r.cachePoint ?? null,
-  };
-  for (const k in v) into[`${k}_${i}`] = v[k as keyof typeof v];
+  const k = PARAM_NAMES[i]!;
+  into[k[0]!] = r.id;
+  into[k[1]!] = r.createdAt;
+  into[k[2]!] = r.requestId;
+  into[k[3]!] = r.keyId ?? null;
+  into[k[4]!] = r.style;
+  into[k[5]!] = r.provider;
+  into[k[6]!] = r.endpoint;
+  into[k[7]!] = r.model;
+  into[k[8]!] = r.cacheStatus;
+  into[k[9]!] = r.cacheTier ?? null;
+  into[k[10]!] = r.streamed ? 1 : 0;
+  into[k[11]!] = r.inputTokens;
+  into[k[12]!] = r.outputTokens;
+  into[k[13]!] = r.latencyMs;
+  into[k[14]!] = r.costUsd;
+  into[k[15]!] = r.costSavedUsd;
+  into[k[16]!] = r.deployment ?? null;
+  into[k[17]!] = r.upstreamModel ?? null;
+  into[k[18]!] = r.attempts ?? 0;
+  into[k[19]!] = r.priced === false ? 0 : 1;
+  into[k[20]!] = r.cacheEntryId ?? null;
+  into[k[21]!] = r.similarity ?? null;
+  into[k[22]!] = r.learnedScore ?? null;
+  into[k[23]!] = r.cachePoint ?? null;
 }
 
 /** One tenant's usage records. */
 export class UsageStore {
-  /** `addRollups`: the writer adds its rows to the overview's rollups (PostgreSQL; SQLite's trigger does it) */
+  /** `addRollups`: the writer adds its rows to the overview's rollups (false: records only, for a database without them) */
   constructor(
     private readonly db: AsyncTenantDb,
-    private readonly addRollups = false,
+    private readonly addRollups = true,
   ) {}
 
-  /** a tenant's store on this storage, keeping the rollups as its dialect needs */
+  /** a tenant's store on this storage */
   static of(storage: AsyncStorage, tenantId: string): UsageStore {
-    return new UsageStore(storage.tenant(tenantId), !ROLLUPS_BY_TRIGGER[storage.dialect.name]);
+    return new UsageStore(storage.tenant(tenantId));
   }
 
   insert(r: UsageRow): Promise<void> {
@@ -130,7 +132,8 @@ export class UsageStore {
     while (at < rows.length) {
       let n = CHUNK;
       while (n > rows.length - at) n >>= 1;
-      const params: Record<string, unknown> = {};
+      // $tenant bound here: the handle then uses the object as it is (no copy of n × 24 parameters)
+      const params: Record<string, unknown> = { tenant: this.db.tenantId };
       for (let i = 0; i < n; i++) paramsOf(rows[at + i]!, i, params);
       await this.db.run(insertOf(n), params as Record<string, string | number | null>);
       at += n;
@@ -179,7 +182,7 @@ export class UsageRecorder {
     onError: (e: unknown, lostRows?: number) => void = () => {},
     private readonly prices: PriceTable = new PriceTable(),
   ) {
-    this.queue = new AsyncWriteBehind(storage, { write: (db, rows) => new UsageStore(db, !ROLLUPS_BY_TRIGGER[storage.dialect.name]).insertMany(rows), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
+    this.queue = new AsyncWriteBehind(storage, { write: (db, rows) => new UsageStore(db).insertMany(rows), flushMs: UsageRecorder.FLUSH_MS, max: UsageRecorder.BATCH, onError });
   }
 
   store(tenantId: string) {

@@ -69,6 +69,8 @@ export class AsyncTenantDb implements AsyncSql {
 
   private bind(sql: string, params: Params | undefined): Params {
     if (!toPositional(sql).names.includes("tenant")) throw new UnscopedQueryError(sql);
+    // params that already bind this tenant are used as they are (a large batch is not copied)
+    if (params?.tenant === this.tenantId) return params;
     return params ? { ...params, tenant: this.tenantId } : { tenant: this.tenantId };
   }
   get<T>(sql: string, params?: Params): Promise<T | undefined> {

@@ -5,9 +5,11 @@ import { Db } from "../../src/storage/db";
 import { openStorage } from "../../src/storage/open";
 import { UsageRecorder, type UsageRecord } from "../../src/gateway/usage";
 import { GATEWAY_MIGRATIONS } from "../../src/gateway/migrations";
+import { OVERVIEW_MIGRATIONS } from "../../src/gateway/rollups";
 import { startProxyEnv } from "./setup";
 
-const usageDb = () => new Db(":memory:", [{ domain: "gateway", migrations: GATEWAY_MIGRATIONS }]);
+// the gateway domain's whole schema: the recorder adds every batch to the overview's rollups too
+const usageDb = () => new Db(":memory:", [{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
 const over = (db: Db) => openStorage({ path: ":memory:", db });
 const row = (i: number): UsageRecord => ({
   tenantId: "t",

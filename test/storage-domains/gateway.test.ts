@@ -1,7 +1,7 @@
 /**
  * The gateway's storage over the async storage, the same tests on bun:sqlite and PostgreSQL:
  * usage records written behind (multi-row INSERTs per tenant), listed newest first per tenant;
- * the overview's rollups (SQLite: a row trigger; PostgreSQL: the writer's upserts per batch)
+ * the overview's rollups (the writer's upserts per batch, on both backends)
  * equal a scan of the records; the usage report's sums and day breakdown; the request-outcome
  * counters; the per-request list with filters; identity's usage reader (spend, hourly, models).
  */

@@ -2,7 +2,8 @@
  * The dashboard's aggregate endpoints (src/gateway/overview-api.ts) without a browser:
  *  - the per-minute rollup the overview reads equals a scan of usage_records (random traffic,
  *    two tenants), percentiles land in the bucket of the exact percentile;
- *  - records written before the rollup existed are backfilled by its migration;
+ *  - records written before the rollup existed are backfilled by its migration; a database whose
+ *    rollups 0005's row trigger kept goes on with the writer's upserts (0009 drops the trigger);
  *  - over HTTP: permissions (ViewMetrics / ViewLogs), tenant scoping, range validation, and the
  *    /ui page's security headers.
  */
@@ -122,8 +123,24 @@ describe("overview rollup", () => {
   test("records written before the rollup existed are backfilled by its migration", async () => {
     const db = new Db(":memory:", [{ domain: "gateway", migrations: GATEWAY_MIGRATIONS }]);
     const storage = openStorage({ path: ":memory:", db });
-    for (const r of records(1500, 11)) await new UsageStore(storage.tenant(r.tenantId)).insert(r);
+    // records only: the rollup tables do not exist yet
+    for (const r of records(1500, 11)) await new UsageStore(storage.tenant(r.tenantId), false).insert(r);
     db.migrate([{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
+    await expectOverviewMatches(db, new OverviewQuery(storage, () => {}, () => NOW));
+    db.close();
+  });
+
+  test("a database whose rollups a row trigger kept goes on with the writer's upserts: nothing counted twice", async () => {
+    // migrated up to the trigger's last day (0005's row trigger in place), records counted by it
+    const before = OVERVIEW_MIGRATIONS.filter((m) => m.id !== "0009_usage_rollups_by_writer");
+    const db = new Db(":memory:", [{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...before] }]);
+    const storage = openStorage({ path: ":memory:", db });
+    const [early, late] = [records(800, 13), records(800, 17).map((r) => ({ ...r, id: `late-${r.id}` }))];
+    for (const r of early) await new UsageStore(storage.tenant(r.tenantId), false).insert(r);
+    db.migrate([{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
+    expect(db.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'trigger'").all()).toEqual([]);
+    // the writer's way: each tenant's batch and its rollups in one transaction
+    for (const t of ["a", "b"]) await storage.tx(() => new UsageStore(storage.tenant(t)).insertMany(late.filter((r) => r.tenantId === t)));
     await expectOverviewMatches(db, new OverviewQuery(storage, () => {}, () => NOW));
     db.close();
   });

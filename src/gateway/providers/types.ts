@@ -243,7 +243,12 @@ export const compact = (v: unknown) => (typeof v === "string" ? v : JSON.stringi
 /** Drop the listed keys; what remains is the scope of a request (what changes the answer). */
 export function scopeOf(body: Record<string, unknown>, drop: string[]): Record<string, unknown> {
   const scope: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (!drop.includes(k) && v !== undefined) scope[k] = v;
+  // for…in over own keys (no entry arrays: this runs on every proxied request)
+  for (const k in body) {
+    if (!Object.hasOwn(body, k) || drop.includes(k)) continue;
+    const v = body[k];
+    if (v !== undefined) scope[k] = v;
+  }
   return scope;
 }
 

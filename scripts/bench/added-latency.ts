@@ -1,0 +1,35 @@
+#!/usr/bin/env bun
+/**
+ * Proxy miss added latency at 1 connection, cache off, for several checkouts side by side: each
+ * round, one sequential keep-alive client (proxy-client.ts) interleaves the direct upstream call
+ * and every gateway request by request; "added" is each gateway's p50 minus the direct call's,
+ * paired within the round. Prints per-round values and the median over rounds.
+ *
+ *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] DIR...   (this checkout is always "this")
+ */
+import { parseArgs } from "node:util";
+import { join, resolve } from "node:path";
+import { ROOT, benchToken, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
+
+const { values, positionals } = parseArgs({ options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" } }, allowPositionals: true });
+const upstream = await startBenchUpstream();
+const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
+const targets: Record<string, Target> = { this: await startTarget({ env }) };
+for (const dir of positionals) targets[dir] = await startTarget({ env, root: resolve(dir) });
+for (const t of Object.values(targets)) await waitReady(t.url);
+const headers = { "content-type": "application/json", authorization: `Bearer ${await benchToken()}` };
+const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
+const added: Record<string, number[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
+for (let r = 0; r < Number(values.rounds); r++) {
+  const names = Object.keys(targets);
+  const order = r % 2 ? names.reverse() : names;
+  const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers }))] };
+  const p = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
+  const [out] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  const res = JSON.parse(out) as Record<string, { addedP50us: number }>;
+  for (const name of names) added[name]!.push(res[name]!.addedP50us);
+  console.error(`round ${r + 1}: ${names.map((k) => `${k} ${res[k]!.addedP50us.toFixed(0)} µs`).join(", ")}`);
+}
+for (const [name, xs] of Object.entries(added)) console.log(`${name}: added p50 median ${median(xs).toFixed(0)} µs, rounds ${xs.map((x) => x.toFixed(0)).join(" ")}`);
+for (const t of Object.values(targets)) await t.stop();
+upstream.proc.kill();

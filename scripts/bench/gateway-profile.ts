@@ -1,0 +1,133 @@
+#!/usr/bin/env bun
+/**
+ * A CPU profile of the gateway process under load: where a proxied miss (cache off) or an exact
+ * hit (--exact) spends its time. The gateway runs as `bun --cpu-prof --cpu-prof-md src/main.ts`
+ * (Bun's sampling profiler), 64 connections send one fixed request for --secs seconds, then the
+ * gateway is stopped (SIGTERM) and Bun writes the profile; the script prints the files and the
+ * top of the markdown summary (self time by function).
+ *
+ *   bun scripts/bench/gateway-profile.ts [--root DIR] [--secs 8] [-c 64] [--exact] [--out DIR] [--interval 200]
+ *
+ * --root: another checkout (e.g. an older commit) profiled the same way. --interval: sampling
+ * interval in microseconds. Open the .cpuprofile in Chrome DevTools or speedscope for the tree.
+ */
+import { parseArgs } from "node:util";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, load, startBenchUpstream, waitHealthy } from "./harness";
+
+const { values } = parseArgs({
+  options: {
+    root: { type: "string" },
+    secs: { type: "string", default: "8" },
+    c: { type: "string", default: "64" },
+    exact: { type: "boolean", default: false },
+    out: { type: "string" },
+    interval: { type: "string", default: "200" },
+  },
+});
+const root = values.root ? resolve(values.root) : ROOT;
+const out = resolve(values.out ?? mkdtempSync(join(tmpdir(), "svc-profile-")));
+mkdirSync(out, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+
+const upstream = await startBenchUpstream();
+const port = await freePort();
+const proc = Bun.spawn(
+  [process.execPath, "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${out}`, `--cpu-prof-interval=${values.interval}`, "--max-http-header-size=262144", "src/main.ts"],
+  {
+    cwd: root,
+    env: {
+      ...process.env,
+      SVC_SERVER__HOST: "127.0.0.1",
+      SVC_SERVER__PORT: String(port),
+      SVC_STORAGE__PATH: join(dir, "svc.db"),
+      SVC_AUTH__JWT_SECRET: BENCH_JWT_SECRET,
+      SVC_SERVER__REQUEST_LOG: "false",
+      SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url,
+      SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench",
+      SVC_CACHE__ENABLED: values.exact ? "true" : "false",
+      SVC_RATE_LIMITS__ENABLED: "false",
+    },
+    stdout: "ignore",
+    stderr: "inherit",
+  },
+);
+const url = `http://127.0.0.1:${port}`;
+await waitHealthy(url, proc, 60_000);
+const token = await benchToken();
+const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
+const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
+const target = { url: `${url}/v1/chat/completions`, method: "POST", headers, body, connections: Number(values.c) };
+await load({ ...target, durationSecs: 2 }); // warm-up (JIT, pools)
+const from = Date.now() * 1000;
+const r = await load({ ...target, durationSecs: Number(values.secs) });
+const to = Date.now() * 1000;
+proc.kill("SIGTERM");
+await proc.exited;
+upstream.proc.kill();
+rmSync(dir, { recursive: true, force: true });
+const file = readdirSync(out).find((f) => f.endsWith(".cpuprofile"));
+if (!file) throw new Error(`no .cpuprofile in ${out}`);
+const owners = perRequest(JSON.parse(readFileSync(join(out, file), "utf8")), from, to, r.total, root);
+console.log(JSON.stringify({ root, path: values.exact ? "exact hit" : "miss, cache off", requestsPerSec: Math.round(r.requestsPerSec), requests: r.total, non2xx: r.non2xx, profile: join(out, file) }, null, 2));
+console.log(`\nCPU per request on the gateway's JS thread during the load, by the nearest frame of svc's own src/ (µs; "-" = no svc frame on the stack: the event loop, Bun's HTTP, GC)`);
+console.log(`total ${owners.total.toFixed(1)} µs/request\n`);
+console.log("by file:");
+for (const [k, v] of owners.byFile.slice(0, 25)) console.log(`  ${v.toFixed(1).padStart(7)}  ${k}`);
+console.log("by function:");
+for (const [k, v] of owners.byFunction.slice(0, 40)) console.log(`  ${v.toFixed(1).padStart(7)}  ${k}`);
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/**
+ * The samples taken between `from` and `to` (µs since the epoch), each charged to the nearest frame
+ * on its stack that is svc's own code (`<root>/src/…`), in µs per request.
+ */
+function perRequest(p: CpuProfile, from: number, to: number, requests: number, root: string) {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const src = `file://${root}/src/`;
+  const ownerOf = new Map<number, { file: string; fn: string }>();
+  const owner = (id: number) => {
+    let o = ownerOf.get(id);
+    if (o) return o;
+    o = { file: "-", fn: "-" };
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const f = byId.get(at)!.callFrame;
+      if (f.url.startsWith(src)) {
+        const file = f.url.slice(`file://${root}/`.length);
+        o = { file, fn: `${file}:${f.lineNumber + 1} ${f.functionName || "(anonymous)"}` };
+        break;
+      }
+    }
+    ownerOf.set(id, o);
+    return o;
+  };
+  const byFile = new Map<string, number>();
+  const byFunction = new Map<string, number>();
+  let t = p.startTime;
+  let total = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i]!;
+    t += dt;
+    if (t < from || t > to) continue;
+    // a sample stands for the interval up to the next one
+    const us = p.timeDeltas[i + 1] ?? 0;
+    const node = byId.get(p.samples[i]!)!;
+    // a sample with no frame at all under the root: the thread outside JavaScript (idle, or Bun's own work)
+    const o = node.callFrame.functionName === "" && node.callFrame.url === "" && parent.get(node.id) === p.nodes[0]!.id ? { file: "(no JS frame)", fn: "(no JS frame)" } : owner(node.id);
+    byFile.set(o.file, (byFile.get(o.file) ?? 0) + us);
+    byFunction.set(o.fn, (byFunction.get(o.fn) ?? 0) + us);
+    total += us;
+  }
+  const sorted = (m: Map<string, number>) => [...m].map(([k, v]) => [k, v / requests] as [string, number]).sort((a, b) => b[1] - a[1]);
+  return { total: total / requests, byFile: sorted(byFile), byFunction: sorted(byFunction) };
+}
