@@ -131,19 +131,32 @@ const hitParams = (h: StoredHit) => ({
   created: h.createdAt,
 });
 
+/** rows per INSERT of a batch of hits (9 parameters each: far below either database's limit) */
+const HITS_PER_INSERT = 200;
+
 /**
- * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): a row already
- * there (judged before this batch came) is kept; then the tenant's rows older than `before`, and
- * beyond the newest `max`, go.
+ * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): multi-row
+ * INSERTs, a row already there (judged before this batch came) kept; then the tenant's rows older
+ * than `before` go, and — when `prune` — those beyond the newest `max` (a COUNT over the tenant's
+ * rows: the caller runs it every so many rows, not every batch, so the bound may be passed by
+ * that many between prunes).
  */
-export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number): Promise<void> {
-  for (const h of hits)
+export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number, prune = true): Promise<void> {
+  for (let at = 0; at < hits.length; at += HITS_PER_INSERT) {
+    const chunk = hits.slice(at, at + HITS_PER_INSERT);
+    const params: Record<string, unknown> = {};
+    const values = chunk.map((h, i) => {
+      for (const [k, v] of Object.entries(hitParams(h))) params[`${k}${i}`] = v;
+      return `($tenant, $id${i}, $caller${i}, $tier${i}, $entry${i}, $query${i}, $v${i}, NULL, $created${i})`;
+    });
     await t.run(
       `INSERT INTO cache_feedback_requests (tenant_id, request_id, caller, tier, entry_id, query_text, query_vec, verdict, created_at)
-       VALUES ($tenant, $id, $caller, $tier, $entry, $query, $v, NULL, $created) ON CONFLICT (tenant_id, request_id) DO NOTHING`,
-      hitParams(h),
+       VALUES ${values.join(", ")} ON CONFLICT (tenant_id, request_id) DO NOTHING`,
+      params as never,
     );
+  }
   await t.run("DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND created_at < $before", { before });
+  if (!prune) return;
   await t.run(
     `DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND request_id IN (
        SELECT request_id FROM cache_feedback_requests WHERE tenant_id = $tenant ORDER BY created_at ASC, request_id ASC

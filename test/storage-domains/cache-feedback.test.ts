@@ -207,6 +207,17 @@ eachBackend("cache-feedback", (b) => {
     expect(STORED_HIT_TTL_MS).toBe(24 * 3_600_000);
   });
 
+  test("a batch of hits larger than one INSERT is written whole (multi-row statements), and without the count prune nothing is dropped", async () => {
+    const t = s.tenant("t-many");
+    const rows = Array.from({ length: 450 }, (_, i) => ({ ...hitRow(i, 30_000 + i), queryVec: Float32Array.of(i, 1), query: `q${i}` }));
+    await s.tx(() => writeHits(t, rows, 0, 100, false));
+    const n = async () => (await t.get<{ n: number }>("SELECT COUNT(*) AS n FROM cache_feedback_requests WHERE tenant_id = $tenant"))!.n;
+    expect(await n()).toBe(450);
+    expect(await new FeedbackStore(t).hit("r449")).toMatchObject({ entryId: "e449", verdict: null });
+    await s.tx(() => writeHits(t, rows.slice(0, 10), 0, 100, true)); // rows already there are kept; the prune keeps the newest 100
+    expect(await n()).toBe(100);
+  });
+
   test("tenant isolation: one tenant's verdicts change neither another's decisions nor its stored feedback", async () => {
     const a = engineOn(s);
     try {
