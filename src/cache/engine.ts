@@ -33,7 +33,7 @@ import type { DecisionModel } from "./verify/pair-model";
 import { defaultLearnedModel } from "./verify/learned-default";
 import { AdaptedEmbedder } from "./adapter";
 import { defaultAdapter } from "./adapter-default";
-import { deriveKeys, type DerivedKeys } from "./partition";
+import { deriveKeys, exactKeyOf, type DerivedKeys } from "./partition";
 import { CacheStore, recentPartitions, type ExactRow, type Removed } from "./store";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
@@ -559,9 +559,11 @@ export class SemanticCacheEngine {
    * a waiter on another replica answers `replay(entry)` once the holder's answer is stored).
    */
   singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult, replay?: (p: CachedPayload) => T): Promise<T> {
-    const keys = stateOf(miss)?.keys ?? deriveKeys(input, this.emb.id);
+    const known = stateOf(miss)?.keys;
     const sync = this.sync;
-    if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(`${input.tenantId}\u0000${keys.exactKey}`, fn);
+    // a disabled cache (or no other replica to wait for) needs only the exact key: one hash, not deriveKeys' two
+    if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(`${input.tenantId}\u0000${known?.exactKey ?? exactKeyOf(input)}`, fn);
+    const keys = known ?? deriveKeys(input, this.emb.id);
     const t = input.tenantId;
     const fromEntry = async () => {
       const row = this.closed ? undefined : await (await this.tenants.get(t)).repo.findExact(keys.exactKey, this.now());

@@ -106,14 +106,13 @@ export interface DerivedKeys {
   code?: CodeScope;
 }
 
-/**
- * Split the conversation: the query is the last turn when it is a user turn. A request ending in
- * an assistant or tool turn (a tool result being fed back) is exact-only: its answer depends on
- * the tool output, which the semantic tiers do not compare.
- */
-export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKeys {
-  const code = codeScopeOf(input.codeContext);
-  const exactKey = sha256(
+/** The exact key alone (what the single flight of a disabled cache needs; deriveKeys computes it the same way). */
+export function exactKeyOf(input: CacheKeyInput): string {
+  return exactKeyWith(input, codeScopeOf(input.codeContext));
+}
+
+function exactKeyWith(input: CacheKeyInput, code: ReturnType<typeof codeScopeOf>): string {
+  return sha256(
     canonicalJson({
       v: 1,
       style: input.style,
@@ -126,6 +125,16 @@ export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKey
       ...(input.namespace ? { ns: input.namespace } : {}),
     }),
   );
+}
+
+/**
+ * Split the conversation: the query is the last turn when it is a user turn. A request ending in
+ * an assistant or tool turn (a tool result being fed back) is exact-only: its answer depends on
+ * the tool output, which the semantic tiers do not compare.
+ */
+export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKeys {
+  const code = codeScopeOf(input.codeContext);
+  const exactKey = exactKeyWith(input, code);
   const last = input.turns[input.turns.length - 1];
   if (!last || last.role !== "user" || !last.text.trim()) return { exactKey, history: [], code };
   const history = input.turns.slice(0, -1);
