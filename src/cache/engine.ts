@@ -255,15 +255,17 @@ export class SemanticCacheEngine {
     // disabled: no keys (two SHA-256 of the canonical conversation, ~50 µs of a streamed request's
     // time to first byte after an idle gap); only a non-streamed miss's single flight needs one
     if (!s.enabled) return { hit: false, lookupMs: performance.now() - t0, state: { noStore: true } satisfies LookupState };
-    const keys = deriveKeys(input, this.emb.id);
+    // the exact key first: an exact hit needs nothing else (the partition key is derived on its miss)
+    const exactKey = exactKeyOf(input);
     const now = this.now();
     // warm state answers without a promise: only a tenant's first use awaits its load
     const ts = this.tenants.use(input.tenantId) ?? (await this.tenants.get(input.tenantId));
     ts.stats.lookups++;
 
-    const ex = this.exactCached(input.tenantId, keys.exactKey, now) ?? (await this.exactGet(input.tenantId, ts, keys.exactKey, now));
+    const ex = this.exactCached(input.tenantId, exactKey, now) ?? (await this.exactGet(input.tenantId, ts, exactKey, now));
     if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0, undefined, { value: 1, source: "exact" });
 
+    const keys = deriveKeys(input, this.emb.id, exactKey);
     const state: LookupState = { keys };
     const miss = (): LookupResult => {
       ts.stats.misses++;

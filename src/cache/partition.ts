@@ -132,9 +132,9 @@ function exactKeyWith(input: CacheKeyInput, code: ReturnType<typeof codeScopeOf>
  * an assistant or tool turn (a tool result being fed back) is exact-only: its answer depends on
  * the tool output, which the semantic tiers do not compare.
  */
-export function deriveKeys(input: CacheKeyInput, embedderId: string): DerivedKeys {
+export function deriveKeys(input: CacheKeyInput, embedderId: string, knownExactKey?: string): DerivedKeys {
   const code = codeScopeOf(input.codeContext);
-  const exactKey = exactKeyWith(input, code);
+  const exactKey = knownExactKey ?? exactKeyWith(input, code);
   const last = input.turns[input.turns.length - 1];
   if (!last || last.role !== "user" || !last.text.trim()) return { exactKey, history: [], code };
   const history = input.turns.slice(0, -1);
