@@ -15,56 +15,15 @@ import type { Embedder } from "./ports";
 import type { Retriever } from "./search";
 import type { MemoryStore } from "./store";
 import type { MemoryVectors } from "./vectors";
-import type { Branch, Contributor, LogEntry, Milestone, Phase, Project, Session, View } from "./types";
+import type { Branch, Contributor, LogEntry, Milestone, Phase, Project, Session } from "./types";
 
 /** Derived metadata segments (read-only); any other name is a custom segment written with PUT. */
 export const DERIVED_SEGMENTS = ["agents", "branches", "stats", "sessions"] as const;
 export const RECENT_SESSIONS = 20;
 
-export interface StoreInput {
-  branchName?: string;
-  branchPurpose: string;
-  cumulativeProgress: string;
-  thisContribution: string;
-  agentId: string;
-  agentType?: string;
-}
+import type { StoreInput, RecallQuery, SessionInput, PromoteInput } from "./service-inputs";
 
-export interface RecallQuery {
-  view?: View;
-  branch?: string;
-  milestoneId?: string;
-  segment?: string;
-  limit?: number;
-  offset?: number;
-}
-
-export interface SessionInput {
-  sessionId: string;
-  branchName?: string;
-  agentId: string;
-  agentType?: string;
-  milestonesRecalled: number;
-  compactionCount?: number;
-  toolCallsTotal: number;
-  toolCallsRead?: number;
-  toolCallsSearch?: number;
-  toolCallsEdit?: number;
-  toolCallsExecute?: number;
-  toolCallsAgent?: number;
-  sessionDurationSecs: number;
-  startedAt: string;
-  endedAt: string;
-}
-
-export interface PromoteInput {
-  cacheKey: string;
-  reuseScore: number;
-  summary: string;
-  summaryEmbedding?: number[];
-  l2Collection: string;
-  blobKey?: string;
-}
+export type { StoreInput, RecallQuery, SessionInput, PromoteInput } from "./service-inputs";
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const avg = (sum: number, n: number) => (n > 0 ? round2(sum / n) : 0);
