@@ -48,11 +48,25 @@ const gwEnv = { SVC_PROVIDERS__OPENAI__BASE_URL: upUrl, SVC_PROVIDERS__OPENAI__A
 const ready = async (t: Target) => {
   for (let i = 0; i < 600 && (await fetch(`${t.url}/ready`)).status !== 200; i++) await Bun.sleep(100);
 };
-const sqlite = await startTarget({ env: gwEnv });
-const postgres = await startTarget({ env: { ...gwEnv, ...pgEnv } });
-const pgMore = [await startTarget({ env: { ...gwEnv, ...pgEnv } }), await startTarget({ env: { ...gwEnv, ...pgEnv } })];
-const sqliteCached = await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" } });
-const pgCached = await startTarget({ env: { ...gwEnv, ...pgEnv, SVC_CACHE__ENABLED: "true" } });
+// every process this bench starts is stopped however it ends (a failed phase must not leave gateways behind)
+const started: Target[] = [];
+const cleanup = async () => {
+  for (const t of started.splice(0)) await t.stop().catch(() => {});
+  upstream.kill();
+  await pg.destroy().catch(() => {});
+};
+process.on("uncaughtException", (e) => void cleanup().finally(() => (console.error(e), process.exit(1))));
+process.on("unhandledRejection", (e) => void cleanup().finally(() => (console.error(e), process.exit(1))));
+const track = async (p: Promise<Target>) => {
+  const t = await p;
+  started.push(t);
+  return t;
+};
+const sqlite = await track(startTarget({ env: gwEnv }));
+const postgres = await track(startTarget({ env: { ...gwEnv, ...pgEnv } }));
+const pgMore = [await track(startTarget({ env: { ...gwEnv, ...pgEnv } })), await track(startTarget({ env: { ...gwEnv, ...pgEnv } }))];
+const sqliteCached = await track(startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" } }));
+const pgCached = await track(startTarget({ env: { ...gwEnv, ...pgEnv, SVC_CACHE__ENABLED: "true" } }));
 for (const t of [sqlite, postgres, ...pgMore, sqliteCached, pgCached]) await ready(t);
 
 const token = await benchToken({ permissions: ["ManageConfig"] });
@@ -147,9 +161,7 @@ rps.postgres3 = await spread([postgres, ...pgMore]);
 await settle();
 await probe.close();
 
-for (const t of [sqlite, postgres, ...pgMore, sqliteCached, pgCached]) await t.stop();
-upstream.kill();
-await pg.destroy();
+await cleanup();
 
 const ms = (us: number) => (us / 1000).toFixed(3);
 const lines = [
