@@ -5,6 +5,7 @@
  * Redis killed and restarted mid-traffic (replicas A and B fail closed, C fails open).
  */
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { PATCH_OP, SCIM_USER, scimClient } from "../identity/scim-helpers";
 import { TestRedis } from "../helpers/redis";
 import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 import { startCluster, until, type Cluster } from "./replicas";
@@ -177,6 +178,27 @@ describe("invalidation across replicas (each replica's cache would hold the old 
     const r = await req(0, `/api/v1/users/${u.id}`, { method: "PUT", token: admin, json: { status: "SUSPENDED" } });
     expect(r.status).toBe(200);
     const at = performance.now();
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
+  }, 30_000);
+
+  test("a user deactivated through SCIM on replica A, then deleted through SCIM, is refused by B and C at once (bus)", async () => {
+    const t = await api(0, "POST", "/api/v1/scim/tokens", { name: "idp-replicas" });
+    expect(typeof t.plainValue).toBe("string");
+    const scim = scimClient(cluster.replicas[0]!.url, t.plainValue);
+    const created = await scim("POST", "/Users", { schemas: [SCIM_USER], userName: "scim-replicas@example.com", active: true });
+    expect(created.status).toBe(201);
+    const token = await cluster.token("tenant-admin", ["ViewMetrics"], `user:${created.body.id}`);
+    for (const i of [1, 2]) expect((await tiers(i, token)).status).toBe(200);
+    const off = await scim("PATCH", `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: "Replace", path: "active", value: false }] });
+    expect(off.status).toBe(200);
+    let at = performance.now();
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
+    // reactivated through SCIM: served again on B and C; then deleted through SCIM: refused again
+    expect((await scim("PATCH", `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: "Replace", path: "active", value: true }] })).status).toBe(200);
+    at = performance.now();
+    for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 200)).toBeLessThan(MAX_DELAY_MS);
+    expect((await scim("DELETE", `/Users/${created.body.id}`)).status).toBe(204);
+    at = performance.now();
     for (const i of [1, 2]) expect(await delayOn(i, at, async () => (await tiers(i, token)).status === 401)).toBeLessThan(MAX_DELAY_MS);
   }, 30_000);
 
