@@ -34,6 +34,7 @@ import { TestRedis } from "../../test/helpers/redis";
 import { dropSchema, freshSchema } from "../../test/helpers/postgres";
 import { TEST_SSO_SECRET_KEY } from "../../test/helpers/pg-gateway";
 import { TokenService } from "../../src/core/auth";
+import { embeddingsAnswer } from "../../test/fake-upstream/bag-of-words";
 
 const pct = (xs: number[], p: number) => {
   if (!xs.length) return NaN;
@@ -333,18 +334,7 @@ async function bench() {
       hostname: "127.0.0.1",
       port: 0,
       async fetch(req) {
-        const j = (await req.json()) as { input: string | string[]; model: string };
-        const inputs = Array.isArray(j.input) ? j.input : [j.input];
-        const data = inputs.map((t, index) => {
-          const v = new Array(64).fill(0);
-          for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
-            let h = 2166136261;
-            for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
-            v[(h >>> 0) % 64] += 1;
-          }
-          return { object: "embedding", index, embedding: v };
-        });
-        return Response.json({ object: "list", model: j.model, data, usage: { prompt_tokens: 1, total_tokens: 1 } });
+        return embeddingsAnswer((await req.json()) as { input: string | string[]; model: string });
       },
     });
     progress("cache follow: starting 2 replicas with the cache on");

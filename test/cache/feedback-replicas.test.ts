@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { TestRedis } from "../helpers/redis";
 import { startCluster, until, type Cluster } from "../hotstate/replicas";
+import { embeddingsAnswer } from "../fake-upstream/bag-of-words";
 
 /** upstream: bag-of-words embeddings (64 buckets: the same words in another case or order embed alike) and chat answers */
 const upstream = Bun.serve({
@@ -16,17 +17,7 @@ const upstream = Bun.serve({
   async fetch(req) {
     const body = (await req.json()) as any;
     if (new URL(req.url).pathname === "/v1/embeddings") {
-      const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
-      const data = inputs.map((t, index) => {
-        const v = new Array(64).fill(0);
-        for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
-          let h = 2166136261;
-          for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
-          v[(h >>> 0) % 64] += 1;
-        }
-        return { object: "embedding", index, embedding: v };
-      });
-      return Response.json({ object: "list", model: body.model, data, usage: { prompt_tokens: 1, total_tokens: 1 } });
+      return embeddingsAnswer(body);
     }
     const q: string = body.messages.at(-1).content;
     return Response.json({

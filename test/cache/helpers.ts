@@ -11,6 +11,7 @@ import { createEmbedder } from "../../src/embedding";
 import type { Embedder } from "../../src/embedding/types";
 import { EmbeddingError, l2normalize } from "../../src/embedding/types";
 import type { CacheKeyInput, Turn } from "../../src/cache/types";
+import { bagOfWords } from "../fake-upstream/bag-of-words";
 
 /** The real local embedder for the tests of one file: loaded before them, released after them. */
 export function localEmbedderForFile(): Embedder {
@@ -94,15 +95,7 @@ export class HashEmbedder implements Embedder {
   async embed(texts: string[]): Promise<Float32Array[]> {
     this.calls++;
     if (this.fail) throw new EmbeddingError("embedder down");
-    return texts.map((t) => {
-      const v = new Float32Array(this.dimensions);
-      for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
-        let h = 2166136261;
-        for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
-        v[(h >>> 0) % this.dimensions]! += 1;
-      }
-      return l2normalize(v);
-    });
+    return texts.map((t) => l2normalize(Float32Array.from(bagOfWords(t, this.dimensions))));
   }
   async close() {}
 }

@@ -14,6 +14,7 @@ import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
 import { loadConfig } from "../../src/config";
 import { startServer } from "../../src/server";
 import { Logger } from "../../src/core/log";
+import { embeddingsAnswer } from "../fake-upstream/bag-of-words";
 
 interface FakeEmbeddings {
   url: string;
@@ -32,16 +33,7 @@ function startFakeEmbeddings(): FakeEmbeddings {
       if (state.down) return Response.json({ error: { message: "overloaded", type: "server_error" } }, { status: 500 });
       const body = (await req.json()) as { model: string; input: string[] };
       state.requests.push({ auth: req.headers.get("authorization") ?? "", model: body.model, input: body.input });
-      const data = body.input.map((t, index) => {
-        const v = new Array(64).fill(0);
-        for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
-          let h = 2166136261;
-          for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
-          v[(h >>> 0) % 64] += 1;
-        }
-        return { object: "embedding", index, embedding: v };
-      });
-      return Response.json({ object: "list", model: body.model, data, usage: { prompt_tokens: 1, total_tokens: 1 } });
+      return embeddingsAnswer(body);
     },
   });
   state.url = `http://127.0.0.1:${server.port}`;

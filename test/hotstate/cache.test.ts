@@ -16,6 +16,7 @@ import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { TestRedis } from "../helpers/redis";
 import { startCluster, until, type Cluster } from "./replicas";
 import { startFakeMcpServer, type FakeMcpServer } from "../mcp/fake-server";
+import { embeddingsAnswer } from "../fake-upstream/bag-of-words";
 
 /** the chat answers' upstream: counts calls per question; questions starting with "hold" wait for release() */
 let calls = new Map<string, number>();
@@ -33,17 +34,7 @@ const upstream = Bun.serve({
     const body = (await req.json()) as any;
     if (p === "/v1/embeddings") {
       // bag of words in 64 buckets: the same words in another case or punctuation embed alike
-      const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
-      const data = inputs.map((t, index) => {
-        const v = new Array(64).fill(0);
-        for (const w of t.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
-          let h = 2166136261;
-          for (let i = 0; i < w.length; i++) h = Math.imul(h ^ w.charCodeAt(i), 16777619);
-          v[(h >>> 0) % 64] += 1;
-        }
-        return { object: "embedding", index, embedding: v };
-      });
-      return Response.json({ object: "list", model: body.model, data, usage: { prompt_tokens: 1, total_tokens: 1 } });
+      return embeddingsAnswer(body);
     }
     const q: string = body.messages.at(-1).content;
     calls.set(q, (calls.get(q) ?? 0) + 1);
