@@ -8,8 +8,8 @@
  *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] DIR...   (this checkout is always "this")
  */
 import { parseArgs } from "node:util";
-import { join, resolve } from "node:path";
-import { ROOT, benchToken, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
+import { resolve } from "node:path";
+import { benchToken, interleaved, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
 
 const { values, positionals } = parseArgs({ options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" } }, allowPositionals: true });
 const upstream = await startBenchUpstream();
@@ -24,9 +24,7 @@ for (let r = 0; r < Number(values.rounds); r++) {
   const names = Object.keys(targets);
   const order = r % 2 ? names.reverse() : names;
   const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers }))] };
-  const p = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
-  const [out] = await Promise.all([new Response(p.stdout).text(), p.exited]);
-  const res = JSON.parse(out) as Record<string, { addedP50us: number }>;
+  const res = await interleaved(spec);
   for (const name of names) added[name]!.push(res[name]!.addedP50us);
   console.error(`round ${r + 1}: ${names.map((k) => `${k} ${res[k]!.addedP50us.toFixed(0)} µs`).join(", ")}`);
 }

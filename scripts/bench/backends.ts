@@ -20,7 +20,7 @@
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { SQL } from "bun";
-import { benchToken, startTarget, load, freePort, ROOT, BENCH_JWT_SECRET, type Target } from "./harness";
+import { benchToken, startTarget, load, freePort, interleaved, ROOT, BENCH_JWT_SECRET, type Target } from "./harness";
 import { startPostgres } from "../../test/helpers/postgres";
 
 const { values } = parseArgs({ options: { secs: { type: "string", default: "6" }, n: { type: "string", default: "2000" }, writes: { type: "string", default: "1500" } } });
@@ -74,23 +74,10 @@ const headers = { "content-type": "application/json", authorization: `Bearer ${t
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 const chat = (t: Target) => `${t.url}/v1/chat/completions`;
 
-interface Sample {
-  p50us: number;
-  p99us: number;
-  addedP50us: number;
-  addedP99us: number;
-  bad: number;
-  cacheStatus: Record<string, number>;
-}
-async function client(o: { targets: Array<{ name: string; url: string; headers: Record<string, string> }>; body: string; reference: string }) {
-  const p = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify({ n, warmup: 300, ...o })], { stdout: "pipe", stderr: "inherit" });
-  const out = await new Response(p.stdout).text();
-  await p.exited;
-  return JSON.parse(out) as Record<string, Sample>;
-}
-
 console.error("1 connection, interleaved: direct, sqlite, postgres (cache off); sqlite-hit, postgres-hit (exact hits)");
-const one = await client({
+const one = await interleaved({
+  n,
+  warmup: 300,
   targets: [
     { name: "direct", url: `${upUrl}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: "Bearer sk-bench" } },
     { name: "sqlite", url: chat(sqlite), headers },

@@ -138,6 +138,39 @@ export async function startTarget(opts: { binary?: string; env?: Record<string, 
   };
 }
 
+/** One target of an interleaved run: its answers' latency, and "added" paired with the reference of each round (µs). */
+export interface InterleavedSample {
+  p50us: number;
+  p99us: number;
+  addedP50us: number;
+  addedP99us: number;
+  /** answers that were not 200 */
+  bad: number;
+  cacheStatus: Record<string, number>;
+}
+
+export interface InterleavedSpec {
+  targets: Array<{ name: string; url: string; headers: Record<string, string>; unique?: boolean; body?: string }>;
+  body: string;
+  /** the target each round's "added" is measured against */
+  reference: string;
+  n: number;
+  warmup: number;
+  /** time to the first body chunk of a streamed answer instead of the whole body */
+  ttfb?: boolean;
+}
+
+/**
+ * Requests to several targets interleaved request by request, from one sequential keep-alive client
+ * in its own process (proxy-client.ts), so every target is measured under the same momentary load.
+ */
+export async function interleaved(spec: InterleavedSpec): Promise<Record<string, InterleavedSample>> {
+  const p = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+  if (code !== 0) throw new Error(`proxy-client.ts exited ${code}`);
+  return JSON.parse(out) as Record<string, InterleavedSample>;
+}
+
 export interface LoadOptions {
   url: string;
   method?: string;

@@ -14,13 +14,11 @@
  *   bun scripts/bench/identity-proxy.ts [--n 2000] [--rounds 5]
  */
 import { parseArgs } from "node:util";
-import { resolve } from "node:path";
-import { benchToken, startTarget, startBenchUpstream, median, ROOT } from "./harness";
+import { benchToken, startTarget, startBenchUpstream, median, interleaved } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "5" } } });
 const n = Number(values.n);
 const rounds = Number(values.rounds);
-const bun = process.execPath;
 
 const upstream = await startBenchUpstream();
 const gw = await startTarget({
@@ -61,10 +59,7 @@ interface Measured { p50us: number; p99us: number; addedP50us: number; bad: numb
 async function run(): Promise<Record<string, Measured>> {
   const targets = Object.entries(credentials).map(([name, cred]) => ({ name, url: `${gw.url}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: `Bearer ${cred}` } }));
   const o = { targets, body, n, warmup: 300, reference: "tenant" };
-  const p = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify(o)], { stdout: "pipe", stderr: "inherit" });
-  const out = await new Response(p.stdout).text();
-  if ((await p.exited) !== 0) throw new Error("proxy-client failed");
-  return JSON.parse(out) as Record<string, Measured>;
+  return interleaved(o);
 }
 
 const samples: Record<string, Measured[]> = {};

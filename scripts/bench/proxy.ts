@@ -22,7 +22,7 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { benchToken, startTarget, load, loadDistinct, freePort, ROOT, type LoadResult } from "./harness";
+import { benchToken, startTarget, load, loadDistinct, freePort, interleaved, ROOT, type InterleavedSpec, type LoadResult } from "./harness";
 
 const { values } = parseArgs({ options: { secs: { type: "string", default: "8" }, n: { type: "string", default: "3000" }, base: { type: "string" } } });
 const secs = Number(values.secs);
@@ -42,21 +42,7 @@ async function spawnReady(cmd: string[], url: string, env: Record<string, string
   throw new Error(`${cmd.join(" ")} did not start`);
 }
 
-interface Sample {
-  p50us: number;
-  p99us: number;
-  addedP50us: number;
-  addedP99us: number;
-  bad: number;
-  cacheStatus: Record<string, number>;
-}
-
-async function client(o: { targets: Array<{ name: string; url: string; headers: Record<string, string>; unique?: boolean; body?: string }>; body: string; ttfb?: boolean; reference: string; n?: number }) {
-  const p = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify({ n, warmup: 300, ...o })], { stdout: "pipe", stderr: "inherit" });
-  const out = await new Response(p.stdout).text();
-  await p.exited;
-  return JSON.parse(out) as Record<string, Sample>;
-}
+const client = (o: Omit<InterleavedSpec, "n" | "warmup"> & { n?: number }) => interleaved({ n, warmup: 300, ...o });
 
 const upPort = await freePort();
 const upstream = await spawnReady([bun, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(upPort)], `http://127.0.0.1:${upPort}/`);

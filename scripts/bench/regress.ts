@@ -23,7 +23,7 @@ import { parseArgs } from "node:util";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, load, loadDistinct, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
+import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, interleaved, load, loadDistinct, median, startBenchUpstream, startTarget, waitReady, type InterleavedSpec, type Target } from "./harness";
 
 const { values } = parseArgs({
   options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "4" }, n: { type: "string", default: "400" } },
@@ -109,15 +109,8 @@ const streamBody = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "us
 const loadAvg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const loads: string[] = [loadAvg()];
 
-interface Sample {
-  addedP50us: number;
-  p50us: number;
-  bad: number;
-}
-async function client(o: { targets: Array<{ name: string; url: string; headers: Record<string, string>; unique?: boolean; body?: string }>; body: string; ttfb?: boolean; n: number }) {
-  const p = Bun.spawn([bun, join(ROOT, "scripts/bench/proxy-client.ts"), JSON.stringify({ warmup: 100, reference: "direct", ...o })], { stdout: "pipe", stderr: "inherit" });
-  const [out] = await Promise.all([new Response(p.stdout).text(), p.exited]);
-  const r = JSON.parse(out) as Record<string, Sample>;
+async function client(o: Omit<InterleavedSpec, "warmup" | "reference">) {
+  const r = await interleaved({ warmup: 100, reference: "direct", ...o });
   for (const [k, v] of Object.entries(r)) if (v.bad > 0) throw new Error(`${k}: ${v.bad} answers were not 200`);
   return r;
 }
