@@ -216,7 +216,7 @@ export function* appSteps(config: Config, opts: AppOptions = {}): Generator<stri
     warn: (m) => log.warn(m),
     bus,
     sharedBudgets: sharedHot,
-    sharedKeys: shared ? (box) => sharedSecretStore(data, (plain, name) => box.seal(plain, name), (sealed, name) => box.open(sealed, name)) : undefined,
+    sharedKeys: shared ? (box) => sharedSecretStore(data, box) : undefined,
   });
   yield "identity";
   const gatewayD = gateway.create({
@@ -356,7 +356,7 @@ function requireSharedSecrets(config: Config) {
  * decides rate limits, budgets and caches alone.
  */
 export function replicaWarning(config: Pick<Config, "storage" | "redis">): string | undefined {
-  if (config.storage.url === undefined || config.redis.url) return undefined;
+  if (!onSharedDatabase(config) || config.redis.url) return undefined;
   return "SVC_STORAGE__URL is set without SVC_REDIS__URL: with several replicas, rate limits and team budgets are per replica (a tenant gets N times its limit) and each replica's cache index sees only its own entries; set SVC_REDIS__URL to share them";
 }
 

@@ -74,7 +74,7 @@ async function carrySecrets(target: AsyncStorage, config: Config, database: stri
   }
   if (node.sp && node.ssoKey) {
     const box = new SecretBox(resolveSecretKey(node.ssoKey, database, () => {}));
-    const stored = await sharedSecretStore(target, (p, n) => box.seal(p, n), (s, n) => box.open(s, n)).getOrCreate("saml_sp_key_pair", async () => JSON.stringify(node.sp));
+    const stored = await sharedSecretStore(target, box).getOrCreate("saml_sp_key_pair", async () => JSON.stringify(node.sp));
     if ((JSON.parse(stored) as { certificate: string }).certificate !== node.sp.certificate)
       err("note: the target's replicas already sign SAML requests with another service-provider key pair; identity providers given this node's certificate need theirs (SP metadata)");
   }

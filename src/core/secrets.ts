@@ -59,17 +59,23 @@ export interface SharedSecretStore {
   getOrCreate(name: string, create: () => Promise<string>): Promise<string>;
 }
 
-export function sharedSecretStore(storage: AsyncStorage, seal: (plain: string, name: string) => string, open: (sealed: string, name: string) => string): SharedSecretStore {
+/** what seals a stored value and opens it again (identity's SecretBox), the value's name bound in */
+export interface Sealer {
+  seal(plain: string, boundTo: string): string;
+  open(sealed: string, boundTo: string): string;
+}
+
+export function sharedSecretStore(storage: AsyncStorage, box: Sealer): SharedSecretStore {
   const db = storage.global(REASON);
   const read = async (name: string) => (await db.get<{ sealed: string | null }>("SELECT sealed FROM svc_secrets WHERE name = $name", { name }))?.sealed ?? undefined;
   return {
     async getOrCreate(name, create) {
       const found = await read(name);
-      if (found) return open(found, name);
-      const sealed = seal(await create(), name);
+      if (found) return box.open(found, name);
+      const sealed = box.seal(await create(), name);
       await db.run("INSERT INTO svc_secrets (name, sealed, created_at) VALUES ($name, $sealed, $at) ON CONFLICT (name) DO NOTHING", { name, sealed, at: new Date().toISOString() });
       // another replica may have won the race: everyone uses the stored one
-      return open((await read(name))!, name);
+      return box.open((await read(name))!, name);
     },
   };
 }
