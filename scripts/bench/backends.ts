@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { SQL } from "bun";
 import { benchToken, startTarget, load, freePort, interleaved, ROOT, BENCH_JWT_SECRET, type Target } from "./harness";
-import { startPostgres } from "../../test/helpers/postgres";
+import { benchPostgres } from "./with-postgres";
 
 const { values } = parseArgs({ options: { secs: { type: "string", default: "6" }, n: { type: "string", default: "2000" }, writes: { type: "string", default: "1500" } } });
 const secs = Number(values.secs);
@@ -29,15 +29,8 @@ const n = Number(values.n);
 const writes = Number(values.writes);
 const bun = process.execPath;
 
-const pg = await startPostgres();
-const admin = new SQL({ url: pg.url(), max: 1 });
-await admin.unsafe("CREATE DATABASE svc_bench");
-await admin.close();
-const pgEnv = {
-  SVC_STORAGE__URL: pg.url("svc_bench"),
-  SVC_IDENTITY__SSO__SECRET_KEY: Buffer.alloc(32, 3).toString("base64"),
-  SVC_AUTH__JWT_SECRET: BENCH_JWT_SECRET,
-};
+const pg = await benchPostgres();
+const pgEnv = { ...pg.env, SVC_AUTH__JWT_SECRET: BENCH_JWT_SECRET };
 
 const upPort = await freePort();
 const upstream = Bun.spawn([bun, resolve(ROOT, "scripts/bench/proxy-upstream.ts"), String(upPort)], { cwd: ROOT, stdout: "ignore", stderr: "inherit" });
