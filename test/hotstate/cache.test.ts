@@ -58,22 +58,20 @@ let key: string;
 let admin: string;
 const LEASE_MS = 3_000;
 
-const chat = (i: number, messages: Array<{ role: string; content: string }>) =>
-  fetch(`${cluster.replicas[i]!.url}/v1/chat/completions`, {
+/** a chat-completions body for replica i at `path` (the proxy, or the cache lookup POST /api/v1/query) */
+const post = (i: number, path: string, messages: Array<{ role: string; content: string }>) =>
+  fetch(`${cluster.replicas[i]!.url}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify({ model: "gpt-4", messages }),
   });
+const chat = (i: number, messages: Array<{ role: string; content: string }>) => post(i, "/v1/chat/completions", messages);
 /**
  * Whether replica i would serve `messages` from its cache now (POST /api/v1/query: a lookup that
  * neither calls upstream nor writes, so polling it does not store an answer of its own).
  */
 const wouldHit = async (i: number, messages: Array<{ role: string; content: string }>) => {
-  const r = await fetch(`${cluster.replicas[i]!.url}/api/v1/query`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ model: "gpt-4", messages }),
-  });
+  const r = await post(i, "/api/v1/query", messages);
   return r.status === 200 && ((await r.json()) as { hit: boolean }).hit === true;
 };
 const ask = async (i: number, messages: Array<{ role: string; content: string }>) => {
