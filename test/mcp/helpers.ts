@@ -72,7 +72,7 @@ export async function registerAndDiscover(h: McpGateway, url: string, opts: { na
   const reg = await h.call("POST", "/api/v1/mcp/servers", token, { name: opts.name ?? `srv-${crypto.randomUUID().slice(0, 8)}`, url, ...(opts.transport ? { transport: opts.transport } : {}) });
   expect(reg.status).toBe(200);
   const disc = await h.call("POST", `/api/v1/mcp/servers/${reg.body.server.id}/discover`, token);
-  expect(disc.status).toBe(200);
+  if (disc.status !== 200) throw new Error(`discovery of ${url} answered ${disc.status}: ${JSON.stringify(disc.body)}`);
   const tools: Record<string, any> = Object.fromEntries(disc.body.tools.map((t: any) => [t.name, t]));
   return { server: reg.body.server, discovery: disc.body, tools };
 }
