@@ -26,6 +26,7 @@ import { SourceService } from "./sources/service";
 import { IntelligenceService } from "./intelligence";
 import { projectRoutes } from "./routes/projects";
 import { orgRoutes } from "./routes/org";
+import { ContributorService } from "./contributors";
 
 export type { Completer, Embedder } from "./ports";
 export { normalizeCopiedText } from "./lexical";
@@ -33,6 +34,7 @@ export { MEMORY_SECTIONS, type MemoryConfig } from "./config";
 
 export interface MemoryServices {
   memory: MemoryService;
+  contributors: ContributorService;
   sources: SourceService;
   intelligence: IntelligenceService;
   vectors: MemoryVectors;
@@ -67,7 +69,8 @@ export function memoryServices(d: MemoryDeps): MemoryServices {
   const memory = new MemoryService(stores, d.embedder, vectors, retriever, d.config, clock);
   const sources = new SourceService({ stores, embedder: d.embedder, vectors, outbound: d.outbound, env: d.env, config: d.config, clock });
   const intelligence = new IntelligenceService(stores, memory, sources, retriever, d.completer, d.outbound, d.config, clock);
-  return { memory, sources, intelligence, vectors };
+  const contributors = new ContributorService(stores, clock);
+  return { memory, contributors, sources, intelligence, vectors };
 }
 
 /** Saved index files: `<database dir>/memory-index`; none for an in-memory database. */
@@ -78,7 +81,7 @@ export function create(deps: MemoryDeps & { kernel: Kernel }): Domain<MemoryServ
   return {
     name: "memory",
     migrations: MEMORY_MIGRATIONS,
-    routes: new Elysia({ name: "svc-memory" }).use(projectRoutes(deps.kernel, s.memory)).use(orgRoutes(deps.kernel, s.sources, s.intelligence, s.memory)),
+    routes: new Elysia({ name: "svc-memory" }).use(projectRoutes(deps.kernel, s.memory)).use(orgRoutes(deps.kernel, s.sources, s.intelligence, s.contributors)),
     service: s,
     close: async () => {
       await s.vectors.saveAll();

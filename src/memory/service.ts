@@ -1,7 +1,8 @@
 /**
  * The Memory API's core rules (doc1 §4.12): projects, milestones (content-hash deduplication,
  * gap-free sequence numbers), reasoning logs, branches (abandon, atomic merge), recall views and
- * metadata segments, search, session metrics, promotion to knowledge and contributors.
+ * metadata segments, search, session metrics and promotion to knowledge (contributors:
+ * contributors.ts).
  * Every method takes the caller's tenant; stores are tenant-bound.
  */
 import { ApiError, badRequest, conflict, invalidRequest, notFound } from "../core/errors";
@@ -15,7 +16,7 @@ import type { Embedder } from "./ports";
 import type { Retriever } from "./search";
 import type { MemoryStore } from "./store";
 import type { MemoryVectors } from "./vectors";
-import type { Branch, Contributor, LogEntry, Milestone, Phase, Project, Session } from "./types";
+import type { Branch, LogEntry, Milestone, Phase, Project, Session } from "./types";
 
 /** Derived metadata segments (read-only); any other name is a custom segment written with PUT. */
 export const DERIVED_SEGMENTS = ["agents", "branches", "stats", "sessions"] as const;
@@ -494,42 +495,6 @@ export class MemoryService {
       const retry = Math.max(1, Math.ceil((oldest + 60_000 - nowMs) / 1000));
       throw new ApiError("rate_limit_error", `at most ${max} promotions per project per minute`, { retry_after_secs: retry }, { "retry-after": String(retry) });
     }
-  }
-
-  // ---------------------------------------------------------------- contributors
-
-  /**
-   * Create, or update an existing contributorId (spec: "creating with an existing contributorId
-   * updates it"): fields the body leaves out keep their values, so re-registering a name does not
-   * empty the contributor's agentIds (and with them its activity); `role: null` clears the role.
-   */
-  async upsertContributor(tenantId: string, b: { contributorId: string; displayName: string; agentIds?: string[]; role?: string | null }): Promise<{ contributor: Contributor; created: boolean }> {
-    const s = this.stores(tenantId);
-    const old = await s.contributor(b.contributorId);
-    const agentIds = b.agentIds ?? old?.agentIds ?? [];
-    const role = b.role !== undefined ? b.role : (old?.role ?? null);
-    await s.upsertContributor({ contributorId: b.contributorId, displayName: b.displayName, agentIds: [...new Set(agentIds)], role, at: this.at() });
-    return { contributor: (await s.contributor(b.contributorId))!, created: !old };
-  }
-
-  listContributors(tenantId: string, limit: number, offset: number) {
-    return this.stores(tenantId).listContributors(limit, offset);
-  }
-
-  async getContributor(tenantId: string, id: string): Promise<Contributor> {
-    const c = await this.stores(tenantId).contributor(id);
-    if (!c) throw notFound(`contributor '${id}'`);
-    return c;
-  }
-
-  async deleteContributor(tenantId: string, id: string) {
-    if (!(await this.stores(tenantId).deleteContributor(id))) throw notFound(`contributor '${id}'`);
-  }
-
-  async activity(tenantId: string, id: string, limit: number, offset: number) {
-    const contributor = await this.getContributor(tenantId, id);
-    const { items, total } = await this.stores(tenantId).milestonesOfAgents(contributor.agentIds, limit, offset);
-    return { contributor, milestones: items, totalMilestones: total, limit, offset };
   }
 }
 

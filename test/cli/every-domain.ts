@@ -184,7 +184,7 @@ export async function fillEveryDomain(dir: string): Promise<Filled> {
     await mem.storeMilestone(t, "p", { branchName: "feat", branchPurpose: "feature", cumulativeProgress: "Café menu added", thisContribution: "Café menu added", agentId: "agent-2", agentType: "claude-code" });
     await mem.appendLog(t, "p", { agentId: "agent-1", phase: "thought", content: "consider the cache" });
     await mem.putSegment(t, "p", "notes", { a: 1 });
-    await mem.upsertContributor(t, { contributorId: "ann", displayName: "Ann", agentIds: ["agent-1"] });
+    await app.memory.contributors.upsertContributor(t, { contributorId: "ann", displayName: "Ann", agentIds: ["agent-1"] });
     await mem.recordSession(t, "p", { agentId: "a", agentType: "claude-code", sessionId: "s1", toolCallsTotal: 10, toolCallsRead: 4, sessionDurationSecs: 60, milestonesRecalled: 1, compactionCount: 0, startedAt: "2026-01-01T00:00:00Z", endedAt: "2026-01-01T00:01:00Z" });
     await mem.promote(t, "p", { cacheKey: "k", reuseScore: 0.8, summary: "rotate_keys monthly", l2Collection: "l2" });
     const store = mem.store(t);

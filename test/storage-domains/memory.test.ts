@@ -148,15 +148,15 @@ eachBackend("memory", (backend) => {
     const rows = await m.memory.store(A).knowledgeByKeys([1, 2, 3, 4, 5]);
     expect([...rows.values()].map((r) => r.knowledge_id)).toContain(one.knowledgeId);
 
-    expect((await m.memory.upsertContributor(A, { contributorId: "c1", displayName: "Ada", agentIds: ["agent-1", "agent-2"] })).created).toBe(true);
-    expect((await m.memory.upsertContributor(A, { contributorId: "c1", displayName: "Ada L" })).contributor.agentIds).toEqual(["agent-1", "agent-2"]);
+    expect((await m.contributors.upsertContributor(A, { contributorId: "c1", displayName: "Ada", agentIds: ["agent-1", "agent-2"] })).created).toBe(true);
+    expect((await m.contributors.upsertContributor(A, { contributorId: "c1", displayName: "Ada L" })).contributor.agentIds).toEqual(["agent-1", "agent-2"]);
     expect((await m.memory.store(A).contributorByName("ada l"))?.contributorId).toBe("c1");
-    const act = await m.memory.activity(A, "c1", 3, 0);
+    const act = await m.contributors.activity(A, "c1", 3, 0);
     expect(act.totalMilestones).toBe(6 + 9 + 3);
     expect(act.milestones.length).toBe(3);
-    expect(await m.memory.activity(B, "c1", 3, 0).then(() => 200, (e) => e.status)).toBe(404);
-    await m.memory.deleteContributor(A, "c1");
-    expect((await m.memory.listContributors(A, 10, 0)).total).toBe(0);
+    expect(await m.contributors.activity(B, "c1", 3, 0).then(() => 200, (e) => e.status)).toBe(404);
+    await m.contributors.deleteContributor(A, "c1");
+    expect((await m.contributors.listContributors(A, 10, 0)).total).toBe(0);
   });
 
   test("sources and documents (store level): update resets the cursor only when asked; documents replaced by external id, removed with their source", async () => {

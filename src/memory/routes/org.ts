@@ -6,7 +6,7 @@
  * and credentials) are configuration: writing them, and syncing a source, need ManageConfig.
  */
 import type { Kernel } from "../../core/kernel";
-import type { MemoryService } from "../service";
+import type { ContributorService } from "../contributors";
 import type { SourceService } from "../sources/service";
 import type { IntelligenceService } from "../intelligence";
 import { jsonResponse } from "../json";
@@ -16,13 +16,13 @@ import { examples, type Examples } from "../../core/openapi";
 /** A route's reference entry: what it does (who may call it is added by the OpenAPI document), with examples for the main ones. */
 const doc = (summary: string, description: string, e?: Examples) => ({ detail: { summary, description, tags: ["memory"], ...(e ? examples(e) : {}) } });
 
-export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: IntelligenceService, memory: MemoryService) =>
+export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: IntelligenceService, contributors: ContributorService) =>
   kernel
     .routes("/api/v1/memory")
     .post(
       "/contributors",
       async ({ principal, body }) => {
-        const { contributor, created } = await memory.upsertContributor(principal.tenantId, body);
+        const { contributor, created } = await contributors.upsertContributor(principal.tenantId, body);
         return jsonResponse(contributor, created ? 201 : 200);
       },
       { body: S.Contributor, perm: "ManageConfig", ...doc("Create or update a contributor", "Registers the person agents work for (`contributorId`, display name, role, the agent ids that act for them); an existing id is updated, fields left out keep their values.") },
@@ -32,21 +32,21 @@ export const orgRoutes = (kernel: Kernel, sources: SourceService, intelligence: 
       async ({ principal, query }) => {
         const limit = query.limit ?? 50;
         const offset = query.offset ?? 0;
-        const { items, total } = await memory.listContributors(principal.tenantId, limit, offset);
+        const { items, total } = await contributors.listContributors(principal.tenantId, limit, offset);
         return jsonResponse({ contributors: items, total, limit, offset });
       },
       { query: S.ListQuery, ...doc("List contributors", "Lists the tenant's contributors (limit/offset) with their agent ids and roles.") },
     )
-    .get("/contributors/:id", async ({ principal, params }) => jsonResponse(await memory.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor", "Answers one contributor; 404 if the tenant has none with this id.") })
+    .get("/contributors/:id", async ({ principal, params }) => jsonResponse(await contributors.getContributor(principal.tenantId, params.id)), { params: S.IdParams, ...doc("Get a contributor", "Answers one contributor; 404 if the tenant has none with this id.") })
     .delete(
       "/contributors/:id",
       async ({ principal, params }) => {
-        await memory.deleteContributor(principal.tenantId, params.id);
+        await contributors.deleteContributor(principal.tenantId, params.id);
         return jsonResponse({ deleted: true, id: params.id });
       },
       { params: S.IdParams, perm: "ManageConfig", ...doc("Delete a contributor (their milestones stay)", "Removes a contributor; the milestones their agents stored stay as they are.") },
     )
-    .get("/contributors/:id/activity", async ({ principal, params, query }) => jsonResponse(await memory.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
+    .get("/contributors/:id/activity", async ({ principal, params, query }) => jsonResponse(await contributors.activity(principal.tenantId, params.id, query.limit ?? 50, query.offset ?? 0)), {
       params: S.IdParams,
       query: S.ActivityQuery,
       ...doc("Milestones of a contributor's agents, newest first", "Lists the milestones stored by the contributor's agents across projects, newest first (limit/offset)."),
