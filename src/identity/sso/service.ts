@@ -16,7 +16,7 @@
  *    domain can be verified again; a domain verified in any workspace cannot be claimed by another
  *    connection (409); set-primary changes only the primary flags.
  */
-import { X509Certificate, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { badRequest, conflict, notFound } from "../../core/errors";
 import { uuid } from "../../core/ids";
 import type { Listed } from "../../core/pagination";
@@ -25,7 +25,9 @@ import { iso, uniqueOr409, type WallClock } from "../types";
 import type { OutboundFetch } from "../ports";
 import type { RoleService } from "../roles/service";
 import type { SecretBox } from "./secrets";
-import { checkOidc, checkSaml, pemOf } from "./connection-check";
+import { checkOidc, checkSaml } from "./connection-check";
+import { cleanOidc, cleanSaml, httpUrl, mergeMapping, normaliseDomain, type ConnectionInput, type OidcInput, type ConnectionPatch, type TestResult } from "./inputs";
+export { normaliseDomain, type ConnectionInput, type ConnectionPatch, type OidcInput, type SamlInput, type TestResult } from "./inputs";
 import type { TxtLookup } from "./dns";
 import { oidcOf, samlOf, type ConnectionRow, type DomainRow, type SsoDirectory, type SsoStore } from "./store";
 import {
@@ -43,100 +45,7 @@ export const VERIFY_PREFIX = "svc-verify";
 export const VERIFY_LABEL = "_svc-verify";
 export const VERIFY_FILE = "/.well-known/svc-verify.txt";
 
-export interface OidcInput {
-  issuerUrl?: string;
-  clientId?: string;
-  clientSecret?: string;
-  discoveryUrl?: string | null;
-  scopes?: string[];
-}
-export interface SamlInput {
-  entityId?: string;
-  ssoUrl?: string;
-  certificate?: string;
-  signRequests?: boolean;
-  attributeMapping?: { email?: string | null; name?: string | null };
-}
-export interface ConnectionInput {
-  name: string;
-  protocol: Protocol;
-  oidcConfig?: OidcInput;
-  samlConfig?: SamlInput;
-  jitProvisioning?: boolean;
-  defaultRole?: string;
-}
-export type ConnectionPatch = Partial<ConnectionInput>;
-
-export interface TestResult {
-  success: boolean;
-  details: Record<string, unknown>;
-  error?: string;
-  status: ConnectionStatus;
-  testedAt: string;
-}
-
 const duplicate = (name: string) => conflict(`an SSO connection named ${name} already exists in this workspace`);
-
-function httpUrl(field: string, value: string): string {
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw badRequest(`${field}: not a valid URL`);
-  }
-  if (u.protocol !== "https:" && u.protocol !== "http:") throw badRequest(`${field}: must be an http(s) URL`);
-  return value;
-}
-
-/** A domain name in lower-case ASCII (IDNs as punycode), without a trailing dot; 400 otherwise. */
-export function normaliseDomain(raw: string): string {
-  const trimmed = raw.trim().replace(/\.$/, "").toLowerCase();
-  if (!trimmed || /[\s/:@?#\\%\[\]]/.test(trimmed)) throw badRequest("domain: a bare domain name, without scheme, port, path or user (e.g. example.com)");
-  let host: string;
-  try {
-    host = new URL(`http://${trimmed}`).hostname;
-  } catch {
-    throw badRequest("domain: not a valid domain name");
-  }
-  const labels = host.split(".");
-  if (host.length > SSO_LIMITS.domain || labels.length < 2 || labels.some((l) => !/^(?!-)[a-z0-9-]{1,63}(?<!-)$/.test(l)) || /^[0-9]+$/.test(labels.at(-1)!))
-    throw badRequest("domain: not a valid domain name (e.g. example.com)");
-  return host;
-}
-
-function cleanOidc(o: OidcInput & OidcConfig): OidcConfig {
-  httpUrl("oidcConfig.issuerUrl", o.issuerUrl);
-  if (o.discoveryUrl) httpUrl("oidcConfig.discoveryUrl", o.discoveryUrl);
-  const scopes = [...new Set(o.scopes.length ? o.scopes : ["openid", "email", "profile"])];
-  if (!scopes.includes("openid")) scopes.unshift("openid");
-  if (scopes.some((s) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))) throw badRequest("oidcConfig.scopes: scope names are printable ASCII without spaces, quotes or backslashes");
-  return { issuerUrl: o.issuerUrl, clientId: o.clientId, discoveryUrl: o.discoveryUrl ?? null, scopes };
-}
-
-/**
- * `attributeMapping` on PUT: only the keys provided change (doc3 §4.1 "only provided fields change"
- * — fixing the e-mail claim must not drop the name claim); null removes a key.
- */
-function mergeMapping(cur: SamlConfig["attributeMapping"] | undefined, input: SamlInput["attributeMapping"]): SamlConfig["attributeMapping"] {
-  const out: SamlConfig["attributeMapping"] = { ...cur };
-  for (const k of ["email", "name"] as const) {
-    const v = input?.[k];
-    if (v === null) delete out[k];
-    else if (v !== undefined) out[k] = v;
-  }
-  return out;
-}
-
-function cleanSaml(s: SamlConfig): SamlConfig {
-  httpUrl("samlConfig.ssoUrl", s.ssoUrl);
-  if (!/BEGIN CERTIFICATE/.test(s.certificate) && !/^[A-Za-z0-9+/=\s]+$/.test(s.certificate)) throw badRequest("samlConfig.certificate: expected a PEM certificate");
-  try {
-    new X509Certificate(pemOf(s.certificate));
-  } catch {
-    throw badRequest("samlConfig.certificate: not a parseable X.509 certificate");
-  }
-  return { entityId: s.entityId, ssoUrl: s.ssoUrl, certificate: s.certificate.trim(), signRequests: s.signRequests, attributeMapping: { ...s.attributeMapping } };
-}
 
 const mask = (secret: string) => `${secret.slice(0, Math.min(4, Math.floor(secret.length / 4)))}${"•".repeat(8)}`;
 
