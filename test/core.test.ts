@@ -1,5 +1,6 @@
 import { describe, expect, test, beforeAll, afterAll } from "bun:test";
 import { jsonDepthExceeds } from "../src/core/validation";
+import { requestIdOf } from "../src/core/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
 
 let gw: TestGateway;
@@ -63,6 +64,13 @@ describe("errors", () => {
     const id = crypto.randomUUID();
     const r = await gw.api("/nope", { headers: { "x-request-id": id } });
     expect(r.headers.get("x-request-id")).toBe(id);
+  });
+  test("a generated X-Request-ID is a time-ordered UUID (v7): each sorts after the one before (tables keyed by request id are appended to, not written all over)", async () => {
+    const ids = Array.from({ length: 2000 }, () => requestIdOf(new Request("http://svc.test/v1/models")));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (let i = 1; i < ids.length; i++) expect(ids[i]! > ids[i - 1]!).toBe(true);
+    const served = await gw.api("/nope", { token: await gw.token("tenant-a") });
+    expect(served.headers.get("x-request-id")! > ids.at(-1)!).toBe(true);
   });
 });
 
