@@ -21,7 +21,7 @@ import { ApiError, DOC1, errorResponse, toApiError, type Envelope } from "./erro
 import { requirePermission, type Authenticator, type Permission, type Principal } from "./auth";
 import { describeValueError, parseJsonBody, readUtf8Body, safeDecodeURIComponent } from "./validation";
 import type { Logger } from "./log";
-import type { Metrics } from "./metrics";
+import { counterSeries, histogramSeries, SeriesCache, type CounterSeries, type HistogramSeries, type Metrics } from "./metrics";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -108,6 +108,8 @@ export class RequestObserver {
   readonly tenantsSeen = new Set<string>();
   requests = 0;
   private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
+  /** the request counter's and duration histogram's series per method, route template and status (built once each) */
+  private readonly series = new SeriesCache<{ requests: CounterSeries; duration: HistogramSeries }>();
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
@@ -129,10 +131,13 @@ export class RequestObserver {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
-    const labels = { method, route, status: String(status) };
+    const series = this.series.get(`${method} ${status} ${route}`, () => {
+      const labels = { method, route, status: String(status) };
+      return { requests: counterSeries(this.metrics.httpRequests, labels), duration: histogramSeries(this.metrics.httpDuration, labels) };
+    });
     this.requests++;
-    this.metrics.httpRequests.inc(labels);
-    this.metrics.httpDuration.observe(labels, ms / 1000);
+    series.requests.inc();
+    series.duration.observe(ms / 1000);
     const tenant = state.principal?.tenantId;
     if (tenant) {
       this.tenantsSeen.add(tenant);
