@@ -233,12 +233,12 @@ export class SemanticCacheEngine {
     const r = await this.decide(input);
     // remembered for POST /api/v1/cache/feedback: a miss only as "did not hit" (409), a hit with what it served
     if (input.requestId && this.o.settings.enabled)
-      this.feedback.remember(input.requestId, {
-        tenantId: input.tenantId,
-        caller: input.caller,
-        hit: r.hit,
-        ...(r.hit ? { tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec } : {}),
-      });
+      this.feedback.remember(
+        input.requestId,
+        r.hit
+          ? { tenantId: input.tenantId, caller: input.caller, hit: true, tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec }
+          : { tenantId: input.tenantId, caller: input.caller, hit: false },
+      );
     const m = this.o.metrics;
     if (m) {
       const tier = r.hit ? r.tier : "none";

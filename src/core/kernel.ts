@@ -349,7 +349,8 @@ export class Kernel {
       }
       if (path.includes("%") && safeDecodeURIComponent(path) === null) throw new ApiError("not_found", "no route for a path with malformed percent-encoding");
       request = await this.withinBodyLimit(request);
-      this.states.set(request, state);
+      // a native route (route given) is handed its state; Elysia's routes and upgrades find theirs by request
+      if (route === undefined) this.states.set(request, state);
       return { request, state };
     } catch (e) {
       return { response: this.errorFor(e, mount.envelope, path), state };
