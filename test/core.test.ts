@@ -1,5 +1,7 @@
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { describe, expect, test, beforeAll, afterAll, setSystemTime } from "bun:test";
+import { now } from "../src/core/ids";
 import { jsonDepthExceeds } from "../src/core/validation";
+import { requestIdOf } from "../src/core/kernel";
 import { startGateway, type TestGateway } from "./helpers/gateway";
 
 let gw: TestGateway;
@@ -63,6 +65,13 @@ describe("errors", () => {
     const id = crypto.randomUUID();
     const r = await gw.api("/nope", { headers: { "x-request-id": id } });
     expect(r.headers.get("x-request-id")).toBe(id);
+  });
+  test("a generated X-Request-ID is a time-ordered UUID (v7): each sorts after the one before (tables keyed by request id are appended to, not written all over)", async () => {
+    const ids = Array.from({ length: 2000 }, () => requestIdOf(new Request("http://svc.test/v1/models")));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (let i = 1; i < ids.length; i++) expect(ids[i]! > ids[i - 1]!).toBe(true);
+    const served = await gw.api("/nope", { token: await gw.token("tenant-a") });
+    expect(served.headers.get("x-request-id")! > ids.at(-1)!).toBe(true);
   });
 });
 
@@ -330,5 +339,22 @@ describe("jsonDepthExceeds (the depth bound before JSON.parse)", () => {
   test("brackets inside strings do not count, however many there are; many shallow siblings are not deep", () => {
     expect(jsonDepthExceeds(JSON.stringify({ code: "{[(".repeat(500) }), 64)).toBe(false);
     expect(jsonDepthExceeds(JSON.stringify(Array.from({ length: 500 }, () => ({ a: [1] }))), 64)).toBe(false);
+  });
+});
+
+describe("now() (ISO 8601 of the current millisecond, built once per millisecond)", () => {
+  test("follows the clock: the same millisecond gives the same text, the next one a new text", () => {
+    try {
+      setSystemTime(new Date("2026-01-02T03:04:05.006Z"));
+      expect(now()).toBe("2026-01-02T03:04:05.006Z");
+      expect(now()).toBe("2026-01-02T03:04:05.006Z");
+      setSystemTime(new Date("2026-01-02T03:04:05.007Z"));
+      expect(now()).toBe("2026-01-02T03:04:05.007Z");
+      setSystemTime(new Date("2025-12-31T23:59:59.999Z"));
+      expect(now()).toBe("2025-12-31T23:59:59.999Z");
+    } finally {
+      setSystemTime();
+    }
+    expect(Math.abs(Date.parse(now()) - Date.now())).toBeLessThan(1000);
   });
 });

@@ -3,7 +3,7 @@
  * Regression guard (BENCHMARKS.md opens with its latest table): this checkout against another one,
  * interleaved round by round so both see the same machine load, one ratio per figure.
  *
- *   bun scripts/bench/regress.ts --base DIR [--rounds 3] [--secs 4] [--n 400]
+ *   bun scripts/bench/regress.ts --base DIR [--rounds 3] [--secs 4] [--n 400] [--only hitP50,hitRps,...]
  *
  * DIR is another checkout of svc, already installed (`npm install`); nothing is built: both run as
  * `bun src/main.ts` from their own directory, against one fake upstream (proxy-upstream.ts), every
@@ -18,6 +18,11 @@
  *    64 connections (proxy-load.ts).
  * Prints the medians over the rounds, the ratio this / base, and the spread of the per-round ratios
  * (min–max): a ratio inside the spread is the bench's own noise, not a change.
+ *
+ * --only: a comma-separated list of figure keys (startFresh, cpuFresh, startExisting, cpuExisting,
+ * missAdded, missRps, sseAdded, hitP50, hitRps, cmissAdded, cmissRps): only the benches those
+ * figures need run (e.g. `--only hitP50,hitRps` for one change to the exact-hit path), the rest of
+ * the table is left out.
  */
 import { parseArgs } from "node:util";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
@@ -26,7 +31,7 @@ import { join, resolve } from "node:path";
 import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, interleaved, load, loadDistinct, median, startBenchUpstream, startTarget, waitReady, type InterleavedSpec, type Target } from "./harness";
 
 const { values } = parseArgs({
-  options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "4" }, n: { type: "string", default: "400" } },
+  options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "4" }, n: { type: "string", default: "400" }, only: { type: "string" } },
 });
 if (!values.base) {
   console.error("usage: bun scripts/bench/regress.ts --base DIR [--rounds 3] [--secs 4] [--n 400]");
@@ -91,6 +96,10 @@ const figures: Array<{ key: string; label: string; unit: string; higherIsBetter:
   { key: "cmissAdded", label: "cache-enabled miss added p50, 1 connection, distinct questions", unit: "ms", higherIsBetter: false },
   { key: "cmissRps", label: "cache-enabled miss req/s, 64 connections, distinct questions", unit: "req/s", higherIsBetter: true },
 ];
+const only = values.only ? new Set(values.only.split(",").map((k) => k.trim())) : undefined;
+for (const k of only ?? []) if (!figures.some((f) => f.key === k)) throw new Error(`--only: unknown figure ${k} (one of ${figures.map((f) => f.key).join(", ")})`);
+/** whether any of these figures is measured */
+const want = (...keys: string[]) => !only || keys.some((k) => only.has(k));
 const got: Record<string, Record<Side, number[]>> = Object.fromEntries(figures.map((f) => [f.key, { this: [], base: [] }]));
 const put = (key: string, side: Side, v: number) => got[key]![side].push(v);
 
@@ -119,7 +128,7 @@ for (let r = 0; r < rounds; r++) {
   const order: Side[] = r % 2 === 0 ? ["this", "base"] : ["base", "this"];
   console.error(`round ${r + 1}/${rounds} (${order.join(" first, ")}), load ${loadAvg()}`);
   // ---- start-up ----
-  for (const side of order) {
+  if (want("startFresh", "cpuFresh", "startExisting", "cpuExisting")) for (const side of order) {
     const dir = mkdtempSync(join(tmpdir(), "svc-regress-"));
     try {
       const fresh = await startOnce(side, dir);
@@ -133,49 +142,56 @@ for (let r = 0; r < rounds; r++) {
     }
   }
   // ---- gateways for the request benches: cache off and cache on, per side ----
-  const gw: Record<Side, { off: Target; on: Target }> = {} as never;
+  const needOff = want("missAdded", "missRps", "sseAdded");
+  const needOn = want("hitP50", "hitRps", "cmissAdded", "cmissRps");
+  const gw: Record<Side, { off?: Target; on?: Target }> = {} as never;
   for (const side of order) {
     gw[side] = {
-      off: await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "false" }, root: rootOf[side] }),
-      on: await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" }, root: rootOf[side] }),
+      off: needOff ? await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "false" }, root: rootOf[side] }) : undefined,
+      on: needOn ? await startTarget({ env: { ...gwEnv, SVC_CACHE__ENABLED: "true" }, root: rootOf[side] }) : undefined,
     };
   }
-  // measured once every gateway is ready: one still building in the background (listen-first) would take CPU from the others
-  for (const side of order) for (const t of [gw[side].off, gw[side].on]) if (!(await waitReady(t.url))) console.error(`${side}: ${t.url}/ready not 200 within 60 s; measuring anyway`);
+  const started = (side: Side) => [gw[side].off, gw[side].on].filter((t): t is Target => t !== undefined);
   try {
+    // measured once every gateway is ready: one still building in the background (listen-first) would take CPU from the others
+    for (const side of order) for (const t of started(side)) if (!(await waitReady(t.url))) console.error(`${side}: ${t.url}/ready not 200 within 60 s; measuring anyway`);
     for (const side of order) {
-      const url = gw[side].on.url;
+      if (!gw[side].on) continue;
+      const url = gw[side].on!.url;
       for (let i = 0; i < 900 && (await fetch(`${url}/ready`).then((x) => x.status, () => 0)) !== 200; i++) await Bun.sleep(100);
     }
-    const chat = (t: Target) => `${t.url}/v1/chat/completions`;
+    const chat = (t: Target | undefined) => `${t!.url}/v1/chat/completions`;
+    const direct = { name: "direct", url: `${upstream.url}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: "Bearer sk-bench" } };
     const targets = [
-      { name: "direct", url: `${upstream.url}/v1/chat/completions`, headers: { "content-type": "application/json", authorization: "Bearer sk-bench" } },
+      direct,
       ...order.flatMap((side) => [
-        { name: `${side}-off`, url: chat(gw[side].off), headers },
-        { name: `${side}-hit`, url: chat(gw[side].on), headers },
-        { name: `${side}-cmiss`, url: chat(gw[side].on), headers, unique: true, body: uniqueBody },
+        ...(want("missAdded") ? [{ name: `${side}-off`, url: chat(gw[side].off), headers }] : []),
+        ...(want("hitP50") ? [{ name: `${side}-hit`, url: chat(gw[side].on), headers }] : []),
+        ...(want("cmissAdded") ? [{ name: `${side}-cmiss`, url: chat(gw[side].on), headers, unique: true, body: uniqueBody }] : []),
       ]),
     ];
-    const one = await client({ targets, body, n });
-    for (const side of order) {
-      put("missAdded", side, one[`${side}-off`]!.addedP50us / 1000);
-      put("hitP50", side, one[`${side}-hit`]!.p50us / 1000);
-      put("cmissAdded", side, one[`${side}-cmiss`]!.addedP50us / 1000);
+    if (targets.length > 1) {
+      const one = await client({ targets, body, n });
+      for (const side of order) {
+        if (want("missAdded")) put("missAdded", side, one[`${side}-off`]!.addedP50us / 1000);
+        if (want("hitP50")) put("hitP50", side, one[`${side}-hit`]!.p50us / 1000);
+        if (want("cmissAdded")) put("cmissAdded", side, one[`${side}-cmiss`]!.addedP50us / 1000);
+      }
     }
-    const sse = await client({ targets: [targets[0]!, ...order.map((side) => ({ name: `${side}-off`, url: chat(gw[side].off), headers }))], body: streamBody, ttfb: true, n });
-    for (const side of order) put("sseAdded", side, sse[`${side}-off`]!.addedP50us / 1000);
-    for (const side of order) put("missRps", side, (await load({ url: chat(gw[side].off), method: "POST", headers, body, connections: 64, durationSecs: secs })).requestsPerSec);
-    for (const side of order) put("hitRps", side, (await load({ url: chat(gw[side].on), method: "POST", headers, body, connections: 64, durationSecs: secs })).requestsPerSec);
-    for (const side of order) {
-      const d = await loadDistinct(chat(gw[side].on), headers, uniqueBody, 64, secs);
-      if (d.non200 > 0) throw new Error(`${side}: ${d.non200} cache-enabled misses were not 200`);
-      put("cmissRps", side, d.rps);
+    if (want("sseAdded")) {
+      const sse = await client({ targets: [direct, ...order.map((side) => ({ name: `${side}-off`, url: chat(gw[side].off), headers }))], body: streamBody, ttfb: true, n });
+      for (const side of order) put("sseAdded", side, sse[`${side}-off`]!.addedP50us / 1000);
     }
+    if (want("missRps")) for (const side of order) put("missRps", side, (await load({ url: chat(gw[side].off), method: "POST", headers, body, connections: 64, durationSecs: secs })).requestsPerSec);
+    if (want("hitRps")) for (const side of order) put("hitRps", side, (await load({ url: chat(gw[side].on), method: "POST", headers, body, connections: 64, durationSecs: secs })).requestsPerSec);
+    if (want("cmissRps"))
+      for (const side of order) {
+        const d = await loadDistinct(chat(gw[side].on), headers, uniqueBody, 64, secs);
+        if (d.non200 > 0) throw new Error(`${side}: ${d.non200} cache-enabled misses were not 200`);
+        put("cmissRps", side, d.rps);
+      }
   } finally {
-    for (const side of order) {
-      await gw[side].off.stop();
-      await gw[side].on.stop();
-    }
+    for (const side of order) for (const t of started(side)) await t.stop();
   }
   loads.push(loadAvg());
 }
@@ -187,6 +203,7 @@ console.log("");
 console.log("| figure | this | base | this / base | per-round ratios (noise) | verdict |");
 console.log("|---|---|---|---|---|---|");
 for (const f of figures) {
+  if (!want(f.key)) continue;
   const a = got[f.key]!.this, b = got[f.key]!.base;
   const ratio = median(a) / median(b);
   const per = a.map((x, i) => x / b[i]!);

@@ -26,6 +26,7 @@
 import { LRUCache } from "lru-cache";
 import type { CacheKeyInput, CachedPayload, LookupResult, CacheTier, CacheStats } from "./types";
 import { ApiError } from "../core/errors";
+import { counterSeries, histogramSeries, SeriesCache, type CounterSeries, type HistogramSeries } from "../core/metrics";
 import { dot } from "../core/vectors";
 import type { Embedder } from "./ports";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, verifyPair } from "./verify";
@@ -232,15 +233,23 @@ export class SemanticCacheEngine {
     const r = await this.decide(input);
     // remembered for POST /api/v1/cache/feedback: a miss only as "did not hit" (409), a hit with what it served
     if (input.requestId && this.o.settings.enabled)
-      this.feedback.remember(input.requestId, {
-        tenantId: input.tenantId,
-        caller: input.caller,
-        hit: r.hit,
-        ...(r.hit ? { tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec } : {}),
-      });
-    const tier = r.hit ? r.tier : "none";
-    this.o.metrics?.lookupDuration.observe({ tier }, r.lookupMs / 1000);
-    this.o.metrics?.lookups.inc({ style: input.style, tier, result: r.hit ? "hit" : "miss" });
+      this.feedback.remember(
+        input.requestId,
+        r.hit
+          ? { tenantId: input.tenantId, caller: input.caller, hit: true, tier: r.tier, entryId: r.entryId, query: r.query, queryVec: r.queryVec }
+          : { tenantId: input.tenantId, caller: input.caller, hit: false },
+      );
+    const m = this.o.metrics;
+    if (m) {
+      const tier = r.hit ? r.tier : "none";
+      const result = r.hit ? "hit" : "miss";
+      const series = this.series.get(`${input.style}\u0000${tier}\u0000${result}`, () => ({
+        lookups: counterSeries(m.lookups, { style: input.style, tier, result }),
+        duration: histogramSeries(m.lookupDuration, { tier }),
+      }));
+      series.duration.observe(r.lookupMs / 1000);
+      series.lookups.inc();
+    }
     return r;
   }
 
@@ -248,6 +257,9 @@ export class SemanticCacheEngine {
   bypassed(style: string) {
     this.o.metrics?.lookups.inc({ style, tier: "none", result: "bypass" });
   }
+
+  /** the lookup counter's and duration histogram's series per style, tier and result (prom-client's per-call label work done once) */
+  private readonly series = new SeriesCache<{ lookups: CounterSeries; duration: HistogramSeries }>();
 
   private async decide(input: CacheKeyInput): Promise<LookupResult> {
     const t0 = performance.now();

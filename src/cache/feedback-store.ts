@@ -131,29 +131,51 @@ const hitParams = (h: StoredHit) => ({
   created: h.createdAt,
 });
 
-/** rows per INSERT of a batch of hits (9 parameters each: far below either database's limit) */
-const HITS_PER_INSERT = 200;
+/** most rows per INSERT of a batch of hits (7 parameters each: far below either database's limit) */
+const HITS_PER_INSERT = 128;
+/** the parameter names of row i of an INSERT, built once (no name is formatted per row) */
+const HIT_PARAMS: string[][] = Array.from({ length: HITS_PER_INSERT }, (_, i) => ["id", "caller", "tier", "entry", "query", "v", "created"].map((k) => `${k}${i}`));
+const hitInserts = new Map<number, string>();
+/** the INSERT of `n` rows (built once per n; n is a power of two, so at most 8 texts, each prepared once) */
+function hitInsertOf(n: number): string {
+  let sql = hitInserts.get(n);
+  if (!sql) {
+    const values = Array.from({ length: n }, (_, i) => `($tenant, ${HIT_PARAMS[i]!.slice(0, 6).map((k) => `$${k}`).join(", ")}, NULL, $${HIT_PARAMS[i]![6]})`);
+    sql = `INSERT INTO cache_feedback_requests (tenant_id, request_id, caller, tier, entry_id, query_text, query_vec, verdict, created_at)
+       VALUES ${values.join(", ")} ON CONFLICT (tenant_id, request_id) DO NOTHING`;
+    hitInserts.set(n, sql);
+  }
+  return sql;
+}
 
 /**
- * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): multi-row
- * INSERTs, a row already there (judged before this batch came) kept; then the tenant's rows older
- * than `before` go, and — when `prune` — those beyond the newest `max` (a COUNT over the tenant's
- * rows: the caller runs it every so many rows, not every batch, so the bound may be passed by
- * that many between prunes).
+ * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): INSERTs of 128,
+ * 64, … 1 rows (a batch of any size uses the same few statement texts, prepared once), a row
+ * already there (judged before this batch came) kept; then the tenant's rows older than `before`
+ * go, and — when `prune` — those beyond the newest `max` (a COUNT over the tenant's rows: the
+ * caller runs it every so many rows, not every batch, so the bound may be passed by that many
+ * between prunes).
  */
 export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number, prune = true): Promise<void> {
-  for (let at = 0; at < hits.length; at += HITS_PER_INSERT) {
-    const chunk = hits.slice(at, at + HITS_PER_INSERT);
-    const params: Record<string, unknown> = {};
-    const values = chunk.map((h, i) => {
-      for (const [k, v] of Object.entries(hitParams(h))) params[`${k}${i}`] = v;
-      return `($tenant, $id${i}, $caller${i}, $tier${i}, $entry${i}, $query${i}, $v${i}, NULL, $created${i})`;
-    });
-    await t.run(
-      `INSERT INTO cache_feedback_requests (tenant_id, request_id, caller, tier, entry_id, query_text, query_vec, verdict, created_at)
-       VALUES ${values.join(", ")} ON CONFLICT (tenant_id, request_id) DO NOTHING`,
-      params as never,
-    );
+  let at = 0;
+  while (at < hits.length) {
+    let n = HITS_PER_INSERT;
+    while (n > hits.length - at) n >>= 1;
+    // $tenant bound here: the handle then uses the object as it is (no copy of n × 7 parameters)
+    const params: Record<string, unknown> = { tenant: t.tenantId };
+    for (let i = 0; i < n; i++) {
+      const h = hits[at + i]!;
+      const k = HIT_PARAMS[i]!;
+      params[k[0]!] = h.requestId;
+      params[k[1]!] = h.caller;
+      params[k[2]!] = h.tier;
+      params[k[3]!] = h.entryId;
+      params[k[4]!] = h.query;
+      params[k[5]!] = toBlob(h.queryVec);
+      params[k[6]!] = h.createdAt;
+    }
+    await t.run(hitInsertOf(n), params as never);
+    at += n;
   }
   await t.run("DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND created_at < $before", { before });
   if (!prune) return;

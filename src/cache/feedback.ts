@@ -2,8 +2,8 @@
  * Wrong-hit feedback (POST /api/v1/cache/feedback, issue 25): a client says a hit served the wrong
  * answer ("wrong") or the right one ("right"), naming the request by its X-Request-ID.
  *
- *   - every lookup that carries a request id is remembered (bounded LRU over all tenants) with what it
- *     did: hit or miss, the entry it served, the question and its vector; the hits are also written
+ *   - every lookup that carries a request id is remembered (the most recent MAX_REQUESTS over all
+ *     tenants, RecentRequests) with what it did: hit or miss, the entry it served, the question and its vector; the hits are also written
  *     to the database (feedback-store.ts, batched off the request path, pruned by age and count), so a
  *     verdict reaching another replica, or this one after a restart, still finds the request;
  *   - "wrong" on a semantic / context hit remembers the pair as a negative of the tenant: that entry is
@@ -140,11 +140,49 @@ function pushNegative(s: TenantFeedback, n: Negative) {
   if (s.negatives.length > MAX_NEGATIVES) s.negatives.splice(0, s.negatives.length - MAX_NEGATIVES);
 }
 
+/**
+ * The most recent requests, by key, bounded to `max`: the oldest inserted goes first (a ring of
+ * keys over a Map). Every proxied lookup adds one, so this is on the hit path: lru-cache's set
+ * (recency lists, ~4 µs a hit under load in the gateway profile) bought nothing here — a request is
+ * read back at most once or twice, by a verdict, and its age, not its last read, decides how long
+ * it is kept.
+ */
+export class RecentRequests<V> {
+  private readonly byKey = new Map<string, V>();
+  private readonly ring: Array<string | undefined>;
+  private next = 0;
+
+  constructor(private readonly max: number) {
+    this.ring = new Array<string | undefined>(max);
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** a key already there keeps its place (and age) and takes the new value */
+  set(key: string, value: V) {
+    if (this.byKey.has(key)) {
+      this.byKey.set(key, value);
+      return;
+    }
+    const oldest = this.ring[this.next];
+    if (oldest !== undefined) this.byKey.delete(oldest);
+    this.ring[this.next] = key;
+    this.next = this.next + 1 === this.max ? 0 : this.next + 1;
+    this.byKey.set(key, value);
+  }
+
+  get(key: string): V | undefined {
+    return this.byKey.get(key);
+  }
+}
+
 /** thrown inside a verdict's transaction when the request was judged already (rolls it back) */
 class AlreadyJudged extends Error {}
 
 export class FeedbackBook {
-  private readonly requests = new LRUCache<string, RememberedLookup>({ max: MAX_REQUESTS });
+  private readonly requests = new RecentRequests<RememberedLookup>(MAX_REQUESTS);
   private readonly tenants = new LRUCache<string, TenantFeedback>({ max: MAX_TENANTS });
   /** tenants being read (concurrent first uses share one read) */
   private readonly loading = new Map<string, Promise<TenantFeedback>>();

@@ -5,7 +5,7 @@
  */
 import type { AsyncStorage } from "../storage/async";
 import type { Logger } from "../core/log";
-import type { Metrics } from "../core/metrics";
+import { counterSeries, SeriesCache, type CounterSeries, type Metrics } from "../core/metrics";
 import { ApiError, DOC1 } from "../core/errors";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
@@ -105,18 +105,18 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
   const models = new BoundedLabel(deps.config.usage.metrics_max_label_values);
   const tenants = new BoundedLabel(deps.config.usage.metrics_max_label_values);
   // the label objects of each (provider, model[, tenant]) built once: the counters run on every proxied request
-  const labelSets = new Map<string, { base: Record<string, string>; input: Record<string, string>; output: Record<string, string> }>();
-  const labelsOf = (provider: string, model: string, tenant: string | undefined) => {
-    const key = `${provider}\u0000${model}\u0000${tenant ?? ""}`;
-    let sets = labelSets.get(key);
-    if (!sets) {
+  // (and their series: prom-client checks and hashes a label object on every inc)
+  const labelSets = new SeriesCache<{ input: CounterSeries; output: CounterSeries; cost: CounterSeries; saved: CounterSeries }>();
+  const labelsOf = (provider: string, model: string, tenant: string | undefined) =>
+    labelSets.get(`${provider}\u0000${model}\u0000${tenant ?? ""}`, () => {
       const base: Record<string, string> = tenant === undefined ? { provider, model } : { provider, model, tenant };
-      sets = { base, input: { ...base, direction: "input" }, output: { ...base, direction: "output" } };
-      if (labelSets.size >= 4096) labelSets.clear();
-      labelSets.set(key, sets);
-    }
-    return sets;
-  };
+      return {
+        input: counterSeries(tokens, { ...base, direction: "input" }),
+        output: counterSeries(tokens, { ...base, direction: "output" }),
+        cost: counterSeries(cost, base),
+        saved: counterSeries(saved, base),
+      };
+    });
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
   const usage = new UsageRecorder(deps.storage, (e, lost) => deps.log.error("usage flush failed", { error: String(e), lost_rows: lost }), prices);
@@ -133,10 +133,10 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     prices,
     accounted: (x, f) => {
       const l = labelsOf(f.provider, models.of(f.model), tenantLabel ? tenants.of(x.tenantId) : undefined);
-      if (f.inputTokens) tokens.inc(l.input, f.inputTokens);
-      if (f.outputTokens) tokens.inc(l.output, f.outputTokens);
-      if (f.costUsd) cost.inc(l.base, f.costUsd);
-      if (f.costSavedUsd) saved.inc(l.base, f.costSavedUsd);
+      if (f.inputTokens) l.input.inc(f.inputTokens);
+      if (f.outputTokens) l.output.inc(f.outputTokens);
+      if (f.costUsd) l.cost.inc(f.costUsd);
+      if (f.costSavedUsd) l.saved.inc(f.costSavedUsd);
       x.facts?.(f);
     },
   });

@@ -32,7 +32,9 @@ export function proxyRoutes(serve: ServeEndpoint): NativeRoutes {
     const [method, path] = key.split(" ") as [ProxyRoute["method"], string];
     // a route that claims requests (e.g. by the SDK's credential) is asked first; the unclaiming one serves the rest
     const ordered = [...routes.filter((r) => r.claims), ...routes.filter((r) => !r.claims)];
-    const handler: NativeHandler = (request, state) => {
+    const only = ordered.length === 1 && !ordered[0]!.claims && ordered[0]!.endpoint ? ordered[0]! : undefined;
+    // one route with one endpoint (e.g. POST /v1/chat/completions): nothing to choose, no URL object to build
+    const handler: NativeHandler = only ? (request, state) => serve(request, state, only.endpoint!, only.wire) : (request, state) => {
       const url = new URL(request.url);
       const route = ordered.find((r) => !r.claims || r.claims(request, url));
       if (!route) return notFound(`no route for ${method} ${url.pathname}`);

@@ -25,7 +25,9 @@ export type ServeEndpoint = (request: Request, state: RequestState, endpoint: En
 export function proxyServer(d: ServeDeps): ServeEndpoint {
   return async (request, state, endpoint, wire, params = {}) => {
     const startedAt = performance.now();
-    const url = new URL(request.url);
+    // the URL object only if something reads it (most endpoints' parse does not)
+    let parsedUrl: URL | undefined;
+    const urlOf = () => (parsedUrl ??= new URL(request.url));
     const headers: Record<string, string> = {};
     // an answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them is a header set here),
     // so the kernel does not copy them onto it afterwards (an error answer may carry its own: the kernel merges those)
@@ -38,7 +40,14 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       if (endpoint.headerCheck) checkHeaders(endpoint, request.headers);
       const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
-      const call = endpoint.parse({ body, params, url, headers: request.headers });
+      const call = endpoint.parse({
+        body,
+        params,
+        get url() {
+          return urlOf();
+        },
+        headers: request.headers,
+      });
       // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
       if (call.key === null || !endpoint.usageOf) status = "BYPASS";
       // the request log line's fields, gathered only when requests are logged
@@ -92,7 +101,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         return stamp(new Response(body, { status: e.status, headers: withFrontDoor({ ...headers, "content-type": contentType }) }));
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
-      if (!(err instanceof ApiError)) d.log.error("proxy error", { path: url.pathname, error: String((err as Error)?.stack ?? err) });
+      if (!(err instanceof ApiError)) d.log.error("proxy error", { path: urlOf().pathname, error: String((err as Error)?.stack ?? err) });
       return errorResponse(toApiError(err), DOC1, headers);
     }
   };

@@ -1,6 +1,6 @@
 /** The feedback book's arithmetic: tightening on "wrong", slow loosening, bounds, isolation (src/cache/feedback.ts). */
 import { describe, expect, test } from "bun:test";
-import { FeedbackBook, MAX_POINT, STEP_DOWN, STEP_UP } from "../../src/cache/feedback";
+import { FeedbackBook, MAX_POINT, RecentRequests, STEP_DOWN, STEP_UP } from "../../src/cache/feedback";
 
 const hit = (book: FeedbackBook, tenantId: string, id: string, entryId = "e1", query = "q") => book.remember(id, { tenantId, hit: true, tier: "semantic", entryId, query });
 
@@ -47,5 +47,27 @@ describe("FeedbackBook", () => {
     expect(book.blocked("u", "e1", "Is A bigger than B?", v)).toBe(false);
     expect(book.point("u", 0.9)).toBe(0.9);
     expect(book.lookup("u", "r")).toBeUndefined();
+  });
+});
+
+describe("RecentRequests (the remembered lookups)", () => {
+  test("keeps the newest `max` keys: the oldest inserted goes first, reading a key does not keep it longer", () => {
+    const r = new RecentRequests<number>(3);
+    for (const [k, v] of [["a", 1], ["b", 2], ["c", 3]] as const) r.set(k, v);
+    expect(r.get("a")).toBe(1);
+    r.set("d", 4);
+    expect(r.get("a")).toBeUndefined();
+    expect([r.get("b"), r.get("c"), r.get("d")]).toEqual([2, 3, 4]);
+    expect(r.size).toBe(3);
+    // a key set again takes the new value and keeps its age
+    r.set("b", 20);
+    expect(r.get("b")).toBe(20);
+    r.set("e", 5);
+    expect(r.get("b")).toBeUndefined();
+    expect([r.get("c"), r.get("d"), r.get("e")]).toEqual([3, 4, 5]);
+    // many more than max: still bounded, the last max kept
+    for (let i = 0; i < 1000; i++) r.set(`k${i}`, i);
+    expect(r.size).toBe(3);
+    expect([r.get("k997"), r.get("k998"), r.get("k999"), r.get("k996")]).toEqual([997, 998, 999, undefined]);
   });
 });
