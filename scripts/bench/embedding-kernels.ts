@@ -19,6 +19,7 @@
  * is that checkout's own use-lite-fast.ts, so one query of this tree and of another commit are timed
  * in the same process, interleaved: the paired "embedding one query" comparison of BENCHMARKS.md.
  */
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
 import { query, pct } from "./embedding-queries";
@@ -35,7 +36,10 @@ const rounds = Number(opt("rounds", "20"));
 const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
 const baseDir = opt("base", "");
-const BaseFast: typeof UseLiteFast | null = baseDir ? ((await import(resolve(baseDir, "src/embedding/use-lite-fast.ts"))) as { UseLiteFast: typeof UseLiteFast }).UseLiteFast : null;
+// src/embedding/use-lite-fast.ts; in older checkouts (683d91c) the embedder lived in src/cache/embedding/
+const baseFile = baseDir ? ["src/embedding/use-lite-fast.ts", "src/cache/embedding/use-lite-fast.ts"].map((f) => resolve(baseDir, f)).find((f) => existsSync(f)) : undefined;
+if (baseDir && !baseFile) throw new Error(`${baseDir}: no src/embedding/use-lite-fast.ts nor src/cache/embedding/use-lite-fast.ts`);
+const BaseFast: typeof UseLiteFast | null = baseFile ? ((await import(baseFile)) as { UseLiteFast: typeof UseLiteFast }).UseLiteFast : null;
 
 const models: UseLiteFast[] = [];
 const loadMs: number[] = [];
