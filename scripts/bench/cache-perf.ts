@@ -3,6 +3,7 @@
  *
  *   bun scripts/bench/cache-perf.ts http [--pairs 300] [--data DIR]   # hit-path latency (exact / semantic), hits/s at 64 connections, embedding time
  *   bun scripts/bench/cache-perf.ts index [--sizes 10000,100000] [--quant f32,f16] [--queries 200]
+ *   bun scripts/bench/cache-perf.ts store [--base DIR] [--rounds 40] [--n 100]
  *
  * http: the gateway runs as its own process (`bun src/main.ts serve`, temp SQLite, local embedder)
  *   in front of the fake upstream (this process); latency is measured by the client over loopback
@@ -15,6 +16,10 @@
  *   dimension (512) — index-only numbers: build time, search p50/p99 (k=8), recall@10 against
  *   exact search for random queries (a hard case: random 512-d vectors are nearly equidistant), and
  *   RSS growth of the process while the index is held.
+ * store: what storing a cache-enabled miss's entry costs the database layer (CacheStore.insert of
+ *   a new exact key, bun:sqlite on a temp file, 512-d vector): this checkout's src/cache/store.ts
+ *   against --base DIR's (another installed checkout; default this one), one database, rounds of
+ *   --n inserts alternating between the two; prints the median µs per insert and per-round ratio.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -283,6 +288,44 @@ async function httpBench() {
   console.log(`embedding per query (local USE-lite, one at a time): p50 ${ms(pct(times, 50))} ms, p99 ${ms(pct(times, 99))} ms`);
 }
 
+async function storeBench() {
+  const { resolve } = await import("node:path");
+  const { openStorage } = await import("../../src/storage/open");
+  const { CACHE_MIGRATIONS } = await import("../../src/cache");
+  const { CacheStore } = await import("../../src/cache/store");
+  const baseDir = resolve(opt("base", "."));
+  const Base = ((await import(join(baseDir, "src/cache/store.ts"))) as { CacheStore: typeof CacheStore }).CacheStore;
+  const rounds = Number(opt("rounds", "40")), n = Number(opt("n", "100"));
+  const dir = mkdtempSync(join(tmpdir(), "svc-store-"));
+  const storage = openStorage({ path: join(dir, "bench.db") });
+  try {
+    await storage.migrate([{ domain: "cache", migrations: CACHE_MIGRATIONS }]);
+    const stores = { this: new CacheStore(storage.tenant("t1")), base: new Base(storage.tenant("t1")) };
+    const vec = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i) / 16);
+    const payload = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "an answer ".repeat(8) } }] });
+    let i = 0;
+    const entry = () => ({
+      id: crypto.randomUUID(), exactKey: `key-${i++}`, partition: "p1", mode: "single" as const, style: "openai", model: "gpt-4o-mini",
+      queryText: `question ${i}`, queryVec: vec, contextVec: null, contextUsers: null, codeScope: null, codeHash: null,
+      payload, inputTokens: 12, outputTokens: 16, createdAt: Date.now(), expiresAt: null,
+    });
+    const us: Record<"this" | "base", number[]> = { this: [], base: [] };
+    for (let r = 0; r < rounds; r++) {
+      for (const side of r % 2 ? (["this", "base"] as const) : (["base", "this"] as const)) {
+        const t0 = performance.now();
+        for (let k = 0; k < n; k++) await stores[side].insert(entry());
+        us[side].push(((performance.now() - t0) * 1000) / n);
+      }
+    }
+    const ratios = us.this.map((v, r) => v / us.base[r]!);
+    console.log(`CacheStore.insert of a new exact key (bun:sqlite file, ${rounds} rounds × ${n}): this ${pct(us.this, 50).toFixed(1)} µs, base ${pct(us.base, 50).toFixed(1)} µs (${baseDir}); this / base ${pct(ratios, 50).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`);
+  } finally {
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (mode === "index") await indexBench();
+else if (mode === "store") await storeBench();
 else await httpBench();
 process.exit(0);

@@ -2,17 +2,21 @@
  * Preload for a gateway under a bench (`BUN_OPTIONS="--preload <this file>"`, cwd = the checkout's
  * root): counts the texts of every model call the local embedder makes, so a bench can show whether
  * micro-batching really forms batches under load. Works on any checkout whose
- * src/embedding/local.ts has LocalEmbedder.runBatch (40ee159 and later): it wraps that method on the
+ * src/embedding/local.ts (in older checkouts such as 683d91c src/cache/embedding/local.ts) has
+ * LocalEmbedder.runBatch: it wraps that method on the
  * prototype, no source change. At exit it writes {batches, texts, hist: {size: count}, workers (most
  * model workers seen loaded), growing (another worker was loading at the last call)} as JSON to
  * the file named by SVC_BENCH_BATCH_STATS. Used by embedding-miss.ts.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 
 const file = process.env.SVC_BENCH_BATCH_STATS;
 if (file) {
-  const mod = (await import(resolve(process.cwd(), "src/embedding/local.ts"))) as { LocalEmbedder: { prototype: Record<string, unknown> } };
+  // src/embedding/local.ts; in older checkouts (683d91c) the embedder lived in src/cache/embedding/
+  const path = ["src/embedding/local.ts", "src/cache/embedding/local.ts"].map((p) => resolve(process.cwd(), p)).find((p) => existsSync(p));
+  if (!path) throw new Error("embedding-batch-stats: no src/embedding/local.ts nor src/cache/embedding/local.ts in the working directory");
+  const mod = (await import(path)) as { LocalEmbedder: { prototype: Record<string, unknown> } };
   const proto = mod.LocalEmbedder.prototype as { runBatch: (batch: Array<{ texts: string[] }>, ...rest: unknown[]) => Promise<void> };
   const orig = proto.runBatch;
   if (typeof orig !== "function") throw new Error("embedding-batch-stats: LocalEmbedder.runBatch not found");

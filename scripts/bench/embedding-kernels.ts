@@ -12,10 +12,14 @@
  * 10 fresh single-text queries with every kernel in turn; reports p50 and min per kernel (min is the
  * least load-sensitive), the cosine between the kernels' vectors, and load time per kernel.
  *
+ * A variant ending in `/dense` runs the layer-0 FFN's second product as a dense loop (UseLiteFast
+ * sparseFfn = false): `--kernels wasm-i16/dense,wasm-i16` is the A/B of the sparse product alone.
+ *
  * `--base DIR` (another installed checkout): a variant written `base:wasm-i16` (or `base:wasm-i16:2`)
  * is that checkout's own use-lite-fast.ts, so one query of this tree and of another commit are timed
  * in the same process, interleaved: the paired "embedding one query" comparison of BENCHMARKS.md.
  */
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { UseLiteFast, type UseLiteFastKernel } from "../../src/embedding/use-lite-fast";
 import { query, pct } from "./embedding-queries";
@@ -32,18 +36,26 @@ const rounds = Number(opt("rounds", "20"));
 const load = async () => (await Bun.file("/proc/loadavg").text()).split(" ").slice(0, 3).join(" ");
 
 const baseDir = opt("base", "");
-const BaseFast: typeof UseLiteFast | null = baseDir ? ((await import(resolve(baseDir, "src/embedding/use-lite-fast.ts"))) as { UseLiteFast: typeof UseLiteFast }).UseLiteFast : null;
+// src/embedding/use-lite-fast.ts; in older checkouts (683d91c) the embedder lived in src/cache/embedding/
+const baseFile = baseDir ? ["src/embedding/use-lite-fast.ts", "src/cache/embedding/use-lite-fast.ts"].map((f) => resolve(baseDir, f)).find((f) => existsSync(f)) : undefined;
+if (baseDir && !baseFile) throw new Error(`${baseDir}: no src/embedding/use-lite-fast.ts nor src/cache/embedding/use-lite-fast.ts`);
+const BaseFast: typeof UseLiteFast | null = baseFile ? ((await import(baseFile)) as { UseLiteFast: typeof UseLiteFast }).UseLiteFast : null;
 
 const models: UseLiteFast[] = [];
 const loadMs: number[] = [];
 for (const k of variants) {
-  const parts = k.split(":");
+  const dense = k.endsWith("/dense");
+  const parts = (dense ? k.slice(0, -"/dense".length) : k).split(":");
   const fromBase = parts[0] === "base";
   if (fromBase) parts.shift();
   if (fromBase && !BaseFast) throw new Error(`${k}: needs --base DIR`);
   const [kernel, threads] = parts;
   const Impl = fromBase ? BaseFast! : UseLiteFast;
   const m = new Impl(kernel as UseLiteFastKernel, threads ? Number(threads) : undefined);
+  if (dense) {
+    if (!("sparseFfn" in m)) throw new Error(`${k}: this use-lite-fast.ts has no sparse FFN product`);
+    (m as { sparseFfn: boolean }).sparseFfn = false;
+  }
   const t = performance.now();
   await m.load();
   loadMs.push(performance.now() - t);
@@ -54,7 +66,7 @@ console.log(`| words (tokens) | ${kernels.map((k) => `${k} p50 / min ms`).join("
 console.log(`|---|${kernels.map(() => "---|").join("")}---|`);
 for (const n of [5, 12, 48]) {
   const times = kernels.map(() => [] as number[]);
-  let minCos = 1;
+  let minCos = 1, differing = 0;
   for (const m of models) for (let i = 0; i < 10; i++) m.embedFlat([query(n)]); // warm-up
   const sample = query(n);
   for (let r = 0; r < rounds; r++) {
@@ -72,10 +84,11 @@ for (const n of [5, 12, 48]) {
       let s = 0;
       for (let c = 0; c < 512; c++) s += ref[c]! * v[c]!;
       minCos = Math.min(minCos, s);
+      for (let c = 0; c < 512; c++) if (ref[c] !== v[c]) differing++;
     }
   }
   console.log(
-    `| ${n} (${models[0]!.tokenize(sample).length}) | ${times.map((t) => `${pct(t, 0.5).toFixed(2)} / ${Math.min(...t).toFixed(2)}`).join(" | ")} | ${minCos.toFixed(7)} |`,
+    `| ${n} (${models[0]!.tokenize(sample).length}) | ${times.map((t) => `${pct(t, 0.5).toFixed(2)} / ${Math.min(...t).toFixed(2)}`).join(" | ")} | ${minCos.toFixed(7)}${differing ? ` (${differing} values differ)` : " (bit-identical)"} |`,
   );
 }
 if (batchN > 0) {

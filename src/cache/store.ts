@@ -4,7 +4,7 @@
  * f32 (BLOB / BYTEA: vectorBytes / vectorOf); a new entry's vec_key comes back through
  * `INSERT … RETURNING`.
  */
-import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
+import type { AsyncStorage, AsyncTenantDb, Params } from "../storage/async";
 import { vectorBytes, vectorOf } from "../storage/dialect";
 import { StorageConstraintError } from "../storage/errors";
 import type { Mode } from "./partition";
@@ -88,6 +88,34 @@ export interface TenantCacheSettings {
   decisionThreshold: number | null;
 }
 
+const INSERT_ENTRY = `INSERT INTO cache_entries (id, tenant_id, exact_key, partition, mode, style, model, query_text, query_vec, context_vec,
+    context_users, context_user_vecs, code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
+  VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv, $users, $uv,
+    $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)`;
+
+function entryParams(e: NewEntry): Params {
+  return {
+    id: e.id,
+    exact: e.exactKey,
+    partition: e.partition,
+    mode: e.mode,
+    style: e.style,
+    model: e.model,
+    query: e.queryText,
+    qv: toBlob(e.queryVec),
+    cv: toBlob(e.contextVec),
+    users: e.contextUsers ? JSON.stringify(e.contextUsers.map((u) => u.text)) : null,
+    uv: e.contextUsers ? toBlob(concat(e.contextUsers.map((u) => u.vec))) : null,
+    codeScope: e.codeScope,
+    codeHash: e.codeHash,
+    payload: e.payload,
+    inTok: e.inputTokens,
+    outTok: e.outputTokens,
+    created: e.createdAt,
+    expires: e.expiresAt,
+  };
+}
+
 // camelCase aliases are quoted: PostgreSQL folds unquoted ones to lower case
 const REMOVED = `RETURNING vec_key AS "vecKey", partition, exact_key AS "exactKey"`;
 
@@ -159,50 +187,29 @@ export class CacheStore {
   }
 
   /**
-   * Replace the tenant's entry of this exact key (if any) with the new one, in one transaction.
-   * Two replicas storing the same key at once on PostgreSQL: the second one's DELETE found no row
-   * yet and its INSERT meets the first one's (unique violation): it runs again and replaces it.
+   * Store the entry, replacing the tenant's entry of this exact key if there is one. A new exact key
+   * (every cache-enabled miss but a repeated one) is one statement that inserts unless the key
+   * exists (no transaction, no DELETE); an existing key is replaced in one transaction. Two replicas
+   * storing the same key at once on PostgreSQL: the second one's DELETE found no row yet and its
+   * INSERT meets the first one's (unique violation): it runs again and replaces it.
    */
   async insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    const params = entryParams(e);
+    const fresh = await this.t.get<{ vecKey: number }>(`${INSERT_ENTRY} ON CONFLICT (tenant_id, exact_key) DO NOTHING RETURNING vec_key AS "vecKey"`, params);
+    if (fresh) return { vecKey: Number(fresh.vecKey), replaced: [] };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.replace(e);
+        return await this.replace(e.exactKey, params);
       } catch (err) {
         if (attempt >= 5 || !(err instanceof StorageConstraintError) || err.kind !== "unique") throw err;
       }
     }
   }
 
-  private replace(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+  private replace(exactKey: string, params: Params): Promise<{ vecKey: number; replaced: Removed[] }> {
     return this.t.tx(async () => {
-      const replaced = await this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: e.exactKey });
-      const r = await this.t.get<{ vecKey: number }>(
-        `INSERT INTO cache_entries (id, tenant_id, exact_key, partition, mode, style, model, query_text, query_vec, context_vec,
-           context_users, context_user_vecs, code_scope, code_hash, payload, input_tokens, output_tokens, created_at, expires_at, last_used_at, hits)
-         VALUES ($id, $tenant, $exact, $partition, $mode, $style, $model, $query, $qv, $cv, $users, $uv,
-           $codeScope, $codeHash, $payload, $inTok, $outTok, $created, $expires, $created, 0)
-         RETURNING vec_key AS "vecKey"`,
-        {
-          id: e.id,
-          exact: e.exactKey,
-          partition: e.partition,
-          mode: e.mode,
-          style: e.style,
-          model: e.model,
-          query: e.queryText,
-          qv: toBlob(e.queryVec),
-          cv: toBlob(e.contextVec),
-          users: e.contextUsers ? JSON.stringify(e.contextUsers.map((u) => u.text)) : null,
-          uv: e.contextUsers ? toBlob(concat(e.contextUsers.map((u) => u.vec))) : null,
-          codeScope: e.codeScope,
-          codeHash: e.codeHash,
-          payload: e.payload,
-          inTok: e.inputTokens,
-          outTok: e.outputTokens,
-          created: e.createdAt,
-          expires: e.expiresAt,
-        },
-      );
+      const replaced = await this.t.all<Removed>(`DELETE FROM cache_entries WHERE tenant_id = $tenant AND exact_key = $k ${REMOVED}`, { k: exactKey });
+      const r = await this.t.get<{ vecKey: number }>(`${INSERT_ENTRY} RETURNING vec_key AS "vecKey"`, params);
       return { vecKey: Number(r!.vecKey), replaced };
     });
   }

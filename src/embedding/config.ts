@@ -19,6 +19,8 @@ export const EMBEDDING_SECTIONS = {
     threads: T.Optional(T.Integer({ minimum: 1, maximum: 16 })),
     /** model workers running batches side by side (unset: 2 on 2+ cores, else 1; the second starts when a batch had to wait) */
     workers: T.Optional(T.Integer({ minimum: 1, maximum: 8 })),
+    /** while one model worker computes a batch of at least this many texts, a free one waits for this many queued texts (or for the busy one to finish) before it starts a call (unset: 8; 1 = start at once) */
+    busy_batch: T.Optional(T.Integer({ minimum: 1, maximum: 64 })),
     /** run the local model in a worker thread (keeps the event loop free during inference) */
     worker: T.Boolean({ default: true }),
   }),

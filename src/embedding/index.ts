@@ -36,11 +36,12 @@ export interface CreateEmbedderOptions {
   timeoutMs?: number;
   /** Entries in the exact-text LRU (default 10000; 0 disables it). */
   lruSize?: number;
-  /** local: implementation, matmul kernel, threads per product, model workers and worker thread (defaults: "fast", "auto", 1, defaultWorkers(), true). */
+  /** local: implementation, matmul kernel, threads per product, model workers, texts a free worker waits for while another computes, worker thread (defaults: "fast", "auto", 1, defaultWorkers(), defaultBusyBatch(), true). */
   engine?: LocalEmbedderOptions["engine"];
   kernel?: LocalEmbedderOptions["kernel"];
   threads?: number;
   workers?: number;
+  busyBatch?: number;
   worker?: boolean;
 }
 
@@ -48,7 +49,7 @@ export function createEmbedder(opts: CreateEmbedderOptions): Embedder {
   let inner: Embedder;
   if (opts.provider === "local") {
     // one model per process, reference-counted (shared-local.ts): the weights are immutable
-    inner = acquireLocalEmbedder({ callTimeoutMs: opts.timeoutMs, engine: opts.engine, kernel: opts.kernel, threads: opts.threads, workers: opts.workers, worker: opts.worker });
+    inner = acquireLocalEmbedder({ callTimeoutMs: opts.timeoutMs, engine: opts.engine, kernel: opts.kernel, threads: opts.threads, workers: opts.workers, busyBatch: opts.busyBatch, worker: opts.worker });
   } else if (opts.provider === "openai") {
     if (!opts.baseUrl || !opts.model) throw new EmbeddingError("openai embedding provider needs baseUrl and model");
     inner = new RemoteEmbedder({ baseUrl: opts.baseUrl, model: opts.model, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs });
@@ -60,7 +61,7 @@ export function createEmbedder(opts: CreateEmbedderOptions): Embedder {
 }
 
 export function embedderFromConfig(e: EmbeddingConfig): Embedder {
-  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size, engine: e.engine, kernel: e.kernel, threads: e.threads, workers: e.workers, worker: e.worker });
+  return createEmbedder({ provider: e.provider, baseUrl: e.base_url, model: e.model, apiKey: e.api_key, timeoutMs: e.timeout_ms, lruSize: e.lru_size, engine: e.engine, kernel: e.kernel, threads: e.threads, workers: e.workers, busyBatch: e.busy_batch, worker: e.worker });
 }
 
 /** Times every embed call (svc_embedding_duration_seconds, by embedder id). */

@@ -56,7 +56,7 @@ export class SharedLocalHandle implements Embedder {
 
 /** A handle on the process-wide local model with these options (same options → same model). */
 export function acquireLocalEmbedder(opts: LocalEmbedderOptions = {}): SharedLocalHandle {
-  const key = JSON.stringify([opts.engine ?? "", opts.kernel ?? "", opts.threads ?? "", opts.workers ?? "", opts.worker ?? "", opts.callTimeoutMs ?? "", opts.loadTimeoutMs ?? "", opts.maxBatch ?? "", opts.maxChars ?? "", opts.batchWindowMs ?? ""]);
+  const key = JSON.stringify([opts.engine ?? "", opts.kernel ?? "", opts.threads ?? "", opts.workers ?? "", opts.busyBatch ?? "", opts.worker ?? "", opts.callTimeoutMs ?? "", opts.loadTimeoutMs ?? "", opts.maxBatch ?? "", opts.maxChars ?? "", opts.batchWindowMs ?? ""]);
   let entry = shared.get(key);
   if (!entry) {
     entry = { model: new LocalEmbedder(opts), refs: 0 };

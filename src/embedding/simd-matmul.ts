@@ -252,6 +252,8 @@ export function createJsMatmul(memory: WebAssembly.Memory): Matmul {
  */
 export const Q16 = 8000;
 const KBLOCK = 32;
+/** i32 words per (row tile, block of 32 k) record of a sparse pair list: the count, then up to 16 pair offsets. */
+const LIST_RECORD = 1 + KBLOCK / 2;
 /** k pairs per inner-loop iteration (2 and 4 measured 15–25 % slower under Bun: register pressure). */
 const UNROLL = 1;
 
@@ -290,15 +292,17 @@ export function packPanelsI16(src: Float32Array, K: number, N: number, dst: Int1
  * floats apart, so a call can compute a strip of columns of a wider product); per k pair one i32 splat of x's two values and two dot_i16x8_s per row (8 multiply-adds each).
  * The f32 partial sums live in `out` between blocks of 32 k (keeps 2R + 3 vector registers live).
  */
-function tileKernelI16(R: number, relu: boolean): number[] {
-  const [X, W, B, OUT, M, K, N, RS, CS, NS] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
-  let next = 10;
+function tileKernelI16(R: number, relu: boolean, sparse = false): number[] {
+  const [X, W, B, OUT, M, K, N, RS, CS, NS, LIST] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+  const nParams = sparse ? 11 : 10;
+  let next = nParams;
   const i = next++, j = next++, kb = next++, k = next++, wp = next++, rowK = next++, rowN = next++, xi = next++, oi = next++, p = next++, rsp = next++;
+  const lp = next++, ip = next++, cnt = next++, o = next++, wq = next++; // sparse: list pointers, pairs left, pair offset, weight pointer
   const xr = Array.from({ length: R }, () => next++);
-  const nI32 = next - 10;
+  const nI32 = next - nParams;
   const acc = Array.from({ length: 2 * R }, () => next++);
   const w0 = next++, w1 = next++, sp = next++, s0 = next++, s1 = next++;
-  const nV = next - 10 - nI32;
+  const nV = next - nParams - nI32;
   const c: number[] = [];
   const emit = (...parts: number[][]) => parts.forEach((q) => c.push(...q));
   emit(op.get(K), op.i32(1), op.shl, op.set(rowK), op.get(NS), op.i32(2), op.shl, op.set(rowN));
@@ -306,6 +310,7 @@ function tileKernelI16(R: number, relu: boolean): number[] {
   emit(op.block, op.loop); // columns
   emit(op.get(j), op.get(N), op.ltu, [0x45], op.brIf(1));
   emit(op.i32(0), op.set(i), op.get(X), op.set(xi), op.get(RS), op.set(rsp));
+  if (sparse) emit(op.get(LIST), op.set(lp)); // every strip walks the row tiles' pair lists again
   emit(op.get(OUT), op.get(j), op.i32(2), op.shl, op.add, op.set(oi));
   emit(op.block, op.loop); // row tiles
   emit(op.get(i), op.get(M), op.ltu, [0x45], op.brIf(1));
@@ -321,20 +326,40 @@ function tileKernelI16(R: number, relu: boolean): number[] {
   emit(op.get(K), op.i32(5), op.shrU, op.set(kb));
   emit(op.loop); // blocks of 32 k
   for (let a = 0; a < 2 * R; a++) emit(op.zero, op.set(acc[a]!));
-  emit(op.i32(KBLOCK / 2 / UNROLL), op.set(k));
-  emit(op.loop); // k pairs, UNROLL per iteration
-  for (let u = 0; u < UNROLL; u++) {
-    emit(op.get(wp), op.v128load(32 * u), op.set(w0), op.get(wp), op.v128load(32 * u + 16), op.set(w1));
+  if (sparse) {
+    // only the k pairs of this block that are non-zero in some row of the tile (the list's record:
+    // count, then the pairs' byte offsets in the block's x); a skipped pair adds 0 to the i32 sums
+    emit(op.get(lp), op.i32load(0), op.set(cnt), op.get(lp), op.i32(4), op.add, op.set(ip));
+    emit(op.block, op.loop);
+    emit(op.get(cnt), [0x45], op.brIf(1));
+    emit(op.get(ip), op.i32load(0), op.set(o), op.get(ip), op.i32(4), op.add, op.set(ip));
+    emit(op.get(wp), op.get(o), op.i32(3), op.shl, op.add, op.tee(wq), op.v128load(0), op.set(w0), op.get(wq), op.v128load(16), op.set(w1));
     for (let r = 0; r < R; r++) {
-      emit(op.get(xr[r]!), op.load32splat(4 * u), op.set(sp));
+      emit(op.get(xr[r]!), op.get(o), op.add, op.load32splat(0), op.set(sp));
       emit(op.get(acc[2 * r]!), op.get(w0), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r]!));
       emit(op.get(acc[2 * r + 1]!), op.get(w1), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r + 1]!));
     }
+    emit(op.get(cnt), op.i32(-1), op.add, op.set(cnt), op.br(0));
+    emit(op.end, op.end); // pairs of the list
+    emit(op.get(lp), op.i32(4 * LIST_RECORD), op.add, op.set(lp));
+    for (let r = 0; r < R; r++) emit(op.get(xr[r]!), op.i32(2 * KBLOCK), op.add, op.set(xr[r]!));
+    emit(op.get(wp), op.i32(16 * KBLOCK), op.add, op.set(wp));
+  } else {
+    emit(op.i32(KBLOCK / 2 / UNROLL), op.set(k));
+    emit(op.loop); // k pairs, UNROLL per iteration
+    for (let u = 0; u < UNROLL; u++) {
+      emit(op.get(wp), op.v128load(32 * u), op.set(w0), op.get(wp), op.v128load(32 * u + 16), op.set(w1));
+      for (let r = 0; r < R; r++) {
+        emit(op.get(xr[r]!), op.load32splat(4 * u), op.set(sp));
+        emit(op.get(acc[2 * r]!), op.get(w0), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r]!));
+        emit(op.get(acc[2 * r + 1]!), op.get(w1), op.get(sp), op.dot16, op.i32add, op.set(acc[2 * r + 1]!));
+      }
+    }
+    for (let r = 0; r < R; r++) emit(op.get(xr[r]!), op.i32(4 * UNROLL), op.add, op.set(xr[r]!));
+    emit(op.get(wp), op.i32(32 * UNROLL), op.add, op.set(wp));
+    emit(op.get(k), op.i32(-1), op.add, op.tee(k), op.brIf(0));
+    emit(op.end); // k pairs
   }
-  for (let r = 0; r < R; r++) emit(op.get(xr[r]!), op.i32(4 * UNROLL), op.add, op.set(xr[r]!));
-  emit(op.get(wp), op.i32(32 * UNROLL), op.add, op.set(wp));
-  emit(op.get(k), op.i32(-1), op.add, op.tee(k), op.brIf(0));
-  emit(op.end); // k pairs
   // flush: out += f32(acc)
   emit(op.get(oi), op.set(p));
   for (let r = 0; r < R; r++) {
@@ -427,18 +452,36 @@ const VARIANTS16: Array<[number, boolean]> = [false, true].flatMap((relu) => Arr
 function buildModuleI16(shared = false): Uint8Array {
   const type = [0x60, ...uleb(10), ...new Array<number>(10).fill(I32), 0];
   const qtype = [0x60, ...uleb(5), ...new Array<number>(5).fill(I32), 0];
-  const bodies = [...VARIANTS16.map(([r, relu]) => tileKernelI16(r, relu)), quantKernel()].map((b) => [...uleb(b.length), ...b]);
+  const stype = [0x60, ...uleb(11), ...new Array<number>(11).fill(I32), 0];
+  const n = VARIANTS16.length;
+  const bodies = [...VARIANTS16.map(([r, relu]) => tileKernelI16(r, relu)), ...VARIANTS16.map(([r, relu]) => tileKernelI16(r, relu, true)), quantKernel()].map((b) => [
+    ...uleb(b.length),
+    ...b,
+  ]);
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([type, qtype])),
+    ...section(1, vec([type, qtype, stype])),
     ...section(2, vec([memImport(shared)])),
-    ...section(3, vec([...VARIANTS16.map(() => [0]), [1]])),
-    ...section(7, vec([...VARIANTS16.map((_, f) => [...str(`mm${f}`), 0x00, ...uleb(f)]), [...str("quant"), 0x00, ...uleb(VARIANTS16.length)]])),
+    ...section(3, vec([...VARIANTS16.map(() => [0]), ...VARIANTS16.map(() => [2]), [1]])),
+    ...section(
+      7,
+      vec([
+        ...VARIANTS16.map((_, f) => [...str(`mm${f}`), 0x00, ...uleb(f)]),
+        ...VARIANTS16.map((_, f) => [...str(`sp${f}`), 0x00, ...uleb(n + f)]),
+        [...str("quant"), 0x00, ...uleb(2 * n)],
+      ]),
+    ),
     ...section(10, vec(bodies)),
   ]);
 }
 
 type KernelI16 = (x: number, w: number, b: number, out: number, m: number, k: number, n: number, rs: number, cs: number, ns: number) => void;
+type SparseKernelI16 = (x: number, w: number, b: number, out: number, m: number, k: number, n: number, rs: number, cs: number, ns: number, list: number) => void;
+
+/** Bytes of the pair list `pairList` writes for an M×K product (what runColsSparse reads). */
+export function pairListBytes(M: number, K: number): number {
+  return Math.ceil(M / R16) * (K / KBLOCK) * LIST_RECORD * 4;
+}
 
 export interface MatmulI16 {
   readonly memory: WebAssembly.Memory;
@@ -455,6 +498,17 @@ export interface MatmulI16 {
    * A column's values do not depend on the strip it was computed in (bit-identical to `run`).
    */
   runCols(scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number): void;
+  /**
+   * For x with many exact zeros (the rows after a relu): lists at `list` (pairListBytes(M, K)
+   * bytes), per row tile and block of 32 k, the k pairs that are non-zero in some row of the tile,
+   * from the quantised rows in `scratch`; returns the fraction of pairs listed.
+   */
+  pairList(scratch: number, M: number, K: number, list: number): number;
+  /**
+   * `runCols` over the pairs `pairList` listed: the pairs left out are zero in every row of their
+   * tile and add exactly 0 to the kernel's i32 sums, so every value is bit-identical to `runCols`.
+   */
+  runColsSparse(scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number, list: number): void;
 }
 
 function isShared(memory: WebAssembly.Memory): boolean {
@@ -464,7 +518,35 @@ function isShared(memory: WebAssembly.Memory): boolean {
 export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
   const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16(isShared(memory))), { env: { mem: memory } });
   const f = VARIANTS16.map((_, i) => inst.exports[`mm${i}`] as KernelI16);
+  const fs = VARIANTS16.map((_, i) => inst.exports[`sp${i}`] as SparseKernelI16);
   const quant = inst.exports.quant as (x: number, q: number, rs: number, m: number, k: number) => void;
+  let i32 = new Int32Array(memory.buffer);
+  const pairList = (scratch: number, M: number, K: number, list: number): number => {
+    if (i32.buffer !== memory.buffer) i32 = new Int32Array(memory.buffer);
+    const pairs = K >> 1, blocks = K / KBLOCK, per = KBLOCK / 2;
+    let rec = list >> 2, listed = 0;
+    for (let r0 = 0; r0 < M; r0 += R16) {
+      const r1 = Math.min(M, r0 + R16);
+      for (let b = 0; b < blocks; b++, rec += LIST_RECORD) {
+        let n = 0;
+        for (let q = 0; q < per; q++) {
+          let nz = 0;
+          for (let r = r0, x = (scratch >> 2) + r0 * pairs + b * per + q; r < r1; r++, x += pairs) nz |= i32[x]!;
+          if (nz !== 0) i32[rec + 1 + n++] = q * 4;
+        }
+        i32[rec] = n;
+        listed += n;
+      }
+    }
+    return listed / (Math.ceil(M / R16) * pairs);
+  };
+  const runColsSparse = (scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number, list: number) => {
+    const rest = M % R16, full = M - rest;
+    const base = relu ? R16 : 0;
+    const wj = w + j0 * K * 2, bj = bias + j0 * 4, cj = colScale + j0 * 4, oj = out + j0 * 4, n = j1 - j0;
+    if (full > 0) fs[base]!(scratch, wj, bj, oj, full, K, n, rowScale, cj, N, list);
+    if (rest > 0) fs[base + R16 - rest]!(scratch + full * K * 2, wj, bj, oj + full * N * 4, rest, K, n, rowScale + full * 4, cj, N, list + pairListBytes(full, K));
+  };
   const runCols = (scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number) => {
     const rest = M % R16, full = M - rest;
     const base = relu ? R16 : 0;
@@ -477,6 +559,8 @@ export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
     memory,
     quantize: quant,
     runCols,
+    pairList,
+    runColsSparse,
     run(x, w, colScale, bias, out, M, K, N, relu, scratch, rowScale) {
       quant(x, scratch, rowScale, M, K);
       runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, 0, N);

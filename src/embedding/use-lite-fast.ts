@@ -23,6 +23,7 @@ import {
   createWasmMatmulI16,
   packPanels,
   packPanelsI16,
+  pairListBytes,
   wasmDotI16Supported,
   wasmSimdSupported,
   wasmThreadsSupported,
@@ -131,6 +132,7 @@ export class UseLiteFast {
   private mmq: MatmulI16 | null = null;
   private bufQ = 0; // [MAX_ROWS, 1536] i16 quantised rows (16-bit kernel)
   private bufQS = 0; // [MAX_ROWS] row scales
+  private bufL = 0; // pair list of one row block of the layer-0 FFN's second product (16-bit kernel)
   // activation buffers (byte offsets) and their Float32Array views
   private bufX = 0; // [MAX_ROWS, 512] residual stream (layer-0 input uses the first 256 columns)
   private bufH = 0; // [MAX_ROWS, 512] layer-norm output / attention context
@@ -148,6 +150,8 @@ export class UseLiteFast {
   private attO = 0;
   private attZero = 0;
   private par: ParallelDense | null = null;
+  /** The layer-0 FFN's second product skips the pairs its relu zeroed (false: the dense loop, for A/B benches and tests). */
+  sparseFfn = true;
   private helpers: Worker[] = [];
 
   /**
@@ -203,6 +207,7 @@ export class UseLiteFast {
     let floats = denseShapes.reduce((n, [k, m]) => n + k * m + m + 8, 0);
     floats += MAX_ROWS * (D * 6 + FF * 2 + 64) + MAX_TOKENS * (128 * 4 + MAX_TOKENS + 1) + 64;
     floats += MAX_ROWS * (FF / 2 + 1) + denseShapes.reduce((n, [, m]) => n + m + 4, 0); // i16 scratch, row and column scales
+    floats += pairListBytes(ROW_BLOCK, FF) / 4 + 4;
     const kernel: UseLiteFastKernel =
       this.kernel !== "auto" ? this.kernel : wasmSimdSupported() ? (wasmDotI16Supported() ? "wasm-i16" : "wasm") : "js";
     const i16 = kernel === "wasm-i16";
@@ -257,6 +262,7 @@ export class UseLiteFast {
     this.attZero = arena.alloc(MAX_TOKENS); // zero-filled, never written
     this.bufQ = arena.alloc(MAX_ROWS * FF / 2);
     this.bufQS = arena.alloc(MAX_ROWS);
+    this.bufL = arena.alloc(pairListBytes(ROW_BLOCK, FF) / 4);
 
     const embT = get("module/Embeddings_en");
     if (embT.shape[1] !== D0) throw new Error("USE-lite weights: unexpected embedding shape");
@@ -379,7 +385,12 @@ export class UseLiteFast {
     }
   }
 
-  private dense(x: number, w: DenseW, out: number, rows: number, relu: boolean): void {
+  /**
+   * out = act(x·W + b). `sparse`: x is a relu's output (most values exactly 0; the layer-0 FFN
+   * hidden rows are ~91 % zeros): the 16-bit kernel reads only the k pairs non-zero in some row of
+   * each register tile, bit-identical to the dense loop (simd-matmul.ts runColsSparse).
+   */
+  private dense(x: number, w: DenseW, out: number, rows: number, relu: boolean, sparse = false): void {
     if (this.mmq) {
       const mmq = this.mmq;
       mmq.quantize(x, this.bufQ, this.bufQS, rows, w.K);
@@ -389,7 +400,10 @@ export class UseLiteFast {
         const m = Math.min(ROW_BLOCK, rows - r0);
         const scratch = this.bufQ + r0 * w.K * 2, rowScale = this.bufQS + r0 * 4, o = out + r0 * w.N * 4;
         if (this.par) this.par.run({ scratch, rowScale, w: w.w, colScale: w.cs, bias: w.b, out: o, M: m, K: w.K, N: w.N, relu });
-        else mmq.runCols(scratch, rowScale, w.w, w.cs, w.b, o, m, w.K, w.N, relu, 0, w.N);
+        else if (sparse) {
+          mmq.pairList(scratch, m, w.K, this.bufL);
+          mmq.runColsSparse(scratch, rowScale, w.w, w.cs, w.b, o, m, w.K, w.N, relu, 0, w.N, this.bufL);
+        } else mmq.runCols(scratch, rowScale, w.w, w.cs, w.b, o, m, w.K, w.N, relu, 0, w.N);
       }
     } else this.mm!.run(x, w.w, w.b, out, rows, w.K, w.N, relu);
   }
@@ -403,7 +417,7 @@ export class UseLiteFast {
   private ffn(rows: number, l: LayerW): void {
     this.layerNorm(this.bufX, this.bufH, rows, D, l.ffnG, l.ffnB);
     this.dense(this.bufH, l.ff1, this.bufF, rows, true);
-    this.dense(this.bufF, l.ff2, this.bufA, rows, false);
+    this.dense(this.bufF, l.ff2, this.bufA, rows, false, this.sparseFfn);
     this.addInto(this.bufX, this.bufA, rows * D);
   }
 

@@ -6,7 +6,7 @@
  * "bit-identical" (thread counts, row blocks of the forward pass) rests on it.
  */
 import { describe, expect, test } from "bun:test";
-import { Q16, createWasmMatmulI16, packPanelsI16 } from "../../src/embedding/simd-matmul";
+import { Q16, createWasmMatmulI16, packPanelsI16, pairListBytes } from "../../src/embedding/simd-matmul";
 
 const f = Math.fround;
 /** Round half to even, as f32x4.nearest does. */
@@ -62,6 +62,37 @@ describe("16-bit dense kernel", () => {
       mm.quantize(xo, sc, rs, M, K);
       mm.runCols(sc, rs, w, cs, b, out2, M, K, N, relu, 0, 8);
       mm.runCols(sc, rs, w, cs, b, out2, M, K, N, relu, 8, N);
+      const want = reference(x, W, bias, M, K, N, relu);
+      expect(Array.from(new Float32Array(memory.buffer, out, M * N))).toEqual(Array.from(want));
+      expect(Array.from(new Float32Array(memory.buffer, out2, M * N))).toEqual(Array.from(want));
+    }
+  });
+
+  test("the sparse variant (pairs zero in a whole row tile skipped) equals the reference bit for bit", () => {
+    let seed = 11;
+    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+    const memory = new WebAssembly.Memory({ initial: 256 });
+    const mm = createWasmMatmulI16(memory);
+    // rows 1–3 and 6, 9, 13 (full tiles of 4 and a partial one), K 64 and 256, with and without relu
+    for (const [M, K, N, relu] of [[1, 64, 16, false], [3, 64, 24, true], [6, 256, 32, false], [9, 256, 16, true], [13, 128, 8, false]] as const) {
+      const W = Float32Array.from({ length: K * N }, rnd), bias = Float32Array.from({ length: N }, rnd);
+      // like the rows after a relu: ~90 % exact zeros, plus a whole zero block of 32 k in every row
+      // and a whole zero row tile, so records with no pair at all are read too
+      const x = Float32Array.from({ length: M * K }, () => (rnd() > 0.8 ? rnd() * 3 : 0));
+      for (let i = 0; i < M; i++) x.fill(0, i * K + 32, i * K + 64);
+      if (M >= 8) x.fill(0, 4 * K, 8 * K);
+      const w = 0, cs = w + K * N * 2, b = cs + N * 4, xo = b + N * 4, sc = xo + M * K * 4, rs = sc + M * K * 8, out = rs + M * 4, out2 = out + M * N * 4, list = out2 + M * N * 4;
+      packPanelsI16(W, K, N, new Int16Array(memory.buffer, w, K * N), new Float32Array(memory.buffer, cs, N));
+      new Float32Array(memory.buffer, b, N).set(bias);
+      new Float32Array(memory.buffer, xo, M * K).set(x);
+      new Uint8Array(memory.buffer, list, pairListBytes(M, K)).fill(0xee); // stale bytes must not be read as pairs
+      mm.quantize(xo, sc, rs, M, K);
+      const listed = mm.pairList(sc, M, K, list);
+      expect(listed).toBeGreaterThan(0);
+      expect(listed).toBeLessThan(0.9);
+      mm.runColsSparse(sc, rs, w, cs, b, out, M, K, N, relu, 0, N, list);
+      mm.runColsSparse(sc, rs, w, cs, b, out2, M, K, N, relu, 0, 8, list);
+      if (N > 8) mm.runColsSparse(sc, rs, w, cs, b, out2, M, K, N, relu, 8, N, list);
       const want = reference(x, W, bias, M, K, N, relu);
       expect(Array.from(new Float32Array(memory.buffer, out, M * N))).toEqual(Array.from(want));
       expect(Array.from(new Float32Array(memory.buffer, out2, M * N))).toEqual(Array.from(want));

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEmbedder, dot, prepareText, type Embedder } from "../../src/embedding/index";
 import { UseLiteModel } from "../../src/embedding/use-lite";
 import { UseLiteFast } from "../../src/embedding/use-lite-fast";
-import { defaultWorkers } from "../../src/embedding/local";
+import { defaultBusyBatch, defaultWorkers } from "../../src/embedding/local";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -66,7 +66,7 @@ describe("local embedder (USE-lite)", () => {
   }, 60_000);
 
   test("with workers: 2 a batch waiting for the busy worker starts a second one, batches then run side by side, vectors unchanged", async () => {
-    const two = new LocalEmbedder({ workers: 2 });
+    const two = new LocalEmbedder({ workers: 2, busyBatch: 1 });
     try {
       await two.load();
       expect(two.workersLoaded).toBe(1); // the second worker starts only when a batch has to wait
@@ -93,7 +93,7 @@ describe("local embedder (USE-lite)", () => {
   }, 120_000);
 
   test("a crashed second worker fails only its own batch, is dropped, and a later waiting batch starts a new one", async () => {
-    const two = new LocalEmbedder({ workers: 2 });
+    const two = new LocalEmbedder({ workers: 2, busyBatch: 1 });
     const extras = () => (two as unknown as { extras: Array<{ fail(m: string): void; alive(): boolean }> }).extras;
     const grow = async () => {
       const texts = Array.from({ length: 48 }, (_, i) => `warm-up question ${i} for a second worker ${Math.random()}`);
@@ -122,6 +122,78 @@ describe("local embedder (USE-lite)", () => {
       await two.close();
     }
   }, 180_000);
+
+  test("with busyBatch: 4 a free worker waits for 4 queued texts while the other computes a large batch, and starts at once beside a small one", async () => {
+    const two = new LocalEmbedder({ workers: 2, busyBatch: 4 });
+    try {
+      await two.load();
+      // a burst that has to wait starts the second worker
+      await Promise.all([two.embed(Array.from({ length: 48 }, (_, i) => `warm-up ${i} for the second worker`)), Bun.sleep(0).then(() => two.embed(["a call that has to wait"]))]);
+      const deadline = performance.now() + 60_000;
+      while (two.workersLoaded < 2 && two.extraWorkerError === null && performance.now() < deadline) await Bun.sleep(20);
+      expect(two.workersLoaded).toBe(2);
+      const calls0 = two.batchesRun;
+      const peak0 = two.peakConcurrentBatches;
+      // a long batch runs on one worker; single calls made meanwhile wait until 4 texts are queued
+      const long = Array.from({ length: 64 }, (_, i) => `a long batch text ${i} that keeps the first worker computing for a while, ${i}`);
+      let bigDone = false;
+      const big = two.embed(long).then((v) => ((bigDone = true), v));
+      await new Promise((r) => setImmediate(r));
+      const singles: Array<Promise<Float32Array[]>> = [];
+      for (let i = 0; i < 3; i++) {
+        singles.push(two.embed([`single question ${i} asked during the long batch`]));
+        await new Promise((r) => setImmediate(r));
+      }
+      // the long batch takes far longer than these few turns of the event loop; while it runs, the
+      // three single texts wait in the queue (below busyBatch: no call for them on the free worker)
+      const early = !bigDone;
+      if (early) expect((two as unknown as { queuedTexts: number }).queuedTexts).toBe(3);
+      singles.push(two.embed(["the fourth single question reaches busyBatch"]));
+      const got = await Promise.all(singles);
+      await big;
+      if (early) {
+        // the four went out in one call on the free worker, beside the long batch
+        expect(two.batchesRun - calls0).toBe(2);
+        expect(two.peakConcurrentBatches).toBe(Math.max(peak0, 2));
+      } else expect(two.batchesRun - calls0).toBeLessThanOrEqual(3);
+      const ref = await emb.embed([...[0, 1, 2].map((i) => `single question ${i} asked during the long batch`), "the fourth single question reaches busyBatch"]);
+      got.forEach(([v], i) => expect(v).toEqual(ref[i]!));
+      // while the other worker computes a batch smaller than busyBatch (the embedder is not
+      // saturated), a call starts at once on the free worker
+      let smallDone = false;
+      const small = two.embed(["a small batch, text one", "a small batch, text two"]).then((v) => ((smallDone = true), v));
+      await new Promise((r) => setImmediate(r));
+      const alone = two.embed(["a call beside the small batch"]);
+      await new Promise((r) => setImmediate(r));
+      const busy = (two as unknown as { busy: Set<unknown> }).busy;
+      if (!smallDone) expect(busy.size).toBe(2);
+      expect((two as unknown as { queuedTexts: number }).queuedTexts).toBe(0);
+      await Promise.all([small, alone]);
+      // with no worker computing, a lone call starts at once
+      const before = two.batchesRun;
+      await two.embed(["a lone call on an idle embedder"]);
+      expect(two.batchesRun - before).toBe(1);
+    } finally {
+      await two.close();
+    }
+  }, 120_000);
+
+  test("SVC_EMBEDDING__BUSY_BATCH: an integer from 1 to 64, else a clear error; unset: 8", () => {
+    const saved = process.env.SVC_EMBEDDING__BUSY_BATCH;
+    try {
+      process.env.SVC_EMBEDDING__BUSY_BATCH = "3";
+      expect(defaultBusyBatch()).toBe(3);
+      for (const bad of ["0", "65", "1.5", "eight"]) {
+        process.env.SVC_EMBEDDING__BUSY_BATCH = bad;
+        expect(() => defaultBusyBatch()).toThrow("SVC_EMBEDDING__BUSY_BATCH must be an integer from 1 to 64");
+      }
+      delete process.env.SVC_EMBEDDING__BUSY_BATCH;
+      expect(defaultBusyBatch()).toBe(8);
+    } finally {
+      if (saved === undefined) delete process.env.SVC_EMBEDDING__BUSY_BATCH;
+      else process.env.SVC_EMBEDDING__BUSY_BATCH = saved;
+    }
+  });
 
   test("SVC_EMBEDDING__WORKERS: an integer from 1 to 8, else a clear error; unset: 2 on 2+ cores", () => {
     const saved = process.env.SVC_EMBEDDING__WORKERS;
