@@ -5,13 +5,17 @@
  * and every gateway request by request; "added" is each gateway's p50 minus the direct call's,
  * paired within the round. Prints per-round values and the median over rounds.
  *
- *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] DIR...   (this checkout is always "this")
+ *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] [--gap MS] DIR...   (this checkout is always "this")
+ *
+ * --gap: every request waits MS idle first, so each gateway answers after an idle gap instead of
+ * right after its previous request (a woken process: returned allocator pages, GC and JIT threads);
+ * the 1-connection figures of regress.ts sit in between (1-5 ms between two requests to one gateway).
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { benchToken, interleaved, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
 
-const { values, positionals } = parseArgs({ options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" } }, allowPositionals: true });
+const { values, positionals } = parseArgs({ options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" }, gap: { type: "string", default: "0" } }, allowPositionals: true });
 const upstream = await startBenchUpstream();
 const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
 const targets: Record<string, Target> = { this: await startTarget({ env }) };
@@ -23,7 +27,7 @@ const added: Record<string, number[]> = Object.fromEntries(Object.keys(targets).
 for (let r = 0; r < Number(values.rounds); r++) {
   const names = Object.keys(targets);
   const order = r % 2 ? names.reverse() : names;
-  const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers }))] };
+  const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), gapMs: Number(values.gap), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers }))] };
   const res = await interleaved(spec);
   for (const name of names) added[name]!.push(res[name]!.addedP50us);
   console.error(`round ${r + 1}: ${names.map((k) => `${k} ${res[k]!.addedP50us.toFixed(0)} µs`).join(", ")}`);

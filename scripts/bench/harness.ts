@@ -158,6 +158,8 @@ export interface InterleavedSpec {
   warmup: number;
   /** time to the first body chunk of a streamed answer instead of the whole body */
   ttfb?: boolean;
+  /** idle time (ms) before each request */
+  gapMs?: number;
 }
 
 /**

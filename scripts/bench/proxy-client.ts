@@ -5,9 +5,10 @@
  * every target is measured under the same momentary machine load. Per target: latency in
  * microseconds (performance.now) and X-Cache-Status counts; per round, each target's time minus the
  * reference target's in the same round (the paired "added" time).
- * Args: JSON {targets: [{name, url, headers, unique?, body?}], body, n, warmup, ttfb?, reference}.
+ * Args: JSON {targets: [{name, url, headers, unique?, body?}], body, n, warmup, ttfb?, gapMs?, reference}.
  *   unique: the body's "{unique}" is replaced by a different question every request (cache misses).
  *   ttfb: time to the first body chunk of a streamed response instead of the whole body.
+ *   gapMs: idle time before each request (a request to a gateway that has been idle, not one right after another).
  */
 import { mulberry32 } from "./data";
 interface T {
@@ -20,7 +21,7 @@ interface T {
 }
 import { question } from "./questions";
 
-const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; reference: string };
+const o = JSON.parse(process.argv[2]!) as { targets: T[]; body: string; n: number; warmup: number; ttfb?: boolean; gapMs?: number; reference: string };
 
 const samples: Record<string, number[]> = Object.fromEntries(o.targets.map((t) => [t.name, []]));
 const cache: Record<string, Record<string, number>> = Object.fromEntries(o.targets.map((t) => [t.name, {}]));
@@ -63,6 +64,7 @@ function shuffled<X>(xs: X[]): X[] {
 
 for (let i = 0; i < o.warmup + o.n; i++) {
   for (const t of shuffled(o.targets)) {
+    if (o.gapMs) await Bun.sleep(o.gapMs);
     const us = await once(t, i);
     if (i >= o.warmup) samples[t.name]!.push(us);
   }
