@@ -17,14 +17,30 @@ export type Mode = "single" | "context";
 /** JSON with object keys sorted at every level; undefined values dropped. */
 export function canonicalJson(v: unknown): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? "null";
-  if (Array.isArray(v)) return `[${v.map((x) => (x === undefined ? "null" : canonicalJson(x))).join(",")}]`;
-  const keys = Object.keys(v as Record<string, unknown>)
-    .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(",")}}`;
+  // built as one string (no intermediate arrays of parts): every cached request and every
+  // cache-off miss hashes its key text once
+  if (Array.isArray(v)) {
+    let s = "[";
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      s += (i === 0 ? "" : ",") + (x === undefined ? "null" : canonicalJson(x));
+    }
+    return s + "]";
+  }
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o).sort();
+  let s = "{";
+  let first = true;
+  for (const k of keys) {
+    const x = o[k];
+    if (x === undefined) continue;
+    s += (first ? "" : ",") + JSON.stringify(k) + ":" + canonicalJson(x);
+    first = false;
+  }
+  return s + "}";
 }
 
-export const sha256 = (s: string): string => new Bun.CryptoHasher("sha256").update(s).digest("hex");
+export const sha256 = (s: string): string => Bun.SHA256.hash(s, "hex") as string;
 
 /**
  * Temperature buckets for the semantic partition: answers sampled at 0 and at 0.05 are
