@@ -356,7 +356,8 @@ describe("dashboard in Chromium", () => {
     await page.getByRole("cell", { name: "charted requests and cache hits per hour with uPlot" }).waitFor();
     await page.getByRole("button", { name: "Show branches of dashboard-project" }).click();
     const branches = page.getByRole("table", { name: /Branches of dashboard-project/ });
-    await branches.waitFor();
+    // the table may show before its rows arrive: wait for the row, then read it
+    await branches.getByRole("cell", { name: "main", exact: true }).waitFor();
     expect(await branches.locator("tbody tr td").allTextContents()).toEqual(expect.arrayContaining(["main", "1"]));
     await checkPage(page, "memory");
     await goto(page, "SSO / SCIM");
