@@ -3,14 +3,20 @@
  * (BERTScore-like) from USE-lite's static token-embedding table (`module/Embeddings_en`, 8,002 pieces x
  * 256): a lookup per word, no model run. Same CV protocol as cache-pair-cv.ts (folds by duplicate
  * cluster, operating point on out-of-fold scores of the training folds, hard negatives in train and
- * validation), the trees retrained per fold with the shipped 27 features plus a named set of groups.
+ * validation), the trees retrained per fold with the first 27 pair features (before alignment; --base)
+ * plus a named set of groups, recomputed here by plain reference code ("wal" and "pal" are what
+ * src/cache/verify/align.ts then shipped).
  *
- *   nice ./node_modules/.bin/bun run scripts/bench/cache-pair-align-exp.ts --folds 3 --sets "base;wal;ual;pal;wal,ual,pal" [--literal]
+ *   nice ./node_modules/.bin/bun run scripts/bench/cache-pair-align-exp.ts --folds 5 --sets "base;wal;ual;pal;wal,pal" [--targets shipped,literal] [--ctx 1]
  *
  * Word weights are the verifier's own (general English unigram frequencies of the model's vocabulary,
  * weights.ts): nothing is learned from cache-train, so no fold leaks into another. A word's vector is
- * the normalised sum of its pieces' rows. `--literal`: the issue's constraints only (precision 50/50,
- * overall false-hit rate on the 50/50 mix, each kind), without the separate Quora false-hit bound.
+ * the normalised sum of its pieces' rows. Targets: "shipped" = the pair model's point rule (with the
+ * Quora false-hit bound), "literal" = the issue's constraints only (precision 50/50, the 50/50 false-hit
+ * rate, each kind). `--ctx`: also the contextual token vectors ("cal"), read from the model's buffers.
+ * Run of 2026-11-27, 5 folds, pooled held-out recall shipped / literal: base 0.176 / 0.183, pal 0.178 /
+ * 0.188, wal+pal 0.179 / 0.195, wal+ual+pal 0.179 / 0.191, cal 0.177 / 0.196 (3-fold screening had shown
+ * +0.014 for wal+ual+pal: noise).
  */
 import { cliArg as arg } from "./data";
 import { HARD_KINDS } from "./cache-hard-negatives";
