@@ -20,7 +20,7 @@
  */
 import { cliArg as arg } from "./data";
 import { HARD_KINDS } from "./cache-hard-negatives";
-import { fhrOf, mixedFhr, precision5050, recallOf } from "./cache-cv";
+import { TARGET, fhrOf, mixedFhr, precision5050, recallOf } from "./cache-cv";
 import { crossValidatePairModel, loadData, type Row } from "./cache-pair-cv";
 import { GBM_DEFAULTS } from "./cache-pair-gbm";
 import { PAIR_ANALYZE_OPTIONS } from "../../src/cache/verify/pair-model";
@@ -222,7 +222,11 @@ for (const spec of (arg("sets") ?? "base").split(";")) {
   }
   for (const t of targets) {
     const t1 = performance.now();
-    const res = await crossValidatePairModel({ data: d, folds: K, quoraFhr: t === "literal" ? 1 : 0.01, cvOnly: true, hardWeight: 3, gbm, log: () => {} });
+    // "literal@0.973": the literal rule with a stricter precision target when choosing (an explicit margin)
+    const [rule, prec] = t.split("@") as [string, string?];
+    TARGET.precision = prec ? Number(prec) : 0.97;
+    const res = await crossValidatePairModel({ data: d, folds: K, quoraFhr: rule === "literal" ? 1 : 0.01, cvOnly: true, hardWeight: 3, gbm, log: () => {} });
+    TARGET.precision = 0.97;
     const p = res.pooled;
     const folds = res.perFold.map((f) => `${recallOf(f.heldOut).toFixed(3)}/${precision5050(f.heldOut).toFixed(3)}`).join(" ");
     console.log(`[${spec}|${t}] K ${K}: recall ${recallOf(p).toFixed(4)} precision50 ${precision5050(p).toFixed(4)} quora-fhr ${fhrOf(p).toFixed(4)} mixed-fhr ${mixedFhr(p).toFixed(4)} kinds ${HARD_KINDS.map((k) => p.kinds[k].hits).join("/")} | folds ${folds} | ${((performance.now() - t1) / 1000).toFixed(0)} s`);
