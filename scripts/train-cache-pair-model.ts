@@ -1,8 +1,9 @@
 /**
  * Trains the shipped pair model (src/cache/verify/pair-model-weights.json) with exactly the procedure
  * cache-pair-cv.ts cross-validates: per-fold out-of-fold scores on all of cache-train choose the
- * operating point (cosine floor, probability threshold: the highest recall with precision >= 0.97,
- * Quora false-hit rate <= 1 %, every hard-negative kind <= 1 %), then the trees are trained on all folds.
+ * operating point (cosine floor, probability threshold: the highest recall with precision 50/50 >= 0.97,
+ * false-hit rate on the 50/50 mix <= 1 %, every hard-negative kind <= 1 %; `--quora-fhr 0.01` also bounds
+ * the Quora negatives alone), then the trees are trained on all folds.
  * Also writes the cross-validated (held-out) figures into the file's report.
  *
  *   nice ./node_modules/.bin/bun run scripts/train-cache-pair-model.ts [--out src/cache/verify/pair-model-weights.json]
@@ -11,12 +12,12 @@ import { resolve } from "node:path";
 import { cliArg as arg } from "./bench/data";
 import { HARD_KINDS } from "./bench/cache-hard-negatives";
 import { fhrOf, mixedFhr, precision5050, recallOf, type Figures } from "./bench/cache-cv";
-import { crossValidatePairModel, pairCvTable } from "./bench/cache-pair-cv";
+import { PAIR_QUORA_FHR, crossValidatePairModel, pairCvTable } from "./bench/cache-pair-cv";
 import { GBM_DEFAULTS } from "./bench/cache-pair-gbm";
 import { PAIR_FEATURES, type PairModelFile } from "../src/cache/verify/pair-model";
 import { createEmbedder } from "../src/embedding";
 
-const r = await crossValidatePairModel({ model: "gbm", hardWeight: Number(arg("hard-weight") ?? 3) });
+const r = await crossValidatePairModel({ model: "gbm", hardWeight: Number(arg("hard-weight") ?? 3), quoraFhr: arg("quora-fhr") ? Number(arg("quora-fhr")) : undefined });
 console.log(pairCvTable(r));
 const fin = r.final!;
 const emb = createEmbedder({ provider: "local", lruSize: 0 });
@@ -38,6 +39,7 @@ const file: PairModelFile = {
   minCosine: fin.point.minCos,
   report: {
     trainedOn: "all of cache-train (5 folds by duplicate cluster) + 400 hard negatives per kind per fold, hard negatives weighted 3",
+    operatingPoint: `highest out-of-fold recall with precision 50/50 >= 0.97, 50/50 false-hit rate <= 1 %, each hard kind <= 1 %${(arg("quora-fhr") ? Number(arg("quora-fhr")) : PAIR_QUORA_FHR) < 1 ? `, Quora false-hit rate <= ${arg("quora-fhr") ?? PAIR_QUORA_FHR}` : ""}`,
     gbm: GBM_DEFAULTS,
     crossValidated: { pooledHeldOut: summary(r.pooled), perFold: r.perFold.map((p) => ({ fold: p.fold, minCosine: p.point.minCos, logit: +p.point.threshold.toFixed(4), ...summary(p.heldOut) })) },
     inSampleAtShippedPoint: summary(fin.inSample),

@@ -66,7 +66,12 @@ const ORDER_W = [0.1, 0.2, 0.3];
 const POLAR = [false, true];
 const OFFS: Choice["off"][] = ["", "rejectNumbers", "rejectEntities", "rejectNegation", "rejectAsk", "rejectOrder"];
 
-export const TARGET = { precision: 0.97, fhr: 0.01, kind: 0.01 };
+/**
+ * The targets of issue 25. `quoraFhr` bounds the Quora non-duplicates' false-hit rate on its own; the issue
+ * itself bounds only the overall rate on cache-eval-dev's mix (`fhr`, half Quora, half hard kinds), the
+ * precision and each kind (set quoraFhr to 1 for the issue's literal constraints).
+ */
+export const TARGET = { precision: 0.97, fhr: 0.01, kind: 0.01, quoraFhr: 0.01 };
 /** recall a configuration with a hard rule switched off must gain over the best with every rule on */
 const RULE_OFF_GAIN = 0.005;
 
@@ -93,7 +98,7 @@ export const kindRate = (f: Figures, k: HardKind) => f.kinds[k].hits / Math.max(
 export const mixedFhr = (f: Figures) => 0.5 * fhrOf(f) + (0.5 / HARD_KINDS.length) * HARD_KINDS.reduce((s, k) => s + kindRate(f, k), 0);
 export const precision5050 = (f: Figures) => recallOf(f) / Math.max(1e-12, recallOf(f) + mixedFhr(f));
 export const precisionNatural = (f: Figures) => f.tp / Math.max(1, f.tp + f.fp);
-export const meets = (f: Figures) => precision5050(f) >= TARGET.precision && fhrOf(f) <= TARGET.fhr && mixedFhr(f) <= TARGET.fhr && HARD_KINDS.every((k) => kindRate(f, k) <= TARGET.kind);
+export const meets = (f: Figures, quoraFhr = TARGET.quoraFhr) => precision5050(f) >= TARGET.precision && fhrOf(f) <= quoraFhr && mixedFhr(f) <= TARGET.fhr && HARD_KINDS.every((k) => kindRate(f, k) <= TARGET.kind);
 
 export async function crossValidate(opts: { folds?: number; perKind?: number; log?: (s: string) => void } = {}): Promise<CvResult> {
   const K = opts.folds ?? 5;

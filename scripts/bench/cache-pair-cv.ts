@@ -24,8 +24,19 @@ import { analyzePair, surfaceForm } from "../../src/cache/verify/index";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, hardRule, pairFeatureVector } from "../../src/cache/verify/pair-model";
 import { GBM_DEFAULTS, evalGbm, trainGbm, type Gbm, type GbmOptions } from "./cache-pair-gbm";
 import { dot } from "../../src/core/vectors";
+import { installPieceTokenizer } from "./cache-piece-tokenizer";
+
+installPieceTokenizer();
 
 export const MIN_COS = [0.8, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94];
+/**
+ * The pair model's bound on the Quora non-duplicates' false-hit rate alone when choosing its point
+ * (besides the issue's own constraints: precision 50/50 >= 0.97, the false-hit rate on cache-eval-dev's
+ * mix — half Quora, half hard kinds — <= 1 %, each kind <= 1 %). Kept at 1 %: without it (`--quora-fhr 1`)
+ * recall is ~0.01 higher but pooled held-out precision lands exactly on 0.970 (one fold 0.961), a coin
+ * flip on unseen questions; with it the point keeps ~0.2 points of precision in hand (BENCHMARKS.md).
+ */
+export const PAIR_QUORA_FHR = 0.01;
 
 export interface Row { fold: number; kind: Kind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; rule?: string | null; x: Float64Array | null; u?: Float32Array; v?: Float32Array; a?: string; b?: string }
 
@@ -42,7 +53,7 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
     const qs = texts.filter((_, i) => foldOf(i) === f);
     for (const h of makeHardNegatives(qs, perKind, 2500 + f)) hard.push({ fold: f, ...h });
   }
-  const he = await embedCached(hard.map((h) => h.edited), resolve(import.meta.dir, "../../data/cache-train-hardneg-emb.bin"), log);
+  const he = await embedCached(hard.map((h) => h.edited), resolve(import.meta.dir, `../../data/cache-train-hardneg-emb${K === 5 && perKind === 400 ? "" : `-k${K}-${perKind}`}.bin`), log);
   const raw: Array<{ fold: number; kind: Kind; label: 0 | 1; a: string; b: string; cos: number; u: Float32Array; v: Float32Array }> = [];
   for (const p of pairs) {
     const ia = index.get(p.q2)!, ib = index.get(p.q1)!;
@@ -180,7 +191,7 @@ export function figuresAt(d: Data, folds: (f: number) => boolean, score: Map<Row
 }
 
 /** The (minCos, threshold) with the highest recall meeting the targets on `folds` (scores given for their model rows). */
-export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<Row, number>): Point | null {
+export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<Row, number>, quoraFhr = PAIR_QUORA_FHR): Point | null {
   let best: Point | null = null;
   const rows = d.model.filter((r) => folds(r.fold));
   const surf = emptyFigures();
@@ -204,7 +215,7 @@ export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<R
       else f.kinds[r.kind].hits++;
       // a threshold lies between distinct scores only
       if (i + 1 < rs.length && score.get(rs[i + 1]!)! === score.get(r)!) continue;
-      if (!meets(f)) continue;
+      if (!meets(f, quoraFhr)) continue;
       const rec = recallOf(f);
       if (!best || rec > best.recall + 1e-12) {
         const t = score.get(r)!;
@@ -231,12 +242,14 @@ export interface PairCvResult {
   K: number;
   model: ModelKind;
   hardWeight: number;
+  /** the bound on the Quora negatives' false-hit rate alone the points were chosen with (1 = none) */
+  quoraFhr: number;
   perFold: Array<{ fold: number; point: Point; heldOut: Figures }>;
   pooled: Figures;
   final?: { gbm?: Gbm; logistic?: Logistic; point: Point; inSample: Figures };
 }
 
-export async function crossValidatePairModel(o: { folds?: number; perKind?: number; hardWeight?: number; l2?: number; model?: ModelKind; cvOnly?: boolean; log?: (s: string) => void; data?: Data; gbm?: GbmOptions; weight?: (r: Row) => number } = {}): Promise<PairCvResult> {
+export async function crossValidatePairModel(o: { quoraFhr?: number; folds?: number; perKind?: number; hardWeight?: number; l2?: number; model?: ModelKind; cvOnly?: boolean; log?: (s: string) => void; data?: Data; gbm?: GbmOptions; weight?: (r: Row) => number } = {}): Promise<PairCvResult> {
   const kind = o.model ?? "gbm";
   const K = o.folds ?? 5;
   const log = o.log ?? ((s: string) => process.stderr.write(s + "\n"));
@@ -256,7 +269,7 @@ export async function crossValidatePairModel(o: { folds?: number; perKind?: numb
       const m = train(d.model.filter((r) => r.fold !== k && r.fold !== j));
       scoreWith(m, d.model.filter((r) => r.fold === j), oof);
     }
-    const point = choosePoint(d, (f) => f !== k, oof);
+    const point = choosePoint(d, (f) => f !== k, oof, o.quoraFhr);
     if (!point) throw new Error(`fold ${k}: no operating point meets the targets on the other folds`);
     const m = train(d.model.filter((r) => r.fold !== k));
     const held = new Map<Row, number>();
@@ -271,14 +284,15 @@ export async function crossValidatePairModel(o: { folds?: number; perKind?: numb
     for (const h of HARD_KINDS) { pooled.kinds[h].n += p.heldOut.kinds[h].n; pooled.kinds[h].hits += p.heldOut.kinds[h].hits; }
   }
   // the shipped model: the same procedure on all folds (point chosen on all folds' out-of-fold scores)
-  if (o.cvOnly) return { K, model: kind, hardWeight: hw, perFold, pooled };
+  const quoraFhr = o.quoraFhr ?? PAIR_QUORA_FHR;
+  if (o.cvOnly) return { K, model: kind, hardWeight: hw, quoraFhr, perFold, pooled };
   const oof = new Map<Row, number>();
   for (let j = 0; j < K; j++) scoreWith(train(d.model.filter((r) => r.fold !== j)), d.model.filter((r) => r.fold === j), oof);
-  const point = choosePoint(d, () => true, oof)!;
+  const point = choosePoint(d, () => true, oof, o.quoraFhr)!;
   const model = train(d.model);
   const all = new Map<Row, number>();
   scoreWith(model, d.model, all);
-  return { K, model: kind, hardWeight: hw, perFold, pooled, final: { gbm: model.gbm, logistic: model.logistic, point, inSample: figuresAt(d, () => true, all, point.minCos, point.threshold) } };
+  return { K, model: kind, hardWeight: hw, quoraFhr, perFold, pooled, final: { gbm: model.gbm, logistic: model.logistic, point, inSample: figuresAt(d, () => true, all, point.minCos, point.threshold) } };
 }
 
 const f3 = (x: number) => x.toFixed(3);
@@ -296,7 +310,7 @@ export function pairCvTable(r: PairCvResult): string {
     ...r.perFold.map((p) => row(`fold ${p.fold} held out (cos >= ${p.point.minCos}, logit >= ${p.point.threshold.toFixed(3)})`, p.heldOut)),
     row("**pooled held-out folds**", r.pooled),
     "",
-    `targets: precision >= ${TARGET.precision}, false-hit rate <= ${TARGET.fhr}, each kind <= ${TARGET.kind}; hard kinds on held-out folds: ${HARD_KINDS.map((k) => `${k} ${ci(r.pooled.kinds[k].hits, r.pooled.kinds[k].n)}`).join("; ")}`,
+    `targets: precision 50/50 >= ${TARGET.precision}, mixed false-hit rate <= ${TARGET.fhr}, each kind <= ${TARGET.kind}${r.quoraFhr < 1 ? `, Quora false-hit rate <= ${r.quoraFhr}` : ""}; hard kinds on held-out folds: ${HARD_KINDS.map((k) => `${k} ${ci(r.pooled.kinds[k].hits, r.pooled.kinds[k].n)}`).join("; ")}`,
   ];
   if (r.final) lines.push("", `trained on all folds: cos >= ${r.final.point.minCos}, logit >= ${r.final.point.threshold.toFixed(4)}${r.final.logistic ? `; coefficients (standardised): ${PAIR_FEATURES.map((n, i) => `${n} ${r.final!.logistic!.coef[i]!.toFixed(2)}`).join(", ")}` : ""}`);
   return lines.join("\n");
@@ -324,7 +338,8 @@ if (import.meta.main && arg("curve")) {
 }
 
 if (import.meta.main) {
-  const r = await crossValidatePairModel({ folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
+  // --quora-fhr 0.01: also bound the Quora negatives' false-hit rate alone (1: the issue's constraints only)
+  const r = await crossValidatePairModel({ quoraFhr: arg("quora-fhr") ? Number(arg("quora-fhr")) : undefined, folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
   console.log(pairCvTable(r));
   if (arg("json")) await Bun.write(arg("json")!, JSON.stringify(r, null, 1));
 }

@@ -165,7 +165,7 @@ for (const r of cands) {
   extra.set(r, Float64Array.from(ALL.map((n) => v[n]!)));
 }
 log(`extra features for ${cands.length} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const BASE = Number(arg("base") ?? 22); // --base 27: the shipped features
+const BASE = Number(arg("base") ?? 22); // --base 27: the features before word alignment; 41: the shipped ones
 const baseX = new Map<Row, Float64Array>(cands.map((r) => [r, r.x!.subarray(0, BASE)]));
 
 const trees = Number(arg("trees") ?? GBM_DEFAULTS.trees);

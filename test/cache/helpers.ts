@@ -12,6 +12,10 @@ import type { Embedder } from "../../src/embedding/types";
 import { EmbeddingError, l2normalize } from "../../src/embedding/types";
 import type { CacheKeyInput, Turn } from "../../src/cache/types";
 import { bagOfWords } from "../fake-upstream/bag-of-words";
+import { installPieceTokenizer } from "../../scripts/bench/cache-piece-tokenizer";
+
+// engines built here without the app: the pair model's alignment features need what src/app.ts installs
+installPieceTokenizer();
 
 /** The real local embedder for the tests of one file: loaded before them, released after them. */
 export function localEmbedderForFile(): Embedder {

@@ -12,6 +12,7 @@ import { analyzePair, type AnalyzeOptions, type ContentToken, type PairAnalysis 
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, decide as handDecide } from "./index";
 import { POLAR, surfaceForm } from "./text";
 import { gram3Cosine, gram4Jaccard, wordEditNorm, wordLcsRatio } from "./surface";
+import { ALIGN_FEATURES, alignFeatures } from "./align";
 
 export const PAIR_FEATURES = [
   "cos", // embedding cosine
@@ -41,6 +42,7 @@ export const PAIR_FEATURES = [
   "wordEdit", // word-level edit distance / longer length (word order)
   "wordLcs", // longest common word subsequence / longer length
   "contentLcs", // longest common subsequence of content-word stems / shorter content length
+  ...ALIGN_FEATURES, // word- and piece-level alignment by the static token embeddings (align.ts)
 ] as const;
 export const PAIR_FEATURE_COUNT = PAIR_FEATURES.length;
 
@@ -140,6 +142,7 @@ export function pairFeatureVector(an: PairAnalysis, cosine: number, out: Float64
   out[k++] = wordEditNorm(an.a.tokens, an.b.tokens);
   out[k++] = wordLcsRatio(an.a.tokens, an.b.tokens);
   out[k++] = wordLcsRatio(an.a.content, an.b.content, true, true);
+  alignFeatures(an.a, an.b, out, k);
   return out;
 }
 

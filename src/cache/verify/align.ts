@@ -1,0 +1,272 @@
+/**
+ * Word-level semantic alignment of two questions for the pair model (issue 25): BERTScore-like
+ * features from USE-lite's static token-embedding table (`module/Embeddings_en`, 8,002 pieces x 256).
+ * The sentence vector blurs which word differs; aligning each word with its best counterpart on the
+ * other side says whether a differing word has a near-synonym there ("quickest"/"fastest") or
+ * nothing like it.
+ *
+ * The table is read once, lazily, from the model package's files through core (as the word weights
+ * read its vocabulary); the SentencePiece tokenizer that turns a text into table rows is the embedding
+ * domain's, handed in by the composition root (`usePieceTokenizer`: the cache may not import it).
+ * Per text (memoised with its side analysis): the piece ids of its words and the unit vectors of its
+ * content words. Per pair: dot products into buffers this module owns — no allocation per candidate.
+ */
+import { readFileSync } from "node:fs";
+import { readUseLiteVocabularySync, useLiteFilePaths } from "../../core/use-lite-files";
+import type { Side } from "./analyze";
+
+/** SentencePiece ids of a text, as the embedder tokenises it (its own text preparation included). */
+export type PieceTokenizer = (text: string) => ArrayLike<number>;
+
+const TABLE = "module/Embeddings_en";
+
+interface TokenTable {
+  dims: number;
+  /** vocabulary x dims, each row L2-normalised */
+  rows: Float32Array;
+  /** each row's length before normalising (a word's vector sums its pieces' rows as the model has them) */
+  norms: Float32Array;
+  /** IDF-like weight of each piece: -log p from the vocabulary's unigram model, at least 0.5 */
+  weight: Float32Array;
+  encode: PieceTokenizer;
+}
+
+let tokenizerFactory: (() => PieceTokenizer) | null = null;
+let table: TokenTable | null = null;
+let sides = new WeakMap<Side, AlignSide>();
+
+/** Installs the embedding domain's tokenizer (built on first use). The composition root calls this once. */
+export function usePieceTokenizer(factory: () => PieceTokenizer): void {
+  tokenizerFactory = factory;
+  table = null;
+  sides = new WeakMap();
+}
+
+export function hasPieceTokenizer(): boolean {
+  return tokenizerFactory !== null;
+}
+
+/** One float32 tensor of the model package, read synchronously from the shards that hold it. */
+function readTensorSync(name: string): { shape: number[]; data: Float32Array } {
+  const files = useLiteFilePaths();
+  const model = JSON.parse(readFileSync(files.modelJson, "utf8")) as { weightsManifest: Array<{ paths: string[]; weights: Array<{ name: string; shape: number[]; dtype: string }> }> };
+  for (const group of model.weightsManifest) {
+    let off = 0;
+    for (const w of group.weights) {
+      const n = w.shape.reduce((a, b) => a * b, 1);
+      if (w.name !== name) {
+        off += n * 4;
+        continue;
+      }
+      if (w.dtype !== "float32") throw new Error(`USE-lite weights: ${name} is ${w.dtype}, not float32`);
+      const out = new Uint8Array(n * 4);
+      let start = 0;
+      for (const p of group.paths) {
+        const path = files.shards[p];
+        if (!path) throw new Error(`USE-lite weights: unknown shard ${p} (package changed?)`);
+        const size = Bun.file(path).size; // (a path embedded in the compiled binary too)
+        const lo = Math.max(off, start), hi = Math.min(off + n * 4, start + size);
+        if (lo < hi) out.set(readFileSync(path).subarray(lo - start, hi - start), lo - off);
+        start += size;
+      }
+      if (start < off + n * 4) throw new Error(`USE-lite weights: shards end before ${name}`);
+      return { shape: w.shape, data: new Float32Array(out.buffer) };
+    }
+  }
+  throw new Error(`USE-lite weights: no tensor ${name}`);
+}
+
+function tokenTable(): TokenTable {
+  if (table) return table;
+  if (!tokenizerFactory) throw new Error("pair model: the alignment features need the embedding domain's piece tokenizer (usePieceTokenizer; the composition root installs it)");
+  const t = readTensorSync(TABLE);
+  const [V, D] = t.shape as [number, number];
+  const vocab = readUseLiteVocabularySync();
+  if (vocab.length > V) throw new Error(`USE-lite weights: ${TABLE} has ${V} rows for ${vocab.length} pieces`);
+  const rows = t.data;
+  const norms = new Float32Array(V);
+  for (let i = 0; i < V; i++) {
+    let n = 0;
+    for (let c = 0; c < D; c++) n += rows[i * D + c]! ** 2;
+    norms[i] = Math.sqrt(n);
+    const k = n > 0 ? 1 / Math.sqrt(n) : 0;
+    for (let c = 0; c < D; c++) rows[i * D + c]! *= k;
+  }
+  const weight = new Float32Array(V).fill(0.5);
+  for (let i = 0; i < vocab.length; i++) weight[i] = Math.max(0.5, -(vocab[i]![1] ?? 0));
+  table = { dims: D, rows, norms, weight, encode: tokenizerFactory() };
+  return table;
+}
+
+/** What a text contributes to the alignment, computed once per side analysis. */
+export interface AlignSide {
+  /** piece ids of the text's words (lower-cased tokens joined by spaces) */
+  pieces: Int32Array;
+  /** unit vectors of the content words (content.length x dims): the normalised sum of each word's piece rows */
+  words: Float32Array;
+}
+
+export function alignSide(side: Side): AlignSide {
+  const hit = sides.get(side);
+  if (hit) return hit;
+  const tt = tokenTable();
+  const D = tt.dims;
+  let text = "";
+  for (const t of side.tokens) text += text ? ` ${t.lower}` : t.lower;
+  const pieces = Int32Array.from(tt.encode(text));
+  const words = new Float32Array(side.content.length * D);
+  side.content.forEach((t, i) => {
+    const o = i * D;
+    for (const id of Array.from(tt.encode(t.lower))) for (let c = 0; c < D; c++) words[o + c]! += tt.rows[id * D + c]! * tt.norms[id]!;
+    let n = 0;
+    for (let c = 0; c < D; c++) n += words[o + c]! ** 2;
+    const k = n > 0 ? 1 / Math.sqrt(n) : 0;
+    for (let c = 0; c < D; c++) words[o + c]! *= k;
+  });
+  const s = { pieces, words };
+  sides.set(side, s);
+  return s;
+}
+
+export const ALIGN_FEATURES = [
+  "alignP", // content words of the first text: weighted mean of each one's best cosine on the other side (1 for the same word)
+  "alignR", // ... of the second text
+  "alignF", // harmonic mean of the two
+  "alignWorstLo", // the worst-aligned content word's best cosine (lower of the two sides)
+  "alignWorstHi", // ... the higher of the two sides' worst
+  "alignDeficit", // largest weight x (1 - best cosine) of a content word
+  "alignBelow3", // content words (both sides) whose best cosine is below 0.3
+  "alignBelow5", // ... below 0.5
+  "alignBelow7", // ... below 0.7
+  "pieceP", // the same over every piece of the text (function words included), weighted by the piece's -log p
+  "pieceR",
+  "pieceF",
+  "pieceWorst", // the worst-aligned piece's best cosine
+  "pieceDeficit", // largest weight x (1 - best cosine) of a piece
+] as const;
+export const ALIGN_FEATURE_COUNT = ALIGN_FEATURES.length;
+
+let bestA = new Float64Array(64);
+let bestB = new Float64Array(64);
+function buffers(n: number): void {
+  if (bestA.length >= n && bestB.length >= n) return;
+  bestA = new Float64Array(2 * n);
+  bestB = new Float64Array(2 * n);
+}
+
+function dotRows(x: Float32Array, xo: number, y: Float32Array, yo: number, D: number): number {
+  let s = 0;
+  for (let c = 0; c < D; c++) s += x[xo + c]! * y[yo + c]!;
+  return s;
+}
+
+/** best[i] = the best cosine of x's word i on y's side (1 for the same word or stem; 0 when y has no content word) */
+function wordBest(x: Side, xs: AlignSide, y: Side, ys: AlignSide, D: number, best: Float64Array): void {
+  const nx = x.content.length, ny = y.content.length;
+  for (let i = 0; i < nx; i++) {
+    const a = x.content[i]!;
+    let b = ny > 0 ? -1 : 0;
+    for (let j = 0; j < ny && b < 1; j++) {
+      const o = y.content[j]!;
+      const v = a.lower === o.lower || a.stem === o.stem ? 1 : dotRows(xs.words, i * D, ys.words, j * D, D);
+      if (v > b) b = v;
+    }
+    best[i] = b;
+  }
+}
+
+/**
+ * Cosines of piece pairs already computed (direct-mapped, exact values: a slot holds one pair's dot
+ * product or nothing). Common pieces meet again and again across candidates; a hit is one probe
+ * instead of 256 multiply-adds.
+ */
+const PAIR_SLOTS = 1 << 16;
+const pairKey = new Int32Array(PAIR_SLOTS).fill(-1);
+const pairDot = new Float64Array(PAIR_SLOTS);
+
+function pieceDot(rows: Float32Array, D: number, V: number, p: number, q: number): number {
+  const key = p < q ? p * V + q : q * V + p;
+  const slot = Math.imul(key, 0x9e3779b1) >>> 16;
+  if (pairKey[slot] === key) return pairDot[slot]!;
+  const v = dotRows(rows, p * D, rows, q * D, D);
+  pairKey[slot] = key;
+  pairDot[slot] = v;
+  return v;
+}
+
+/** best[i] = the best cosine of x's piece i among y's pieces (1 when y has the same piece) */
+function pieceBest(x: Int32Array, y: Int32Array, rows: Float32Array, D: number, best: Float64Array): void {
+  const V = rows.length / D;
+  for (let i = 0; i < x.length; i++) {
+    const p = x[i]!;
+    let b = y.length > 0 ? -1 : 0;
+    for (let j = 0; j < y.length; j++) if (y[j] === p) b = 1;
+    for (let j = 0; j < y.length && b < 1; j++) {
+      const v = pieceDot(rows, D, V, p, y[j]!);
+      if (v > b) b = v;
+    }
+    best[i] = b;
+  }
+}
+
+/** Writes the ALIGN_FEATURE_COUNT alignment features of sides a and b into out from offset k; returns the next offset. */
+export function alignFeatures(a: Side, b: Side, out: Float64Array, k: number): number {
+  const tt = tokenTable();
+  const D = tt.dims;
+  const sa = alignSide(a), sb = alignSide(b);
+  const na = a.content.length, nb = b.content.length;
+  buffers(Math.max(na, nb, sa.pieces.length, sb.pieces.length));
+  wordBest(a, sa, b, sb, D, bestA);
+  wordBest(b, sb, a, sa, D, bestB);
+  let sA = 0, tA = 0, sB = 0, tB = 0, minA = 1, minB = 1, deficit = 0, below3 = 0, below5 = 0, below7 = 0;
+  for (let i = 0; i < na; i++) {
+    const w = a.content[i]!.weight, v = bestA[i]!;
+    (sA += w * v), (tA += w);
+    if (v < minA) minA = v;
+    if (w * (1 - v) > deficit) deficit = w * (1 - v);
+    if (v < 0.3) below3++;
+    if (v < 0.5) below5++;
+    if (v < 0.7) below7++;
+  }
+  for (let j = 0; j < nb; j++) {
+    const w = b.content[j]!.weight, v = bestB[j]!;
+    (sB += w * v), (tB += w);
+    if (v < minB) minB = v;
+    if (w * (1 - v) > deficit) deficit = w * (1 - v);
+    if (v < 0.3) below3++;
+    if (v < 0.5) below5++;
+    if (v < 0.7) below7++;
+  }
+  const P = tA > 0 ? sA / tA : 1, R = tB > 0 ? sB / tB : 1;
+  out[k++] = P;
+  out[k++] = R;
+  out[k++] = P + R > 0 ? (2 * P * R) / (P + R) : 0;
+  out[k++] = Math.min(minA, minB);
+  out[k++] = Math.max(minA, minB);
+  out[k++] = deficit;
+  out[k++] = below3;
+  out[k++] = below5;
+  out[k++] = below7;
+  pieceBest(sa.pieces, sb.pieces, tt.rows, D, bestA);
+  pieceBest(sb.pieces, sa.pieces, tt.rows, D, bestB);
+  let pa = 0, qa = 0, pb = 0, qb = 0, worst = 1, pdef = 0;
+  for (let i = 0; i < sa.pieces.length; i++) {
+    const w = tt.weight[sa.pieces[i]!]!, v = bestA[i]!;
+    (pa += w * v), (qa += w);
+    if (v < worst) worst = v;
+    if (w * (1 - v) > pdef) pdef = w * (1 - v);
+  }
+  for (let j = 0; j < sb.pieces.length; j++) {
+    const w = tt.weight[sb.pieces[j]!]!, v = bestB[j]!;
+    (pb += w * v), (qb += w);
+    if (v < worst) worst = v;
+    if (w * (1 - v) > pdef) pdef = w * (1 - v);
+  }
+  const pP = qa > 0 ? pa / qa : 1, pR = qb > 0 ? pb / qb : 1;
+  out[k++] = pP;
+  out[k++] = pR;
+  out[k++] = pP + pR > 0 ? (2 * pP * pR) / (pP + pR) : 0;
+  out[k++] = worst;
+  out[k++] = pdef;
+  return k;
+}
