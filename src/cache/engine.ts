@@ -32,6 +32,7 @@ import type { Embedder } from "./ports";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, verifyPair } from "./verify";
 import type { DecisionModel } from "./verify/pair-model";
 import { defaultLearnedModel } from "./verify/learned-default";
+import { loadTokenTable } from "./verify/align";
 import { AdaptedEmbedder } from "./adapter";
 import { defaultAdapter } from "./adapter-default";
 import { deriveKeys, exactKeyOf, type DerivedKeys } from "./partition";
@@ -203,6 +204,8 @@ export class SemanticCacheEngine {
     this.warm = false;
     let n = 0;
     try {
+      // the pair model's token table (8 MB), read here rather than by the first decision
+      await loadTokenTable().catch((e) => this.o.log?.warn("cache: token table not loaded at start (read on first decision)", { error: String(e) }));
       const max = Math.min(partitions, this.o.settings.maxLoadedTenants ?? 10_000);
       const seen = new Set<string>();
       for (const r of await recentPartitions(this.o.storage, partitions)) {

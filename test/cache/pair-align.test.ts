@@ -6,7 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { installPieceTokenizer } from "../../scripts/bench/cache-piece-tokenizer";
-import { ALIGN_FEATURES, ALIGN_FEATURE_COUNT, alignFeatures, alignSide } from "../../src/cache/verify/align";
+import { ALIGN_FEATURES, ALIGN_FEATURE_COUNT, alignFeatures, alignSide, loadTokenTable, usePieceTokenizer } from "../../src/cache/verify/align";
+import { prepareText } from "../../src/embedding/use-lite-text";
 import { analyzePair } from "../../src/cache/verify/analyze";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, pairFeatureVector } from "../../src/cache/verify/pair-model";
 import { readUseLiteFiles } from "../../src/embedding/use-lite-weights";
@@ -38,6 +39,15 @@ describe("pair alignment features", () => {
       const n = Math.hypot(...v);
       for (let c = 0; c < D; c++) expect(words[i * D + c]!).toBeCloseTo(v[c]! / n, 5);
     });
+  });
+
+  test("the table loaded ahead (async, as the cache's start-up does) gives the same features as the first decision's synchronous read", async () => {
+    const pairs: Array<[string, string]> = [[FAST, "What is the quickest way to learn French?"], ["How do I buy a car?", "How do I paint a car?"]];
+    const sync = pairs.map(([a, b]) => features(a, b));
+    const sp = new SentencePieceTokenizer((await readUseLiteFiles()).vocabulary);
+    usePieceTokenizer(() => (text) => sp.encode(prepareText(text))); // forgets the table and the memoised sides
+    await loadTokenTable();
+    expect(pairs.map(([a, b]) => features(a, b))).toEqual(sync);
   });
 
   test("identical questions align perfectly", () => {

@@ -46,8 +46,8 @@ export function hasPieceTokenizer(): boolean {
   return tokenizerFactory !== null;
 }
 
-/** One float32 tensor of the model package, read synchronously from the shards that hold it. */
-function readTensorSync(name: string): { shape: number[]; data: Float32Array } {
+/** Where one float32 tensor of the model package lies in its shards: (path, offset in the file, length, offset in the tensor). */
+function tensorRanges(name: string): { shape: number[]; bytes: number; ranges: Array<{ path: string; from: number; length: number; at: number }> } {
   const files = useLiteFilePaths();
   const model = JSON.parse(readFileSync(files.modelJson, "utf8")) as { weightsManifest: Array<{ paths: string[]; weights: Array<{ name: string; shape: number[]; dtype: string }> }> };
   for (const group of model.weightsManifest) {
@@ -59,31 +59,31 @@ function readTensorSync(name: string): { shape: number[]; data: Float32Array } {
         continue;
       }
       if (w.dtype !== "float32") throw new Error(`USE-lite weights: ${name} is ${w.dtype}, not float32`);
-      const out = new Uint8Array(n * 4);
+      const ranges: Array<{ path: string; from: number; length: number; at: number }> = [];
       let start = 0;
       for (const p of group.paths) {
         const path = files.shards[p];
         if (!path) throw new Error(`USE-lite weights: unknown shard ${p} (package changed?)`);
         const size = Bun.file(path).size; // (a path embedded in the compiled binary too)
         const lo = Math.max(off, start), hi = Math.min(off + n * 4, start + size);
-        if (lo < hi) out.set(readFileSync(path).subarray(lo - start, hi - start), lo - off);
+        if (lo < hi) ranges.push({ path, from: lo - start, length: hi - lo, at: lo - off });
         start += size;
       }
       if (start < off + n * 4) throw new Error(`USE-lite weights: shards end before ${name}`);
-      return { shape: w.shape, data: new Float32Array(out.buffer) };
+      return { shape: w.shape, bytes: n * 4, ranges };
     }
   }
   throw new Error(`USE-lite weights: no tensor ${name}`);
 }
 
-function tokenTable(): TokenTable {
-  if (table) return table;
-  if (!tokenizerFactory) throw new Error("pair model: the alignment features need the embedding domain's piece tokenizer (usePieceTokenizer; the composition root installs it)");
-  const t = readTensorSync(TABLE);
-  const [V, D] = t.shape as [number, number];
+const NO_TOKENIZER = "pair model: the alignment features need the embedding domain's piece tokenizer (usePieceTokenizer; the composition root installs it)";
+
+function tableOf(shape: number[], data: Float32Array): TokenTable {
+  if (!tokenizerFactory) throw new Error(NO_TOKENIZER);
+  const [V, D] = shape as [number, number];
   const vocab = readUseLiteVocabularySync();
   if (vocab.length > V) throw new Error(`USE-lite weights: ${TABLE} has ${V} rows for ${vocab.length} pieces`);
-  const rows = t.data;
+  const rows = data;
   const norms = new Float32Array(V);
   for (let i = 0; i < V; i++) {
     let n = 0;
@@ -94,8 +94,30 @@ function tokenTable(): TokenTable {
   }
   const weight = new Float32Array(V).fill(0.5);
   for (let i = 0; i < vocab.length; i++) weight[i] = Math.max(0.5, -(vocab[i]![1] ?? 0));
-  table = { dims: D, rows, norms, weight, encode: tokenizerFactory() };
+  return { dims: D, rows, norms, weight, encode: tokenizerFactory() };
+}
+
+/** The table, read synchronously if nobody loaded it yet (a decision before loadTokenTable ended). */
+function tokenTable(): TokenTable {
+  if (table) return table;
+  if (!tokenizerFactory) throw new Error(NO_TOKENIZER);
+  const t = tensorRanges(TABLE);
+  const out = new Uint8Array(t.bytes);
+  for (const r of t.ranges) out.set(readFileSync(r.path).subarray(r.from, r.from + r.length), r.at);
+  table = tableOf(t.shape, new Float32Array(out.buffer));
   return table;
+}
+
+/**
+ * Reads the table without blocking the event loop (async reads of its byte ranges only); the
+ * cache's start-up warm-up runs it after listening, so the first decision does not read 8 MB.
+ */
+export async function loadTokenTable(): Promise<void> {
+  if (table || !tokenizerFactory) return;
+  const t = tensorRanges(TABLE);
+  const out = new Uint8Array(t.bytes);
+  for (const r of t.ranges) out.set(new Uint8Array(await Bun.file(r.path).slice(r.from, r.from + r.length).arrayBuffer()), r.at);
+  table ??= tableOf(t.shape, new Float32Array(out.buffer));
 }
 
 /** What a text contributes to the alignment, computed once per side analysis. */
