@@ -8,6 +8,9 @@
  *    per tenant (the oldest dropped in the statement that adds one);
  *  - cache_feedback_requests: the lookups that hit, by request id (what a verdict needs on a
  *    replica, or after a restart, that does not remember the request), pruned by age and count.
+ *    Written for every hit, so kept to two B-trees (CACHE_MIGRATIONS 0005): the table keyed
+ *    (tenant_id, request_id) — WITHOUT ROWID on SQLite — and the age index (tenant_id, created_at,
+ *    request_id), which serves both prunes.
  * Vectors are raw little-endian f32 (BLOB / BYTEA).
  */
 import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
@@ -152,8 +155,8 @@ function hitInsertOf(n: number): string {
  * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): INSERTs of 128,
  * 64, … 1 rows (a batch of any size uses the same few statement texts, prepared once), a row
  * already there (judged before this batch came) kept; then the tenant's rows older than `before`
- * go, and — when `prune` — those beyond the newest `max` (a COUNT over the tenant's rows: the
- * caller runs it every so many rows, not every batch, so the bound may be passed by that many
+ * go, and — when `prune` — those beyond the newest `max` (newest by created_at, then request_id; a
+ * walk over `max` index entries: the caller runs it every so many rows, not every batch, so the bound may be passed by that many
  * between prunes).
  */
 export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number, prune = true): Promise<void> {
@@ -179,10 +182,12 @@ export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: num
   }
   await t.run("DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND created_at < $before", { before });
   if (!prune) return;
+  // the newest `max` stay: the (max+1)-th newest (created_at, request_id) and everything older go —
+  // one range of the age index (which ends in request_id, so rows of one millisecond are ordered too)
   await t.run(
-    `DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND request_id IN (
-       SELECT request_id FROM cache_feedback_requests WHERE tenant_id = $tenant ORDER BY created_at ASC, request_id ASC
-       LIMIT (SELECT CASE WHEN COUNT(*) > $max THEN COUNT(*) - $max ELSE 0 END FROM cache_feedback_requests WHERE tenant_id = $tenant))`,
+    `DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND (created_at, request_id) <= (
+       SELECT created_at, request_id FROM cache_feedback_requests WHERE tenant_id = $tenant
+       ORDER BY created_at DESC, request_id DESC LIMIT 1 OFFSET $max)`,
     { max },
   );
 }
@@ -192,6 +197,15 @@ export async function pruneHits(storage: AsyncStorage, before: number): Promise<
   return (
     await storage
       .global("cache feedback: remembered hits of every tenant past their age, pruned in one statement")
-      .run("DELETE FROM cache_feedback_requests WHERE created_at < $before", { before })
+      // tenant by tenant through the age index (each next tenant id found by one seek): no index on
+      // created_at alone is kept up by every hit for this once-a-minute statement
+      .run(
+        `WITH RECURSIVE tenants (id) AS (
+           SELECT MIN(tenant_id) FROM cache_feedback_requests
+           UNION ALL
+           SELECT (SELECT MIN(tenant_id) FROM cache_feedback_requests WHERE tenant_id > tenants.id) FROM tenants WHERE tenants.id IS NOT NULL)
+         DELETE FROM cache_feedback_requests WHERE tenant_id IN (SELECT id FROM tenants) AND created_at < $before`,
+        { before },
+      )
   ).changes;
 }
