@@ -8,6 +8,9 @@
  *    per tenant (the oldest dropped in the statement that adds one);
  *  - cache_feedback_requests: the lookups that hit, by request id (what a verdict needs on a
  *    replica, or after a restart, that does not remember the request), pruned by age and count.
+ *    Written for every hit, so kept to two B-trees (CACHE_MIGRATIONS 0005): the table keyed
+ *    (tenant_id, request_id) — WITHOUT ROWID on SQLite — and the age index (tenant_id, created_at,
+ *    request_id), which serves both prunes.
  * Vectors are raw little-endian f32 (BLOB / BYTEA).
  */
 import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
@@ -136,27 +139,30 @@ const HITS_PER_INSERT = 128;
 /** the parameter names of row i of an INSERT, built once (no name is formatted per row) */
 const HIT_PARAMS: string[][] = Array.from({ length: HITS_PER_INSERT }, (_, i) => ["id", "caller", "tier", "entry", "query", "v", "created"].map((k) => `${k}${i}`));
 const hitInserts = new Map<number, string>();
-/** the INSERT of `n` rows (built once per n; n is a power of two, so at most 8 texts, each prepared once) */
-function hitInsertOf(n: number): string {
-  let sql = hitInserts.get(n);
+/**
+ * The INSERT of `n` rows (built once per n and shape; n is a power of two, so at most 16 texts, each
+ * prepared once). `bare`: exact hits, which carry no question or vector — tier, question and vector
+ * are literals, 4 parameters a row instead of 7 (binding is most of a row's cost besides the B-trees).
+ */
+function hitInsertOf(n: number, bare: boolean): string {
+  const key = bare ? -n : n;
+  let sql = hitInserts.get(key);
   if (!sql) {
-    const values = Array.from({ length: n }, (_, i) => `($tenant, ${HIT_PARAMS[i]!.slice(0, 6).map((k) => `$${k}`).join(", ")}, NULL, $${HIT_PARAMS[i]![6]})`);
+    const values = Array.from({ length: n }, (_, i) => {
+      const [id, caller, tier, entry, query, v, created] = HIT_PARAMS[i]!.map((k) => `$${k}`);
+      return bare ? `($tenant, ${id}, ${caller}, 'exact', ${entry}, NULL, NULL, NULL, ${created})` : `($tenant, ${id}, ${caller}, ${tier}, ${entry}, ${query}, ${v}, NULL, ${created})`;
+    });
     sql = `INSERT INTO cache_feedback_requests (tenant_id, request_id, caller, tier, entry_id, query_text, query_vec, verdict, created_at)
        VALUES ${values.join(", ")} ON CONFLICT (tenant_id, request_id) DO NOTHING`;
-    hitInserts.set(n, sql);
+    hitInserts.set(key, sql);
   }
   return sql;
 }
 
-/**
- * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): INSERTs of 128,
- * 64, … 1 rows (a batch of any size uses the same few statement texts, prepared once), a row
- * already there (judged before this batch came) kept; then the tenant's rows older than `before`
- * go, and — when `prune` — those beyond the newest `max` (a COUNT over the tenant's rows: the
- * caller runs it every so many rows, not every batch, so the bound may be passed by that many
- * between prunes).
- */
-export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number, prune = true): Promise<void> {
+const isBare = (h: StoredHit) => h.tier === "exact" && h.query === null && h.queryVec === null;
+
+/** INSERTs of 128, 64, … 1 rows of one shape */
+async function insertHits(t: AsyncTenantDb, hits: StoredHit[], bare: boolean): Promise<void> {
   let at = 0;
   while (at < hits.length) {
     let n = HITS_PER_INSERT;
@@ -168,21 +174,42 @@ export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: num
       const k = HIT_PARAMS[i]!;
       params[k[0]!] = h.requestId;
       params[k[1]!] = h.caller;
-      params[k[2]!] = h.tier;
       params[k[3]!] = h.entryId;
+      params[k[6]!] = h.createdAt;
+      if (bare) continue;
+      params[k[2]!] = h.tier;
       params[k[4]!] = h.query;
       params[k[5]!] = toBlob(h.queryVec);
-      params[k[6]!] = h.createdAt;
     }
-    await t.run(hitInsertOf(n), params as never);
+    await t.run(hitInsertOf(n, bare), params as never);
     at += n;
+  }
+}
+
+/**
+ * Write a batch of hits of one tenant (AsyncWriteBehind, inside its transaction): exact hits, then
+ * the others, each in INSERTs of 128, 64, … 1 rows (a batch of any size uses the same few statement
+ * texts, prepared once), a row already there (judged before this batch came) kept; then the tenant's
+ * rows older than `before` go, and — when `prune` — those beyond the newest `max` (newest by
+ * created_at, then request_id; a walk over `max` index entries: the caller runs it every so many
+ * rows, not every batch, so the bound may be passed by that many between prunes).
+ */
+export async function writeHits(t: AsyncTenantDb, hits: StoredHit[], before: number, max: number, prune = true): Promise<void> {
+  let bare = 0;
+  for (const h of hits) if (isBare(h)) bare++;
+  if (bare === hits.length || bare === 0) await insertHits(t, hits, bare > 0);
+  else {
+    await insertHits(t, hits.filter(isBare), true);
+    await insertHits(t, hits.filter((h) => !isBare(h)), false);
   }
   await t.run("DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND created_at < $before", { before });
   if (!prune) return;
+  // the newest `max` stay: the (max+1)-th newest (created_at, request_id) and everything older go —
+  // one range of the age index (which ends in request_id, so rows of one millisecond are ordered too)
   await t.run(
-    `DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND request_id IN (
-       SELECT request_id FROM cache_feedback_requests WHERE tenant_id = $tenant ORDER BY created_at ASC, request_id ASC
-       LIMIT (SELECT CASE WHEN COUNT(*) > $max THEN COUNT(*) - $max ELSE 0 END FROM cache_feedback_requests WHERE tenant_id = $tenant))`,
+    `DELETE FROM cache_feedback_requests WHERE tenant_id = $tenant AND (created_at, request_id) <= (
+       SELECT created_at, request_id FROM cache_feedback_requests WHERE tenant_id = $tenant
+       ORDER BY created_at DESC, request_id DESC LIMIT 1 OFFSET $max)`,
     { max },
   );
 }
@@ -192,6 +219,15 @@ export async function pruneHits(storage: AsyncStorage, before: number): Promise<
   return (
     await storage
       .global("cache feedback: remembered hits of every tenant past their age, pruned in one statement")
-      .run("DELETE FROM cache_feedback_requests WHERE created_at < $before", { before })
+      // tenant by tenant through the age index (each next tenant id found by one seek): no index on
+      // created_at alone is kept up by every hit for this once-a-minute statement
+      .run(
+        `WITH RECURSIVE tenants (id) AS (
+           SELECT MIN(tenant_id) FROM cache_feedback_requests
+           UNION ALL
+           SELECT (SELECT MIN(tenant_id) FROM cache_feedback_requests WHERE tenant_id > tenants.id) FROM tenants WHERE tenants.id IS NOT NULL)
+         DELETE FROM cache_feedback_requests WHERE tenant_id IN (SELECT id FROM tenants) AND created_at < $before`,
+        { before },
+      )
   ).changes;
 }

@@ -216,7 +216,7 @@ export class FeedbackBook {
   /** hits written per tenant since its count bound was last enforced (writeHits' prune) */
   private readonly sincePrune = new Map<string, number>();
 
-  /** the count bound is enforced every PRUNE_EVERY_HITS rows of a tenant, not every 200 ms batch (a COUNT over up to 20,000 rows) */
+  /** the count bound is enforced every PRUNE_EVERY_HITS rows of a tenant, not every 200 ms batch (a walk over the newest 20,000 entries of the age index) */
   private dueForPrune(tenantId: string, rows: number): boolean {
     const n = (this.sincePrune.get(tenantId) ?? 0) + rows;
     if (n < PRUNE_EVERY_HITS) {

@@ -143,4 +143,36 @@ CREATE INDEX cache_feedback_requests_age ON cache_feedback_requests (tenant_id, 
 CREATE INDEX cache_feedback_requests_created ON cache_feedback_requests (created_at)`,
     ),
   },
+  {
+    // every hit writes a cache_feedback_requests row, and the count prune later deletes it: keep it
+    // in two B-trees instead of four. SQLite: rebuilt WITHOUT ROWID (the rows live in the primary
+    // key's B-tree; no separate rowid table). Both: the index on created_at alone goes (the global
+    // age prune walks the tenants through the age index) and the age index ends in request_id, the
+    // prune's tie-break (SQLite appends the key to a WITHOUT ROWID table's index anyway).
+    id: "0005_feedback_requests_two_trees",
+    up: {
+      sqlite: (db) => {
+        db.run(`CREATE TABLE cache_feedback_requests_new (
+        tenant_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        caller TEXT,
+        tier TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        query_text TEXT,
+        query_vec BLOB,
+        verdict TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, request_id)
+      ) WITHOUT ROWID`);
+        const cols = "tenant_id, request_id, caller, tier, entry_id, query_text, query_vec, verdict, created_at";
+        db.run(`INSERT INTO cache_feedback_requests_new (${cols}) SELECT ${cols} FROM cache_feedback_requests`);
+        db.run("DROP TABLE cache_feedback_requests");
+        db.run("ALTER TABLE cache_feedback_requests_new RENAME TO cache_feedback_requests");
+        db.run("CREATE INDEX cache_feedback_requests_age ON cache_feedback_requests (tenant_id, created_at, request_id)");
+      },
+      postgres: `DROP INDEX cache_feedback_requests_created;
+DROP INDEX cache_feedback_requests_age;
+CREATE INDEX cache_feedback_requests_age ON cache_feedback_requests (tenant_id, created_at, request_id)`,
+    },
+  },
 ];
