@@ -5,11 +5,14 @@
  * and every gateway request by request; "added" is each gateway's p50 minus the direct call's,
  * paired within the round. Prints per-round values and the median over rounds.
  *
- *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] [--gap MS] DIR...   (this checkout is always "this")
+ *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] [--gap MS] DIR[@K=V,...]...   (this checkout is always "this")
  *
  * --gap: every request waits MS idle first, so each gateway answers after an idle gap instead of
  * right after its previous request (a woken process: returned allocator pages, GC and JIT threads);
  * the 1-connection figures of regress.ts sit in between (1-5 ms between two requests to one gateway).
+ *
+ * DIR@K=V,...: that checkout's gateway with extra environment variables (e.g. `.@MIMALLOC_PURGE_DELAY=-1`
+ * runs this checkout a second time with the allocator's purging off), to measure a runtime setting paired.
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
@@ -19,7 +22,13 @@ const { values, positionals } = parseArgs({ options: { rounds: { type: "string",
 const upstream = await startBenchUpstream();
 const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
 const targets: Record<string, Target> = { this: await startTarget({ env }) };
-for (const dir of positionals) targets[dir] = await startTarget({ env, root: resolve(dir) });
+for (const spec of positionals) {
+  // DIR@K=V,K=V (a directory may itself contain "@": the split is at the "@" before the first NAME=)
+  const m = /^(.*?)@([A-Za-z_][A-Za-z0-9_]*=.*)$/.exec(spec);
+  const dir = m ? m[1]! : spec;
+  const extra = m ? Object.fromEntries(m[2]!.split(",").map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])) : {};
+  targets[spec] = await startTarget({ env: { ...env, ...extra }, root: resolve(dir) });
+}
 for (const t of Object.values(targets)) await waitReady(t.url);
 const headers = { "content-type": "application/json", authorization: `Bearer ${await benchToken()}` };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
