@@ -142,11 +142,17 @@ export class Deadline {
   get signal() {
     return this.controller.signal;
   }
-  /** Re-arm the timer (for `ms` from now on, when given). */
+  /**
+   * Re-arm the timer (for `ms` from now on, when given). A live stream re-arms it at every event:
+   * the same duration refreshes the armed timer in place instead of clearing it and making another.
+   */
   reset(ms?: number) {
-    if (ms !== undefined) this.ms = ms;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.expire(), this.ms);
+    if (ms !== undefined && ms !== this.ms) {
+      this.ms = ms;
+      this.clear();
+    }
+    if (this.timer) this.timer.refresh();
+    else this.timer = setTimeout(() => this.expire(), this.ms);
   }
   /** Time is up now: abort as a timeout. */
   expire() {
