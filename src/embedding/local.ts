@@ -24,6 +24,7 @@
 import { createUseLiteEngine, defaultEngine, type EngineChoice, type UseLiteEngine, type UseLiteEngineName, type UseLiteKernel } from "./engine";
 import { EmbeddingError, type Embedder } from "./types";
 import { DEFAULT_MAX_CHARS, USE_LITE_DIMS, USE_LITE_ID, prepareText } from "./use-lite-text";
+import { envInteger } from "./env";
 
 export interface LocalEmbedderOptions {
   /** Model implementation (default env SVC_EMBEDDING__ENGINE, else "fast"); "tfjs" is the original TF.js backend. */
@@ -222,13 +223,7 @@ class WorkerBackend implements Backend {
  * or lightly used gateway keeps one model in memory.
  */
 export function defaultWorkers(): number {
-  const v = process.env.SVC_EMBEDDING__WORKERS;
-  if (v !== undefined && v !== "") {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`SVC_EMBEDDING__WORKERS must be an integer from 1 to 8, got ${JSON.stringify(v)}`);
-    return n;
-  }
-  return (navigator.hardwareConcurrency ?? 1) >= 2 ? 2 : 1;
+  return envInteger("SVC_EMBEDDING__WORKERS", 1, 8, () => ((navigator.hardwareConcurrency ?? 1) >= 2 ? 2 : 1));
 }
 
 /**
@@ -240,13 +235,7 @@ export function defaultWorkers(): number {
  * whenever the other worker was busy cost 0.6–0.9× there). A lone call never waits.
  */
 export function defaultBusyBatch(): number {
-  const v = process.env.SVC_EMBEDDING__BUSY_BATCH;
-  if (v !== undefined && v !== "") {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`SVC_EMBEDDING__BUSY_BATCH must be an integer from 1 to 64, got ${JSON.stringify(v)}`);
-    return n;
-  }
-  return 8;
+  return envInteger("SVC_EMBEDDING__BUSY_BATCH", 1, 64, () => 8);
 }
 
 interface QueuedCall {

@@ -32,6 +32,7 @@ import {
 } from "./simd-matmul";
 import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
 import { CTL_WORDS, ParallelDense } from "./parallel-dense";
+import { envInteger } from "./env";
 
 const MAX_TOKENS = 128;
 const D0 = 256;
@@ -105,13 +106,7 @@ export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
  * cache-enabled miss (BENCHMARKS.md "Embedding latency").
  */
 export function defaultThreads(): number {
-  const v = process.env.SVC_EMBEDDING__THREADS;
-  if (v !== undefined && v !== "") {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`SVC_EMBEDDING__THREADS must be an integer from 1 to 16, got ${JSON.stringify(v)}`);
-    return n;
-  }
-  return 1;
+  return envInteger("SVC_EMBEDDING__THREADS", 1, 16, () => 1);
 }
 
 function kernelFromEnv(): UseLiteFastKernel | "auto" {
