@@ -38,14 +38,9 @@ import { RedisHotState } from "./core/redis";
 import { CORE_MIGRATIONS, agreeOnSecrets, sharedSecretStore } from "./core/secrets";
 import pkg from "../package.json";
 import { usePieceTokenizer } from "./cache/verify/align";
-import { SentencePieceTokenizer, type Vocabulary } from "./embedding/sentencepiece";
-import { readUseLiteVocabularySync } from "./core/use-lite-files";
 
 // the cache's pair model aligns words by USE-lite's token table, tokenised by the embedding domain's SentencePiece (built on first use)
-usePieceTokenizer(() => {
-  const sp = new SentencePieceTokenizer(readUseLiteVocabularySync() as Vocabulary);
-  return (text) => sp.encode(embedding.prepareText(text));
-});
+usePieceTokenizer(embedding.useLitePieceTokenizer);
 
 /** Seams for tests: a fake clock, a stand-in limiter, model double or embedder. */
 export interface AppOptions {

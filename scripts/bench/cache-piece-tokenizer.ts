@@ -4,14 +4,9 @@
  * that judge pairs without building the app install the same here.
  */
 import { hasPieceTokenizer, usePieceTokenizer } from "../../src/cache/verify/align";
-import { SentencePieceTokenizer, type Vocabulary } from "../../src/embedding/sentencepiece";
-import { prepareText } from "../../src/embedding/use-lite-text";
-import { readUseLiteVocabularySync } from "../../src/core/use-lite-files";
+import { useLitePieceTokenizer } from "../../src/embedding/pieces";
 
 export function installPieceTokenizer(): void {
   if (hasPieceTokenizer()) return;
-  usePieceTokenizer(() => {
-    const sp = new SentencePieceTokenizer(readUseLiteVocabularySync() as Vocabulary);
-    return (text) => sp.encode(prepareText(text));
-  });
+  usePieceTokenizer(useLitePieceTokenizer);
 }

@@ -23,6 +23,7 @@ export { RemoteEmbedder, type RemoteEmbedderOptions } from "./remote";
 export { CachedEmbedder } from "./cached";
 export { acquireLocalEmbedder, sharedLocalModels, SharedLocalHandle } from "./shared-local";
 export { prepareText, USE_LITE_ID, USE_LITE_DIMS } from "./use-lite-text";
+export { useLitePieceTokenizer } from "./pieces";
 export { EMBEDDING_SECTIONS, checkEmbeddingConfig, type EmbeddingConfig } from "./config";
 
 export interface CreateEmbedderOptions {

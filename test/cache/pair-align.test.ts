@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { installPieceTokenizer } from "../../scripts/bench/cache-piece-tokenizer";
 import { ALIGN_FEATURES, ALIGN_FEATURE_COUNT, alignFeatures, alignSide, loadTokenTable, usePieceTokenizer } from "../../src/cache/verify/align";
-import { prepareText } from "../../src/embedding/use-lite-text";
+import { useLitePieceTokenizer } from "../../src/embedding/pieces";
 import { analyzePair } from "../../src/cache/verify/analyze";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, pairFeatureVector } from "../../src/cache/verify/pair-model";
 import { readUseLiteFiles } from "../../src/embedding/use-lite-weights";
@@ -44,8 +44,7 @@ describe("pair alignment features", () => {
   test("the table loaded ahead (async, as the cache's start-up does) gives the same features as the first decision's synchronous read", async () => {
     const pairs: Array<[string, string]> = [[FAST, "What is the quickest way to learn French?"], ["How do I buy a car?", "How do I paint a car?"]];
     const sync = pairs.map(([a, b]) => features(a, b));
-    const sp = new SentencePieceTokenizer((await readUseLiteFiles()).vocabulary);
-    usePieceTokenizer(() => (text) => sp.encode(prepareText(text))); // forgets the table and the memoised sides
+    usePieceTokenizer(useLitePieceTokenizer); // forgets the table and the memoised sides
     await loadTokenTable();
     expect(pairs.map(([a, b]) => features(a, b))).toEqual(sync);
   });
