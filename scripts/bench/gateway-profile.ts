@@ -12,10 +12,10 @@
  * interval in microseconds. Open the .cpuprofile in Chrome DevTools or speedscope for the tree.
  */
 import { parseArgs } from "node:util";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, load, startBenchUpstream, waitHealthy } from "./harness";
+import { ROOT, benchToken, load, startBenchUpstream, startTarget } from "./harness";
 
 const { values } = parseArgs({
   options: {
@@ -30,32 +30,20 @@ const { values } = parseArgs({
 const root = values.root ? resolve(values.root) : ROOT;
 const out = resolve(values.out ?? mkdtempSync(join(tmpdir(), "svc-profile-")));
 mkdirSync(out, { recursive: true });
-const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
-
 const upstream = await startBenchUpstream();
-const port = await freePort();
-const proc = Bun.spawn(
-  [process.execPath, "--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${out}`, `--cpu-prof-interval=${values.interval}`, "--max-http-header-size=262144", "src/main.ts"],
-  {
-    cwd: root,
-    env: {
-      ...process.env,
-      SVC_SERVER__HOST: "127.0.0.1",
-      SVC_SERVER__PORT: String(port),
-      SVC_STORAGE__PATH: join(dir, "svc.db"),
-      SVC_AUTH__JWT_SECRET: BENCH_JWT_SECRET,
-      SVC_SERVER__REQUEST_LOG: "false",
-      SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url,
-      SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench",
-      SVC_CACHE__ENABLED: values.exact ? "true" : "false",
-      SVC_RATE_LIMITS__ENABLED: "false",
-    },
-    stdout: "ignore",
-    stderr: "inherit",
+const gw = await startTarget({
+  root,
+  bunArgs: ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${out}`, `--cpu-prof-interval=${values.interval}`],
+  env: {
+    SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url,
+    SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench",
+    SVC_CACHE__ENABLED: values.exact ? "true" : "false",
+    SVC_RATE_LIMITS__ENABLED: "false",
   },
-);
-const url = `http://127.0.0.1:${port}`;
-await waitHealthy(url, proc, 60_000);
+  stderr: "inherit",
+  readyMs: 60_000,
+});
+const url = gw.url;
 const token = await benchToken();
 const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
@@ -64,10 +52,8 @@ await load({ ...target, durationSecs: 2 }); // warm-up (JIT, pools)
 const from = Date.now() * 1000;
 const r = await load({ ...target, durationSecs: Number(values.secs) });
 const to = Date.now() * 1000;
-proc.kill("SIGTERM");
-await proc.exited;
+await gw.stop(); // SIGTERM: Bun writes the profile as it exits
 upstream.proc.kill();
-rmSync(dir, { recursive: true, force: true });
 const file = readdirSync(out).find((f) => f.endsWith(".cpuprofile"));
 if (!file) throw new Error(`no .cpuprofile in ${out}`);
 const owners = perRequest(JSON.parse(readFileSync(join(out, file), "utf8")), from, to, r.total, root);

@@ -100,12 +100,16 @@ export interface Target {
 /**
  * Start a gateway (the built binary or `bun src/main.ts`) on a free loopback port with a temp DB.
  * `root`: another checkout's `src/main.ts` (an older build, to compare side by side).
+ * `bunArgs`: more runtime flags before the script (e.g. the CPU profiler's); `stderr`: "pipe"
+ * (default) or "inherit"; `readyMs`: how long the first /health 200 may take (default 30 s).
  */
-export async function startTarget(opts: { binary?: string; env?: Record<string, string>; root?: string } = {}): Promise<Target> {
+export async function startTarget(
+  opts: { binary?: string; env?: Record<string, string>; root?: string; bunArgs?: string[]; stderr?: "pipe" | "inherit"; readyMs?: number } = {},
+): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-"));
   const port = await freePort();
   const root = opts.root ?? ROOT;
-  const cmd = opts.binary ? [resolve(ROOT, opts.binary)] : [process.execPath, "--max-http-header-size=262144", "src/main.ts"];
+  const cmd = opts.binary ? [resolve(ROOT, opts.binary)] : [process.execPath, ...(opts.bunArgs ?? []), "--max-http-header-size=262144", "src/main.ts"];
   const t0 = performance.now();
   const proc = Bun.spawn(cmd, {
     cwd: opts.binary ? dir : root,
@@ -119,10 +123,10 @@ export async function startTarget(opts: { binary?: string; env?: Record<string, 
       ...opts.env,
     },
     stdout: "ignore",
-    stderr: "pipe",
+    stderr: opts.stderr ?? "pipe",
   });
   const url = `http://127.0.0.1:${port}`;
-  const startMs = await waitHealthy(url, proc, 30_000, t0);
+  const startMs = await waitHealthy(url, proc, opts.readyMs ?? 30_000, t0);
   return {
     url,
     port,
