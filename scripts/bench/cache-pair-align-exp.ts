@@ -21,7 +21,7 @@
 import { cliArg as arg } from "./data";
 import { HARD_KINDS } from "./cache-hard-negatives";
 import { TARGET, fhrOf, mixedFhr, precision5050, recallOf } from "./cache-cv";
-import { crossValidatePairModel, loadData, type Row } from "./cache-pair-cv";
+import { crossValidatePairModel, foldFigures, loadData, withExtraColumns, type Row } from "./cache-pair-cv";
 import { GBM_DEFAULTS } from "./cache-pair-gbm";
 import { PAIR_ANALYZE_OPTIONS } from "../../src/cache/verify/pair-model";
 import { analyzePair } from "../../src/cache/verify/index";
@@ -213,13 +213,7 @@ const targets = (arg("targets") ?? (arg("literal") ? "literal" : "shipped")).spl
 for (const spec of (arg("sets") ?? "base").split(";")) {
   const groups = spec.split(",").filter((g) => g && g !== "base");
   const idx = groups.flatMap((g) => GROUPS[g]!.map((n) => ALL.indexOf(n)));
-  for (const r of d.model) {
-    const b = baseX.get(r)!, e = extra.get(r)!;
-    const x = new Float64Array(b.length + idx.length);
-    x.set(b);
-    idx.forEach((k, i) => (x[b.length + i] = e[k]!));
-    r.x = x;
-  }
+  withExtraColumns(d.model, baseX, extra, idx);
   for (const t of targets) {
     const t1 = performance.now();
     // "literal@0.973": the literal rule with a stricter precision target when choosing (an explicit margin)
@@ -228,7 +222,7 @@ for (const spec of (arg("sets") ?? "base").split(";")) {
     const res = await crossValidatePairModel({ data: d, folds: K, quoraFhr: rule === "literal" ? 1 : 0.01, cvOnly: true, hardWeight: 3, gbm, log: () => {} });
     TARGET.precision = 0.97;
     const p = res.pooled;
-    const folds = res.perFold.map((f) => `${recallOf(f.heldOut).toFixed(3)}/${precision5050(f.heldOut).toFixed(3)}`).join(" ");
+    const folds = foldFigures(res);
     console.log(`[${spec}|${t}] K ${K}: recall ${recallOf(p).toFixed(4)} precision50 ${precision5050(p).toFixed(4)} quora-fhr ${fhrOf(p).toFixed(4)} mixed-fhr ${mixedFhr(p).toFixed(4)} kinds ${HARD_KINDS.map((k) => p.kinds[k].hits).join("/")} | folds ${folds} | ${((performance.now() - t1) / 1000).toFixed(0)} s`);
   }
 }

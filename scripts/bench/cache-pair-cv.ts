@@ -301,6 +301,23 @@ const ci = (k: number, n: number) => {
   return `${f3(k / Math.max(1, n))} [${f3(lo)}, ${f3(hi)}]`;
 };
 
+/**
+ * Feature experiments: each row's features become its `base` columns followed by the `extra`
+ * columns at `idx` (cache-pair-feat-exp.ts, cache-pair-align-exp.ts).
+ */
+export function withExtraColumns(rows: Row[], base: Map<Row, Float64Array>, extra: Map<Row, Float64Array>, idx: number[]): void {
+  for (const r of rows) {
+    const b = base.get(r)!, e = extra.get(r)!;
+    const x = new Float64Array(b.length + idx.length);
+    x.set(b);
+    idx.forEach((k, i) => (x[b.length + i] = e[k]!));
+    r.x = x;
+  }
+}
+
+/** Each held-out fold's recall / precision 50/50, "0.177/0.974 0.168/0.965 …". */
+export const foldFigures = (r: PairCvResult): string => r.perFold.map((f) => `${recallOf(f.heldOut).toFixed(3)}/${precision5050(f.heldOut).toFixed(3)}`).join(" ");
+
 export function pairCvTable(r: PairCvResult): string {
   const row = (name: string, f: Figures) =>
     `| ${name} | ${f3(precision5050(f))} | ${f3(precisionNatural(f))} | ${ci(f.tp, f.pos)} | ${ci(f.fp, f.neg)} | ${f3(mixedFhr(f))} | ${HARD_KINDS.map((k) => `${f.kinds[k].hits}/${f.kinds[k].n}`).join(" | ")} |`;

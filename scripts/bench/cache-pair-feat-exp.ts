@@ -18,7 +18,7 @@
 import { cliArg as arg } from "./data";
 import { HARD_KINDS } from "./cache-hard-negatives";
 import { fhrOf, precision5050, recallOf } from "./cache-cv";
-import { MIN_COS, crossValidatePairModel, loadData, type Row } from "./cache-pair-cv";
+import { MIN_COS, crossValidatePairModel, foldFigures, loadData, withExtraColumns, type Row } from "./cache-pair-cv";
 import { GBM_DEFAULTS } from "./cache-pair-gbm";
 import { PAIR_ANALYZE_OPTIONS } from "../../src/cache/verify/pair-model";
 import { analyzePair } from "../../src/cache/verify/index";
@@ -178,16 +178,10 @@ for (const spec of (arg("sets") ?? "base").split(";")) {
   const idx = groups.flatMap((g) => GROUPS[g]!.map((n) => ALL.indexOf(n)));
   for (const r of cands) r.veto = POLICIES[policy]!(flagsOf.get(r)!);
   d.model = cands.filter((r) => !r.veto);
-  for (const r of d.model) {
-    const b = baseX.get(r)!, e = extra.get(r)!;
-    const x = new Float64Array(b.length + idx.length);
-    x.set(b);
-    idx.forEach((k, i) => (x[b.length + i] = e[k]!));
-    r.x = x;
-  }
+  withExtraColumns(d.model, baseX, extra, idx);
   const t1 = performance.now();
   const res = await crossValidatePairModel({ data: d, cvOnly: true, hardWeight: hw, gbm: { ...GBM_DEFAULTS, trees, depth, learningRate: lr }, log: () => {} });
   const p = res.pooled;
-  const folds = res.perFold.map((f) => `${recallOf(f.heldOut).toFixed(3)}/${precision5050(f.heldOut).toFixed(3)}`).join(" ");
+  const folds = foldFigures(res);
   console.log(`[${spec}] model rows ${d.model.length} trees ${trees} depth ${depth} lr ${lr} hw ${hw}: recall ${recallOf(p).toFixed(4)} precision50 ${precision5050(p).toFixed(4)} fhr ${fhrOf(p).toFixed(4)} kinds ${HARD_KINDS.map((k) => p.kinds[k].hits).join("/")} | folds ${folds} | ${((performance.now() - t1) / 1000).toFixed(0)} s`);
 }
