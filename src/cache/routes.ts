@@ -128,7 +128,7 @@ export const cacheRoutes = (kernel: Kernel, engine: SemanticCacheEngine, enabled
         response: SettingsSchema,
         detail: {
           summary: "Set the caller's operating point of the learned hit decision",
-          description: "Sets the probability a cached answer needs, by the learned hit decision, to be served for a request (0 to 1; null returns to the default), and answers the settings as GET does. The precision / recall trade-off of each value, measured on the dev set, is in BENCHMARKS.md (\"Learned hit decision\").",
+          description: "Sets the probability a cached answer needs, by the learned hit decision, to be served for a request (0 to 1; null returns to the default), and answers the settings as GET does. The cross-validated precision / recall of the shipped point and the trade-off along the cosine floor are in BENCHMARKS.md (\"Cache quality\").",
           tags: ["cache"],
         },
       },
