@@ -247,7 +247,7 @@ export class PostgresBackend implements Backend {
     const open = txOf(this);
     if (open) {
       try {
-        return (await (open.handle as Bun.TransactionSQL).savepoint((sp) => withTx(this, sp, fn))) as T;
+        return await this.guarded((body) => (open.handle as Bun.TransactionSQL).savepoint(body), "SAVEPOINT", fn);
       } catch (e) {
         throw this.mapError(e);
       }
@@ -275,6 +275,15 @@ export class PostgresBackend implements Backend {
    * abandoned at COMMIT has an unknown fate (it was never acknowledged).
    */
   private begin<T>(fn: () => Promise<T>): Promise<T> {
+    return this.guarded((body) => this.sql.begin("ISOLATION LEVEL SERIALIZABLE", body), "BEGIN", fn);
+  }
+
+  /**
+   * Runs `fn` inside what `open` starts (a transaction or a savepoint), with the statements the
+   * driver sends around the body — BEGIN / SAVEPOINT before it, COMMIT / RELEASE / ROLLBACK after
+   * it — under the statement deadline, as every statement of the body is.
+   */
+  private guarded<T>(open: (body: (handle: Bun.SQL) => Promise<T>) => Promise<unknown>, what: string, fn: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let abandoned = false;
       const watch = (): Inflight => {
@@ -283,16 +292,15 @@ export class PostgresBackend implements Backend {
         return entry;
       };
       let waiting = watch();
-      this.sql
-        .begin("ISOLATION LEVEL SERIALIZABLE", async (tx) => {
-          this.inflight.delete(waiting);
-          if (abandoned) throw this.unavailable("BEGIN answered after the transaction was abandoned");
-          try {
-            return await withTx(this, tx, fn);
-          } finally {
-            waiting = watch();
-          }
-        })
+      open(async (tx) => {
+        this.inflight.delete(waiting);
+        if (abandoned) throw this.unavailable(`${what} answered after the transaction was abandoned`);
+        try {
+          return await withTx(this, tx, fn);
+        } finally {
+          waiting = watch();
+        }
+      })
         .then(
           (v) => (this.inflight.delete(waiting), abandoned || resolve(v as T)),
           (e) => (this.inflight.delete(waiting), abandoned || reject(e)),

@@ -5,7 +5,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import type { AsyncStorage } from "../../src/storage/async";
 import { StorageUnavailableError } from "../../src/storage/errors";
 import { openStorage } from "../../src/storage/open";
@@ -134,6 +134,55 @@ test(
     await own.destroy();
     expect(existsSync(own.dir)).toBe(false);
     own = undefined;
+  },
+  SETUP_TIMEOUT,
+);
+
+/**
+ * A TCP hop to the test's PostgreSQL that forwards both ways until the client sends a message
+ * containing `freezeOn`, then forwards nothing more: a server that froze at that statement.
+ */
+async function freezingHop(url: string, freezeOn: string): Promise<string> {
+  const target = new URL(url);
+  const to = { host: target.hostname, port: Number(target.port) };
+  const port = await listen((client) => {
+    const server = createConnection(to);
+    sockets.push(server);
+    let frozen = false;
+    client.on("data", (chunk: Buffer) => {
+      if (frozen) return;
+      if (chunk.includes(freezeOn)) frozen = true;
+      else server.write(chunk);
+    });
+    server.on("data", (chunk: Buffer) => frozen || client.write(chunk));
+    client.on("close", () => server.destroy());
+    server.on("close", () => client.destroy());
+    client.on("error", () => {});
+    server.on("error", () => {});
+  });
+  target.port = String(port);
+  return target.toString();
+}
+
+test(
+  "a server that freezes at a nested transaction's SAVEPOINT: the transaction rejects within queryTimeoutMs instead of hanging",
+  async () => {
+    const url = await freshDatabase("savepoint");
+    const s = open(await freezingHop(url, "SAVEPOINT"), { queryTimeoutMs: 1000, poolSize: 1 });
+    expect(await s.global("test").get("SELECT 1 AS one")).toEqual({ one: 1 });
+    let inner = false;
+    const { error, ms } = await failure(
+      s.tx(async () => {
+        await s.global("test").get("SELECT 2 AS two");
+        await s.tx(async () => {
+          inner = true;
+        });
+      }),
+    );
+    expect(error).toBeInstanceOf(StorageUnavailableError);
+    expect((error as Error).message).toMatch(/no answer within 1000 ms/);
+    expect(ms).toBeLessThan(10_000);
+    expect(inner).toBe(false); // the savepoint never answered, so its body never ran
   },
   SETUP_TIMEOUT,
 );
