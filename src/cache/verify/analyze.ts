@@ -3,7 +3,8 @@
  * not, and the meaning-changing differences (numbers, named entities,
  * negation, the asked-for attribute, swapped argument order).
  */
-import { NEGATIONS, POLAR, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, surfaceForm, tokenize, type Token } from "./text";
+import { NEGATIONS, POLAR, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
+import { surfaceWordsOf } from "./typo";
 import { DEFAULT_WEIGHT_PARAMS, isProperNoun, wordLogProb, wordWeight, type WeightParams } from "./weights";
 import { surfaceSide, type SurfaceSide } from "./surface";
 
@@ -123,8 +124,7 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
       (lp === undefined && caps && !t.sentenceStart);
     content.push({ ...t, weight: wordWeight(l, t.stem, wp), entity });
   }
-  const sf = surfaceForm(text);
-  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "", surface: surfaceSide(tokens), surfaceWords: sf ? sf.split(" ") : [] };
+  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "", surface: surfaceSide(tokens), surfaceWords: surfaceWordsOf(text) };
 }
 
 function fuzzyMatch(x: ContentToken, y: ContentToken): boolean {
@@ -215,11 +215,6 @@ function sideOf(text: string, wp: WeightParams, ignoreRequestVerbs = false, pola
   if (SIDES.size >= SIDES_MAX) SIDES.delete(SIDES.keys().next().value!);
   SIDES.set(key, side);
   return side;
-}
-
-/** A text's side analysis with `opts`, memoised like analyzePair's (the same entry: no second analysis of the text). */
-export function sideFor(text: string, opts: AnalyzeOptions = {}): Side {
-  return sideOf(text, opts.weights ?? DEFAULT_WEIGHT_PARAMS, opts.ignoreRequestVerbs, opts.polarContent);
 }
 
 export function analyzePair(textA: string, textB: string, opts: AnalyzeOptions = {}): PairAnalysis {

@@ -8,10 +8,10 @@
  * The same `pairFeatureVector` runs at training and at serving time, so the two cannot drift.
  * Inference writes into a buffer owned by the model: no allocation per candidate.
  */
-import { analyzePair, sideFor, type AnalyzeOptions, type ContentToken, type PairAnalysis } from "./analyze";
+import { analyzePair, type AnalyzeOptions, type ContentToken, type PairAnalysis } from "./analyze";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, decide as handDecide } from "./index";
 import { POLAR } from "./text";
-import { surfaceMatch } from "./typo";
+import { surfaceMatch, surfaceMatchTexts } from "./typo";
 import { gram3Cosine, gram4Jaccard, wordEditNorm, wordLcsRatio } from "./surface";
 import { ALIGN_FEATURES, alignFeatures } from "./align";
 
@@ -266,10 +266,10 @@ export class PairModel {
 
   /**
    * The surface match of two texts (typo.ts: the same words up to case, punctuation, whitespace and one
-   * misspelt word), from their memoised side analyses: accepted by `decide` whatever the cosine.
+   * misspelt word), from their memoised surface forms (no token analysis): accepted by `decide` whatever the cosine.
    */
   surfaceMatch(query: string, candidate: string): "surface-identical" | "surface-typo" | null {
-    return surfaceMatch(sideFor(query, PAIR_ANALYZE_OPTIONS).surfaceWords, sideFor(candidate, PAIR_ANALYZE_OPTIONS).surfaceWords);
+    return surfaceMatchTexts(query, candidate);
   }
 
   /** Log-odds that the pair means the same (no allocation: the features go into the model's buffer). */

@@ -10,7 +10,7 @@
  * words of USE-lite's own vocabulary
  * (which holds common names: "iran", "thomas").
  */
-import { numberValue } from "./text";
+import { numberValue, surfaceForm } from "./text";
 import { wordLogProb } from "./weights";
 
 let words: string[] | null = null;
@@ -103,4 +103,24 @@ export function surfaceMatch(a: readonly string[], b: readonly string[]): "surfa
   }
   if (diff === -1) return "surface-identical";
   return isTypoToken(a[diff]!, b[diff]!) ? "surface-typo" : null;
+}
+
+/** surface forms' words by text, bounded like analyze.ts's side memo (a cached question's are computed once) */
+const WORDS = new Map<string, string[]>();
+const WORDS_MAX = 4096;
+
+/** The words of a text's surface form (text.ts surfaceForm), memoised by text. */
+export function surfaceWordsOf(text: string): string[] {
+  const hit = WORDS.get(text);
+  if (hit) return hit;
+  const sf = surfaceForm(text);
+  const words = sf ? sf.split(" ") : [];
+  if (WORDS.size >= WORDS_MAX) WORDS.delete(WORDS.keys().next().value!);
+  WORDS.set(text, words);
+  return words;
+}
+
+/** The surface match of two texts (no token analysis: what the engine can afford for a candidate below its point). */
+export function surfaceMatchTexts(a: string, b: string): "surface-identical" | "surface-typo" | null {
+  return surfaceMatch(surfaceWordsOf(a), surfaceWordsOf(b));
 }
