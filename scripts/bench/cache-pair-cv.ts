@@ -3,7 +3,7 @@
  * by duplicate cluster, exactly like cache-cv.ts does for the hand rules, with the model RETRAINED per
  * fold. Never reads cache-eval-dev.
  *
- *   nice ./node_modules/.bin/bun run scripts/bench/cache-pair-cv.ts [--folds 5] [--per-kind 400] [--model gbm|logistic] [--hard-weight 3] [--json OUT]
+ *   nice ./node_modules/.bin/bun run scripts/bench/cache-pair-cv.ts [--folds 5] [--per-kind 400] [--model gbm|logistic] [--hard-weight 3] [--surface-weight 0] [--surface-min-cos C|choose] [--json OUT]
  *
  * For each held-out fold k:
  *   1. out-of-fold scores on the other folds: for each training fold j, a model trained on the
@@ -14,6 +14,10 @@
  *   3. a model trained on all the training folds scores fold k at that point: held-out figures.
  * Pooled held-out figures are the sum over the folds. Every candidate first passes the verifier's hard
  * rules (numbers, names, negation, asked-for attribute, argument order) — they veto before the model.
+ * Besides the hard negatives each fold gets surface positives from its own questions (case, punctuation,
+ * whitespace, one letter: cache-surface-positives.ts, label 1), reported per kind with a dev-mix recall
+ * (0.8 x Quora + 0.05 x surface). A surface match (src/cache/verify/typo.ts) hits at cosine >= the floor, as
+ * the engine serves it, or with --surface-min-cos C|choose down to that cosine (the proposed engine hunk).
  */
 import { resolve } from "node:path";
 import { DEFAULT_EMB_FILE, clusterFolds, embedCached, loadOrEmbed } from "../cache-train-embed";
