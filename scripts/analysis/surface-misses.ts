@@ -40,6 +40,24 @@ for (const k of SURFACE_KINDS) {
   }
 }
 
+// per variant: the share the surface match takes, and the hits at the shipped point as served (cosine >=
+// the floor) and with the proposed engine hunk (surface matches down to the model's surfaceMinCosine)
+console.log(`\n## per variant (generated rows; rows below cosine 0.80 that are no surface match are not candidates)\n`);
+console.log(`| kind | variant | n | surface match | hit as served | hit with the surface floor (${m.surfaceMinCosine ?? "-"}) |`);
+console.log(`|---|---|---|---|---|---|`);
+for (const k of SURFACE_KINDS) {
+  const total = new Map<string, number>();
+  const gen = d.rows.filter((r) => r.kind === k);
+  for (const r of gen) total.set(r.how ?? "?", (total.get(r.how ?? "?") ?? 0) + 1);
+  for (const [how] of [...total].sort()) {
+    const rs = gen.filter((r) => (r.how ?? "?") === how);
+    const sm = rs.filter((r) => r.surface).length;
+    const served = rs.filter((r) => r.cos >= m.minCosine && m.decide(r.a!, r.b!, r.cos).accept).length;
+    const floor = rs.filter((r) => (r.surface ? r.cos >= Math.min(m.minCosine, m.surfaceMinCosine ?? m.minCosine) : r.cos >= m.minCosine && m.decide(r.a!, r.b!, r.cos).accept)).length;
+    console.log(`| ${k} | ${how} | ${rs.length} | ${sm} | ${served} | ${floor} |`);
+  }
+}
+
 // negatives the surface match accepts (they hit whatever the model says): Quora non-duplicates and hard kinds
 const neg = d.rows.filter((r) => r.label === 0 && r.surface);
 console.log(`\n## negatives accepted by the surface match: ${neg.length}`);

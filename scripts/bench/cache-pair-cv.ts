@@ -82,7 +82,7 @@ export const surfRate = (f: Figures, k: PositiveKind) => (f.surf?.[k].hits ?? 0)
  */
 export const devMixRecall = (f: Figures) => 0.8 * recallOf(f) + 0.05 * (SURFACE_KINDS.reduce((s, k) => s + surfRate(f, k), 0) / SURFACE_KINDS.length);
 
-export interface Row { fold: number; kind: PairKind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; rule?: string | null; x: Float64Array | null; u?: Float32Array; v?: Float32Array; a?: string; b?: string }
+export interface Row { fold: number; kind: PairKind; label: 0 | 1; cos: number; surface: boolean; veto: boolean; rule?: string | null; x: Float64Array | null; u?: Float32Array; v?: Float32Array; a?: string; b?: string; /** a generated positive's variant ("upper", "transpose"...) */ how?: string }
 
 export interface Data { K: number; rows: Row[]; base: Figures[]; model: Row[] }
 
@@ -100,15 +100,15 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
   }
   const he = await embedCached(hard.map((h) => h.edited), resolve(import.meta.dir, `../../data/cache-train-hardneg-emb${K === 5 && perKind === 400 ? "" : `-k${K}-${perKind}`}.bin`), log);
   // surface positives (label 1) from the same fold's questions, embedded into a file of their own
-  const same: Array<{ fold: number; kind: PositiveKind; source: string; edited: string }> = [];
+  const same: Array<{ fold: number; kind: PositiveKind; source: string; edited: string; how?: string }> = [];
   for (let f = 0; f < K; f++) {
     const qs = texts.filter((_, i) => foldOf(i) === f);
-    for (const h of makeSurfacePositives(qs, perKind, 3500 + f)) same.push({ fold: f, kind: h.kind, source: h.source, edited: h.edited });
+    for (const h of makeSurfacePositives(qs, perKind, 3500 + f)) same.push({ fold: f, kind: h.kind, source: h.source, edited: h.edited, how: h.how });
   }
   if (frames > 0)
     for (let f = 0; f < K; f++) for (const h of makeFrameRewordings(texts.filter((_, i) => foldOf(i) === f), frames, 4500 + f)) same.push({ fold: f, kind: "frame", source: h.source, edited: h.edited });
   const se = await embedCached(same.map((h) => h.edited), resolve(import.meta.dir, `../../data/cache-train-surface-emb${K === 5 && perKind === 400 && !frames ? "" : `-k${K}-${perKind}${frames ? `-frames${frames}` : ""}`}.bin`), log);
-  const raw: Array<{ fold: number; kind: PairKind; label: 0 | 1; a: string; b: string; cos: number; u: Float32Array; v: Float32Array }> = [];
+  const raw: Array<{ fold: number; kind: PairKind; label: 0 | 1; a: string; b: string; cos: number; u: Float32Array; v: Float32Array; how?: string }> = [];
   for (const p of pairs) {
     const ia = index.get(p.q2)!, ib = index.get(p.q1)!;
     raw.push({ fold: foldOf(ib), kind: "qqp", label: p.label as 0 | 1, a: p.q2, b: p.q1, cos: dot(vec(ia), vec(ib)), u: vec(ia), v: vec(ib) });
@@ -119,7 +119,7 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
   });
   same.forEach((h, i) => {
     const u = se.vecs.subarray(i * se.dims, (i + 1) * se.dims), v = vec(index.get(h.source)!);
-    raw.push({ fold: h.fold, kind: h.kind, label: 1, a: h.edited, b: h.source, cos: dot(u, v), u, v });
+    raw.push({ fold: h.fold, kind: h.kind, label: 1, a: h.edited, b: h.source, cos: dot(u, v), u, v, how: h.how });
   });
   const base = Array.from({ length: K }, emptyPairFigures);
   const rows: Row[] = [];
@@ -140,7 +140,7 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
       veto = rule !== null;
       x = pairFeatureVector(an, r.cos, new Float64Array(PAIR_FEATURE_COUNT));
     }
-    rows.push({ fold: r.fold, kind: r.kind, label: r.label, cos: r.cos, surface, veto, rule, x, a: r.a, b: r.b, ...(x ? { u: r.u, v: r.v } : {}) });
+    rows.push({ fold: r.fold, kind: r.kind, label: r.label, cos: r.cos, surface, veto, rule, x, a: r.a, b: r.b, ...(x ? { u: r.u, v: r.v } : {}), ...(r.how ? { how: r.how } : {}) });
   }
   const model = rows.filter((r) => !r.surface && !r.veto);
   log(`${raw.length} rows (${hard.length} hard negatives, ${same.length} surface positives), ${rows.length} candidates at cosine >= ${MIN_COS[0]}, ${model.length} judged by the model`);
