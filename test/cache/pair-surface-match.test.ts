@@ -82,6 +82,15 @@ describe("the pair model's decision", () => {
     expect(m.decide("Whats the best way to manage multiple Google accounts?", "What's the best way to manage multiple Google accounts?", 0.996)).toMatchObject({ accept: true, reason: "surface-identical" });
   });
 
+  test("the shipped weights carry the CV-chosen surface floor, below the model's own floor", () => {
+    expect(m.surfaceMinCosine).toBeDefined();
+    expect(m.surfaceMinCosine!).toBeGreaterThan(0);
+    expect(m.surfaceMinCosine!).toBeLessThan(m.minCosine);
+    // a surface match is accepted by decide at any cosine (the engine decides which candidates it judges)
+    expect(m.decide("Why do peolpe walk?", "Why do people walk?", 0.755)).toMatchObject({ accept: true, reason: "surface-typo" });
+    expect(m.surfaceMatch("Why do peolpe walk?", "Why do people walk?")).toBe("surface-typo");
+  });
+
   test("a real word replaced by another one letter away is judged as any substitution (here: rejected)", () => {
     expect(m.surfaceMatch("What is the population of Iraq?", "What is the population of Iran?")).toBeNull();
     expect(m.decide("What is the population of Iraq?", "What is the population of Iran?", 0.95).accept).toBe(false);
