@@ -21,6 +21,7 @@ import { resolve } from "node:path";
 import { DEFAULT_EMB_FILE, clusterFolds, embedCached, loadOrEmbed } from "../cache-train-embed";
 import { cliArg as arg, dataDir } from "./data";
 import { HARD_KINDS, makeHardNegatives, type HardKind } from "./cache-hard-negatives";
+import type { PositiveKind } from "./cache-surface-positives";
 import { DEFAULT_VERIFY_OPTIONS, analyzePair, decide, surfaceForm, type VerifyOptions } from "../../src/cache/verify/index";
 import { dot } from "../../src/core/vectors";
 
@@ -43,6 +44,8 @@ export interface Figures {
   neg: number;
   fp: number;
   kinds: Record<HardKind, { n: number; hits: number }>;
+  /** generated positives per kind (surface changes: same question, only case/punctuation/whitespace/one letter changed; frame rewordings): the pair model's CV only */
+  surf?: Record<PositiveKind, { n: number; hits: number }>;
 }
 export interface CvResult {
   folds: number;

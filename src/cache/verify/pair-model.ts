@@ -10,7 +10,8 @@
  */
 import { analyzePair, type AnalyzeOptions, type ContentToken, type PairAnalysis } from "./analyze";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, decide as handDecide } from "./index";
-import { POLAR, surfaceForm } from "./text";
+import { POLAR } from "./text";
+import { surfaceMatch, surfaceMatchTexts } from "./typo";
 import { gram3Cosine, gram4Jaccard, wordEditNorm, wordLcsRatio } from "./surface";
 import { ALIGN_FEATURES, alignFeatures } from "./align";
 
@@ -161,6 +162,8 @@ export interface PairModelFile {
   threshold: number;
   /** the lowest cosine the model judges (chosen with the threshold): the cache's default similarity floor */
   minCosine: number;
+  /** the lowest cosine at which a surface match (typo.ts) is judged below the floor (chosen by the same CV); absent: at the floor only */
+  surfaceMinCosine?: number;
   /** how it was trained and its cross-validated figures (informational) */
   report?: unknown;
 }
@@ -172,6 +175,10 @@ export interface DecisionModel {
   readonly threshold: number;
   readonly minCosine: number;
   decide(query: string, candidate: string, cosine: number, qv: Float32Array, cv: Float32Array, threshold?: number, withRules?: boolean, modelCosine?: number, handMinScore?: number): PairResult;
+  /** the same question up to case, punctuation, whitespace and one misspelt word (decide accepts it whatever the cosine) */
+  surfaceMatch?(query: string, candidate: string): string | null;
+  /** the lowest cosine at which the engine may judge a surface match below its point */
+  readonly surfaceMinCosine?: number;
 }
 
 export interface PairResult {
@@ -213,6 +220,7 @@ export class PairModel {
   readonly dims: number;
   readonly threshold: number;
   readonly minCosine: number;
+  readonly surfaceMinCosine?: number;
   private readonly base: number;
   private readonly f: Int32Array;
   private readonly t: Float64Array;
@@ -229,6 +237,7 @@ export class PairModel {
     this.dims = w.dims;
     this.threshold = w.threshold;
     this.minCosine = w.minCosine;
+    if (w.surfaceMinCosine !== undefined) this.surfaceMinCosine = w.surfaceMinCosine;
     this.base = w.base;
     const total = w.trees.reduce((s, tr) => s + tr.f.length, 0);
     this.f = new Int32Array(total);
@@ -253,6 +262,14 @@ export class PairModel {
       }
       o += n;
     });
+  }
+
+  /**
+   * The surface match of two texts (typo.ts: the same words up to case, punctuation, whitespace and one
+   * misspelt word), from their memoised surface forms (no token analysis): accepted by `decide` whatever the cosine.
+   */
+  surfaceMatch(query: string, candidate: string): "surface-identical" | "surface-typo" | null {
+    return surfaceMatchTexts(query, candidate);
   }
 
   /** Log-odds that the pair means the same (no allocation: the features go into the model's buffer). */
@@ -280,8 +297,10 @@ export class PairModel {
    * A rejection names the hard rule the pair breaks, if any (the multi-turn turn check reads it).
    */
   decide(query: string, candidate: string, cosine: number, _qv?: Float32Array, _cv?: Float32Array, threshold = this.threshold, withRules = false, modelCosine = cosine, handMinScore = DEFAULT_VERIFY_OPTIONS.minScore): PairResult {
-    if (surfaceForm(query) === surfaceForm(candidate)) return { accept: true, learned: 1, score: 1, reason: "surface-identical" };
     const an = analyzePair(query, candidate, PAIR_ANALYZE_OPTIONS);
+    // the same words up to case, punctuation, whitespace and one misspelt word (typo.ts): no rule or model can object
+    const surface = surfaceMatch(an.a.surfaceWords, an.b.surfaceWords);
+    if (surface) return { accept: true, learned: 1, score: 1, reason: surface };
     const broken = hardRule(an);
     if (broken) return { accept: false, score: cosine, reason: broken };
     // the probability is reported below the floor too (the engine rarely asks: it skips candidates below the point)

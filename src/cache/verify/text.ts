@@ -22,9 +22,15 @@ export interface Token {
 // but not "married.Will"), and trailing +/# ("C++", "C#").
 const TOKEN_RE = /\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|[\p{L}\p{N}]+(?:['’\-&+][\p{L}\p{N}]+|\.(?:\p{Ll}+|\p{Lu}+|\p{N}+)(?![\p{L}\p{N}]))*[+#]*/gu;
 
-/** Canonical surface form: NFKC, lower case, punctuation dropped, whitespace collapsed. */
+/** apostrophes inside a word ("don't", "what's") and thousands separators ("30,000"): dropping them changes nothing asked */
+const SURFACE_DROP = /(?<=\p{L})['’](?=\p{L})|(?<=\d),(?=\d{3}(?!\d))/gu;
+
+/**
+ * Canonical surface form: NFKC, lower case, punctuation dropped (apostrophes inside words and thousands
+ * separators too: "doesn't" = "doesnt", "30,000" = "30000"), whitespace collapsed.
+ */
 export function surfaceForm(text: string): string {
-  return (text.normalize("NFKC").toLowerCase().match(TOKEN_RE) ?? []).join(" ");
+  return (text.normalize("NFKC").toLowerCase().replace(SURFACE_DROP, "").match(TOKEN_RE) ?? []).join(" ");
 }
 
 export function tokenize(text: string): Token[] {
