@@ -258,7 +258,13 @@ export abstract class CacheEngineBase {
     const point: DecisionPoint = { value: minSim, source: input.minSimilarity !== undefined && input.minSimilarity > tenantPoint ? "request" : tenantPoint > configured ? "feedback" : "config" };
 
     const found = index.search(qv, s.candidates);
-    const neighbours = found.filter((n) => n.similarity >= minSim - INDEX_SLACK);
+    // the nearest cached question is also judged below the point when it is a surface match (the same
+    // question up to case, punctuation, whitespace or one misspelt word: the decision model's surfaceMatch;
+    // a typo moves the vector more than many rewordings), down to the model's surfaceMinCosine but never
+    // below this request's own floor: at most one more candidate row per lookup
+    const surfaceMatch = keys.mode === "single" && this.learned?.surfaceMatch && this.learned.surfaceMinCosine !== undefined ? this.learned : null;
+    const surfaceFloor = surfaceMatch ? Math.max(input.minSimilarity ?? 0, Math.min(minSim, surfaceMatch.surfaceMinCosine!)) : minSim;
+    const neighbours = found.filter((n, i) => n.similarity >= (i === 0 ? surfaceFloor : minSim) - INDEX_SLACK);
     const threshold = this.decisionThreshold(ts);
     // the nearest candidate's similarity, reported on a miss: the exact f32 cosine of the candidates
     // compared, else the index's similarity of the nearest neighbour (below the candidate floor)
@@ -280,7 +286,7 @@ export abstract class CacheEngineBase {
       }
       const sim = dot(qv, c.queryVec);
       nearest = Math.max(nearest ?? -1, sim);
-      if (sim < minSim) continue;
+      if (sim < minSim && !(surfaceMatch && sim >= surfaceFloor && surfaceMatch.surfaceMatch!(keys.query, c.queryText))) continue;
       if (this.feedback.blocked(input.tenantId, c.id, keys.query, qv)) continue;
       if (keys.mode === "single") {
         if (best && sim <= best.score) continue;

@@ -1,0 +1,71 @@
+/**
+ * Surface matches below the operating point (issue 25; the engine hunk of the surface task): a typo moves
+ * USE-lite's vector more than many rewordings ("Why do people walk?" / "Why do peolpe walk?" is at cosine
+ * 0.755), so the nearest cached question is judged below the point when it is the same question up to
+ * case, punctuation, whitespace and one misspelt word (the pair model's surfaceMatch), down to the model's
+ * surfaceMinCosine — never below a request's own X-Svc-Cache-Min-Similarity, and never for a real word
+ * replaced by another ("beer"/"bear", cosine 0.688).
+ */
+import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import OpenAI from "openai";
+import { startGateway, type TestGateway } from "../helpers/gateway";
+import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
+import { defaultLearnedModel } from "../../src/cache/verify/learned-default";
+
+let gw: TestGateway;
+let fake: FakeUpstream;
+
+beforeAll(async () => {
+  fake = await startFakeUpstream();
+  gw = await startGateway({ rate_limits: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
+  await gw.ctx.embedder!.load();
+}, 60_000);
+afterAll(async () => {
+  await gw.stop();
+  await fake.stop();
+});
+
+let n = 0;
+async function second(first: string, then: string, headers: Record<string, string> = {}) {
+  const token = await gw.token(`tenant-sb-${n++}`);
+  const c = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  const send = async (content: string, h: Record<string, string>) => {
+    const { data, response } = await c.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content }] }, { headers: h }).withResponse();
+    return { status: response.headers.get("x-cache-status"), meta: (data as any).svc_metadata };
+  };
+  expect((await send(first, {})).status).toBe("MISS");
+  return send(then, headers);
+}
+
+const BELOW = [
+  ["Why do people walk?", "Why do peolpe walk?"],
+  ["How do I get free Instagram followers fast?", "How do I get free Instargam followers fast?"],
+  ["What is it like living in New Zealand?", "What is it like living in New Zeallnd?"],
+] as const;
+
+describe("surface matches below the point", () => {
+  test("the model has a surface floor below its point", () => {
+    const m = defaultLearnedModel();
+    expect(m.surfaceMinCosine).toBeDefined();
+    expect(m.surfaceMinCosine!).toBeLessThan(m.minCosine);
+  });
+
+  test("a one-letter typo hits though its cosine is below the point", async () => {
+    for (const [a, b] of BELOW) {
+      const r = await second(a, b);
+      expect(`${b} -> ${r.status}`).toBe(`${b} -> HIT`);
+      expect(r.meta.similarity).toBeLessThan(defaultLearnedModel().minCosine);
+    }
+  }, 60_000);
+
+  test("a real word for another real word below the point still misses", async () => {
+    const r = await second("What is the best beer in Germany?", "What is the best bear in Germany?");
+    expect(r.status).toBe("MISS");
+  }, 60_000);
+
+  test("a request's X-Svc-Cache-Min-Similarity still binds a surface match", async () => {
+    const [a, b] = BELOW[0];
+    const r = await second(a, b, { "x-svc-cache-min-similarity": "0.9" });
+    expect(r.status).toBe("MISS");
+  }, 60_000);
+});
