@@ -126,6 +126,10 @@ describe("dist/svc copied alone", () => {
       expect(out.learnedModel).toBe("local:use-lite-512");
       expect(out.learned).toBeGreaterThan(0);
       expect(out.learned).toBeLessThan(1);
+      // the surface match's English word list is in the binary: a misspelt word is a typo, a real word for another is not
+      expect(out.typo).toBe("surface-typo");
+      expect(out.realWordSwap).toBeNull();
+      expect(out.knownWord).toBe(true);
       // and the embedding adapter's (a JSON import): it changes the pair's cosine
       expect(out.adapter).toMatch(/^local:use-lite-512\+adapter-[0-9a-f]{12}$/);
       expect(out.adaptedSimilarity).toBeGreaterThan(0.5);
