@@ -59,6 +59,11 @@ const MUST_MISS: Record<string, Array<[string, string]>> = {
     ["How do I remove a stain from my card?", "How do I remove a stain from my cart?"],
     ["What is the population of Iran?", "What is the population of Iraq?"],
   ],
+  // only a sign, operator or unit symbol differs: a surface form keeps them (src/cache/verify/text.ts)
+  symbol: [
+    ["Why is x > y in this proof?", "Why is x < y in this proof?"],
+    ["What is -40 degrees in Fahrenheit?", "What is 40 degrees in Fahrenheit?"],
+  ],
 };
 
 /**

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { surfaceForm } from "../../src/cache/verify/text";
-import { isTypo, isTypoToken, knownWord, oneEditApart, surfaceMatch } from "../../src/cache/verify/typo";
+import { isTypo, isTypoToken, knownWord, oneEditApart, surfaceMatch, surfaceMatchTexts } from "../../src/cache/verify/typo";
 import { defaultLearnedModel } from "../../src/cache/verify/learned-default";
 import { installPieceTokenizer } from "../../scripts/bench/cache-piece-tokenizer";
 import { SURFACE_KINDS, makeSurfacePositives } from "../../scripts/bench/cache-surface-positives";
@@ -34,6 +34,25 @@ describe("surface form", () => {
     expect(surfaceForm("Is 1,5 kg enough?")).not.toBe(surfaceForm("Is 15 kg enough?"));
     expect(surfaceForm("Should I learn C++?")).not.toBe(surfaceForm("Should I learn C?"));
     expect(surfaceForm("Should I learn C#?")).not.toBe(surfaceForm("Should I learn C?"));
+  });
+
+  test("signs, operators, units and currency symbols are words of the surface form; writing punctuation is not", () => {
+    for (const [a, b] of <Array<[string, string]>>[
+      ["What is -5 squared?", "What is 5 squared?"],
+      ["Is x > y?", "Is x < y?"],
+      ["What is 2 + 2?", "What is 2 - 2?"],
+      ["What is 10% of 50?", "What is 10 of 50?"],
+      ["How much is $5 in euros?", "How much is 5 in euros?"],
+      ["Is salt & pepper enough?", "Is salt pepper enough?"],
+    ])
+      expect(`${a} / ${b}: ${surfaceMatchTexts(a, b)}`).toBe(`${a} / ${b}: null`);
+    for (const [a, b] of <Array<[string, string]>>[
+      ["Is it true that (a) works?", "is it true that a works"],
+      ['"Hello" in French?', "Hello in French"],
+      ["What is 3,000 + 5?", "what is 3000 + 5"],
+      ["How is COVID-19 spread?", "how is covid-19 spread..."],
+    ])
+      expect(`${a} / ${b}: ${surfaceMatchTexts(a, b)}`).toBe(`${a} / ${b}: surface-identical`);
   });
 });
 

@@ -26,11 +26,19 @@ const TOKEN_RE = /\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|[\p{L}\p{N}]+(?:['’\-&
 const SURFACE_DROP = /(?<=\p{L})['’](?=\p{L})|(?<=\d),(?=\d{3}(?!\d))/gu;
 
 /**
+ * Symbols that can change what is asked — signs and operators ("-5", "x > y", "2 + 2"), units and
+ * currencies ("10%", "$5"), "&", "@", "#", "/" — are words of the surface form; only the punctuation of
+ * writing (. , ; : ! ? quotes, brackets, dashes between words are not in this list) is dropped.
+ */
+const SURFACE_RE = new RegExp(`${TOKEN_RE.source}|[+\\-−*/×÷=<>≤≥≠^%$€£¥#@&|~°]`, "gu");
+
+/**
  * Canonical surface form: NFKC, lower case, punctuation dropped (apostrophes inside words and thousands
- * separators too: "doesn't" = "doesnt", "30,000" = "30000"), whitespace collapsed.
+ * separators too: "doesn't" = "doesnt", "30,000" = "30000"), whitespace collapsed; signs, operators,
+ * units and currency symbols kept as words of their own (SURFACE_RE).
  */
 export function surfaceForm(text: string): string {
-  return (text.normalize("NFKC").toLowerCase().replace(SURFACE_DROP, "").match(TOKEN_RE) ?? []).join(" ");
+  return (text.normalize("NFKC").toLowerCase().replace(SURFACE_DROP, "").match(SURFACE_RE) ?? []).join(" ");
 }
 
 export function tokenize(text: string): Token[] {
