@@ -14,7 +14,7 @@
  * stream byte reaches a client twice. Other 4xx are the caller's and are returned at once.
  */
 import { ApiError, type ErrorType } from "../core/errors";
-import type { Counter, Histogram } from "../core/metrics";
+import { histogramSeries, SeriesCache, type Counter, type Histogram, type HistogramSeries } from "../core/metrics";
 import type { ProviderWire } from "./providers/types";
 import type { ProviderName } from "./providers";
 import type { ProvidersConfig, UpstreamConfig } from "./config";
@@ -201,6 +201,8 @@ export class Upstream {
   private active = 0;
   private waiting: Array<{ grant(): void }> = [];
   private readonly bases: Record<string, string>;
+  /** the duration histogram's series per provider and status (prom-client's per-call label check and hashing done once) */
+  private readonly durations = new SeriesCache<HistogramSeries>();
 
   constructor(private readonly config: { providers: ProvidersConfig; upstream: UpstreamConfig }, private readonly metrics: UpstreamMetrics) {
     this.bases = effectiveBaseUrls(config.providers);
@@ -358,7 +360,8 @@ export class Upstream {
       throw new AttemptFailed(err, !deadline.timedOut);
     }
     const seconds = (performance.now() - startedAt) / 1000;
-    this.metrics.duration.observe({ provider: req.provider, status: String(response.status) }, seconds);
+    const status = response.status;
+    this.durations.get(`${req.provider} ${status}`, () => histogramSeries(this.metrics.duration, { provider: req.provider, status: String(status) })).observe(seconds);
     if (response.status >= 400) {
       let text = "";
       try {
