@@ -1,4 +1,4 @@
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
+import { describe, expect, test, beforeAll, afterAll, setSystemTime } from "bun:test";
 import { SignJWT, generateKeyPair, exportJWK } from "jose";
 import { TokenService, Authenticator, hasPermission, requirePermission, extractCredential, PERMISSIONS, parsePermissions, type Principal } from "../src/core/auth";
 import { ApiError } from "../src/core/errors";
@@ -41,6 +41,19 @@ describe("HS256 access tokens", () => {
   test("expired -> 401 'access token expired'", async () => {
     const t = await new SignJWT({ tenant_id: "acme" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime(Math.floor(Date.now() / 1000) - 5).sign(key);
     await expectAuthError(tokens.verify(t), "access token expired");
+  });
+  test("a verified token is remembered only until its exp: past it, the memo no longer answers and it is refused as expired", async () => {
+    const t = await tokens.sign({ tenantId: "acme", sub: "memo" }, 60);
+    expect((await tokens.verify(t)).sub).toBe("memo");
+    expect(tokens.memoised(t)?.sub).toBe("memo");
+    try {
+      // the wall clock past exp (no waiting): the memo's lifetime is the token's, not a timer of its own
+      setSystemTime(new Date(Date.now() + 61_000));
+      expect(tokens.memoised(t)).toBeUndefined();
+      await expectAuthError(tokens.verify(t), "access token expired");
+    } finally {
+      setSystemTime();
+    }
   });
   test("bad signature -> 401", async () => {
     const t = await new SignJWT({ tenant_id: "acme" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h").sign(new TextEncoder().encode("x".repeat(40)));

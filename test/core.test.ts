@@ -357,4 +357,18 @@ describe("now() (ISO 8601 of the current millisecond, built once per millisecond
     }
     expect(Math.abs(Date.parse(now()) - Date.now())).toBeLessThan(1000);
   });
+  test("the same text as toISOString within a second, across second, day and year boundaries, before 1970 and past 9999", () => {
+    const times = [0, -1, 999, 1000, 1001, Date.parse("2026-12-31T23:59:59.998Z"), 253402300799999, 253402300800000, -62167219200001];
+    // a run of close milliseconds (the usual: one second's prefix reused) and scattered ones
+    for (let t = Date.parse("2026-01-02T03:04:05.990Z"), i = 0; i < 40; i++) times.push((t += i % 3));
+    for (let i = 0; i < 200; i++) times.push(Math.round(Math.sin(i + 1) * 4e12));
+    try {
+      for (const ms of times) {
+        setSystemTime(new Date(ms));
+        expect(now()).toBe(new Date(ms).toISOString());
+      }
+    } finally {
+      setSystemTime();
+    }
+  });
 });

@@ -5,11 +5,16 @@
  * and every gateway request by request; "added" is each gateway's p50 minus the direct call's,
  * paired within the round. Prints per-round values and the median over rounds.
  *
- *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] [--gap MS] DIR[@K=V,...]...   (this checkout is always "this")
+ *   bun scripts/bench/added-latency.ts [--rounds 5] [--n 1000] [--gap MS] [--credential tenant|user|key] DIR[@K=V,...]...   (this checkout is always "this")
  *
  * --gap: every request waits MS idle first, so each gateway answers after an idle gap instead of
  * right after its previous request (a woken process: returned allocator pages, GC and JIT threads);
  * the 1-connection figures of regress.ts sit in between (1-5 ms between two requests to one gateway).
+ *
+ * --credential: what the requests authenticate with (each gateway gets its own, made through its
+ * admin API as scripts/bench/identity-proxy.ts makes them): `tenant` (default) a tenant token;
+ * `user` a token acting for a user (sub = user:<id>, viewer role); `key` an API key of a team
+ * without a budget. The checkouts compared need the identity API (users, roles, teams, virtual keys).
  *
  * DIR@K=V,...: that checkout's gateway with extra environment variables (e.g. `.@MIMALLOC_PURGE_DELAY=-1`
  * runs this checkout a second time with the allocator's purging off), to measure a runtime setting paired.
@@ -18,7 +23,11 @@ import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { benchToken, interleaved, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
 
-const { values, positionals } = parseArgs({ options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" }, gap: { type: "string", default: "0" } }, allowPositionals: true });
+const { values, positionals } = parseArgs({
+  options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" }, gap: { type: "string", default: "0" }, credential: { type: "string", default: "tenant" } },
+  allowPositionals: true,
+});
+if (!["tenant", "user", "key"].includes(values.credential)) throw new Error(`--credential: tenant, user or key (got ${values.credential})`);
 const upstream = await startBenchUpstream();
 const env = { SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" };
 const targets: Record<string, Target> = { this: await startTarget({ env }) };
@@ -30,13 +39,35 @@ for (const spec of positionals) {
   targets[spec] = await startTarget({ env: { ...env, ...extra }, root: resolve(dir) });
 }
 for (const t of Object.values(targets)) await waitReady(t.url);
+
+/** The credential of --credential on one gateway (a user or an API key is made through its admin API). */
+async function credentialOn(url: string): Promise<string> {
+  if (values.credential === "tenant") return benchToken();
+  const admin = await benchToken({ sub: "bench-admin", permissions: ["WorkspaceAdmin"] });
+  const auth = { authorization: `Bearer ${admin}` };
+  const api = async (path: string, json: unknown) => {
+    const r = await fetch(url + path, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(json) });
+    if (r.status >= 300) throw new Error(`${url}${path}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as any;
+  };
+  if (values.credential === "key") {
+    const team = await api("/api/v1/teams", { name: "no budget" });
+    return (await api("/api/v1/virtual-keys", { name: "bench", teamId: team.id })).key as string;
+  }
+  const user = await api("/api/v1/users", { email: "bench@example.com" });
+  const roles = (await fetch(`${url}/api/v1/roles?name=viewer`, { headers: auth }).then((r) => r.json())) as any;
+  await api(`/api/v1/users/${user.id}/roles`, { roleId: roles.roles[0].id });
+  return benchToken({ sub: `user:${user.id}` });
+}
+const headersOf: Record<string, Record<string, string>> = {};
+for (const [name, t] of Object.entries(targets)) headersOf[name] = { "content-type": "application/json", authorization: `Bearer ${await credentialOn(t.url)}` };
 const headers = { "content-type": "application/json", authorization: `Bearer ${await benchToken()}` };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 const added: Record<string, number[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
 for (let r = 0; r < Number(values.rounds); r++) {
   const names = Object.keys(targets);
   const order = r % 2 ? names.reverse() : names;
-  const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), gapMs: Number(values.gap), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers }))] };
+  const spec = { warmup: 200, reference: "direct", body, n: Number(values.n), gapMs: Number(values.gap), targets: [{ name: "direct", url: `${upstream.url}/v1/chat/completions`, headers }, ...order.map((name) => ({ name, url: `${targets[name]!.url}/v1/chat/completions`, headers: headersOf[name]! }))] };
   const res = await interleaved(spec);
   for (const name of names) added[name]!.push(res[name]!.addedP50us);
   console.error(`round ${r + 1}: ${names.map((k) => `${k} ${res[k]!.addedP50us.toFixed(0)} µs`).join(", ")}`);

@@ -6,8 +6,11 @@
  * gateway is stopped (SIGTERM) and Bun writes the profile; the script prints the files and the
  * top of the markdown summary (self time by function).
  *
- *   bun scripts/bench/gateway-profile.ts [--root DIR] [--secs 8] [-c 64] [--exact] [--out DIR] [--interval 200]
+ *   bun scripts/bench/gateway-profile.ts [--root DIR] [--secs 8] [-c 64] [--exact] [--out DIR] [--interval 200] [--gap MS]
  *
+ * --gap MS: instead of the 64-connection load, one keep-alive client sends a request every MS of
+ * idle time (the woken requests of the 1-connection figures: what a request costs after a pause,
+ * when the code it runs is cold).
  * --root: another checkout (e.g. an older commit) profiled the same way. --interval: sampling
  * interval in microseconds. Open the .cpuprofile in Chrome DevTools or speedscope for the tree.
  */
@@ -25,6 +28,7 @@ const { values } = parseArgs({
     exact: { type: "boolean", default: false },
     out: { type: "string" },
     interval: { type: "string", default: "200" },
+    gap: { type: "string" },
   },
 });
 const root = values.root ? resolve(values.root) : ROOT;
@@ -48,9 +52,10 @@ const token = await benchToken();
 const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 const target = { url: `${url}/v1/chat/completions`, method: "POST", headers, body, connections: Number(values.c) };
-await load({ ...target, durationSecs: 2 }); // warm-up (JIT, pools)
+const run = (durationSecs: number) => (values.gap === undefined ? load({ ...target, durationSecs }) : paced(durationSecs, Number(values.gap)));
+await run(2); // warm-up (JIT, pools)
 const from = Date.now() * 1000;
-const r = await load({ ...target, durationSecs: Number(values.secs) });
+const r = await run(Number(values.secs));
 const to = Date.now() * 1000;
 await gw.stop(); // SIGTERM: Bun writes the profile as it exits
 upstream.proc.kill();
@@ -64,6 +69,21 @@ console.log("by file:");
 for (const [k, v] of owners.byFile.slice(0, 25)) console.log(`  ${v.toFixed(1).padStart(7)}  ${k}`);
 console.log("by function:");
 for (const [k, v] of owners.byFunction.slice(0, 40)) console.log(`  ${v.toFixed(1).padStart(7)}  ${k}`);
+
+/** One client, one request at a time, each after `gapMs` of idle time. */
+async function paced(durationSecs: number, gapMs: number) {
+  const t0 = performance.now();
+  let total = 0;
+  let non2xx = 0;
+  while (performance.now() - t0 < durationSecs * 1000) {
+    await Bun.sleep(gapMs);
+    const res = await fetch(target.url, { method: "POST", headers, body });
+    await res.arrayBuffer();
+    total++;
+    if (res.status < 200 || res.status > 299) non2xx++;
+  }
+  return { total, non2xx, requestsPerSec: total / ((performance.now() - t0) / 1000) };
+}
 
 interface CpuProfile {
   nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;

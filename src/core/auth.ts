@@ -10,7 +10,6 @@
  * Verified tokens are memoised until exp.
  */
 import { SignJWT, jwtVerify, createRemoteJWKSet, type JWTPayload } from "jose";
-import { LRUCache } from "lru-cache";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { forbidden, unauthenticated } from "./errors";
@@ -79,10 +78,18 @@ export interface TokenSettings {
   jwksUrl?: string;
 }
 
+/** verified tokens remembered at most (TokenService.memo) */
+const MEMO_MAX = 10_000;
+
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly jwks?: ReturnType<typeof createRemoteJWKSet>;
-  private readonly memo = new LRUCache<string, Principal>({ max: 10_000, ttlAutopurge: false });
+  /**
+   * verified tokens until they expire (ms since the epoch); bounded: starts over when full (a token
+   * forgotten is verified again). A Map, not lru-cache: its recency and TTL bookkeeping ran on every
+   * request for a lookup whose only rule is "until exp".
+   */
+  private readonly memo = new Map<string, { principal: Principal; until: number }>();
   readonly ttlSecs: number;
   readonly maxTtlSecs: number;
 
@@ -108,11 +115,15 @@ export class TokenService {
 
   /** The principal of a token verified before and not yet expired (no await: the hot path). */
   memoised(token: string): Principal | undefined {
-    return this.memo.get(token);
+    const m = this.memo.get(token);
+    if (m === undefined) return undefined;
+    if (Date.now() < m.until) return m.principal;
+    this.memo.delete(token);
+    return undefined;
   }
 
   async verify(token: string): Promise<Principal> {
-    const hit = this.memo.get(token);
+    const hit = this.memoised(token);
     if (hit) return hit;
     let payload: JWTPayload;
     let alg: string | undefined;
@@ -126,7 +137,8 @@ export class TokenService {
       throw unauthenticated(code === "ERR_JWT_EXPIRED" ? "access token expired" : "invalid access token");
     }
     const principal = this.principalOf(payload, alg === "HS256");
-    this.memo.set(token, principal, { ttl: Math.max(1, (payload.exp as number) * 1000 - Date.now()) });
+    if (this.memo.size >= MEMO_MAX) this.memo.clear();
+    this.memo.set(token, { principal, until: Math.max(Date.now() + 1, (payload.exp as number) * 1000) });
     return principal;
   }
 
@@ -203,7 +215,12 @@ export class Authenticator {
   async authenticateCredential(cred: string | undefined): Promise<Principal> {
     if (!cred) throw unauthenticated("missing credentials: send Authorization: Bearer <token>");
     let principal: Principal;
-    const verifier = this.verifiers.find((v) => v.accepts(cred));
+    let verifier: CredentialVerifier | undefined;
+    for (const v of this.verifiers)
+      if (v.accepts(cred)) {
+        verifier = v;
+        break;
+      }
     if (verifier) {
       const out = verifier.verify(cred);
       principal = out instanceof Promise ? await out : out;

@@ -15,6 +15,7 @@ export class RequestObserver {
   private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
   /** the request counter's and duration histogram's series per method, route template and status (built once each) */
   private readonly series = new SeriesCache<{ requests: CounterSeries; duration: HistogramSeries }>();
+  private last?: { method: string; status: number; route: string; series: { requests: CounterSeries; duration: HistogramSeries } };
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
@@ -36,10 +37,16 @@ export class RequestObserver {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
-    const series = this.series.get(`${method} ${status} ${route}`, () => {
-      const labels = { method, route, status: String(status) };
-      return { requests: counterSeries(this.metrics.httpRequests, labels), duration: histogramSeries(this.metrics.httpDuration, labels) };
-    });
+    // most answers repeat the previous one's method, status and route: its series are reused without building a key
+    const last = this.last;
+    let series = last?.series;
+    if (series === undefined || last!.method !== method || last!.status !== status || last!.route !== route) {
+      series = this.series.get(`${method} ${status} ${route}`, () => {
+        const labels = { method, route, status: String(status) };
+        return { requests: counterSeries(this.metrics.httpRequests, labels), duration: histogramSeries(this.metrics.httpDuration, labels) };
+      });
+      this.last = { method, status, route, series };
+    }
     this.requests++;
     series.requests.inc();
     series.duration.observe(ms / 1000);

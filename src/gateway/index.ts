@@ -117,6 +117,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
         saved: counterSeries(saved, base),
       };
     });
+  let last: { provider?: string; model?: string; tenant?: string; series?: ReturnType<typeof labelsOf> } = {};
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
   const usage = new UsageRecorder(deps.storage, (e, lost) => deps.log.error("usage flush failed", { error: String(e), lost_rows: lost }), prices);
@@ -132,7 +133,13 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     fallbacks: () => deps.config.models.fallbacks,
     prices,
     accounted: (x, f) => {
-      const l = labelsOf(f.provider, models.of(f.model), tenantLabel ? tenants.of(x.tenantId) : undefined);
+      const tenant = tenantLabel ? x.tenantId : undefined;
+      // most requests repeat the previous one's provider, model and tenant: its series are reused without building a key
+      let l = last.series;
+      if (l === undefined || f.provider !== last.provider || f.model !== last.model || tenant !== last.tenant) {
+        l = labelsOf(f.provider, models.of(f.model), tenant === undefined ? undefined : tenants.of(tenant));
+        last = { provider: f.provider, model: f.model, tenant, series: l };
+      }
       if (f.inputTokens) l.input.inc(f.inputTokens);
       if (f.outputTokens) l.output.inc(f.outputTokens);
       if (f.costUsd) l.cost.inc(f.costUsd);

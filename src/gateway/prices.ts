@@ -104,10 +104,14 @@ export class PriceTable {
 
   /** Estimated USD cost of a request of this size; 0 for a model with no known price (never a made-up one). */
   costOf(model: string, inputTokens: number, outputTokens: number): number {
-    const p = this.priceOf(model);
-    if (!p) return 0;
-    return (inputTokens * p.input + outputTokens * p.output) / 1_000_000;
+    return costAt(this.priceOf(model), inputTokens, outputTokens);
   }
+}
+
+/** USD cost of a request of this size at a price (0 without one). */
+export function costAt(p: Price | undefined, inputTokens: number, outputTokens: number): number {
+  if (!p) return 0;
+  return (inputTokens * p.input + outputTokens * p.output) / 1_000_000;
 }
 
 const BUILT_IN = new PriceTable();

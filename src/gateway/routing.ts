@@ -28,6 +28,9 @@ export function providerFor(model: string, routes: Record<string, ProviderName> 
 /** The fallback deployments of a model (models.fallbacks): its exact name first, then the first matching glob. */
 export function fallbacksFor<D>(model: string, fallbacks: Record<string, D[]>): D[] {
   if (fallbacks[model]) return fallbacks[model]!;
-  for (const [glob, list] of Object.entries(fallbacks)) if (/[*?]/.test(glob) && globRe(glob).test(model)) return list;
-  return [];
+  // every proxied request asks: no entries array built (none configured is the common case)
+  for (const glob in fallbacks) if (Object.hasOwn(fallbacks, glob) && /[*?]/.test(glob) && globRe(glob).test(model)) return fallbacks[glob]!;
+  return NONE;
 }
+
+const NONE = Object.freeze([]) as never[];

@@ -9,7 +9,7 @@ import { ApiError, DOC1, errorResponse, toApiError } from "../core/errors";
 import type { Logger } from "../core/log";
 import type { RequestState } from "../core/kernel";
 import { describeValueError, parseJsonBody } from "../core/validation";
-import type { Endpoint, ProviderWire } from "./providers/types";
+import type { Endpoint, ProviderWire, RequestInput } from "./providers/types";
 import type { Pipeline, RequestFacts } from "./pipeline";
 import { ProviderReply, ClientGone } from "./upstream";
 
@@ -25,14 +25,8 @@ export type ServeEndpoint = (request: Request, state: RequestState, endpoint: En
 export function proxyServer(d: ServeDeps): ServeEndpoint {
   return async (request, state, endpoint, wire, params = {}) => {
     const startedAt = performance.now();
-    // the URL object only if something reads it (most endpoints' parse does not)
-    let parsedUrl: URL | undefined;
-    const urlOf = () => (parsedUrl ??= new URL(request.url));
     const headers: Record<string, string> = {};
-    // an answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them is a header set here),
-    // so the kernel does not copy them onto it afterwards (an error answer may carry its own: the kernel merges those)
-    const stamp = (r: Response) => ((state.stamped = r), r);
-    const withFrontDoor = (h: Record<string, string>) => Object.assign(h, state.headers);
+    // (no closures made per request: the answers below are stamped by `stamp`, the URL built by CallInput when read)
     const skip = isSkip(request.headers.get("x-svc-skip-cache"));
     let status = "MISS";
     try {
@@ -40,14 +34,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       if (endpoint.headerCheck) checkHeaders(endpoint, request.headers);
       const body = endpoint.method === "POST" ? parseJsonBody(await request.text()) : undefined;
       if (endpoint.check && !endpoint.check.Check(body)) throw validationError(endpoint, body);
-      const call = endpoint.parse({
-        body,
-        params,
-        get url() {
-          return urlOf();
-        },
-        headers: request.headers,
-      });
+      const call = endpoint.parse(new CallInput(body, params, request));
       // a never-cached operation (models, embeddings, countTokens) says BYPASS on its errors too
       if (call.key === null || !endpoint.usageOf) status = "BYPASS";
       // the request log line's fields, gathered only when requests are logged
@@ -81,16 +68,16 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
-        return stamp(new Response(JSON.stringify(result.body), { status: 200, headers: withFrontDoor(headers) }));
+        return stamp(state, new Response(JSON.stringify(result.body), { status: 200, headers: Object.assign(headers, state.headers) }));
       }
       if (result.kind === "forward") {
         headers["content-type"] = result.contentType;
-        return stamp(new Response(result.text, { status: result.status, headers: withFrontDoor(headers) }));
+        return stamp(state, new Response(result.text, { status: result.status, headers: Object.assign(headers, state.headers) }));
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
       if (result.done) state.settled = result.done;
-      return stamp(new Response(result.stream as ReadableStream, { status: 200, headers: withFrontDoor(headers) }));
+      return stamp(state, new Response(result.stream as ReadableStream, { status: 200, headers: Object.assign(headers, state.headers) }));
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
       if (e instanceof ProviderReply) {
@@ -98,13 +85,39 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
         const { body, contentType } = withDoc1Fields(e);
         if (e.status === 429) headers["retry-after"] = String(e.retryAfterSecs());
-        return stamp(new Response(body, { status: e.status, headers: withFrontDoor({ ...headers, "content-type": contentType }) }));
+        return stamp(state, new Response(body, { status: e.status, headers: Object.assign({ ...headers, "content-type": contentType }, state.headers) }));
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
-      if (!(err instanceof ApiError)) d.log.error("proxy error", { path: urlOf().pathname, error: String((err as Error)?.stack ?? err) });
+      if (!(err instanceof ApiError)) d.log.error("proxy error", { path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) });
       return errorResponse(toApiError(err), DOC1, headers);
     }
   };
+}
+
+/**
+ * An answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them
+ * is a header set here), so the kernel does not copy them onto it afterwards (an error answer may
+ * carry its own: the kernel merges those).
+ */
+function stamp(state: RequestState, r: Response): Response {
+  state.stamped = r;
+  return r;
+}
+
+/** What an endpoint's parse reads; the URL object is built only if it is read (most endpoints' parse does not). */
+class CallInput implements RequestInput {
+  #url: URL | undefined;
+  readonly headers: Headers;
+  constructor(
+    readonly body: unknown,
+    readonly params: Record<string, string>,
+    private readonly request: Request,
+  ) {
+    this.headers = request.headers;
+  }
+  get url(): URL {
+    return (this.#url ??= new URL(this.request.url));
+  }
 }
 
 /** The request log line's gateway fields (snake_case, like the line's own). */

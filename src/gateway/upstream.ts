@@ -14,7 +14,7 @@
  * stream byte reaches a client twice. Other 4xx are the caller's and are returned at once.
  */
 import { ApiError, type ErrorType } from "../core/errors";
-import type { Counter, Histogram } from "../core/metrics";
+import { histogramSeries, SeriesCache, type Counter, type Histogram, type HistogramSeries } from "../core/metrics";
 import type { ProviderWire } from "./providers/types";
 import type { ProviderName } from "./providers";
 import type { ProvidersConfig, UpstreamConfig } from "./config";
@@ -152,7 +152,7 @@ export class Deadline {
       this.clear();
     }
     if (this.timer) this.timer.refresh();
-    else this.timer = setTimeout(() => this.expire(), this.ms);
+    else this.timer = setTimeout(expireDeadline, this.ms, this);
   }
   /** Time is up now: abort as a timeout. */
   expire() {
@@ -170,6 +170,9 @@ export class Deadline {
     if (!this.controller.signal.aborted) this.controller.abort(reason ?? new ClientGone("client disconnected"));
   }
 }
+
+/** a Deadline's timer callback (one function for all: no closure per request) */
+const expireDeadline = (d: Deadline) => d.expire();
 
 export interface UpstreamRequest {
   provider: ProviderName;
@@ -201,6 +204,8 @@ export class Upstream {
   private active = 0;
   private waiting: Array<{ grant(): void }> = [];
   private readonly bases: Record<string, string>;
+  /** the duration histogram's series per provider and status (prom-client's per-call label check and hashing done once) */
+  private readonly durations = new SeriesCache<HistogramSeries>();
 
   constructor(private readonly config: { providers: ProvidersConfig; upstream: UpstreamConfig }, private readonly metrics: UpstreamMetrics) {
     this.bases = effectiveBaseUrls(config.providers);
@@ -317,7 +322,6 @@ export class Upstream {
 
   /** One attempt at one deployment; failures another attempt may fix are wrapped in AttemptFailed. */
   private async attempt(req: UpstreamRequest, target: Target, clientSignal: AbortSignal | undefined, queueSignal: AbortSignal | undefined): Promise<OpenUpstream> {
-    const settings = { timeout_ms: target.timeoutMs };
     const headers: Record<string, string> = { accept: req.stream ? "text/event-stream" : "application/json" };
     if (req.body !== undefined) headers["content-type"] = "application/json";
     if (req.clientHeaders) for (const h of req.wire.forwardHeaders) {
@@ -336,7 +340,7 @@ export class Upstream {
         this.releaseSlot();
       }
     };
-    const deadline = new Deadline(settings.timeout_ms);
+    const deadline = new Deadline(target.timeoutMs);
     const onClientAbort = () => deadline.abort();
     clientSignal?.addEventListener("abort", onClientAbort, { once: true });
     const startedAt = performance.now();
@@ -352,13 +356,14 @@ export class Upstream {
       deadline.clear();
       release();
       clientSignal?.removeEventListener("abort", onClientAbort);
-      const err = this.classify(req.provider, e, deadline, settings.timeout_ms);
+      const err = this.classify(req.provider, e, deadline, target.timeoutMs);
       if (err instanceof ClientGone) throw err;
       // unreachable: retried; a timeout already waited timeout_ms: the next deployment, no retry
       throw new AttemptFailed(err, !deadline.timedOut);
     }
     const seconds = (performance.now() - startedAt) / 1000;
-    this.metrics.duration.observe({ provider: req.provider, status: String(response.status) }, seconds);
+    const status = response.status;
+    this.durations.get(`${req.provider} ${status}`, () => histogramSeries(this.metrics.duration, { provider: req.provider, status: String(status) })).observe(seconds);
     if (response.status >= 400) {
       let text = "";
       try {

@@ -13,7 +13,7 @@
 import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { AsyncWriteBehind } from "../storage/write-behind-async";
 import { now } from "../core/ids";
-import { PriceTable } from "./prices";
+import { costAt, PriceTable } from "./prices";
 import { addToRollups } from "./rollups";
 
 export interface UsageRecord {
@@ -194,8 +194,10 @@ export class UsageRecorder {
     // an upstream answer costs what the answering model costs; a hit saved what the asked-for model would have cost
     const hit = r.cacheStatus === "HIT";
     const model = hit ? r.model : (r.upstreamModel ?? r.model);
-    const cost = this.prices.costOf(model, r.inputTokens, r.outputTokens);
-    const priced = this.prices.isPriced(model, r.inputTokens, r.outputTokens);
+    // one price lookup for both (costOf and isPriced would each look the model up)
+    const price = this.prices.priceOf(model);
+    const cost = costAt(price, r.inputTokens, r.outputTokens);
+    const priced = r.inputTokens + r.outputTokens === 0 || price !== undefined;
     // the record becomes the queued row (the caller hands over a fresh object: no copy of its ~20 fields per request)
     const row = r as UsageRow;
     row.id = Bun.randomUUIDv7();

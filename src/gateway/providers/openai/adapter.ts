@@ -99,6 +99,13 @@ function turnsOf(messages: any[]): { system: string[]; turns: Turn[] } {
   return { system, turns };
 }
 
+/** the chat body's fields that are not its scope (the conversation, transport and bookkeeping fields) */
+const CHAT_UNSCOPED = ["messages", "stream", "stream_options", "session_id", "model", "user", "metadata", "store"];
+
+function withoutSessionId({ session_id: _s, ...rest }: Record<string, unknown>): Record<string, unknown> {
+  return rest;
+}
+
 const chatCompletions: Endpoint = compile({
   id: "openai.chat_completions",
   provider: "openai",
@@ -106,9 +113,10 @@ const chatCompletions: Endpoint = compile({
   schema: ChatCompletionBody,
   parse({ body }) {
     const sessionId: string = body.session_id ?? uuid();
-    const { session_id: _s, ...upstreamBody } = body;
+    // the body goes upstream as parsed, without svc's session_id (a copy only when it has one: nothing changes either object later)
+    const upstreamBody = Object.hasOwn(body, "session_id") ? withoutSessionId(body) : body;
     const { system, turns } = turnsOf(body.messages);
-    const scope = scopeOf(body, ["messages", "stream", "stream_options", "session_id", "model", "user", "metadata", "store"]);
+    const scope = scopeOf(body, CHAT_UNSCOPED);
     if (system.length) scope.system = system;
     return {
       model: body.model,
