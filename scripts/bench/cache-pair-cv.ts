@@ -268,11 +268,15 @@ export function figuresAt(d: Data, folds: (f: number) => boolean, score: Map<Row
   return f;
 }
 
-/** The (minCos, threshold) with the highest recall meeting the targets on `folds` (scores given for their model rows). */
+/**
+ * The (minCos, threshold) with the highest recall meeting the targets on `folds` (scores given for their
+ * model rows). Floors are tried from the highest down, so among floors with the same recall the highest
+ * wins: a lower floor that adds no hit only makes every miss judge more candidates (the miss path's cost).
+ */
 export function choosePoint(d: Data, folds: (f: number) => boolean, score: Map<Row, number>, quoraFhr = PAIR_QUORA_FHR, surfaceMinCos?: number): Point | null {
   let best: Point | null = null;
   const rows = d.model.filter((r) => folds(r.fold));
-  for (const minCos of MIN_COS) {
+  for (const minCos of [...MIN_COS].reverse()) {
     // surface-identical texts hit at any probability threshold (at cosine >= the floor)
     const f = emptyPairFigures();
     for (let k = 0; k < d.K; k++) if (folds(k)) addFigures(f, d.base[k]!, false);
