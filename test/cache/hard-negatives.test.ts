@@ -7,35 +7,10 @@
  * question hit (so a cache that never hits fails this file too).
  * Each pair runs in its own tenant, the first question filling the cache from the fake upstream.
  */
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import OpenAI from "openai";
-import { startGateway, type TestGateway } from "../helpers/gateway";
-import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
+import { describe, expect, test } from "bun:test";
+import { gatewayPairs } from "./gateway-pairs";
 
-let gw: TestGateway;
-let fake: FakeUpstream;
-
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-  gw = await startGateway({ rate_limits: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
-  await gw.ctx.embedder!.load();
-}, 60_000);
-afterAll(async () => {
-  await gw.stop();
-  await fake.stop();
-});
-
-let n = 0;
-async function second(first: string, then: string) {
-  const token = await gw.token(`tenant-hn-${n++}`);
-  const c = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-  const send = async (content: string) => {
-    const { data, response } = await c.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content }] }).withResponse();
-    return { status: response.headers.get("x-cache-status"), meta: (data as any).svc_metadata };
-  };
-  expect((await send(first)).status).toBe("MISS");
-  return send(then);
-}
+const second = gatewayPairs("tenant-hn");
 
 const MUST_MISS: Record<string, Array<[string, string]>> = {
   swap: [

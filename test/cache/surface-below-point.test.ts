@@ -6,36 +6,11 @@
  * surfaceMinCosine — never below a request's own X-Svc-Cache-Min-Similarity, and never for a real word
  * replaced by another ("beer"/"bear", cosine 0.688).
  */
-import { describe, expect, test, beforeAll, afterAll } from "bun:test";
-import OpenAI from "openai";
-import { startGateway, type TestGateway } from "../helpers/gateway";
-import { startFakeUpstream, type FakeUpstream } from "../fake-upstream/server";
+import { describe, expect, test } from "bun:test";
+import { gatewayPairs } from "./gateway-pairs";
 import { defaultLearnedModel } from "../../src/cache/verify/learned-default";
 
-let gw: TestGateway;
-let fake: FakeUpstream;
-
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-  gw = await startGateway({ rate_limits: { enabled: false }, providers: { openai: { base_url: fake.url, api_key: "sk-up" } } });
-  await gw.ctx.embedder!.load();
-}, 60_000);
-afterAll(async () => {
-  await gw.stop();
-  await fake.stop();
-});
-
-let n = 0;
-async function second(first: string, then: string, headers: Record<string, string> = {}) {
-  const token = await gw.token(`tenant-sb-${n++}`);
-  const c = new OpenAI({ apiKey: token, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-  const send = async (content: string, h: Record<string, string>) => {
-    const { data, response } = await c.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content }] }, { headers: h }).withResponse();
-    return { status: response.headers.get("x-cache-status"), meta: (data as any).svc_metadata };
-  };
-  expect((await send(first, {})).status).toBe("MISS");
-  return send(then, headers);
-}
+const second = gatewayPairs("tenant-sb");
 
 const BELOW = [
   ["Why do people walk?", "Why do peolpe walk?"],
