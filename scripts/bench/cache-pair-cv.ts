@@ -26,8 +26,8 @@ import { HARD_KINDS, makeHardNegatives, type HardKind } from "./cache-hard-negat
 import { POSITIVE_KINDS, SURFACE_KINDS, makeSurfacePositives, type PositiveKind, type SurfaceKind } from "./cache-surface-positives";
 import { makeFrameRewordings } from "./cache-frame-rewordings";
 import { TARGET, emptyFigures, fhrOf, kindRate, meets, mixedFhr, precision5050, precisionNatural, recallOf, wilson, type Figures, type Kind } from "./cache-cv";
-import { analyzePair, surfaceForm } from "../../src/cache/verify/index";
-import { surfaceMatch } from "../../src/cache/verify/typo";
+import { analyzePair } from "../../src/cache/verify/index";
+import { surfaceMatchTexts } from "../../src/cache/verify/typo";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, hardRule, pairFeatureVector } from "../../src/cache/verify/pair-model";
 import { GBM_DEFAULTS, evalGbm, trainGbm, type Gbm, type GbmOptions } from "./cache-pair-gbm";
 import { dot } from "../../src/core/vectors";
@@ -129,7 +129,7 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
     else if (isPositiveKind(r.kind)) f.surf![r.kind].n++;
     else f.kinds[r.kind].n++;
     // the decision's surface match (pair-model.ts: same surface form, or one misspelt word)
-    const surface = surfaceMatch(surfaceForm(r.a).split(" "), surfaceForm(r.b).split(" ")) !== null;
+    const surface = surfaceMatchTexts(r.a, r.b) !== null;
     if (!surface && r.cos < MIN_COS[0]! - 1e-9) continue;
     let veto = false;
     let x: Float64Array | null = null;

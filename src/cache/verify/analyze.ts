@@ -4,7 +4,6 @@
  * negation, the asked-for attribute, swapped argument order).
  */
 import { NEGATIONS, POLAR, REQUEST_VERBS, STOPWORDS, WEAK_ONE, WH_CLASS, editDistance, numberValue, tokenize, type Token } from "./text";
-import { surfaceWordsOf } from "./typo";
 import { DEFAULT_WEIGHT_PARAMS, isProperNoun, wordLogProb, wordWeight, type WeightParams } from "./weights";
 import { surfaceSide, type SurfaceSide } from "./surface";
 
@@ -27,8 +26,6 @@ export interface Side {
   asks: string;
   /** character n-grams for the pair model's surface features (computed once per text: sides are memoised) */
   surface: SurfaceSide;
-  /** the words of the text's surface form (text.ts surfaceForm): the surface match compares these (typo.ts) */
-  surfaceWords: string[];
 }
 
 export interface PairAnalysis {
@@ -124,7 +121,7 @@ export function analyzeSide(text: string, wp: WeightParams = DEFAULT_WEIGHT_PARA
       (lp === undefined && caps && !t.sentenceStart);
     content.push({ ...t, weight: wordWeight(l, t.stem, wp), entity });
   }
-  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "", surface: surfaceSide(tokens), surfaceWords: surfaceWordsOf(text) };
+  return { tokens, content, numbers, numberTokens, hasOne, negations, asks: asks ?? "", surface: surfaceSide(tokens) };
 }
 
 function fuzzyMatch(x: ContentToken, y: ContentToken): boolean {

@@ -11,7 +11,7 @@
 import { analyzePair, type AnalyzeOptions, type ContentToken, type PairAnalysis } from "./analyze";
 import { DEFAULT_VERIFY_OPTIONS, LOW_SCORE, decide as handDecide } from "./index";
 import { POLAR } from "./text";
-import { surfaceMatch, surfaceMatchTexts } from "./typo";
+import { surfaceMatchTexts } from "./typo";
 import { gram3Cosine, gram4Jaccard, wordEditNorm, wordLcsRatio } from "./surface";
 import { ALIGN_FEATURES, alignFeatures } from "./align";
 
@@ -297,10 +297,10 @@ export class PairModel {
    * A rejection names the hard rule the pair breaks, if any (the multi-turn turn check reads it).
    */
   decide(query: string, candidate: string, cosine: number, _qv?: Float32Array, _cv?: Float32Array, threshold = this.threshold, withRules = false, modelCosine = cosine, handMinScore = DEFAULT_VERIFY_OPTIONS.minScore): PairResult {
-    const an = analyzePair(query, candidate, PAIR_ANALYZE_OPTIONS);
     // the same words up to case, punctuation, whitespace and one misspelt word (typo.ts): no rule or model can object
-    const surface = surfaceMatch(an.a.surfaceWords, an.b.surfaceWords);
+    const surface = surfaceMatchTexts(query, candidate);
     if (surface) return { accept: true, learned: 1, score: 1, reason: surface };
+    const an = analyzePair(query, candidate, PAIR_ANALYZE_OPTIONS);
     const broken = hardRule(an);
     if (broken) return { accept: false, score: cosine, reason: broken };
     // the probability is reported below the floor too (the engine rarely asks: it skips candidates below the point)

@@ -27,8 +27,9 @@ const SURFACE_DROP = /(?<=\p{L})['’](?=\p{L})|(?<=\d),(?=\d{3}(?!\d))/gu;
 
 /**
  * Symbols that can change what is asked — signs and operators ("-5", "x > y", "2 + 2"), units and
- * currencies ("10%", "$5"), "&", "@", "#", "/" — are words of the surface form; only the punctuation of
- * writing (. , ; : ! ? quotes, brackets, dashes between words are not in this list) is dropped.
+ * currencies ("10%", "$5"), "&", "@", "#", "/" — are words of the surface form (the hyphen-minus too, so a
+ * spaced " - " between words counts); only the punctuation of writing (. , ; : ! ? quotes, brackets, en and
+ * em dashes) is dropped.
  */
 const SURFACE_RE = new RegExp(`${TOKEN_RE.source}|[+\\-−*/×÷=<>≤≥≠^%$€£¥#@&|~°]`, "gu");
 

@@ -90,8 +90,8 @@ export function isTypoToken(a: string, b: string): boolean {
 }
 
 /**
- * The surface match of two texts given their surface forms split into words (analyze.ts Side.surfaceWords,
- * memoised per text): "surface-identical", "surface-typo" (one misspelt word), or null.
+ * The surface match of two texts given their surface forms split into words (surfaceWordsOf, memoised per
+ * text): "surface-identical", "surface-typo" (one misspelt word), or null.
  */
 export function surfaceMatch(a: readonly string[], b: readonly string[]): "surface-identical" | "surface-typo" | null {
   if (a.length !== b.length) return null;
@@ -120,7 +120,7 @@ export function surfaceWordsOf(text: string): string[] {
   return words;
 }
 
-/** The surface match of two texts (no token analysis: what the engine can afford for a candidate below its point). */
+/** The surface match of two texts (no token analysis: what the decision checks first, and what the engine can afford for a candidate below its point). */
 export function surfaceMatchTexts(a: string, b: string): "surface-identical" | "surface-typo" | null {
   return surfaceMatch(surfaceWordsOf(a), surfaceWordsOf(b));
 }
