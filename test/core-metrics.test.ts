@@ -5,7 +5,7 @@
  * internals fails here).
  */
 import { expect, test } from "bun:test";
-import { counterSeries, histogramSeries, Metrics, SeriesCache } from "../src/core/metrics";
+import { counterSeries, histogramSeries, LastOf3, Metrics, SeriesCache } from "../src/core/metrics";
 
 /** two metrics of the same shape: one updated by prom-client, one through the series */
 function twins() {
@@ -71,4 +71,17 @@ test("SeriesCache builds each key's value once and stays bounded", () => {
   expect(made).toBe(5);
   expect(get("e").k).toBe("e");
   expect(made).toBe(5);
+});
+
+test("LastOf3 answers only for exactly the triple set last", () => {
+  const last = new LastOf3<string, number, string | undefined, { n: number }>();
+  expect(last.hit("GET", 200, undefined)).toBeUndefined(); // nothing set yet, even for undefined labels
+  const a = last.set("GET", 200, "/v1/chat", { n: 1 });
+  expect(last.hit("GET", 200, "/v1/chat")).toBe(a);
+  expect(last.hit("GET", 404, "/v1/chat")).toBeUndefined();
+  expect(last.hit("POST", 200, "/v1/chat")).toBeUndefined();
+  expect(last.hit("GET", 200, "/v1/embeddings")).toBeUndefined();
+  const b = last.set("GET", 200, undefined, { n: 2 });
+  expect(last.hit("GET", 200, undefined)).toBe(b);
+  expect(last.hit("GET", 200, "/v1/chat")).toBeUndefined(); // only the last triple is kept
 });

@@ -105,6 +105,27 @@ export class SeriesCache<S> {
   }
 }
 
+/**
+ * The value kept for the last (a, b, c): per-request series whose labels usually repeat the previous
+ * request's are found without building a key (and without a closure per request: `hit`, then `set`).
+ */
+export class LastOf3<A, B, C, V> {
+  private a?: A;
+  private b?: B;
+  private c?: C;
+  private v?: V;
+  /** the value set for exactly this triple last, else undefined */
+  hit(a: A, b: B, c: C): V | undefined {
+    return a === this.a && b === this.b && c === this.c ? this.v : undefined;
+  }
+  set(a: A, b: B, c: C, v: V): V {
+    this.a = a;
+    this.b = b;
+    this.c = c;
+    return (this.v = v);
+  }
+}
+
 /** Delay before the default process metrics are registered when nothing scraped yet. */
 const DEFAULT_METRICS_DELAY_MS = 1000;
 

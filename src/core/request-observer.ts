@@ -4,7 +4,7 @@
  */
 import type { Logger } from "./log";
 import type { Principal } from "./auth";
-import { counterSeries, histogramSeries, SeriesCache, type CounterSeries, type HistogramSeries, type Metrics } from "./metrics";
+import { counterSeries, histogramSeries, LastOf3, SeriesCache, type CounterSeries, type HistogramSeries, type Metrics } from "./metrics";
 import { pathOf, type Mount } from "./kernel-types";
 
 /** The request log line and the per-route counters (labelled by route template, never the raw path). */
@@ -15,7 +15,8 @@ export class RequestObserver {
   private watchers: Array<(tenantId: string, status: number, mount: Mount) => void> = [];
   /** the request counter's and duration histogram's series per method, route template and status (built once each) */
   private readonly series = new SeriesCache<{ requests: CounterSeries; duration: HistogramSeries }>();
-  private last?: { method: string; status: number; route: string; series: { requests: CounterSeries; duration: HistogramSeries } };
+  /** most answers repeat the previous one's method, status and route: its series are reused without building a key */
+  private readonly last = new LastOf3<string, number, string, { requests: CounterSeries; duration: HistogramSeries }>();
 
   constructor(private readonly metrics: Metrics, private readonly log: Logger, private readonly requestLog: boolean) {}
 
@@ -37,16 +38,17 @@ export class RequestObserver {
     const ms = performance.now() - startedAt;
     const method = request.method;
     const route = state.route ?? UNMATCHED;
-    // most answers repeat the previous one's method, status and route: its series are reused without building a key
-    const last = this.last;
-    let series = last?.series;
-    if (series === undefined || last!.method !== method || last!.status !== status || last!.route !== route) {
-      series = this.series.get(`${method} ${status} ${route}`, () => {
-        const labels = { method, route, status: String(status) };
-        return { requests: counterSeries(this.metrics.httpRequests, labels), duration: histogramSeries(this.metrics.httpDuration, labels) };
-      });
-      this.last = { method, status, route, series };
-    }
+    let series = this.last.hit(method, status, route);
+    if (series === undefined)
+      series = this.last.set(
+        method,
+        status,
+        route,
+        this.series.get(`${method} ${status} ${route}`, () => {
+          const labels = { method, route, status: String(status) };
+          return { requests: counterSeries(this.metrics.httpRequests, labels), duration: histogramSeries(this.metrics.httpDuration, labels) };
+        }),
+      );
     this.requests++;
     series.requests.inc();
     series.duration.observe(ms / 1000);

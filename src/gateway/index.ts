@@ -5,7 +5,7 @@
  */
 import type { AsyncStorage } from "../storage/async";
 import type { Logger } from "../core/log";
-import { counterSeries, SeriesCache, type CounterSeries, type Metrics } from "../core/metrics";
+import { counterSeries, LastOf3, SeriesCache, type CounterSeries, type Metrics } from "../core/metrics";
 import { ApiError, DOC1 } from "../core/errors";
 import type { Kernel } from "../core/kernel";
 import type { Domain } from "../core/domain";
@@ -117,7 +117,8 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
         saved: counterSeries(saved, base),
       };
     });
-  let last: { provider?: string; model?: string; tenant?: string; series?: ReturnType<typeof labelsOf> } = {};
+  // most requests repeat the previous one's provider, model and tenant: its series are reused without building a key
+  const last = new LastOf3<string, string, string | undefined, ReturnType<typeof labelsOf>>();
   deps.metrics.gauge("svc_upstream_in_flight", "Upstream requests in flight", [], () => upstream.inFlight);
   deps.metrics.gauge("svc_upstream_queued", "Requests waiting for an upstream slot (upstream.max_in_flight)", [], () => upstream.queued);
   const usage = new UsageRecorder(deps.storage, (e, lost) => deps.log.error("usage flush failed", { error: String(e), lost_rows: lost }), prices);
@@ -134,12 +135,7 @@ export function create(deps: GatewayDeps): Domain<GatewayService> & Gateway {
     prices,
     accounted: (x, f) => {
       const tenant = tenantLabel ? x.tenantId : undefined;
-      // most requests repeat the previous one's provider, model and tenant: its series are reused without building a key
-      let l = last.series;
-      if (l === undefined || f.provider !== last.provider || f.model !== last.model || tenant !== last.tenant) {
-        l = labelsOf(f.provider, models.of(f.model), tenant === undefined ? undefined : tenants.of(tenant));
-        last = { provider: f.provider, model: f.model, tenant, series: l };
-      }
+      const l = last.hit(f.provider, f.model, tenant) ?? last.set(f.provider, f.model, tenant, labelsOf(f.provider, models.of(f.model), tenant === undefined ? undefined : tenants.of(tenant)));
       if (f.inputTokens) l.input.inc(f.inputTokens);
       if (f.outputTokens) l.output.inc(f.outputTokens);
       if (f.costUsd) l.cost.inc(f.costUsd);

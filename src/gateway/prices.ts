@@ -99,13 +99,18 @@ export class PriceTable {
 
   /** Whether a request of this model and size has a known cost (no tokens cost nothing whatever the model). */
   isPriced(model: string, inputTokens: number, outputTokens: number): boolean {
-    return inputTokens + outputTokens === 0 || this.priceOf(model) !== undefined;
+    return pricedAt(this.priceOf(model), inputTokens, outputTokens);
   }
 
   /** Estimated USD cost of a request of this size; 0 for a model with no known price (never a made-up one). */
   costOf(model: string, inputTokens: number, outputTokens: number): number {
     return costAt(this.priceOf(model), inputTokens, outputTokens);
   }
+}
+
+/** Whether a request of this size has a known cost at a price (no tokens cost nothing, priced or not). */
+export function pricedAt(p: Price | undefined, inputTokens: number, outputTokens: number): boolean {
+  return inputTokens + outputTokens === 0 || p !== undefined;
 }
 
 /** USD cost of a request of this size at a price (0 without one). */

@@ -13,7 +13,7 @@
 import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
 import { AsyncWriteBehind } from "../storage/write-behind-async";
 import { now } from "../core/ids";
-import { costAt, PriceTable } from "./prices";
+import { costAt, pricedAt, PriceTable } from "./prices";
 import { addToRollups } from "./rollups";
 
 export interface UsageRecord {
@@ -197,7 +197,7 @@ export class UsageRecorder {
     // one price lookup for both (costOf and isPriced would each look the model up)
     const price = this.prices.priceOf(model);
     const cost = costAt(price, r.inputTokens, r.outputTokens);
-    const priced = r.inputTokens + r.outputTokens === 0 || price !== undefined;
+    const priced = pricedAt(price, r.inputTokens, r.outputTokens);
     // the record becomes the queued row (the caller hands over a fresh object: no copy of its ~20 fields per request)
     const row = r as UsageRow;
     row.id = Bun.randomUUIDv7();
