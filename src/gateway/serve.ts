@@ -26,7 +26,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
   return async (request, state, endpoint, wire, params = {}) => {
     const startedAt = performance.now();
     const headers: Record<string, string> = {};
-    // (no closures made per request: the answers below are stamped by `stamp`, the URL built by CallInput when read)
+    // (no closures made per request: the answers below are built by `answer`, the URL by CallInput when read)
     const skip = isSkip(request.headers.get("x-svc-skip-cache"));
     let status = "MISS";
     try {
@@ -68,16 +68,16 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
       headers["x-cache-status"] = status;
       if (result.kind === "json") {
         headers["content-type"] = "application/json";
-        return stamp(state, new Response(JSON.stringify(result.body), { status: 200, headers: Object.assign(headers, state.headers) }));
+        return answer(state, JSON.stringify(result.body), 200, headers);
       }
       if (result.kind === "forward") {
         headers["content-type"] = result.contentType;
-        return stamp(state, new Response(result.text, { status: result.status, headers: Object.assign(headers, state.headers) }));
+        return answer(state, result.text, result.status, headers);
       }
       headers["content-type"] = result.contentType;
       headers["cache-control"] = "no-cache";
       if (result.done) state.settled = result.done;
-      return stamp(state, new Response(result.stream as ReadableStream, { status: 200, headers: Object.assign(headers, state.headers) }));
+      return answer(state, result.stream as ReadableStream, 200, headers);
     } catch (e) {
       headers["x-cache-status"] = skip ? "BYPASS" : status;
       if (e instanceof ProviderReply) {
@@ -85,7 +85,7 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
         if (e.status === 404) d.log.warn("upstream answered 404", { provider: endpoint.provider, url: e.url, hint: `check SVC_PROVIDERS__${endpoint.provider.toUpperCase()}__BASE_URL (the provider's origin, with or without its version segment)` });
         const { body, contentType } = withDoc1Fields(e);
         if (e.status === 429) headers["retry-after"] = String(e.retryAfterSecs());
-        return stamp(state, new Response(body, { status: e.status, headers: Object.assign({ ...headers, "content-type": contentType }, state.headers) }));
+        return answer(state, body, e.status, { ...headers, "content-type": contentType });
       }
       const err = e instanceof ClientGone ? new ApiError("proxy_error", "client disconnected") : e;
       if (!(err instanceof ApiError)) d.log.error("proxy error", { path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) });
@@ -95,11 +95,12 @@ export function proxyServer(d: ServeDeps): ServeEndpoint {
 }
 
 /**
- * An answer built here carries the front door's headers (X-Request-ID, X-RateLimit-*; none of them
- * is a header set here), so the kernel does not copy them onto it afterwards (an error answer may
- * carry its own: the kernel merges those).
+ * An answer built here, with the front door's headers added to `headers` (X-Request-ID, X-RateLimit-*;
+ * none of them is a header set here) and marked on the state, so the kernel does not copy them onto it
+ * afterwards (an error answer may carry its own: the kernel merges those).
  */
-function stamp(state: RequestState, r: Response): Response {
+function answer(state: RequestState, body: ConstructorParameters<typeof Response>[0], status: number, headers: Record<string, string>): Response {
+  const r = new Response(body, { status, headers: Object.assign(headers, state.headers) });
   state.stamped = r;
   return r;
 }
