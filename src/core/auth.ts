@@ -13,6 +13,7 @@ import { SignJWT, jwtVerify, createRemoteJWKSet, type JWTPayload } from "jose";
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { forbidden, unauthenticated } from "./errors";
+import { ExpiringMemo } from "./expiring-memo";
 import { randomToken } from "./ids";
 import { implies, type PermissionName } from "./permissions";
 
@@ -84,12 +85,8 @@ const MEMO_MAX = 10_000;
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly jwks?: ReturnType<typeof createRemoteJWKSet>;
-  /**
-   * verified tokens until they expire (ms since the epoch); bounded: starts over when full (a token
-   * forgotten is verified again). A Map, not lru-cache: its recency and TTL bookkeeping ran on every
-   * request for a lookup whose only rule is "until exp".
-   */
-  private readonly memo = new Map<string, { principal: Principal; until: number }>();
+  /** verified tokens until their exp (ms since the epoch; a token forgotten is verified again) */
+  private readonly memo = new ExpiringMemo<Principal>(MEMO_MAX);
   readonly ttlSecs: number;
   readonly maxTtlSecs: number;
 
@@ -115,11 +112,7 @@ export class TokenService {
 
   /** The principal of a token verified before and not yet expired (no await: the hot path). */
   memoised(token: string): Principal | undefined {
-    const m = this.memo.get(token);
-    if (m === undefined) return undefined;
-    if (Date.now() < m.until) return m.principal;
-    this.memo.delete(token);
-    return undefined;
+    return this.memo.get(token, Date.now());
   }
 
   async verify(token: string): Promise<Principal> {
@@ -137,8 +130,7 @@ export class TokenService {
       throw unauthenticated(code === "ERR_JWT_EXPIRED" ? "access token expired" : "invalid access token");
     }
     const principal = this.principalOf(payload, alg === "HS256");
-    if (this.memo.size >= MEMO_MAX) this.memo.clear();
-    this.memo.set(token, { principal, until: Math.max(Date.now() + 1, (payload.exp as number) * 1000) });
+    this.memo.set(token, principal, Math.max(Date.now() + 1, (payload.exp as number) * 1000));
     return principal;
   }
 

@@ -8,6 +8,7 @@
  * to the database only for a key not seen in the last 5 s (one lookup per key at a time).
  */
 import { notFound, unauthenticated } from "../core/errors";
+import { ExpiringMemo } from "../core/expiring-memo";
 import { uuid, now, randomToken } from "../core/ids";
 import type { CredentialVerifier, Principal } from "../core/auth";
 import type { keyStores, ApiKeyRecord } from "./store";
@@ -23,12 +24,8 @@ const MEMO_MS = 5_000;
 const MEMO_MAX = 10_000;
 
 export class ApiKeyService implements CredentialVerifier {
-  /**
-   * verified keys for MEMO_MS (monotonic clock); bounded: starts over when full (a key forgotten is
-   * looked up again). A Map, not lru-cache: its recency and TTL bookkeeping ran on every request
-   * with an API key (a woken request's JWT memo lookup cost ~17 µs more through lru-cache).
-   */
-  private readonly memo = new Map<string, { principal: Principal; until: number }>();
+  /** verified keys for MEMO_MS (monotonic clock; a key forgotten is looked up again) */
+  private readonly memo = new ExpiringMemo<Principal>(MEMO_MAX);
   /** lookups in flight, so a burst of requests with one unseen key makes one */
   private readonly pending = new Map<string, Promise<Principal>>();
   /** bumped by every revocation: a lookup that started before it does not memoise what it read */
@@ -69,11 +66,8 @@ export class ApiKeyService implements CredentialVerifier {
 
   /** A memoised key answers at once (no promise); any other is looked up. Throws/rejects 401. */
   verify(key: string): Principal | Promise<Principal> {
-    const hit = this.memo.get(key);
-    if (hit !== undefined) {
-      if (performance.now() < hit.until) return hit.principal;
-      this.memo.delete(key);
-    }
+    const hit = this.memo.get(key, performance.now());
+    if (hit !== undefined) return hit;
     let p = this.pending.get(key);
     if (!p) {
       p = this.lookup(key).finally(() => {
@@ -90,10 +84,7 @@ export class ApiKeyService implements CredentialVerifier {
     if (!row || row.revokedAt) throw unauthenticated("invalid API key");
     await this.stores.forTenant(row.tenantId).touch(row.id, now());
     const principal: Principal = { tenantId: row.tenantId, sub: `key:${row.id}`, permissions: new Set(row.permissions), via: "api_key", keyId: row.id };
-    if (generation === this.generation) {
-      if (this.memo.size >= MEMO_MAX) this.memo.clear();
-      this.memo.set(key, { principal, until: performance.now() + MEMO_MS });
-    }
+    if (generation === this.generation) this.memo.set(key, principal, performance.now() + MEMO_MS);
     return principal;
   }
 }
