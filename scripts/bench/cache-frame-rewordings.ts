@@ -13,7 +13,7 @@
  */
 import { resolve } from "node:path";
 import { DEFAULT_EMB_FILE, embedCached, loadOrEmbed } from "../cache-train-embed";
-import { cliArg as arg, dataDir, mulberry32 } from "./data";
+import { cliArg as arg, dataDir, mulberry32, seededOrder } from "./data";
 import { installPieceTokenizer } from "./cache-piece-tokenizer";
 import { defaultLearnedModel } from "../../src/cache/verify/learned-default";
 import { dot } from "../../src/core/vectors";
@@ -35,7 +35,7 @@ export function makeFrameRewordings(questions: string[], perFrame: number, seed:
   const rnd = mulberry32(seed);
   const rows: Array<{ frame: string; source: string; edited: string }> = [];
   for (const f of FRAMES) {
-    const qs = questions.map((q) => ({ q, r: rnd() })).sort((a, b) => a.r - b.r).map((x) => x.q);
+    const qs = seededOrder(questions, rnd);
     let n = 0;
     for (const q of qs) {
       const m = f.re.exec(q);

@@ -13,7 +13,7 @@
  *
  * Deterministic: the edit made to a question depends only on the question text and the seed.
  */
-import { mulberry32 } from "./data";
+import { mulberry32, seededOrder } from "./data";
 import { NEGATIONS, STOPWORDS, WH_CLASS } from "../../src/cache/verify/text";
 import { isProperNoun } from "../../src/cache/verify/weights";
 
@@ -153,7 +153,7 @@ function entityEdit(q: string, pool: string[], rnd: () => number): string | null
 export function makeHardNegatives(questions: string[], perKind: number, seed: number): HardNegative[] {
   const rnd = mulberry32(seed);
   const names = [...new Set(questions.flatMap((q) => entityCandidates(q).map((c) => c.word)))].sort();
-  const order = questions.map((q, i) => ({ q, r: rnd(), i })).sort((a, b) => a.r - b.r).map((x) => x.q);
+  const order = seededOrder(questions, rnd);
   const out: HardNegative[] = [];
   const count: Record<HardKind, number> = { swap: 0, entity: 0, number: 0, negation: 0, antonym: 0, unit: 0 };
   for (const q of order) {

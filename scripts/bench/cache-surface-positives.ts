@@ -12,7 +12,7 @@
  *
  * Deterministic: the edit made to a question depends only on the question text order and the seed.
  */
-import { mulberry32 } from "./data";
+import { mulberry32, seededOrder } from "./data";
 
 export const SURFACE_KINDS = ["case", "punct", "space", "typo"] as const;
 export type SurfaceKind = (typeof SURFACE_KINDS)[number];
@@ -102,7 +102,7 @@ function typoEdit(q: string, rnd: () => number): Edit {
 /** Surface positives of `questions`, at most `perKind` of each kind, one edit per question (kinds do not share sources). */
 export function makeSurfacePositives(questions: string[], perKind: number, seed: number): SurfacePositive[] {
   const rnd = mulberry32(seed);
-  const order = questions.map((q) => ({ q, r: rnd() })).sort((a, b) => a.r - b.r).map((x) => x.q);
+  const order = seededOrder(questions, rnd);
   const out: SurfacePositive[] = [];
   const count: Record<SurfaceKind, number> = { case: 0, punct: 0, space: 0, typo: 0 };
   let turn = 0;

@@ -22,6 +22,11 @@ export function mulberry32(a: number): () => number {
   };
 }
 
+/** `xs` in a random order drawn from `rnd` (one draw per element, in order), as a new array. */
+export function seededOrder<X>(xs: readonly X[], rnd: () => number): X[] {
+  return xs.map((x) => ({ x, r: rnd() })).sort((a, b) => a.r - b.r).map((e) => e.x);
+}
+
 export const SHARED_DATA = resolve(import.meta.dir, "../../../shared/data");
 
 export function dataDir(name: string, override?: string): string {
