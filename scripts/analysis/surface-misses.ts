@@ -41,7 +41,7 @@ for (const k of SURFACE_KINDS) {
 }
 
 // per variant: the share the surface match takes, and the hits at the shipped point as served (cosine >=
-// the floor) and with the proposed engine hunk (surface matches down to the model's surfaceMinCosine)
+// the floor) and with the surface floor the engine applies (surface matches of the nearest candidate down to the model's surfaceMinCosine)
 console.log(`\n## per variant (generated rows; rows below cosine 0.80 that are no surface match are not candidates)\n`);
 console.log(`| kind | variant | n | surface match | hit as served | hit with the surface floor (${m.surfaceMinCosine ?? "-"}) |`);
 console.log(`|---|---|---|---|---|---|`);

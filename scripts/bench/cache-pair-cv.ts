@@ -17,7 +17,8 @@
  * Besides the hard negatives each fold gets surface positives from its own questions (case, punctuation,
  * whitespace, one letter: cache-surface-positives.ts, label 1), reported per kind with a dev-mix recall
  * (0.8 x Quora + 0.05 x surface). A surface match (src/cache/verify/typo.ts) hits at cosine >= the floor, as
- * the engine serves it, or with --surface-min-cos C|choose down to that cosine (the proposed engine hunk).
+ * the engine judges candidates, or with --surface-min-cos C|choose down to that cosine (as the engine judges the
+ * nearest candidate's surface match below its point).
  */
 import { resolve } from "node:path";
 import { DEFAULT_EMB_FILE, clusterFolds, embedCached, loadOrEmbed } from "../cache-train-embed";
@@ -93,34 +94,34 @@ export async function loadData(K: number, perKind: number, logFn: (s: string) =>
   const { pairs, texts, index, dims, vecs } = set;
   const vec = (i: number) => vecs.subarray(i * dims, (i + 1) * dims);
   const foldOf = clusterFolds(set, K);
-  const hard: Array<{ fold: number; kind: HardKind; source: string; edited: string }> = [];
-  for (let f = 0; f < K; f++) {
-    const qs = texts.filter((_, i) => foldOf(i) === f);
-    for (const h of makeHardNegatives(qs, perKind, 2500 + f)) hard.push({ fold: f, ...h });
-  }
-  const he = await embedCached(hard.map((h) => h.edited), resolve(import.meta.dir, `../../data/cache-train-hardneg-emb${K === 5 && perKind === 400 ? "" : `-k${K}-${perKind}`}.bin`), log);
-  // surface positives (label 1) from the same fold's questions, embedded into a file of their own
-  const same: Array<{ fold: number; kind: PositiveKind; source: string; edited: string; how?: string }> = [];
-  for (let f = 0; f < K; f++) {
-    const qs = texts.filter((_, i) => foldOf(i) === f);
-    for (const h of makeSurfacePositives(qs, perKind, 3500 + f)) same.push({ fold: f, kind: h.kind, source: h.source, edited: h.edited, how: h.how });
-  }
-  if (frames > 0)
-    for (let f = 0; f < K; f++) for (const h of makeFrameRewordings(texts.filter((_, i) => foldOf(i) === f), frames, 4500 + f)) same.push({ fold: f, kind: "frame", source: h.source, edited: h.edited });
-  const se = await embedCached(same.map((h) => h.edited), resolve(import.meta.dir, `../../data/cache-train-surface-emb${K === 5 && perKind === 400 && !frames ? "" : `-k${K}-${perKind}${frames ? `-frames${frames}` : ""}`}.bin`), log);
+  // generated pairs: made per fold from that fold's own questions, embedded into a file of their own per generator
+  const perFold = <G,>(make: (qs: string[], f: number) => G[]): Array<G & { fold: number }> => {
+    const out: Array<G & { fold: number }> = [];
+    for (let f = 0; f < K; f++) for (const g of make(texts.filter((_, i) => foldOf(i) === f), f)) out.push({ fold: f, ...g });
+    return out;
+  };
+  const embedded = async (items: Array<{ source: string; edited: string }>, file: string) => {
+    const e = await embedCached(items.map((h) => h.edited), resolve(import.meta.dir, `../../data/${file}.bin`), log);
+    return (i: number) => {
+      const u = e.vecs.subarray(i * e.dims, (i + 1) * e.dims), v = vec(index.get(items[i]!.source)!);
+      return { u, v, cos: dot(u, v) };
+    };
+  };
+  const hard = perFold((qs, f) => makeHardNegatives(qs, perKind, 2500 + f));
+  const hardVec = await embedded(hard, `cache-train-hardneg-emb${K === 5 && perKind === 400 ? "" : `-k${K}-${perKind}`}`);
+  // surface positives (label 1), then the frame rewordings of the experiment
+  const same: Array<{ fold: number; kind: PositiveKind; source: string; edited: string; how?: string }> = [
+    ...perFold((qs, f) => makeSurfacePositives(qs, perKind, 3500 + f)),
+    ...(frames > 0 ? perFold((qs, f) => makeFrameRewordings(qs, frames, 4500 + f).map((h) => ({ kind: "frame" as const, source: h.source, edited: h.edited }))) : []),
+  ];
+  const sameVec = await embedded(same, `cache-train-surface-emb${K === 5 && perKind === 400 && !frames ? "" : `-k${K}-${perKind}${frames ? `-frames${frames}` : ""}`}`);
   const raw: Array<{ fold: number; kind: PairKind; label: 0 | 1; a: string; b: string; cos: number; u: Float32Array; v: Float32Array; how?: string }> = [];
   for (const p of pairs) {
     const ia = index.get(p.q2)!, ib = index.get(p.q1)!;
     raw.push({ fold: foldOf(ib), kind: "qqp", label: p.label as 0 | 1, a: p.q2, b: p.q1, cos: dot(vec(ia), vec(ib)), u: vec(ia), v: vec(ib) });
   }
-  hard.forEach((h, i) => {
-    const u = he.vecs.subarray(i * he.dims, (i + 1) * he.dims), v = vec(index.get(h.source)!);
-    raw.push({ fold: h.fold, kind: h.kind, label: 0, a: h.edited, b: h.source, cos: dot(u, v), u, v });
-  });
-  same.forEach((h, i) => {
-    const u = se.vecs.subarray(i * se.dims, (i + 1) * se.dims), v = vec(index.get(h.source)!);
-    raw.push({ fold: h.fold, kind: h.kind, label: 1, a: h.edited, b: h.source, cos: dot(u, v), u, v, how: h.how });
-  });
+  hard.forEach((h, i) => raw.push({ fold: h.fold, kind: h.kind, label: 0, a: h.edited, b: h.source, ...hardVec(i) }));
+  same.forEach((h, i) => raw.push({ fold: h.fold, kind: h.kind, label: 1, a: h.edited, b: h.source, ...sameVec(i), how: h.how }));
   const base = Array.from({ length: K }, emptyPairFigures);
   const rows: Row[] = [];
   for (const r of raw) {
@@ -231,11 +232,10 @@ export function logitOf(m: Logistic, x: Float64Array): number {
 
 export interface Point { minCos: number; threshold: number; recall: number }
 
-/** Figures of a set of folds at (minCos, threshold): surface-identical rows hit, vetoed rows miss, others by the model. */
 /**
- * The cosine at which a surface match hits: the floor (the engine judges a candidate only at cosine >= its
- * point, surface matches too), or with `surfaceMinCos` (what the engine would do if surface matches were
- * judged below the point, down to that cosine) the lower of the two.
+ * The cosine at which a surface match hits: the floor (candidates are judged at cosine >= the point), or with
+ * `surfaceMinCos` (the engine judges the nearest candidate's surface match below its point, down to that
+ * cosine) the lower of the two.
  */
 const surfaceFloor = (minCos: number, surfaceMinCos?: number) => (surfaceMinCos === undefined ? minCos : Math.min(minCos, surfaceMinCos));
 
@@ -257,6 +257,7 @@ export function chooseSurfaceMinCos(d: Data, folds: (f: number) => boolean): num
   return SURFACE_COS[SURFACE_COS.length - 1]!;
 }
 
+/** Figures of a set of folds at (minCos, threshold): surface matches hit at their floor, vetoed rows miss, others by the model. */
 export function figuresAt(d: Data, folds: (f: number) => boolean, score: Map<Row, number>, minCos: number, threshold: number, surfaceMinCos?: number): Figures {
   const f = emptyPairFigures();
   for (let k = 0; k < d.K; k++) if (folds(k)) addFigures(f, d.base[k]!, false);
@@ -316,7 +317,7 @@ export interface PairCvResult {
   hardWeight: number;
   /** training weight of the surface positives the model sees (0: none) */
   surfaceWeight: number;
-  /** surface matches hit down to this cosine (below the floor: the engine change this needs; "choose": chosen per fold), or at the floor when absent */
+  /** surface matches hit down to this cosine (below the floor, as the engine judges the nearest candidate; "choose": chosen per fold), or at the floor when absent */
   surfaceMinCos?: number | "choose";
   /** the bound on the Quora negatives' false-hit rate alone the points were chosen with (1 = none) */
   quoraFhr: number;
@@ -446,7 +447,7 @@ if (import.meta.main && arg("curve")) {
 if (import.meta.main) {
   // --quora-fhr 0.01: also bound the Quora negatives' false-hit rate alone (1: the issue's constraints only)
   // --surface-weight W: training weight of the surface positives the model sees (default PAIR_SURFACE_WEIGHT);
-  // --surface-min-cos C: surface matches hit down to cosine C (the engine change that needs), not only at the floor
+  // --surface-min-cos C: surface matches hit down to cosine C (as the engine judges the nearest candidate), not only at the floor
   const r = await crossValidatePairModel({ quoraFhr: arg("quora-fhr") ? Number(arg("quora-fhr")) : undefined, folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), surfaceWeight: arg("surface-weight") ? Number(arg("surface-weight")) : undefined, surfaceMinCos: surfaceMinCosArg(), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
   console.log(pairCvTable(r));
   if (arg("json")) await Bun.write(arg("json")!, JSON.stringify(r, null, 1));
