@@ -21,7 +21,7 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { benchToken, interleaved, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
+import { benchAdmin, benchToken, interleaved, median, startBenchUpstream, startTarget, waitReady, type Target } from "./harness";
 
 const { values, positionals } = parseArgs({
   options: { rounds: { type: "string", default: "5" }, n: { type: "string", default: "1000" }, gap: { type: "string", default: "0" }, credential: { type: "string", default: "tenant" } },
@@ -43,21 +43,8 @@ for (const t of Object.values(targets)) await waitReady(t.url);
 /** The credential of --credential on one gateway (a user or an API key is made through its admin API). */
 async function credentialOn(url: string): Promise<string> {
   if (values.credential === "tenant") return benchToken();
-  const admin = await benchToken({ sub: "bench-admin", permissions: ["WorkspaceAdmin"] });
-  const auth = { authorization: `Bearer ${admin}` };
-  const api = async (path: string, json: unknown) => {
-    const r = await fetch(url + path, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(json) });
-    if (r.status >= 300) throw new Error(`${url}${path}: ${r.status} ${await r.text()}`);
-    return (await r.json()) as any;
-  };
-  if (values.credential === "key") {
-    const team = await api("/api/v1/teams", { name: "no budget" });
-    return (await api("/api/v1/virtual-keys", { name: "bench", teamId: team.id })).key as string;
-  }
-  const user = await api("/api/v1/users", { email: "bench@example.com" });
-  const roles = (await fetch(`${url}/api/v1/roles?name=viewer`, { headers: auth }).then((r) => r.json())) as any;
-  await api(`/api/v1/users/${user.id}/roles`, { roleId: roles.roles[0].id });
-  return benchToken({ sub: `user:${user.id}` });
+  const admin = await benchAdmin(url);
+  return values.credential === "key" ? admin.teamKey("bench", { name: "no budget" }) : admin.userToken();
 }
 const headersOf: Record<string, Record<string, string>> = {};
 for (const [name, t] of Object.entries(targets)) headersOf[name] = { "content-type": "application/json", authorization: `Bearer ${await credentialOn(t.url)}` };

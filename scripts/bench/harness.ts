@@ -33,6 +33,34 @@ export async function benchToken(o: { tenantId?: string; sub?: string; permissio
   return new TokenService(BENCH_JWT_SECRET).sign({ tenantId: o.tenantId ?? "bench", sub: o.sub, permissions: o.permissions ?? [] });
 }
 
+/**
+ * A gateway's admin API as a workspace admin (tenant "bench"): what the identity benches make their
+ * credentials with — a user acting with the viewer role, and API keys of new teams.
+ */
+export async function benchAdmin(url: string) {
+  const auth = { authorization: `Bearer ${await benchToken({ sub: "bench-admin", permissions: ["WorkspaceAdmin"] })}` };
+  const post = async (path: string, json: unknown): Promise<any> => {
+    const r = await fetch(url + path, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(json) });
+    if (r.status >= 300) throw new Error(`${url}${path}: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  return {
+    post,
+    /** a token acting for a new user (sub user:<id>) who holds the viewer role */
+    async userToken(): Promise<string> {
+      const user = await post("/api/v1/users", { email: "bench@example.com" });
+      const roles = (await fetch(`${url}/api/v1/roles?name=viewer`, { headers: auth }).then((r) => r.json())) as any;
+      await post(`/api/v1/users/${user.id}/roles`, { roleId: roles.roles[0].id });
+      return benchToken({ sub: `user:${user.id}` });
+    },
+    /** an API key named `name` of a new team (`team`: the team's fields) */
+    async teamKey(name: string, team: Record<string, unknown>): Promise<string> {
+      const t = await post("/api/v1/teams", team);
+      return (await post("/api/v1/virtual-keys", { name, teamId: t.id })).key as string;
+    },
+  };
+}
+
 export async function freePort(): Promise<number> {
   const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   const p = s.port!;

@@ -14,7 +14,7 @@
  *   bun scripts/bench/identity-proxy.ts [--n 2000] [--rounds 5]
  */
 import { parseArgs } from "node:util";
-import { benchToken, startTarget, startBenchUpstream, median, interleaved } from "./harness";
+import { benchAdmin, benchToken, startTarget, startBenchUpstream, median, interleaved } from "./harness";
 
 const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "5" } } });
 const n = Number(values.n);
@@ -31,27 +31,13 @@ const gw = await startTarget({
   },
 });
 
-const sign = (sub: string, permissions: string[] = []) => benchToken({ sub, permissions });
-const admin = await sign("bench-admin", ["WorkspaceAdmin"]);
-const api = async (path: string, json: unknown) => {
-  const r = await fetch(gw.url + path, { method: "POST", headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" }, body: JSON.stringify(json) });
-  if (r.status >= 300) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as any;
-};
-const user = await api("/api/v1/users", { email: "bench@example.com" });
-const roles = await fetch(`${gw.url}/api/v1/roles?name=viewer`, { headers: { authorization: `Bearer ${admin}` } }).then((r) => r.json() as Promise<any>);
-await api(`/api/v1/users/${user.id}/roles`, { roleId: roles.roles[0].id });
-const plain = await api("/api/v1/teams", { name: "no budget" });
-const parent = await api("/api/v1/teams", { name: "org", maxBudgetCents: 1_000_000_000 });
-const child = await api("/api/v1/teams", { name: "team", parentTeamId: parent.id, maxBudgetCents: 1_000_000_000 });
-const keyPlain = await api("/api/v1/virtual-keys", { name: "plain", teamId: plain.id });
-const keyBudget = await api("/api/v1/virtual-keys", { name: "budget", teamId: child.id });
-
+const admin = await benchAdmin(gw.url);
+const parent = await admin.post("/api/v1/teams", { name: "org", maxBudgetCents: 1_000_000_000 });
 const credentials = {
-  tenant: await sign("bench"),
-  user: await sign(`user:${user.id}`),
-  key: keyPlain.key as string,
-  budget: keyBudget.key as string,
+  tenant: await benchToken({ sub: "bench" }),
+  user: await admin.userToken(),
+  key: await admin.teamKey("plain", { name: "no budget" }),
+  budget: await admin.teamKey("budget", { name: "team", parentTeamId: parent.id, maxBudgetCents: 1_000_000_000 }),
 };
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Say hello to the benchmark." }], max_tokens: 16 });
 
