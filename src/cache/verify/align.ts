@@ -231,6 +231,39 @@ function pieceBest(x: Int32Array, y: Int32Array, rows: Float32Array, D: number, 
   }
 }
 
+/**
+ * One side's weighted sums of its words' best matches (WS.sum, WS.total, WS.min), and what both sides share
+ * (the largest weighted mismatch, the counts below 0.3 / 0.5 / 0.7) added up across the two calls. Module
+ * state, like the buffers above: no allocation per pair.
+ */
+const WS = { sum: 0, total: 0, min: 1, deficit: 0, below3: 0, below5: 0, below7: 0 };
+function wordSide(side: Side, best: Float64Array): void {
+  let sum = 0, total = 0, min = 1;
+  for (let i = 0; i < side.content.length; i++) {
+    const w = side.content[i]!.weight, v = best[i]!;
+    (sum += w * v), (total += w);
+    if (v < min) min = v;
+    if (w * (1 - v) > WS.deficit) WS.deficit = w * (1 - v);
+    if (v < 0.3) WS.below3++;
+    if (v < 0.5) WS.below5++;
+    if (v < 0.7) WS.below7++;
+  }
+  (WS.sum = sum), (WS.total = total), (WS.min = min);
+}
+
+/** The same over a side's pieces, weighted by their rarity (PS.sum, PS.total; PS.worst and PS.deficit across both sides). */
+const PS = { sum: 0, total: 0, worst: 1, deficit: 0 };
+function pieceSide(pieces: ArrayLike<number>, weight: ArrayLike<number>, best: Float64Array): void {
+  let sum = 0, total = 0;
+  for (let i = 0; i < pieces.length; i++) {
+    const w = weight[pieces[i]!]!, v = best[i]!;
+    (sum += w * v), (total += w);
+    if (v < PS.worst) PS.worst = v;
+    if (w * (1 - v) > PS.deficit) PS.deficit = w * (1 - v);
+  }
+  (PS.sum = sum), (PS.total = total);
+}
+
 /** Writes the ALIGN_FEATURE_COUNT alignment features of sides a and b into out from offset k; returns the next offset. */
 export function alignFeatures(a: Side, b: Side, out: Float64Array, k: number): number {
   const tt = tokenTable();
@@ -240,25 +273,12 @@ export function alignFeatures(a: Side, b: Side, out: Float64Array, k: number): n
   buffers(Math.max(na, nb, sa.pieces.length, sb.pieces.length));
   wordBest(a, sa, b, sb, D, bestA);
   wordBest(b, sb, a, sa, D, bestB);
-  let sA = 0, tA = 0, sB = 0, tB = 0, minA = 1, minB = 1, deficit = 0, below3 = 0, below5 = 0, below7 = 0;
-  for (let i = 0; i < na; i++) {
-    const w = a.content[i]!.weight, v = bestA[i]!;
-    (sA += w * v), (tA += w);
-    if (v < minA) minA = v;
-    if (w * (1 - v) > deficit) deficit = w * (1 - v);
-    if (v < 0.3) below3++;
-    if (v < 0.5) below5++;
-    if (v < 0.7) below7++;
-  }
-  for (let j = 0; j < nb; j++) {
-    const w = b.content[j]!.weight, v = bestB[j]!;
-    (sB += w * v), (tB += w);
-    if (v < minB) minB = v;
-    if (w * (1 - v) > deficit) deficit = w * (1 - v);
-    if (v < 0.3) below3++;
-    if (v < 0.5) below5++;
-    if (v < 0.7) below7++;
-  }
+  WS.deficit = WS.below3 = WS.below5 = WS.below7 = 0;
+  wordSide(a, bestA);
+  const sA = WS.sum, tA = WS.total, minA = WS.min;
+  wordSide(b, bestB);
+  const sB = WS.sum, tB = WS.total, minB = WS.min;
+  const { deficit, below3, below5, below7 } = WS;
   const P = tA > 0 ? sA / tA : 1, R = tB > 0 ? sB / tB : 1;
   out[k++] = P;
   out[k++] = R;
@@ -271,19 +291,13 @@ export function alignFeatures(a: Side, b: Side, out: Float64Array, k: number): n
   out[k++] = below7;
   pieceBest(sa.pieces, sb.pieces, tt.rows, D, bestA);
   pieceBest(sb.pieces, sa.pieces, tt.rows, D, bestB);
-  let pa = 0, qa = 0, pb = 0, qb = 0, worst = 1, pdef = 0;
-  for (let i = 0; i < sa.pieces.length; i++) {
-    const w = tt.weight[sa.pieces[i]!]!, v = bestA[i]!;
-    (pa += w * v), (qa += w);
-    if (v < worst) worst = v;
-    if (w * (1 - v) > pdef) pdef = w * (1 - v);
-  }
-  for (let j = 0; j < sb.pieces.length; j++) {
-    const w = tt.weight[sb.pieces[j]!]!, v = bestB[j]!;
-    (pb += w * v), (qb += w);
-    if (v < worst) worst = v;
-    if (w * (1 - v) > pdef) pdef = w * (1 - v);
-  }
+  PS.worst = 1;
+  PS.deficit = 0;
+  pieceSide(sa.pieces, tt.weight, bestA);
+  const pa = PS.sum, qa = PS.total;
+  pieceSide(sb.pieces, tt.weight, bestB);
+  const pb = PS.sum, qb = PS.total;
+  const { worst, deficit: pdef } = PS;
   const pP = qa > 0 ? pa / qa : 1, pR = qb > 0 ? pb / qb : 1;
   out[k++] = pP;
   out[k++] = pR;
