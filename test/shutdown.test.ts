@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { TEST_JWT_SECRET } from "./helpers/gateway";
+import { listeningUrl } from "./helpers/listening";
 import { ROOT } from "../scripts/bench/harness";
 import { TokenService } from "../src/core/auth";
 
@@ -90,26 +91,7 @@ describe("graceful shutdown (SIGTERM)", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    // read stdout up to the listening line (the rest keeps draining, so the child never blocks on a full pipe)
-    const reader = proc.stdout.getReader();
-    const decoder = new TextDecoder();
-    let buffered = "";
-    let url: string | undefined;
-    const deadline = setTimeout(() => proc.kill("SIGKILL"), 45_000);
-    try {
-      while (!url) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buffered += decoder.decode(value, { stream: true });
-        const line = buffered.split("\n").find((l) => l.includes('"svc listening"'));
-        if (line) url = (JSON.parse(line) as { url: string }).url;
-      }
-    } finally {
-      clearTimeout(deadline);
-    }
-    void (async () => {
-      while (!(await reader.read()).done);
-    })().catch(() => {});
+    const url = await listeningUrl(proc);
     if (!url) {
       await proc.exited;
       console.error(await new Response(proc.stderr).text());

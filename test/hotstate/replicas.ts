@@ -8,7 +8,8 @@ import type { Subprocess } from "bun";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { listeningUrl } from "../helpers/listening";
 import { TokenService } from "../../src/core/auth";
 import { postgresEnv } from "../helpers/pg-gateway";
 import { dropSchema } from "../helpers/postgres";
@@ -20,7 +21,7 @@ export const SECRET = "hotstate-test-secret-hotstate-test-secret";
 export interface Replica {
   name: string;
   url: string;
-  proc: Subprocess<"ignore", "ignore", "pipe">;
+  proc: Subprocess<"ignore", "pipe", "pipe">;
 }
 
 export interface Cluster {
@@ -34,16 +35,18 @@ export interface Cluster {
 
 const cleanEnv = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SVC_")));
 
+/** One replica on a port it chooses (test/helpers/listening.ts), healthy and connected to Redis. */
 async function spawn(name: string, env: Record<string, string>): Promise<Replica> {
-  const port = await freePort();
   const proc = Bun.spawn([BUN, MAIN], {
     cwd: ROOT,
-    env: { ...cleanEnv(), ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
-    stdout: "ignore",
+    env: { ...cleanEnv(), ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0" },
+    stdout: "pipe",
     stderr: "pipe",
   });
-  const url = `http://127.0.0.1:${port}`;
+  let url = "";
   try {
+    url = (await listeningUrl(proc, 60_000)) ?? "";
+    if (!url) throw new Error(`exited with ${await proc.exited} before it listened`);
     await waitHealthy(url, proc, 60_000);
     // Redis is connected after start-up, not before it: ready once /ready's redis check holds
     await until(`replica ${name} connected to redis`, async () => ((await (await fetch(`${url}/ready`)).json()) as any).checks?.redis === true, 30_000);

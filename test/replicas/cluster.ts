@@ -9,9 +9,10 @@ import type { Subprocess } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { waitHealthy, ROOT } from "../../scripts/bench/harness";
 import { TokenService } from "../../src/core/auth";
 import { TEST_SSO_SECRET_KEY } from "../helpers/pg-gateway";
+import { listeningUrlIn } from "../helpers/listening";
 
 const BUN = process.execPath;
 const MAIN = join(ROOT, "src/main.ts");
@@ -23,7 +24,10 @@ export const token = (tenantId: string, permissions: string[], sub?: string): Pr
 
 export interface Replica {
   name: string;
+  /** its base URL, known once it listens (`listening`); "" before, and for one that exited first */
   url: string;
+  /** resolves once the replica logged "svc listening" (url set) or exited without listening */
+  listening: Promise<void>;
   proc: Subprocess<"ignore", "pipe", "pipe">;
   /** what the process wrote so far: its log (stdout) and stderr, as they arrived */
   output(): string;
@@ -64,19 +68,21 @@ export function replicaEnv(db: { url: string; schema?: string }, upstreamUrl?: s
 
 /**
  * Spawn one replica (it is not awaited: see waitStarted / waitReady). `env` is its whole SVC_*
- * configuration (replicaEnv + extras); host, port and storage path are added here.
+ * configuration (replicaEnv + extras); host, storage path and port 0 are added here (the replica
+ * chooses its port: test/helpers/listening.ts).
  */
 export async function spawnReplica(name: string, env: Record<string, string>): Promise<Replica> {
-  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), `svc-replica-${name}-`));
   const proc = Bun.spawn([BUN, "--max-http-header-size=262144", MAIN], {
     cwd: ROOT,
-    env: { ...cleanEnv(), ...env, SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
+    env: { ...cleanEnv(), ...env, SVC_STORAGE__PATH: join(dir, "svc.db"), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0" },
     stdout: "pipe",
     stderr: "pipe",
   });
   let out = "";
   let err = "";
+  let listened: () => void = () => {};
+  const listening = new Promise<void>((resolve) => (listened = resolve));
   // drain both pipes continuously: a full pipe would block the process
   const drain = async (stream: ReadableStream<Uint8Array>, isErr: boolean) => {
     const dec = new TextDecoder();
@@ -84,16 +90,25 @@ export async function spawnReplica(name: string, env: Record<string, string>): P
       const text = dec.decode(chunk, { stream: true });
       out += text;
       if (isErr) err += text;
+      else if (!replica.url) {
+        const url = listeningUrlIn(out);
+        if (url) {
+          replica.url = url;
+          listened();
+        }
+      }
     }
   };
   const drained = Promise.all([drain(proc.stdout, false), drain(proc.stderr, true)]).catch(() => {});
   const exited = proc.exited.then(async (code) => {
     await drained;
+    listened();
     return code;
   });
-  return {
+  const replica: Replica = {
     name,
-    url: `http://127.0.0.1:${port}`,
+    url: "",
+    listening,
     proc,
     output: () => out,
     stderr: () => err,
@@ -106,11 +121,13 @@ export async function spawnReplica(name: string, env: Record<string, string>): P
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return replica;
 }
 
 /** GET /health answers 200 (the process listens); throws with its output if it exited first */
 export async function waitStarted(r: Replica, timeoutMs = 60_000): Promise<void> {
   try {
+    await listenedWithin(r, timeoutMs);
     await waitHealthy(r.url, r.proc, timeoutMs);
   } catch (e) {
     throw new Error(`replica ${r.name} did not start: ${e}\n${r.output().slice(-3000)}`);
@@ -121,6 +138,7 @@ export async function waitStarted(r: Replica, timeoutMs = 60_000): Promise<void>
 export async function waitReady(r: Replica, timeoutMs = 60_000): Promise<void> {
   let last = "";
   try {
+    await listenedWithin(r, timeoutMs);
     await until(
       `replica ${r.name} ready`,
       async () => {
@@ -135,6 +153,18 @@ export async function waitReady(r: Replica, timeoutMs = 60_000): Promise<void> {
   } catch (e) {
     throw new Error(`${e} (last /ready: ${last})\n${r.output().slice(-3000)}`);
   }
+}
+
+/** `r.listening` within the deadline; throws if the replica exited without listening */
+async function listenedWithin(r: Replica, timeoutMs: number): Promise<void> {
+  let timer: Timer | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`replica ${r.name} did not listen within ${timeoutMs} ms`)), timeoutMs)));
+  try {
+    await Promise.race([r.listening, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!r.url) throw new Error(`replica ${r.name} exited with ${r.proc.exitCode} before listening`);
 }
 
 /** Start `n` replicas at once on one database; resolves when all are ready. */
