@@ -26,7 +26,7 @@
 import type { CacheKeyInput, CachedPayload, LookupResult, CacheStats } from "./types";
 import { CacheEngineBase, stateOf, type LookupState } from "./engine-lookup";
 import { loadTokenTable } from "./verify/align";
-import { deriveKeys, exactKeyOf } from "./partition";
+import { deriveKeys, flightKeyOf } from "./partition";
 import { recentPartitions } from "./store";
 import type { FeedbackStats } from "./feedback";
 
@@ -149,8 +149,10 @@ export class SemanticCacheEngine extends CacheEngineBase {
   singleFlight<T>(input: CacheKeyInput, fn: () => Promise<T>, miss?: LookupResult, replay?: (p: CachedPayload) => T): Promise<T> {
     const known = stateOf(miss)?.keys;
     const sync = this.sync;
-    // a disabled cache (or no other replica to wait for) needs only the exact key: one hash, not deriveKeys' two
-    if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(`${input.tenantId}\u0000${known?.exactKey ?? exactKeyOf(input)}`, fn);
+    // a disabled cache (or no other replica to wait for) needs only a key of this process's flights: the lookup's exact
+    // key when there was a lookup, else the request's fields as they came (no canonical form, no hash: a disabled cache
+    // keys nothing else by it)
+    if (!sync || !replay || !this.o.settings.enabled) return this.flights.run(known ? `${input.tenantId}\u0000${known.exactKey}` : `${input.tenantId}\u0001${flightKeyOf(input)}`, fn);
     const keys = known ?? deriveKeys(input, this.emb.id);
     const t = input.tenantId;
     const fromEntry = async () => {

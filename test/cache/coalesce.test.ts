@@ -68,3 +68,40 @@ describe("single flight through the proxy", () => {
     expect(calls).toBe(2);
   });
 });
+
+describe("single flight with the cache disabled", () => {
+  test("byte-identical concurrent requests share one upstream call; any difference in what is asked makes its own", async () => {
+    const off = await startGateway({ providers: { openai: { base_url: `http://127.0.0.1:${upstream.port}`, api_key: "sk-up" } }, cache: { enabled: false } });
+    try {
+      const flights = (off.ctx.cache as any).flights as { coalesced: number };
+      const c = new OpenAI({ apiKey: await off.token("tenant-off"), baseURL: `${off.url}/v1`, maxRetries: 0 });
+      const other = new OpenAI({ apiKey: await off.token("tenant-off-2"), baseURL: `${off.url}/v1`, maxRetries: 0 });
+      const ask = (content: string, extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user" as const, content }], ...extra });
+      const q = "Which river flows through Vienna?";
+      const start = calls;
+      const before = flights.coalesced;
+      const same = Array.from({ length: 3 }, () => c.chat.completions.create(ask(q)).withResponse());
+      await until(() => calls - start === 1 && flights.coalesced - before === 2);
+      // each of these differs from the three in one thing that can change the answer: each is its own call
+      const differing = [
+        c.chat.completions.create(ask(q, { temperature: 0.9 })),
+        c.chat.completions.create(ask(q, { model: "gpt-4o" })),
+        c.chat.completions.create(ask(`${q} `)),
+        c.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "system", content: "Answer in French." }, { role: "user", content: q }] }),
+        c.chat.completions.create(ask(q), { headers: { "x-svc-cache-namespace": "other-ns" } }),
+        other.chat.completions.create(ask(q)),
+      ];
+      await until(() => calls - start === 7);
+      expect(flights.coalesced - before).toBe(2);
+      for (const r of held.splice(0)) r();
+      const got = await Promise.all(same);
+      expect(new Set(got.map((g) => g.data.choices[0]!.message.content)).size).toBe(1);
+      expect(got.map((g) => g.response.headers.get("x-cache-status"))).toEqual(["MISS", "MISS", "MISS"]);
+      const answers = (await Promise.all(differing)).map((d) => d.choices[0]!.message.content);
+      expect(new Set([...answers, got[0]!.data.choices[0]!.message.content]).size).toBe(7);
+    } finally {
+      for (const r of held.splice(0)) r();
+      await off.stop();
+    }
+  });
+});
