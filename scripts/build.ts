@@ -136,7 +136,7 @@ export const embedRuntimeFiles: BunPlugin = {
 };
 
 /** Extra entry points that the app starts as Workers by relative URL (they must be bundled too). */
-const WORKER_ENTRIES = ["src/embedding/local-worker.ts"];
+const WORKER_ENTRIES = ["src/embedding/local-worker.ts", "src/storage/sqlite-writer.ts"];
 
 export async function buildBinary(opts: { entry?: string; outfile?: string; bytecode?: boolean } = {}): Promise<string> {
   const entry = resolve(ROOT, opts.entry ?? "src/main.ts");

@@ -59,6 +59,14 @@ export interface Backend extends AsyncSql {
   /** resolves when the database answers, rejects with StorageUnavailableError otherwise */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** see AsyncStorage.writeBatch (a backend without another thread to run it on: fn in a transaction, over writeOnly handles) */
+  writeBatch(fn: (w: BatchWriter) => Promise<void>): Promise<void>;
+}
+
+/** The handles of a write batch (AsyncStorage.writeBatch): statements only, no reads. */
+export interface BatchWriter {
+  tenant(tenantId: string): AsyncTenantDb;
+  global(reason: string): AsyncSql;
 }
 
 export class AsyncTenantDb implements AsyncSql {
@@ -108,6 +116,15 @@ export interface AsyncStorage {
   global(reason: string): AsyncSql;
   /** fn in one transaction spanning every handle used inside it */
   tx<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * A write-only batch (the write-behinds' rows): the statements fn runs through `w`'s handles are
+   * committed as one transaction, every one or none, and the promise resolves once they are. They
+   * may run on another connection and thread (a SQLite file: the writer thread, sqlite-writer.ts),
+   * so fn may only `run` (get, all and tx reject), every `run` reports 0 changes, and parameters are
+   * strings, numbers, booleans or null (anything else runs the batch on this thread). Inside an open
+   * transaction of this storage the batch joins it.
+   */
+  writeBatch(fn: (w: BatchWriter) => Promise<void>): Promise<void>;
   migrate(sets: readonly MigrationSet[]): Promise<void>;
   pendingMigrations(): Promise<string[]>;
   ping(): Promise<void>;
@@ -121,12 +138,14 @@ export function asyncStorageOver(backend: Backend): AsyncStorage {
     run: (s, p) => backend.run(s, p),
     tx: (fn) => backend.tx(fn),
   };
+  const tenant = (tenantId: string) => new AsyncTenantDb(backend, tenantId);
   return {
     dialect: backend.dialect,
     description: backend.description,
-    tenant: (tenantId) => new AsyncTenantDb(backend, tenantId),
+    tenant,
     global: () => global,
     tx: (fn) => backend.tx(fn),
+    writeBatch: (fn) => backend.writeBatch(fn),
     migrate: (sets) => backend.migrate(sets),
     pendingMigrations: () => backend.pendingMigrations(),
     ping: () => backend.ping(),

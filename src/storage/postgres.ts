@@ -20,7 +20,8 @@ import { postgresDialect } from "./dialect";
 import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
 import { knownIds, orderedPostgresMigrations, type MigrationSet, type MigrationSql } from "./migrations";
 import { toPositional } from "./named-params";
-import { txOf, withTx, type Backend, type Changes, type Params } from "./async";
+import { txOf, withTx, type Backend, type BatchWriter, type Changes, type Params } from "./async";
+import { writeOnly } from "./write-batch";
 
 export interface PostgresOptions {
   /** postgres://user:password@host:port/database[?sslmode=…] */
@@ -241,6 +242,12 @@ export class PostgresBackend implements Backend {
   async run(sql: string, params?: Params): Promise<Changes> {
     const r = await this.query<unknown>(sql, params);
     return { changes: r.affectedRows ?? 0 };
+  }
+
+  private here: BatchWriter | undefined;
+  /** a write batch (AsyncStorage.writeBatch): one transaction on a pooled connection; the network round trips already leave the request thread free */
+  writeBatch(fn: (w: BatchWriter) => Promise<void>): Promise<void> {
+    return this.tx(() => fn((this.here ??= writeOnly(this))));
   }
 
   async tx<T>(fn: () => Promise<T>): Promise<T> {

@@ -17,7 +17,9 @@ import type { Db, Params } from "./db";
 import { sqliteDialect } from "./dialect";
 import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
 import { knownIds, orderedMigrations, type MigrationSet } from "./migrations";
-import { txOf, withTx, type Backend, type Changes } from "./async";
+import { txOf, withTx, type Backend, type BatchWriter, type Changes } from "./async";
+import { WriterThread, type WriterThreadOptions } from "./sqlite-writer-client";
+import { BatchRecorder, writeOnly } from "./write-batch";
 
 interface Open {
   /** resolves when the transaction has ended */
@@ -63,13 +65,54 @@ export class SqliteBackend implements Backend {
   private savepoints = 0;
   private known = new Set<string>();
 
-  /** @param owned close() closes the Db (false: the caller opened it and closes it) */
+  /** the write batches' thread (a database file; none for ":memory:" or when turned off) */
+  private readonly writer: WriterThread | undefined;
+  /** write batches begun and not yet committed (close waits for them) */
+  private readonly batches = new Set<Promise<void>>();
+  /** the handles of a write batch run on this connection */
+  private readonly here: BatchWriter;
+
+  /**
+   * @param owned close() closes the Db (false: the caller opened it and closes it)
+   * @param writerThread write batches (the write-behinds' rows) run on a writer thread with its own connection (default: on for a file)
+   */
   constructor(
     readonly db: Db,
     private readonly owned = true,
+    writerThread: boolean | WriterThreadOptions = true,
   ) {
     this.description = `sqlite ${db.path}`;
     this.gate = gateOf(db.path);
+    const file = db.path !== ":memory:" && db.path !== "";
+    this.writer = file && writerThread !== false ? new WriterThread(resolve(db.path), writerThread === true ? {} : writerThread) : undefined;
+    this.here = writeOnly(this);
+  }
+
+  /**
+   * A write-only batch (AsyncStorage.writeBatch) on the writer thread: recorded here (no SQLite
+   * work on this thread), committed there. Inside an open transaction of this flow, or without a
+   * writer thread, it runs here (in that transaction); so does a batch whose parameters cannot
+   * travel as JSON.
+   */
+  writeBatch(fn: (w: BatchWriter) => Promise<void>): Promise<void> {
+    if (!this.writer || txOf(this.gate)) return this.tx(() => fn(this.here));
+    // close() waits for it, from its first statement on
+    const done = this.recordAndWrite(this.writer, fn);
+    this.batches.add(done);
+    const forget = () => void this.batches.delete(done);
+    done.then(forget, forget);
+    return done;
+  }
+
+  private async recordAndWrite(writer: WriterThread, fn: (w: BatchWriter) => Promise<void>): Promise<void> {
+    const batch = new BatchRecorder(this.dialect);
+    await fn(batch.writer);
+    if (batch.empty) return;
+    const text = batch.text();
+    if (text !== undefined) return writer.write(text);
+    await this.tx(async () => {
+      for (const [sql, params] of batch.local()) await this.run(sql, params);
+    });
   }
 
   /** true when the caller must wait: a transaction of another flow is open */
@@ -178,6 +221,8 @@ export class SqliteBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    while (this.batches.size > 0) await Promise.allSettled([...this.batches]);
+    await this.writer?.close();
     while (this.blocked()) await this.gate.open!.done;
     if (this.owned) this.db.close();
   }

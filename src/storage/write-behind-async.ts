@@ -14,7 +14,7 @@ import type { AsyncStorage, AsyncTenantDb } from "./async";
 import { StorageUnavailableError } from "./errors";
 
 export interface AsyncWriteBehindOptions<T> {
-  /** writes one tenant's rows, in queue order, inside the batch's transaction */
+  /** writes one tenant's rows, in queue order, inside the batch's transaction: statements only (`run`), no reads (storage/async.ts writeBatch) */
   write(db: AsyncTenantDb, rows: T[]): Promise<void>;
   flushMs: number;
   max: number;
@@ -93,9 +93,10 @@ export class AsyncWriteBehind<T> {
 
   private async write(batch: Map<string, T[]>): Promise<void> {
     try {
-      await this.storage.tx(async () => {
+      // a write-only batch: on SQLite it commits on the writer thread, not this one (storage/async.ts writeBatch)
+      await this.storage.writeBatch(async (w) => {
         // tenants in one order in every batch of every replica: writers of the same tenants wait for each other instead of deadlocking
-        for (const tenant of [...batch.keys()].sort()) await this.opts.write(this.storage.tenant(tenant), batch.get(tenant)!);
+        for (const tenant of [...batch.keys()].sort()) await this.opts.write(w.tenant(tenant), batch.get(tenant)!);
       });
     } catch (e) {
       let lost = 0;
