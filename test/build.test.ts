@@ -130,6 +130,8 @@ describe("dist/svc copied alone", () => {
       expect(out.typo).toBe("surface-typo");
       expect(out.realWordSwap).toBeNull();
       expect(out.knownWord).toBe(true);
+      // the SQLite writer thread's entry is in the binary: a write batch is committed by its own connection
+      expect(out.writerThread).toBe(true);
       // and the embedding adapter's (a JSON import): it changes the pair's cosine
       expect(out.adapter).toMatch(/^local:use-lite-512\+adapter-[0-9a-f]{12}$/);
       expect(out.adaptedSimilarity).toBeGreaterThan(0.5);

@@ -91,11 +91,11 @@ export class SqliteBackend implements Backend {
   /**
    * A write-only batch (AsyncStorage.writeBatch) on the writer thread: recorded here (no SQLite
    * work on this thread), committed there. Inside an open transaction of this flow, or without a
-   * writer thread, it runs here (in that transaction); so does a batch whose parameters cannot
-   * travel as JSON.
+   * writer thread (or one that could not start), it runs here (in that transaction); so does a
+   * batch whose parameters cannot travel as JSON.
    */
   writeBatch(fn: (w: BatchWriter) => Promise<void>): Promise<void> {
-    if (!this.writer || txOf(this.gate)) return this.tx(() => fn(this.here));
+    if (!this.writer || this.writer.broken || txOf(this.gate)) return this.tx(() => fn(this.here));
     // close() waits for it, from its first statement on
     const done = this.recordAndWrite(this.writer, fn);
     this.batches.add(done);

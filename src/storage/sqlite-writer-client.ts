@@ -36,6 +36,8 @@ export interface WriterThreadOptions {
   busyTimeoutMs?: number;
   /** a batch without an answer within this fails (StorageUnavailableError) and the thread is replaced */
   callTimeoutMs?: number;
+  /** the thread's entry (tests: one that cannot start); default sqlite-writer.ts */
+  entry?: string;
 }
 
 export class WriterThread {
@@ -45,6 +47,13 @@ export class WriterThread {
   /** the promises of the batches in flight (close waits for them) */
   private readonly flights = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
+  /** whether the current thread has answered a batch */
+  private answered = false;
+  /**
+   * set when a thread ended before answering any batch (it cannot start: e.g. a build without its
+   * entry): the backend then runs batches on the request thread, as before the writer thread existed
+   */
+  broken = false;
 
   constructor(
     private readonly path: string,
@@ -97,7 +106,8 @@ export class WriterThread {
   }
 
   private spawn(): Worker {
-    const w = new Worker(new URL("./sqlite-writer.ts", import.meta.url).href);
+    const w = new Worker(this.opts.entry ?? new URL("./sqlite-writer.ts", import.meta.url).href);
+    this.answered = false;
     w.onmessage = (ev: MessageEvent) => this.onMessage(ev.data);
     w.onerror = (ev: ErrorEvent) => this.fail(`crashed: ${ev.message ?? "unknown error"}`);
     w.addEventListener("close", () => {
@@ -115,6 +125,7 @@ export class WriterThread {
     this.pending.delete(msg.id!);
     clearTimeout(p.timer);
     if (this.pending.size === 0) this.worker?.unref();
+    this.answered = true;
     if (msg.type === "done") p.resolve();
     else p.reject(writerError(msg.code, msg.message ?? "unknown error"));
   }
@@ -124,6 +135,7 @@ export class WriterThread {
     const w = this.worker;
     this.worker = null;
     w?.terminate();
+    if (w && !this.answered) this.broken = true;
     const err = new StorageUnavailableError(`sqlite writer thread ${why}`, 1);
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);

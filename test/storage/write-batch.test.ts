@@ -143,6 +143,20 @@ describe("sqlite file: the writer thread", () => {
     expect(db.all<{ id: string }>("SELECT id FROM batch_rows WHERE tenant_id = 't4' ORDER BY id").map((r) => r.id)).toContain("c");
   });
 
+  test("a writer thread that cannot start: its batch fails as unavailable (queued again), later batches run on this connection", async () => {
+    const own = new SqliteBackend(db, false, { entry: new URL("../fixtures/broken-writer.ts", import.meta.url).href });
+    const storage = asyncStorageOver(own);
+    try {
+      await expect(storage.writeBatch((w) => w.tenant("t6").run(INSERT, { id: "first", n: 1 }).then(() => {}))).rejects.toBeInstanceOf(StorageUnavailableError);
+      const v0 = dataVersion();
+      await storage.writeBatch((w) => w.tenant("t6").run(INSERT, { id: "second", n: 2 }).then(() => {}));
+      expect(dataVersion()).toBe(v0); // committed on this connection
+      expect(count("t6")).toBe(1);
+    } finally {
+      await storage.close();
+    }
+  });
+
   test("close waits for the batches in flight, then stops the thread; later batches are refused as unavailable", async () => {
     const own = new SqliteBackend(db, false);
     const storage = asyncStorageOver(own);
