@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync, copyFileSync, chmodSync, mkdirSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBinary } from "../scripts/build";
-import { freePort, waitHealthy, ROOT } from "../scripts/bench/harness";
+import { ROOT } from "../scripts/bench/harness";
+import { listening } from "./helpers/listening";
 import { TokenService } from "../src/core/auth";
 import { vocabularySize, wordWeight } from "../src/cache/verify/index";
 import { PROBE_WORDS } from "./fixtures/build-probe";
@@ -78,16 +79,17 @@ describe("dist/svc copied alone", () => {
     expect(badCfg.code).toBe(78);
     expect(badCfg.stderr).toContain("SVC_SERVER__PORT");
 
-    const port = await freePort();
+    // port 0: the binary binds a port of its own and names it in its "svc listening" line (stdout)
     const proc = Bun.spawn(isolated("./svc"), {
       cwd: runDir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port) },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0" },
       stdout: "pipe",
       stderr: "pipe",
     });
-    const url = `http://127.0.0.1:${port}`;
     try {
-      await waitHealthy(url, proc, 30_000);
+      const url = (await listening(proc, 30_000)).url;
+      if (!url) throw new Error(`dist/svc exited (${await proc.exited}) before it listened: ${await new Response(proc.stderr).text()}`);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/); // the port it bound, not 0
       const h = await fetch(`${url}/health`);
       expect(h.status).toBe(200);
       expect(await h.json()).toEqual({ status: "ok" });

@@ -23,7 +23,8 @@ import type { Subprocess } from "bun";
 import { startGateway, type TestGateway } from "./helpers/gateway";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream/server";
 import { startFakeMcpServer, type FakeMcpServer } from "./mcp/fake-server";
-import { freePort, waitHealthy, ROOT } from "../scripts/bench/harness";
+import { waitHealthy, ROOT } from "../scripts/bench/harness";
+import { listening } from "./helpers/listening";
 
 export const GUIDES = ["proxies-and-cache.md", "prompts-and-chains.md", "memory.md", "mcp.md", "identity.md", "operations.md"];
 
@@ -192,29 +193,19 @@ describe("npm start, then the README's credential line", () => {
   const env = () => ({ ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SVC_") && !k.startsWith("npm_"))), PATH: path, SVC_STORAGE__PATH: join(dir, "svc.db") });
 
   beforeAll(async () => {
-    const port = await freePort();
     proc = Bun.spawn(["npm", "start"], {
       cwd: ROOT,
-      env: { ...env(), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port), SVC_SERVER__REQUEST_LOG: "false" },
+      // port 0: the server binds a port of its own and names it in its "svc listening" line (npm's stdout)
+      env: { ...env(), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0", SVC_SERVER__REQUEST_LOG: "false" },
       stdout: "pipe",
       stderr: "pipe",
     });
-    url = `http://127.0.0.1:${port}`;
+    // the start-up log up to the end of its "next steps" line (npm's own banner lines are not JSON)
+    const started = await listening(proc, 60_000, (log) => /"msg":"next steps".*\n/.test(log));
+    if (!started.url) throw new Error(`npm start exited (${await proc.exited}) before it listened: ${await new Response(proc.stderr).text()}`);
+    url = started.url;
     await waitHealthy(url, proc, 60_000);
-    const reader = proc.stdout.getReader();
-    let buf = "";
-    while (!lines.some((l) => l.msg === "next steps")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += new TextDecoder().decode(value);
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.startsWith("{")) lines.push(JSON.parse(line));
-      }
-    }
-    reader.releaseLock();
+    for (const line of started.log().split("\n").slice(0, -1)) if (line.startsWith("{")) lines.push(JSON.parse(line));
   }, 90_000);
   afterAll(async () => {
     proc?.kill("SIGTERM");

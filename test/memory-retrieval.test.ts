@@ -15,6 +15,7 @@ import { afterAll, expect, test, beforeAll } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Retriever, type Hit, type RankMode } from "../src/memory/search";
+import { milestoneEmbedText } from "../src/memory/service";
 import type { MemoryServices } from "../src/memory";
 import { eachBackend, SETUP_TIMEOUT } from "./storage/backends";
 import { memoryOver, releaseEmbedder, sharedEmbedder } from "./memory/backends";
@@ -50,6 +51,9 @@ eachBackend("memory-retrieval", (backend) => {
 
   beforeAll(async () => {
     m = await memoryOver(await backend.open());
+    // the texts storeMilestone embeds, in one call to the shared embedder first (it keeps each vector
+    // for the file): ~15% less model time than one call per milestone, the same vectors
+    await sharedEmbedder().embed(milestones.map(milestoneEmbedText));
     await m.memory.createProject(tenant, { projectId: "p", name: "P", roadmap: "" });
     for (const x of milestones) await m.memory.storeMilestone(tenant, "p", { branchPurpose: x.branchPurpose, cumulativeProgress: x.cumulativeProgress, thisContribution: x.thisContribution, agentId: x.agentId });
     // a milestone the issue saw ranked first for a question about logins

@@ -11,7 +11,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { freePort, waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { waitHealthy, ROOT } from "../../scripts/bench/harness";
+import { listening } from "../helpers/listening";
 import pkg from "../../package.json";
 
 const BUN = process.execPath;
@@ -32,29 +33,20 @@ describe("data directory and CLI from another directory", () => {
   const lines: any[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
     proc = Bun.spawn([BUN, MAIN], {
       cwd: a,
-      env: { ...cleanEnv(), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: String(port), SVC_SERVER__REQUEST_LOG: "false", SVC_PROVIDERS__OPENAI__BASE_URL: "http://127.0.0.1:9911/v1" },
+      // port 0: the server binds a port of its own and names it in its "svc listening" line
+      env: { ...cleanEnv(), SVC_SERVER__HOST: "127.0.0.1", SVC_SERVER__PORT: "0", SVC_SERVER__REQUEST_LOG: "false", SVC_PROVIDERS__OPENAI__BASE_URL: "http://127.0.0.1:9911/v1" },
       stdout: "pipe",
       stderr: "pipe",
     });
-    url = `http://127.0.0.1:${port}`;
+    // the start-up log lines (JSON, stdout) up to the end of the upstreams line
+    const started = await listening(proc, 45_000, (log) => /"msg":"upstreams".*\n/.test(log));
+    if (!started.url) throw new Error(`svc exited (${await proc.exited}) before it listened: ${await new Response(proc.stderr).text()}`);
+    url = started.url;
     await waitHealthy(url, proc);
-    // read the start-up log lines (JSON, stdout) until the upstreams line
-    const reader = proc.stdout.getReader();
-    let buf = "";
-    while (!lines.some((l) => l.msg === "upstreams")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += new TextDecoder().decode(value);
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        lines.push(JSON.parse(buf.slice(0, nl)));
-        buf = buf.slice(nl + 1);
-      }
-    }
-    reader.releaseLock();
+    const log = started.log();
+    lines.push(...log.split("\n").slice(0, -1).map((l) => JSON.parse(l))); // whole lines only
   }, 60_000);
   afterAll(async () => {
     proc.kill("SIGTERM");
