@@ -106,7 +106,8 @@ export class WriterThread {
   }
 
   private spawn(): Worker {
-    const w = new Worker(this.opts.entry ?? new URL("./sqlite-writer.ts", import.meta.url).href);
+    // (the literal `new Worker(new URL(…, import.meta.url).href)` is what the binary's bundler embeds: keep that form)
+    const w = this.opts.entry ? new Worker(this.opts.entry) : new Worker(new URL("./sqlite-writer.ts", import.meta.url).href);
     this.answered = false;
     w.onmessage = (ev: MessageEvent) => this.onMessage(ev.data);
     w.onerror = (ev: ErrorEvent) => this.fail(`crashed: ${ev.message ?? "unknown error"}`);
