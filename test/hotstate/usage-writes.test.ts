@@ -39,12 +39,12 @@ test("batches are written one at a time, tenants in one order, every row written
     flushMs: 60_000,
     max: 10,
   });
-  // one transaction per batch: count how many are open at once, and each one's tenants in order
-  const tx = s.tx.bind(s);
-  (s as { tx: typeof s.tx }).tx = async (fn) => {
+  // one write batch (one transaction) per batch: count how many are open at once, and each one's tenants in order
+  const writeBatch = s.writeBatch.bind(s);
+  (s as { writeBatch: typeof s.writeBatch }).writeBatch = async (fn) => {
     most = Math.max(most, ++writing);
     try {
-      return await tx(fn);
+      return await writeBatch(fn);
     } finally {
       order.push(batch);
       batch = [];
@@ -56,7 +56,7 @@ test("batches are written one at a time, tenants in one order, every row written
   // rows arriving faster than one batch is written: `max` triggers flushes while one is in flight
   for (let round = 0; round < 20; round++) for (const t of tenants) wb.push(t, { id: `r${n++}` });
   await wb.close();
-  (s as { tx: typeof s.tx }).tx = tx;
+  (s as { writeBatch: typeof s.writeBatch }).writeBatch = writeBatch;
   expect(most).toBe(1);
   for (const b of order) expect(b).toEqual([...b].sort());
   const count = await s.global("test: count").get<{ n: number }>("SELECT COUNT(*) AS n FROM uw_rows");
