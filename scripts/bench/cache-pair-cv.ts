@@ -448,7 +448,9 @@ if (import.meta.main) {
   // --quora-fhr 0.01: also bound the Quora negatives' false-hit rate alone (1: the issue's constraints only)
   // --surface-weight W: training weight of the surface positives the model sees (default PAIR_SURFACE_WEIGHT);
   // --surface-min-cos C: surface matches hit down to cosine C (as the engine judges the nearest candidate), not only at the floor
-  const r = await crossValidatePairModel({ quoraFhr: arg("quora-fhr") ? Number(arg("quora-fhr")) : undefined, folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), surfaceWeight: arg("surface-weight") ? Number(arg("surface-weight")) : undefined, surfaceMinCos: surfaceMinCosArg(), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
+  // --gbm trees=300,depth=4,learningRate=0.05: the trees' training options (default GBM_DEFAULTS)
+  const gbm = arg("gbm") ? { ...GBM_DEFAULTS, ...Object.fromEntries(arg("gbm")!.split(",").map((kv) => [kv.split("=")[0], Number(kv.split("=")[1])])) } : undefined;
+  const r = await crossValidatePairModel({ gbm, quoraFhr: arg("quora-fhr") ? Number(arg("quora-fhr")) : undefined, folds: Number(arg("folds") ?? 5), perKind: Number(arg("per-kind") ?? 400), hardWeight: Number(arg("hard-weight") ?? 3), surfaceWeight: arg("surface-weight") ? Number(arg("surface-weight")) : undefined, surfaceMinCos: surfaceMinCosArg(), l2: Number(arg("l2") ?? 1), model: (arg("model") ?? "gbm") as ModelKind, cvOnly: true });
   console.log(pairCvTable(r));
   if (arg("json")) await Bun.write(arg("json")!, JSON.stringify(r, null, 1));
 }
