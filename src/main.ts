@@ -250,22 +250,26 @@ async function main(argv: string[]) {
   }
   if (cmd === "keys") {
     if (sub !== "create" && sub !== "list" && sub !== "revoke") throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${HELP.keys}`);
+    // the arguments first: a usage error neither opens nor migrates the database (nor pays for building the app)
+    const tenant = need(values.tenant, "--tenant");
+    const name = sub === "create" ? need(values.name, "--name") : undefined;
+    const permissions = sub === "create" ? parsePermissions(values.permissions) : undefined;
+    const id = sub === "revoke" ? need(values.id, "--id") : undefined;
     // on PostgreSQL the database is the replicas' (migrated under their lock if this build is newer)
     if (!config.storage.url) requireDatabase(config, sub === "create" && explicitPath, `keys ${sub}`);
     const { createAppAsync, closeApp } = await import("./app");
     const app = await createAppAsync(config, { logger: log });
     try {
       const keys = app.apiKeys;
-      const tenant = need(values.tenant, "--tenant");
       if (sub === "create") {
-        const created = await app.identity.keys.create(tenant, { name: need(values.name, "--name"), permissions: parsePermissions(values.permissions), teamId: values.team });
+        const created = await app.identity.keys.create(tenant, { name: name!, permissions, teamId: values.team });
         const team = created.teamId ? ` in team ${created.teamId}` : "";
         process.stderr.write(`created API key ${created.id} (${created.name}) for tenant ${tenant}${team}; it is shown only once:\n`);
         process.stdout.write(created.key + "\n");
       } else if (sub === "list") {
         process.stdout.write(JSON.stringify(await keys.list(tenant), null, 2) + "\n");
       } else if (sub === "revoke") {
-        await keys.revoke(tenant, need(values.id, "--id"));
+        await keys.revoke(tenant, id!);
         process.stderr.write("revoked\n");
       } else throw new Error(`unknown keys subcommand "${sub ?? ""}"\n\n${USAGE}`);
     } finally {

@@ -233,6 +233,13 @@ describe("CLI: svc keys create | list | revoke, svc token", () => {
 
   test("bad invocations exit 1 with a message", () => {
     expect(cli("keys", "revoke", "--tenant", "cli-t").stderr).toContain("--id is required");
+    // the arguments are checked before the database is looked at (nor opened, nor migrated): a usage error names the argument
+    const elsewhere = { ...env, SVC_STORAGE__PATH: join(dir, "never", "svc.db") };
+    for (const [args, message] of [[["keys", "revoke", "--tenant", "cli-t"], "--id is required"], [["keys", "create", "--tenant", "cli-t"], "--name is required"], [["keys", "list"], "--tenant is required"], [["keys", "create", "--tenant", "cli-t", "--name", "x", "--permissions", "Root"], 'unknown permission "Root"']] as const) {
+      const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: ROOT, env: elsewhere });
+      expect({ code: p.exitCode, message: p.stderr.toString().includes(message) }).toEqual({ code: 1, message: true });
+    }
+    expect(require("node:fs").existsSync(join(dir, "never"))).toBe(false);
     expect(cli("keys", "create", "--tenant", "cli-t", "--name", "x", "--permissions", "Root")).toMatchObject({ code: 1 });
     expect(cli("keys", "rotate", "--tenant", "cli-t").stderr).toContain('unknown keys subcommand "rotate"');
     const tok = cli("token", "--tenant", "t", "--ttl", "forever");
