@@ -10,7 +10,7 @@
  * statement texts, each prepared once) on both backends. Record ids are UUIDv7 (time-ordered, and
  * monotonic within a process), so "newest first" is `created_at DESC, id DESC` without SQLite's rowid.
  */
-import type { AsyncStorage, AsyncTenantDb } from "../storage/async";
+import { parameterOrder, type AsyncStorage, type AsyncTenantDb, type Values } from "../storage/async";
 import { AsyncWriteBehind } from "../storage/write-behind-async";
 import { now } from "../core/ids";
 import { costAt, pricedAt, PriceTable } from "./prices";
@@ -77,36 +77,50 @@ function insertOf(n: number): string {
   return sql;
 }
 
-/** the parameter names of row i of an INSERT, in COLUMNS order without tenant_id (built once: no name is formatted per row) */
-const PARAM_NAMES: string[][] = Array.from({ length: CHUNK }, (_, i) => COLUMNS.filter((c) => c !== "tenant_id").map((c) => `${c}_${i}`));
+/**
+ * Where row i's column c goes among an INSERT's values (runValues: parameterOrder), for the INSERT of n rows: slots[i * COLUMNS_PER_ROW + c] (built once per n).
+ */
+const COLUMNS_PER_ROW = COLUMNS.length - 1;
+const slotTables = new Map<number, Int32Array>();
+function slotsOf(n: number): Int32Array {
+  let slots = slotTables.get(n);
+  if (!slots) {
+    const at = new Map(parameterOrder(insertOf(n)).map((name, k) => [name, k]));
+    const own = COLUMNS.filter((c) => c !== "tenant_id");
+    slots = new Int32Array(n * COLUMNS_PER_ROW);
+    for (let i = 0; i < n; i++) for (let c = 0; c < own.length; c++) slots[i * COLUMNS_PER_ROW + c] = at.get(`${own[c]}_${i}`)!;
+    slotTables.set(n, slots);
+  }
+  return slots;
+}
 
-/** row i's parameters of an INSERT, written into `into` (the values in COLUMNS order, tenant_id bound by the handle) */
-function paramsOf(r: UsageRow, i: number, into: Record<string, unknown>) {
-  const k = PARAM_NAMES[i]!;
-  into[k[0]!] = r.id;
-  into[k[1]!] = r.createdAt;
-  into[k[2]!] = r.requestId;
-  into[k[3]!] = r.keyId ?? null;
-  into[k[4]!] = r.style;
-  into[k[5]!] = r.provider;
-  into[k[6]!] = r.endpoint;
-  into[k[7]!] = r.model;
-  into[k[8]!] = r.cacheStatus;
-  into[k[9]!] = r.cacheTier ?? null;
-  into[k[10]!] = r.streamed ? 1 : 0;
-  into[k[11]!] = r.inputTokens;
-  into[k[12]!] = r.outputTokens;
-  into[k[13]!] = r.latencyMs;
-  into[k[14]!] = r.costUsd;
-  into[k[15]!] = r.costSavedUsd;
-  into[k[16]!] = r.deployment ?? null;
-  into[k[17]!] = r.upstreamModel ?? null;
-  into[k[18]!] = r.attempts ?? 0;
-  into[k[19]!] = r.priced === false ? 0 : 1;
-  into[k[20]!] = r.cacheEntryId ?? null;
-  into[k[21]!] = r.similarity ?? null;
-  into[k[22]!] = r.learnedScore ?? null;
-  into[k[23]!] = r.cachePoint ?? null;
+/** row i's values of an INSERT, written into `into` at their slots (COLUMNS order without tenant_id; the tenant's own slot is the handle's) */
+function valuesOf(r: UsageRow, i: number, slots: Int32Array, into: Values) {
+  const o = i * COLUMNS_PER_ROW;
+  into[slots[o]!] = r.id;
+  into[slots[o + 1]!] = r.createdAt;
+  into[slots[o + 2]!] = r.requestId;
+  into[slots[o + 3]!] = r.keyId ?? null;
+  into[slots[o + 4]!] = r.style;
+  into[slots[o + 5]!] = r.provider;
+  into[slots[o + 6]!] = r.endpoint;
+  into[slots[o + 7]!] = r.model;
+  into[slots[o + 8]!] = r.cacheStatus;
+  into[slots[o + 9]!] = r.cacheTier ?? null;
+  into[slots[o + 10]!] = r.streamed ? 1 : 0;
+  into[slots[o + 11]!] = r.inputTokens;
+  into[slots[o + 12]!] = r.outputTokens;
+  into[slots[o + 13]!] = r.latencyMs;
+  into[slots[o + 14]!] = r.costUsd;
+  into[slots[o + 15]!] = r.costSavedUsd;
+  into[slots[o + 16]!] = r.deployment ?? null;
+  into[slots[o + 17]!] = r.upstreamModel ?? null;
+  into[slots[o + 18]!] = r.attempts ?? 0;
+  into[slots[o + 19]!] = r.priced === false ? 0 : 1;
+  into[slots[o + 20]!] = r.cacheEntryId ?? null;
+  into[slots[o + 21]!] = r.similarity ?? null;
+  into[slots[o + 22]!] = r.learnedScore ?? null;
+  into[slots[o + 23]!] = r.cachePoint ?? null;
 }
 
 /** One tenant's usage records. */
@@ -132,10 +146,11 @@ export class UsageStore {
     while (at < rows.length) {
       let n = CHUNK;
       while (n > rows.length - at) n >>= 1;
-      // $tenant bound here: the handle then uses the object as it is (no copy of n × 24 parameters)
-      const params: Record<string, unknown> = { tenant: this.db.tenantId };
-      for (let i = 0; i < n; i++) paramsOf(rows[at + i]!, i, params);
-      await this.db.run(insertOf(n), params as Record<string, string | number | null>);
+      // by position (no object of n × 24 names to build and read back); the handle fills the tenant's slot
+      const slots = slotsOf(n);
+      const values: Values = new Array(n * COLUMNS_PER_ROW + 1);
+      for (let i = 0; i < n; i++) valuesOf(rows[at + i]!, i, slots, values);
+      await this.db.runValues(insertOf(n), values);
       at += n;
     }
     if (this.addRollups) await addToRollups(this.db, rows);

@@ -47,8 +47,18 @@ export interface AsyncSql {
   tx<T>(fn: () => Promise<T>): Promise<T>;
 }
 
+/** The order runValues takes a statement's values in: its `$name`s as they first appear (a name used twice is one value). */
+export function parameterOrder(sql: string): readonly string[] {
+  return toPositional(sql).names;
+}
+
+/** A statement's values in parameterOrder. */
+export type Values = Array<string | number | bigint | boolean | null | NodeJS.TypedArray | ArrayBufferLike>;
+
 /** What a backend implements; AsyncStorage is built over it. */
 export interface Backend extends AsyncSql {
+  /** run with positional values (AsyncTenantDb.runValues) */
+  runValues(sql: string, values: Values): Promise<Changes>;
   readonly dialect: Dialect;
   /** `sqlite <path>` / `postgres <host>:<port>/<database>`: names the database in logs and /ready (no secrets) */
   readonly description: string;
@@ -98,6 +108,25 @@ export class AsyncTenantDb implements AsyncSql {
   run(sql: string, params?: Params): Promise<Changes> {
     try {
       return this.backend.run(sql, this.bind(sql, params));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  /**
+   * `run` with the values given by position — in the order the statement's `$name`s first appear
+   * (named-params.ts), no object of names: for a statement of many rows (a write-behind's multi-row
+   * INSERT of 1,500 parameters), where building and reading back an object of names costs more than
+   * the values. The `$tenant` position is this handle's to fill: whatever the caller put there is
+   * replaced by this handle's tenant (the array is changed in place).
+   */
+  runValues(sql: string, values: Values): Promise<Changes> {
+    try {
+      const names = toPositional(sql).names;
+      const at = names.indexOf("tenant");
+      if (at < 0) throw new UnscopedQueryError(sql);
+      if (values.length !== names.length) throw new Error(`${names.length} parameters in the statement, ${values.length} values given: ${sql.slice(0, 120)}`);
+      values[at] = this.tenantId;
+      return this.backend.runValues(sql, values);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -20,7 +20,7 @@ import { postgresDialect } from "./dialect";
 import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
 import { knownIds, orderedPostgresMigrations, type MigrationSet, type MigrationSql } from "./migrations";
 import { toPositional } from "./named-params";
-import { txOf, withTx, type Backend, type BatchWriter, type Changes, type Params } from "./async";
+import { txOf, withTx, type Backend, type BatchWriter, type Changes, type Params, type Values } from "./async";
 import { writeOnly } from "./write-batch";
 
 export interface PostgresOptions {
@@ -176,13 +176,13 @@ export class PostgresBackend implements Backend {
     return f ? (f.handle as SQL) : this.sql;
   }
 
-  private query<T>(sql: string, params: Params | undefined): Promise<T[] & { affectedRows?: number }> {
+  private query<T>(sql: string, params: Params | undefined, positional?: Values): Promise<T[] & { affectedRows?: number }> {
     let q: SQL.Query<T[]>;
     try {
       const { text, names } = toPositional(sql);
       const values = new Array<unknown>(names.length);
       for (let i = 0; i < names.length; i++) {
-        const v = params?.[names[i]!];
+        const v = positional ? positional[i] : params?.[names[i]!];
         if (v === undefined) throw new Error(`Missing parameter "${names[i]}"`);
         values[i] = toPg(v);
       }
@@ -241,6 +241,10 @@ export class PostgresBackend implements Backend {
   }
   async run(sql: string, params?: Params): Promise<Changes> {
     const r = await this.query<unknown>(sql, params);
+    return { changes: r.affectedRows ?? 0 };
+  }
+  async runValues(sql: string, values: Values): Promise<Changes> {
+    const r = await this.query<unknown>(sql, undefined, values);
     return { changes: r.affectedRows ?? 0 };
   }
 

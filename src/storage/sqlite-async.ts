@@ -17,7 +17,7 @@ import type { Db, Params } from "./db";
 import { sqliteDialect } from "./dialect";
 import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
 import { knownIds, orderedMigrations, type MigrationSet } from "./migrations";
-import { txOf, withTx, type Backend, type BatchWriter, type Changes } from "./async";
+import { txOf, withTx, type Backend, type BatchWriter, type Changes, type Values } from "./async";
 import { WriterThread, type WriterThreadOptions } from "./sqlite-writer-client";
 import { BatchRecorder, writeOnly } from "./write-batch";
 
@@ -141,6 +141,15 @@ export class SqliteBackend implements Backend {
     if (this.blocked()) return this.afterOpen(() => this.db.all<T>(sql, params));
     try {
       return Promise.resolve(this.db.all<T>(sql, params));
+    } catch (e) {
+      return Promise.reject(mapError(e));
+    }
+  }
+  runValues(sql: string, values: Values): Promise<Changes> {
+    const run = () => ({ changes: (this.db.stmt(sql) as unknown as { run(...v: Values): { changes: number } }).run(...values).changes });
+    if (this.blocked()) return this.afterOpen(run);
+    try {
+      return Promise.resolve(run());
     } catch (e) {
       return Promise.reject(mapError(e));
     }

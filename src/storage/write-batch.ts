@@ -5,7 +5,7 @@
  * what was recorded. Reads and transactions reject: a batch may run on another connection, where
  * nothing it could read would be current.
  */
-import type { AsyncSql, Backend, BatchWriter, Changes, Params } from "./async";
+import type { AsyncSql, Backend, BatchWriter, Changes, Params, Values } from "./async";
 import { AsyncTenantDb } from "./async";
 import type { Dialect } from "./dialect";
 import { toPositional } from "./named-params";
@@ -26,6 +26,7 @@ export function writeOnly(backend: Backend): BatchWriter {
     dialect: backend.dialect,
     description: backend.description,
     run: (s, p) => backend.run(s, p),
+    runValues: (s, v) => backend.runValues(s, v),
     get: noRead,
     all: noRead,
     tx: noRead,
@@ -96,14 +97,37 @@ export class BatchRecorder implements Backend {
         values[i] = v;
       }
     }
-    if (this.copies) this.copies.push([sql, { ...p }]);
-    else {
-      let k = this.texts.get(sql);
-      if (k === undefined) this.texts.set(sql, (k = this.texts.size));
-      this.json += `${this.count === 0 ? "" : ","}[${k},${JSON.stringify(values)}]`;
-    }
-    this.count++;
+    if (this.copies) {
+      this.copies.push([sql, { ...p }]);
+      this.count++;
+    } else this.record(sql, values!);
     return Promise.resolve(NO_CHANGES);
+  }
+
+  runValues(sql: string, values: Values): Promise<Changes> {
+    if (!this.copies) {
+      for (let i = 0; i < values.length; i++) {
+        if (jsonSafe(values[i])) continue;
+        this.copies = this.local();
+        break;
+      }
+    }
+    if (this.copies) {
+      const names = toPositional(sql).names;
+      const params: Params = {};
+      for (let i = 0; i < names.length; i++) params[names[i]!] = values[i]!;
+      this.copies.push([sql, params]);
+      this.count++;
+    } else this.record(sql, values);
+    return Promise.resolve(NO_CHANGES);
+  }
+
+  /** a statement whose values travel as JSON */
+  private record(sql: string, values: readonly unknown[]) {
+    let k = this.texts.get(sql);
+    if (k === undefined) this.texts.set(sql, (k = this.texts.size));
+    this.json += `${this.count === 0 ? "" : ","}[${k},${JSON.stringify(values)}]`;
+    this.count++;
   }
 
   get<T>(): Promise<T | undefined> {

@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { asyncStorageOver, type AsyncStorage } from "../../src/storage/async";
+import { asyncStorageOver, parameterOrder, type AsyncStorage } from "../../src/storage/async";
 import { Db } from "../../src/storage/db";
 import { StorageConstraintError, StorageUnavailableError, UnscopedQueryError } from "../../src/storage/errors";
 import { SqliteBackend } from "../../src/storage/sqlite-async";
@@ -63,6 +63,20 @@ eachBackend("write_batch", (b) => {
     expect(await rows("wd")).toEqual([]);
   });
 
+  test("runValues binds by position (the order the $names first appear; a repeated name is one value), the $tenant slot is the handle's", async () => {
+    const sql = "INSERT INTO batch_rows (id, tenant_id, n) VALUES ($id, $tenant, $n + $n)";
+    expect(parameterOrder(sql)).toEqual(["id", "tenant", "n"]);
+    await s.tenant("wf").runValues(sql, ["f1", "someone-else", 2]);
+    await s.writeBatch(async (w) => {
+      await w.tenant("wf").runValues(sql, ["f2", null, 3]);
+    });
+    expect(await rows("wf")).toEqual(["f1=4", "f2=6"]);
+    expect(await rows("someone-else")).toEqual([]);
+    await expect(s.tenant("wf").runValues(sql, ["f3", null])).rejects.toThrow("3 parameters in the statement, 2 values given");
+    await expect(s.tenant("wf").runValues("INSERT INTO batch_rows (tenant_id, id, n) VALUES ('wf', $id, $n)", ["f4", 1])).rejects.toBeInstanceOf(UnscopedQueryError);
+    expect(await rows("wf")).toEqual(["f1=4", "f2=6"]);
+  });
+
   test("inside an open transaction the batch joins it: rolled back with it", async () => {
     await expect(
       s.tx(async () => {
@@ -98,21 +112,26 @@ describe("sqlite file: the writer thread", () => {
     const v0 = dataVersion();
     await s.tenant("t1").run(INSERT, { id: "here", n: 1 });
     expect(dataVersion()).toBe(v0); // its own commits do not change it
-    await s.writeBatch((w) => w.tenant("t1").run(INSERT, { id: "there", n: 2 }).then(() => {}));
+    await s.writeBatch(async (w) => {
+      await w.tenant("t1").run(INSERT, { id: "there", n: 2 });
+      await w.tenant("t1").runValues(INSERT, [null, "by-position", 3]);
+    });
     expect(dataVersion()).toBeGreaterThan(v0);
-    expect(count("t1")).toBe(2);
+    expect(count("t1")).toBe(3);
   });
 
-  test("parameters JSON cannot carry (bytes, bigint) run the batch on this thread, values intact", async () => {
+  test("parameters JSON cannot carry (bytes, bigint) run the batch on this thread, values intact — named or by position", async () => {
     const v0 = dataVersion();
     await s.writeBatch(async (w) => {
       await w.tenant("t2").run(INSERT, { id: "plain", n: 1 });
+      await w.tenant("t2").runValues("INSERT INTO batch_rows (tenant_id, id, n, b) VALUES ($tenant, $id, $n, $b)", [null, "positional", -0.5, new Uint8Array([9])]);
       await w.tenant("t2").run("INSERT INTO batch_rows (tenant_id, id, n, b) VALUES ($tenant, $id, $n, $b)", { id: "bytes", n: 9007199254740993n, b: new Uint8Array([0, 255, 7]) });
     });
     expect(dataVersion()).toBe(v0);
     const got = db.sqlite.query("SELECT id, n, b FROM batch_rows WHERE tenant_id = 't2' ORDER BY id").safeIntegers(true).all() as { id: string; n: bigint; b: Uint8Array | null }[];
-    expect(got.map((r) => [r.id, r.n])).toEqual([["bytes", 9007199254740993n], ["plain", 1n]]);
+    expect(got.map((r) => [r.id, r.n])).toEqual([["bytes", 9007199254740993n], ["plain", 1n], ["positional", -0.5 as unknown as bigint]]);
     expect([...got[0]!.b!]).toEqual([0, 255, 7]);
+    expect([...got[2]!.b!]).toEqual([9]);
   });
 
   test("a database whose write lock stays taken fails the batch as unavailable (the write-behind queues it again); it commits once the lock is free", async () => {
