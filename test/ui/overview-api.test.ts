@@ -120,6 +120,18 @@ describe("overview rollup", () => {
     db.close();
   });
 
+  test("the same when the records come in batches of 500 that span many minutes and hours (as the write-behind writes them)", async () => {
+    const db = new Db(":memory:", [{ domain: "gateway", migrations: [...GATEWAY_MIGRATIONS, ...OVERVIEW_MIGRATIONS] }]);
+    const storage = openStorage({ path: ":memory:", db });
+    const rows = records(3000, 7);
+    for (const tenant of new Set(rows.map((r) => r.tenantId))) {
+      const mine = rows.filter((r) => r.tenantId === tenant);
+      for (let i = 0; i < mine.length; i += 500) await new UsageStore(storage.tenant(tenant)).insertMany(mine.slice(i, i + 500));
+    }
+    await expectOverviewMatches(db, new OverviewQuery(storage, () => {}, () => NOW));
+    db.close();
+  });
+
   test("records written before the rollup existed are backfilled by its migration", async () => {
     const db = new Db(":memory:", [{ domain: "gateway", migrations: GATEWAY_MIGRATIONS }]);
     const storage = openStorage({ path: ":memory:", db });
