@@ -56,3 +56,23 @@ export class UnscopedQueryError extends Error {
     super(`unscoped query (no $tenant): ${sql}`);
   }
 }
+
+const SQLITE_CONSTRAINT: Record<string, ConstraintKind> = {
+  SQLITE_CONSTRAINT_UNIQUE: "unique",
+  SQLITE_CONSTRAINT_PRIMARYKEY: "unique",
+  SQLITE_CONSTRAINT_FOREIGNKEY: "foreign_key",
+  SQLITE_CONSTRAINT_NOTNULL: "not_null",
+  SQLITE_CONSTRAINT_CHECK: "check",
+};
+
+/**
+ * The storage error of a bun:sqlite error code (on the request thread's connection or the writer
+ * thread's), or undefined when the code is not one the interface names: a constraint, or a write lock
+ * another connection held past busy_timeout (a 503, retried by the client).
+ */
+export function sqliteStorageError(code: unknown, message: string, cause?: unknown): Error | undefined {
+  if (typeof code !== "string") return undefined;
+  if (code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(SQLITE_CONSTRAINT[code] ?? "other", message, { cause });
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return new StorageUnavailableError(`database busy: ${message}`, 1, { cause });
+  return undefined;
+}

@@ -15,7 +15,7 @@
 import { resolve } from "node:path";
 import type { Db, Params } from "./db";
 import { sqliteDialect } from "./dialect";
-import { SchemaTooNewError, StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
+import { SchemaTooNewError, sqliteStorageError } from "./errors";
 import { knownIds, orderedMigrations, type MigrationSet } from "./migrations";
 import { txOf, withTx, type Backend, type BatchWriter, type Changes, type Values } from "./async";
 import { WriterThread, type WriterThreadOptions } from "./sqlite-writer-client";
@@ -40,21 +40,8 @@ function gateOf(path: string): Gate {
   return g;
 }
 
-const CONSTRAINT: Record<string, ConstraintKind> = {
-  SQLITE_CONSTRAINT_UNIQUE: "unique",
-  SQLITE_CONSTRAINT_PRIMARYKEY: "unique",
-  SQLITE_CONSTRAINT_FOREIGNKEY: "foreign_key",
-  SQLITE_CONSTRAINT_NOTNULL: "not_null",
-  SQLITE_CONSTRAINT_CHECK: "check",
-};
-
 function mapError(e: unknown): unknown {
-  const code = (e as { code?: unknown }).code;
-  if (typeof code !== "string") return e;
-  if (code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(CONSTRAINT[code] ?? "other", (e as Error).message, { cause: e });
-  // another process held the write lock past busy_timeout (5 s): a 503, retried by the client
-  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) return new StorageUnavailableError(`database busy: ${(e as Error).message}`, 1, { cause: e });
-  return e;
+  return sqliteStorageError((e as { code?: unknown }).code, (e as Error).message, e) ?? e;
 }
 
 export class SqliteBackend implements Backend {

@@ -8,21 +8,11 @@
  * StorageConstraintError (the batch is rolled back and dropped), a busy database or a lost thread as
  * StorageUnavailableError (the batch is rolled back or never ran: it is queued again).
  */
-import { StorageConstraintError, StorageUnavailableError, type ConstraintKind } from "./errors";
+import { sqliteStorageError, StorageUnavailableError } from "./errors";
 
-const CONSTRAINT: Record<string, ConstraintKind> = {
-  SQLITE_CONSTRAINT_UNIQUE: "unique",
-  SQLITE_CONSTRAINT_PRIMARYKEY: "unique",
-  SQLITE_CONSTRAINT_FOREIGNKEY: "foreign_key",
-  SQLITE_CONSTRAINT_NOTNULL: "not_null",
-  SQLITE_CONSTRAINT_CHECK: "check",
-};
-
-/** the error a failed batch reports, as the request thread's statements would have reported it (sqlite-async.ts mapError) */
+/** the error a failed batch reports, as the request thread's statements would have reported it */
 export function writerError(code: unknown, message: string): Error {
-  if (typeof code === "string" && code.startsWith("SQLITE_CONSTRAINT")) return new StorageConstraintError(CONSTRAINT[code] ?? "other", message);
-  if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) return new StorageUnavailableError(`database busy: ${message}`, 1);
-  return Object.assign(new Error(`sqlite writer: ${message}`), { code });
+  return sqliteStorageError(code, message) ?? Object.assign(new Error(`sqlite writer: ${message}`), { code });
 }
 
 interface Pending {
