@@ -32,7 +32,8 @@ function runBatch(text: string) {
       const stmt = statementOf(sql);
       // values in SQLite's parameter order (write-batch.ts); a count that differs is a recording bug, never bound by guess
       if (stmt.paramsCount !== values.length) throw new Error(`statement has ${stmt.paramsCount} parameters, the batch sent ${values.length}: ${sql.slice(0, 120)}`);
-      stmt.run(...values);
+      // an array binds by position (no spread of 1,500 arguments)
+      stmt.run(values as unknown as string[]);
     }
     db!.run("COMMIT");
   } catch (e) {
