@@ -123,16 +123,32 @@ export interface DerivedKeys {
 }
 
 /**
- * The single flight's key for a request that was not looked up (a disabled cache): the same fields
- * as the exact key, as they came (JSON.stringify, no key sorting, no hash). Byte-identical requests
- * coalesce; the same request with its keys in another order may not, which costs one more upstream
- * call, never a wrong answer. The canonical form was ~3 µs of every cache-off request.
+ * Everything in a request that can change its answer (style, model, full scope, workspace context,
+ * code-context hash, every turn, namespace): what the exact key hashes, and what the single flight of
+ * a disabled cache keys by. One list for both, so a field added to one is in the other.
+ */
+function answerFields(input: CacheKeyInput, code: ReturnType<typeof codeScopeOf>) {
+  return {
+    v: 1,
+    style: input.style,
+    model: input.model,
+    scope: input.scope ?? {},
+    ws: wsOf(input.workspaceContext),
+    code: code?.hash ?? null,
+    turns: input.turns.map((t) => [t.role, t.text]),
+    // X-Svc-Cache-Namespace: absent keeps the keys entries had before the header existed
+    ...(input.namespace ? { ns: input.namespace } : {}),
+  };
+}
+
+/**
+ * The single flight's key for a request that was not looked up (a disabled cache): the exact key's
+ * fields as they came (JSON.stringify, no key sorting, no hash). Byte-identical requests coalesce;
+ * the same request with its keys in another order may not, which costs one more upstream call,
+ * never a wrong answer. The canonical form and its hash were ~3 µs of every cache-off request.
  */
 export function flightKeyOf(input: CacheKeyInput): string {
-  const turns = input.turns;
-  let s = JSON.stringify([input.style, input.model, input.scope ?? null, input.workspaceContext ?? null, input.codeContext ?? null, input.namespace ?? null]);
-  for (let i = 0; i < turns.length; i++) s += `\u0000${turns[i]!.role}\u0000${turns[i]!.text}`;
-  return s;
+  return JSON.stringify(answerFields(input, codeScopeOf(input.codeContext)));
 }
 
 /** The exact key alone (what the cache lookup needs first; deriveKeys computes it the same way). */
@@ -141,19 +157,7 @@ export function exactKeyOf(input: CacheKeyInput): string {
 }
 
 function exactKeyWith(input: CacheKeyInput, code: ReturnType<typeof codeScopeOf>): string {
-  return sha256(
-    canonicalJson({
-      v: 1,
-      style: input.style,
-      model: input.model,
-      scope: input.scope ?? {},
-      ws: wsOf(input.workspaceContext),
-      code: code?.hash ?? null,
-      turns: input.turns.map((t) => [t.role, t.text]),
-      // X-Svc-Cache-Namespace: absent keeps the keys entries had before the header existed
-      ...(input.namespace ? { ns: input.namespace } : {}),
-    }),
-  );
+  return sha256(canonicalJson(answerFields(input, code)));
 }
 
 /**
