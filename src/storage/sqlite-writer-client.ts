@@ -19,6 +19,8 @@ interface Pending {
   resolve(): void;
   reject(e: unknown): void;
   timer: ReturnType<typeof setTimeout>;
+  /** the batch's promise (close waits for it) */
+  done?: Promise<void>;
 }
 
 export interface WriterThreadOptions {
@@ -34,8 +36,6 @@ export class WriterThread {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  /** the promises of the batches in flight (close waits for them) */
-  private readonly flights = new Set<Promise<void>>();
   private closing: Promise<void> | undefined;
   /** whether the current thread has answered a batch */
   private answered = false;
@@ -50,11 +50,6 @@ export class WriterThread {
     private readonly opts: WriterThreadOptions = {},
   ) {}
 
-  /** batches sent and not answered yet */
-  get inFlight(): number {
-    return this.pending.size;
-  }
-
   /** Commit `text` (a recorded batch, write-batch.ts) as one transaction on the writer thread. */
   write(text: string): Promise<void> {
     if (this.closing) return Promise.reject(new StorageUnavailableError("storage is closing", 1));
@@ -68,16 +63,15 @@ export class WriterThread {
       if (this.pending.size === 1) w.ref();
       w.postMessage({ type: "batch", id, text });
     });
-    this.flights.add(done);
-    const forget = () => void this.flights.delete(done);
-    done.then(forget, forget);
+    this.pending.get(id)!.done = done;
     return done;
   }
 
   /** Wait for every batch in flight, then stop the thread (its connection closed). */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      while (this.flights.size > 0) await Promise.allSettled([...this.flights]);
+      // (an answered or failed batch leaves `pending`)
+      while (this.pending.size > 0) await Promise.allSettled([...this.pending.values()].map((p) => p.done));
       const w = this.worker;
       this.worker = null;
       if (!w) return;

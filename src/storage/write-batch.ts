@@ -17,6 +17,17 @@ const jsonSafe = (v: unknown) => v === null || typeof v === "string" || typeof v
 
 const noRead = (): Promise<never> => Promise.reject(new Error("a write batch only writes: get, all and tx are not available inside it (storage/async.ts writeBatch)"));
 
+/** the global handle of a write batch: `run` only */
+const writeOnlySql = (run: AsyncSql["run"]): AsyncSql => ({ get: noRead, all: noRead, run, tx: noRead });
+
+/** a statement's values (in its parameter order) as named parameters */
+function named(sql: string, values: readonly unknown[]): Params {
+  const names = toPositional(sql).names;
+  const params: Params = {};
+  for (let i = 0; i < names.length; i++) params[names[i]!] = values[i] as Params[string];
+  return params;
+}
+
 /**
  * The handles of a write batch run directly on `backend` (inside a transaction the caller opened):
  * `run` goes through, reads reject, as they do in a recorded batch (the same contract on every backend).
@@ -36,7 +47,7 @@ export function writeOnly(backend: Backend): BatchWriter {
     ping: () => backend.ping(),
     close: () => Promise.resolve(),
   };
-  const global: AsyncSql = { get: noRead, all: noRead, run: (s, p) => backend.run(s, p), tx: noRead };
+  const global = writeOnlySql((s, p) => backend.run(s, p));
   return { tenant: (tenantId) => new AsyncTenantDb(through, tenantId), global: () => global };
 }
 
@@ -55,7 +66,7 @@ export class BatchRecorder implements Backend {
   readonly writer: BatchWriter;
 
   constructor(readonly dialect: Dialect) {
-    const global: AsyncSql = { get: noRead, all: noRead, run: (s, p) => this.run(s, p), tx: noRead };
+    const global = writeOnlySql((s, p) => this.run(s, p));
     this.writer = { tenant: (tenantId) => new AsyncTenantDb(this, tenantId), global: () => global };
   }
 
@@ -72,13 +83,7 @@ export class BatchRecorder implements Backend {
   local(): [string, Params][] {
     if (this.copies) return this.copies;
     const texts = [...this.texts.keys()];
-    return (JSON.parse(`${this.json}]`) as [number, (string | number | boolean | null)[]][]).map(([k, values]) => {
-      const sql = texts[k]!;
-      const names = toPositional(sql).names;
-      const params: Params = {};
-      for (let i = 0; i < names.length; i++) params[names[i]!] = values[i]!;
-      return [sql, params];
-    });
+    return (JSON.parse(`${this.json}]`) as [number, (string | number | boolean | null)[]][]).map(([k, values]) => [texts[k]!, named(texts[k]!, values)]);
   }
 
   run(sql: string, params?: Params): Promise<Changes> {
@@ -113,10 +118,7 @@ export class BatchRecorder implements Backend {
       }
     }
     if (this.copies) {
-      const names = toPositional(sql).names;
-      const params: Params = {};
-      for (let i = 0; i < names.length; i++) params[names[i]!] = values[i]!;
-      this.copies.push([sql, params]);
+      this.copies.push([sql, named(sql, values)]);
       this.count++;
     } else this.record(sql, values);
     return Promise.resolve(NO_CHANGES);
