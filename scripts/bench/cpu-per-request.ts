@@ -2,7 +2,7 @@
 /**
  * CPU per proxied request (cache off, 64 connections of one request), by thread: the gateway's
  * request thread (the JS thread: what caps its req/s) and every other thread of the process
- * (writer thread, JIT/GC, Bun's I/O), from /proc/<pid>/task/<tid>/stat over the load. CPU time per
+ * (writer thread, JIT/GC, Bun's I/O), from /proc/<pid>/task/<tid>/schedstat over the load. CPU time per
  * request moves far less with other load on the machine than req/s does, so two checkouts can be
  * compared on a busy machine; rounds alternate which checkout goes first. Also prints each load's
  * req/s and latency p50 / p99 (the load tool's, ms).
@@ -10,28 +10,12 @@
  *   bun scripts/bench/cpu-per-request.ts [--base DIR] [--rounds 3] [--secs 5] [-c 64]
  */
 import { parseArgs } from "node:util";
-import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { ROOT, benchToken, load, median, startBenchUpstream, startTarget } from "./harness";
+import { ROOT, benchToken, load, median, startBenchUpstream, startTarget, threadCpuMs } from "./harness";
 
 const { values } = parseArgs({ options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "5" }, c: { type: "string", default: "64" } } });
 const roots: [string, string][] = [["this", ROOT]];
 if (values.base) roots.push(["base", resolve(values.base)]);
-const TICK_US = 1e6 / 100; // USER_HZ
-
-/** utime + stime of each thread, in µs */
-function threadCpu(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out.set(Number(tid), (Number(f[11]) + Number(f[12])) * TICK_US);
-    } catch {}
-  }
-  return out;
-}
-
 const upstream = await startBenchUpstream();
 const token = await benchToken();
 const headers = { "content-type": "application/json", authorization: `Bearer ${token}` };
@@ -44,17 +28,13 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const target = { url: `${gw.url}/v1/chat/completions`, method: "POST", headers, body, connections: Number(values.c) };
     await load({ ...target, durationSecs: 2 });
     const pid = gw.proc.pid;
-    const before = threadCpu(pid);
+    const before = threadCpuMs(pid);
     const r = await load({ ...target, durationSecs: Number(values.secs) });
-    const after = threadCpu(pid);
+    const after = threadCpuMs(pid);
     await gw.stop();
-    let main = 0;
-    let other = 0;
-    for (const [tid, us] of after) {
-      const d = us - (before.get(tid) ?? 0);
-      if (tid === pid) main += d;
-      else other += d;
-    }
+    // µs: ms × 1000 (the gateway's threads live as long as it does: none ends during the load)
+    const main = (after.main - before.main) * 1000;
+    const other = (after.all - after.main - (before.all - before.main)) * 1000;
     const s = (results[name] ??= { main: [], other: [], rps: [], p99: [] });
     s.p99.push(r.p99Ms);
     s.main.push(main / r.total);

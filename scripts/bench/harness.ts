@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export const ROOT = resolve(import.meta.dir, "../..");
 export const BENCH_JWT_SECRET = "bench-secret-bench-secret-bench-secret";
@@ -330,6 +330,20 @@ export async function coldStarts(binary: string, runs = 7): Promise<number[]> {
     await t.stop();
   }
   return out;
+}
+
+/** On-CPU time so far (ms, the first field of /proc/<pid>/task/<tid>/schedstat) of every live thread of `pid`, and of its main thread. */
+export function threadCpuMs(pid: number): { all: number; main: number } {
+  let all = 0;
+  let main = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      all += ns;
+      if (tid === String(pid)) main = ns;
+    } catch {}
+  }
+  return { all: all / 1e6, main: main / 1e6 };
 }
 
 export const median = (xs: number[]) => {

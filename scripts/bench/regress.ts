@@ -25,10 +25,10 @@
  * the table is left out.
  */
 import { parseArgs } from "node:util";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, interleaved, load, loadDistinct, median, startBenchUpstream, startTarget, waitReady, type InterleavedSpec, type Target } from "./harness";
+import { BENCH_JWT_SECRET, ROOT, benchToken, freePort, interleaved, load, loadDistinct, median, startBenchUpstream, startTarget, threadCpuMs, waitReady, type InterleavedSpec, type Target } from "./harness";
 
 const { values } = parseArgs({
   options: { base: { type: "string" }, rounds: { type: "string", default: "3" }, secs: { type: "string", default: "4" }, n: { type: "string", default: "400" }, only: { type: "string" } },
@@ -44,17 +44,6 @@ const bun = process.execPath;
 type Side = "this" | "base";
 const rootOf: Record<Side, string> = { this: ROOT, base: BASE };
 const gitRev = (dir: string) => Bun.spawnSync(["git", "-C", dir, "rev-parse", "--short", "HEAD"]).stdout.toString().trim() || "?";
-
-/** CPU seconds of every thread of `pid` so far (schedstat: ns on CPU). */
-function cpuSeconds(pid: number): number {
-  let ns = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-    } catch {}
-  }
-  return ns / 1e9;
-}
 
 /** One start of `side`'s gateway on `dataDir`: ms to the first /health 200 and CPU s at that moment. */
 async function startOnce(side: Side, dataDir: string): Promise<{ ms: number; cpu: number }> {
@@ -72,7 +61,7 @@ async function startOnce(side: Side, dataDir: string): Promise<{ ms: number; cpu
       const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status === 200, () => false);
       if (ok) {
         const ms = performance.now() - t0;
-        return { ms, cpu: cpuSeconds(proc.pid) };
+        return { ms, cpu: threadCpuMs(proc.pid).all / 1000 };
       }
       await Bun.sleep(1);
     }

@@ -13,11 +13,11 @@
  *
  * Defaults only: no SVC_AUTH__JWT_SECRET, so a fresh start generates its secret like a user's.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { freePort, median, ROOT } from "./harness";
+import { freePort, median, ROOT, threadCpuMs } from "./harness";
 
 interface Start {
   /** ms from spawn to the first 200 on /health */
@@ -34,20 +34,6 @@ interface Start {
   appCpuMs: number;
   /** peak RSS in MiB at that answer */
   appRssMiB: number;
-}
-
-/** Sum of on-CPU time (ns, first field of schedstat) of every live thread, and of the main thread. */
-function cpuOf(pid: number): { all: number; main: number } {
-  let all = 0;
-  let main = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      all += ns;
-      if (tid === String(pid)) main = ns;
-    } catch {}
-  }
-  return { all: all / 1e6, main: main / 1e6 };
 }
 
 function peakRssMiB(pid: number): number {
@@ -85,7 +71,7 @@ async function startOnce(binary: string, dataDir: string): Promise<Start> {
       );
       if (ok) {
         healthMs = performance.now() - t0;
-        cpu = cpuOf(proc.pid);
+        cpu = threadCpuMs(proc.pid);
         rssMiB = peakRssMiB(proc.pid);
         break;
       }
@@ -102,7 +88,7 @@ async function startOnce(binary: string, dataDir: string): Promise<Start> {
       );
       if (answered) {
         appMs = performance.now() - t0;
-        appCpuMs = cpuOf(proc.pid).all;
+        appCpuMs = threadCpuMs(proc.pid).all;
         appRssMiB = peakRssMiB(proc.pid);
         break;
       }
