@@ -13,6 +13,9 @@
  *    (embedded) and hands TF.js an in-memory IOHandler;
  *  - @energetic-ai/core (TF.js WASM backend) reads its .wasm from __dirname: told the
  *    embedded paths with setWasmPaths.
+ * The embedder's native kernel (build/native/libsvc-dense-i16.so, scripts/build-native.ts; built
+ * here if missing) is embedded the same way: src/embedding/native/library-path.ts is replaced by a
+ * module that imports it `with { type: "file" }`, which bun:ffi's dlopen loads from the binary.
  * One rewrite is for start-up time only: Elysia's type-system compiles the checkers of t.Integer
  * & co. on first use instead of at declaration (see below).
  * The source packages in node_modules are never modified; the rewrites happen in the bundle only.
@@ -23,6 +26,8 @@ import type { BunPlugin } from "bun";
 import { existsSync, readdirSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { buildNative } from "./build-native";
+import { nativeLibraryPath } from "../src/embedding/native/library-path";
 
 const ROOT = resolve(import.meta.dir, "..");
 
@@ -79,6 +84,19 @@ export const modelSource = async () => {
 `;
 }
 
+/** library-path.ts for the binary: the native kernel embedded, or "" (WebAssembly kernel) when it cannot be built here. */
+function nativeLibraryModule(): string {
+  if (!existsSync(nativeLibraryPath)) {
+    try {
+      buildNative({ install: false });
+    } catch (e) {
+      console.warn(`build: the binary embeds no native embedding kernel (${(e as Error).message.split("\n")[0]}); it uses the WebAssembly kernel`);
+      return `export const nativeLibraryPath: string = "";`;
+    }
+  }
+  return `import lib from ${JSON.stringify(nativeLibraryPath)} with { type: "file" };\nexport const nativeLibraryPath: string = lib;`;
+}
+
 export const embedRuntimeFiles: BunPlugin = {
   name: "svc-embed-runtime-files",
   setup(build) {
@@ -122,6 +140,10 @@ export const embedRuntimeFiles: BunPlugin = {
         "const compileNow = (schema) => {";
       return { contents: replaceOnce(src, "const compile = (schema) => {", lazy, args.path), loader: "js" };
     });
+    build.onLoad({ filter: /[\\/]src[\\/]embedding[\\/]native[\\/]library-path\.ts$/ }, () => ({
+      contents: nativeLibraryModule(),
+      loader: "ts",
+    }));
     // Workers started by `new Worker(new URL("./x.ts", import.meta.url).href)` would be looked up at
     // the build machine's path; in the executable they are embedded entry points named by their
     // path relative to the project root.

@@ -115,7 +115,7 @@ describe("dist/svc copied alone", () => {
     }
   }, 60_000);
 
-  test("usearch's native addon, the embedding model (weights, TF.js wasm) and its worker are embedded", async () => {
+  test("usearch's native addon, the embedding model (weights, TF.js wasm, native kernel) and its worker are embedded", async () => {
     for (const worker of ["1", "0"]) {
       const r = await run(isolated("./probe"), { PROBE_WORKER: worker });
       // on failure, the probe's own error (its stderr's end) is what the diff shows
@@ -124,6 +124,9 @@ describe("dist/svc copied alone", () => {
       const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
       expect(out).toMatchObject({ usearch: 1, dims: 512, nearest: 1, worker: worker === "1" });
       expect(out.similarity).toBeGreaterThan(0.7); // a paraphrase, embedded by the real model
+      // with the native kernel embedded in the binary and loaded from there (node_modules and the
+      // checkout's build/ are not where the copy runs; the library's path is the binary's own)
+      expect(out.backend).toMatch(/^ts\+native-i16\((avx512-vnni|avx2)\)$/);
       // the learned hit decision's weights are in the binary too (a JSON import) and score the pair
       expect(out.learnedModel).toBe("local:use-lite-512");
       expect(out.learned).toBeGreaterThan(0);

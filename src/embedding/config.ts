@@ -13,8 +13,8 @@ export const EMBEDDING_SECTIONS = {
     lru_size: T.Integer({ default: 10_000, minimum: 0 }),
     /** local model implementation: "fast" (TS + WASM SIMD) or "tfjs" (the original TF.js graph; same vectors, slower) */
     engine: T.Union([T.Literal("fast"), T.Literal("tfjs")], { default: "fast" }),
-    /** matmul kernel of the "fast" engine: auto (fastest the runtime validates), wasm-i16, wasm (f32), js */
-    kernel: T.Union([T.Literal("auto"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
+    /** matmul kernel of the "fast" engine: auto (fastest available), native-i16 (built by npm install), wasm-i16, wasm (f32), js */
+    kernel: T.Union([T.Literal("auto"), T.Literal("native-i16"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
     /** threads sharing each dense product of the "fast" engine's 16-bit kernel (unset: 1; 2 uses a second core for long texts and batches) */
     threads: T.Optional(T.Integer({ minimum: 1, maximum: 16 })),
     /** model workers running batches side by side (unset: 2 on 2+ cores, else 1; the second starts when a batch had to wait) */

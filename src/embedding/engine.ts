@@ -25,7 +25,7 @@ export interface EngineChoice {
   /** "fast" engine, 16-bit kernel: threads sharing each dense product (default 1; see use-lite-fast.ts). */
   threads?: number;
 }
-export type UseLiteKernel = "auto" | "wasm-i16" | "wasm" | "js";
+export type UseLiteKernel = "auto" | "native-i16" | "wasm-i16" | "wasm" | "js";
 
 /**
  * Engine named by SVC_EMBEDDING__ENGINE ("fast" | "tfjs"), default "fast" — the fallback for code

@@ -1,7 +1,7 @@
 /**
  * USE-lite forward pass without TF.js: the same graph as the package's model.json, written out
- * as loops over Float32Arrays, with the dense products in a WebAssembly SIMD kernel
- * (simd-matmul.ts; by default the 16-bit integer one). Vectors match the TF.js backend (cosine
+ * as loops over Float32Arrays, with the dense products in a 16-bit integer kernel (native code
+ * where built, else WebAssembly SIMD; kernel-choice.ts). Vectors match the TF.js backend (cosine
  * ≥ 0.9999 on every dev text, measured ≥ 0.9999993; see scripts/bench/embedding-equivalence.ts).
  *
  * The graph (KonaTransformer, 2 layers), per text of T SentencePiece ids (positions ≥ 128 dropped):
@@ -17,19 +17,8 @@
  * rows of the dense products (weights are read once per batch, not once per text).
  */
 import { SentencePieceTokenizer } from "./sentencepiece";
-import {
-  createJsMatmul,
-  createWasmMatmul,
-  createWasmMatmulI16,
-  packPanels,
-  packPanelsI16,
-  pairListBytes,
-  wasmDotI16Supported,
-  wasmSimdSupported,
-  wasmThreadsSupported,
-  type Matmul,
-  type MatmulI16,
-} from "./simd-matmul";
+import { packPanels, packPanelsI16, pairListBytes, wasmThreadsSupported, type Matmul, type MatmulI16 } from "./simd-matmul";
+import { createKernels, kernelFromEnv, resolveKernel, usesI16, type UseLiteFastKernel } from "./kernel-choice";
 import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
 import { CTL_WORDS, ParallelDense } from "./parallel-dense";
 import { envInteger } from "./env";
@@ -91,12 +80,7 @@ class Arena {
   }
 }
 
-/**
- * Kernel for the dense products: "wasm-i16" (default where supported: 16-bit integer weights and
- * activations, i32x4.dot_i16x8_s, ~2× the f32 kernel), "wasm" (f32x4), "js" (portable fallback).
- * Attention products always run in f32 (wasm, or js for "js").
- */
-export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
+export type { UseLiteFastKernel } from "./kernel-choice";
 
 /**
  * Threads for the dense products (default env SVC_EMBEDDING__THREADS, else 1): 1 = the calling
@@ -107,13 +91,6 @@ export type UseLiteFastKernel = "wasm-i16" | "wasm" | "js";
  */
 export function defaultThreads(): number {
   return envInteger("SVC_EMBEDDING__THREADS", 1, 16, () => 1);
-}
-
-function kernelFromEnv(): UseLiteFastKernel | "auto" {
-  const v = process.env.SVC_EMBEDDING__KERNEL;
-  if (v === undefined || v === "" || v === "auto") return "auto";
-  if (v === "wasm-i16" || v === "wasm" || v === "js") return v;
-  throw new Error(`SVC_EMBEDDING__KERNEL must be "wasm-i16", "wasm", "js" or "auto", got ${JSON.stringify(v)}`);
 }
 
 export class UseLiteFast {
@@ -160,8 +137,10 @@ export class UseLiteFast {
   private readonly kernel: UseLiteFastKernel | "auto";
   private readonly threads: number;
 
+  private kernelName = "";
+
   backend(): string {
-    return this.mmq ? `ts+wasm-i16${this.par ? `x${this.threads}` : ""}` : this.mm ? `ts+${this.mm.kind}` : "ts";
+    return this.mm ? `ts+${this.kernelName}${this.par ? `x${this.threads}` : ""}` : "ts";
   }
 
   /** Products run across threads and strips the helper threads computed (0 / 0 single-threaded). */
@@ -203,9 +182,8 @@ export class UseLiteFast {
     floats += MAX_ROWS * (D * 6 + FF * 2 + 64) + MAX_TOKENS * (128 * 4 + MAX_TOKENS + 1) + 64;
     floats += MAX_ROWS * (FF / 2 + 1) + denseShapes.reduce((n, [, m]) => n + m + 4, 0); // i16 scratch, row and column scales
     floats += pairListBytes(ROW_BLOCK, FF) / 4 + 4;
-    const kernel: UseLiteFastKernel =
-      this.kernel !== "auto" ? this.kernel : wasmSimdSupported() ? (wasmDotI16Supported() ? "wasm-i16" : "wasm") : "js";
-    const i16 = kernel === "wasm-i16";
+    const kernel = resolveKernel(this.kernel);
+    const i16 = usesI16(kernel);
     const parallel = i16 && this.threads > 1 && wasmThreadsSupported();
     const arena = new Arena(floats * 4 + CTL_WORDS * 4 + 65536, parallel);
     const dense = (wName: string, bName: string, K: number, N: number): DenseW => {
@@ -273,8 +251,7 @@ export class UseLiteFast {
     }
     this.tokenizer = new SentencePieceTokenizer(vocabulary);
     this.arena = arena;
-    this.mm = kernel === "js" ? createJsMatmul(arena.memory) : createWasmMatmul(arena.memory);
-    if (i16) this.mmq = createWasmMatmulI16(arena.memory);
+    ({ mm: this.mm, mmq: this.mmq, name: this.kernelName } = createKernels(kernel, arena.memory));
     if (parallel && this.mmq) {
       const ctl = arena.alloc(CTL_WORDS);
       // helpers start with the first product worth sharing, not here: the model loads while the

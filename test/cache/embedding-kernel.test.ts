@@ -1,12 +1,34 @@
 /**
- * The 16-bit kernel (simd-matmul.ts) computes exactly what its comments say, bit for bit: a plain
+ * The 16-bit kernels (simd-matmul.ts in WebAssembly, native-matmul.ts in native code with AVX-512
+ * VNNI and with AVX2) compute exactly what their comments say, bit for bit: a plain
  * TypeScript reference of the same integer arithmetic (per-row quantisation, i32 sums over blocks of
  * 32 k, f32 accumulation of the blocks, scales, bias, relu) must give the same f32 values. A change
  * to the kernel's layout or instruction choice that alters any value fails here; the vectors' claim
  * "bit-identical" (thread counts, row blocks of the forward pass) rests on it.
  */
 import { describe, expect, test } from "bun:test";
-import { Q16, createWasmMatmulI16, packPanelsI16, pairListBytes } from "../../src/embedding/simd-matmul";
+import { Q16, createWasmMatmulI16, packPanelsI16, pairListBytes, type MatmulI16 } from "../../src/embedding/simd-matmul";
+import { createNativeMatmulI16, nativeKernel, type NativeIsa } from "../../src/embedding/native-matmul";
+import { kernelFromEnv, resolveKernel } from "../../src/embedding/kernel-choice";
+import { ensureNativeKernel } from "../helpers/native-kernel";
+import { join } from "node:path";
+
+ensureNativeKernel();
+const native = nativeKernel();
+if (!native.ok) throw new Error(native.reason);
+/** Every kernel this CPU runs: the WebAssembly one, the native AVX2 one, and AVX-512 VNNI where the CPU has it. */
+const isas: NativeIsa[] = native.isa === "avx512-vnni" ? ["avx512-vnni", "avx2"] : ["avx2"];
+const KERNELS: Array<[string, (m: WebAssembly.Memory) => MatmulI16]> = [
+  ["wasm-i16", createWasmMatmulI16],
+  ...isas.map((isa): [string, (m: WebAssembly.Memory) => MatmulI16] => [
+    `native-i16 ${isa}`,
+    (m) => {
+      const k = createNativeMatmulI16(m, { isa });
+      if ("reason" in k) throw new Error(k.reason);
+      return k;
+    },
+  ]),
+];
 
 const f = Math.fround;
 /** Round half to even, as f32x4.nearest does. */
@@ -41,13 +63,14 @@ function reference(x: Float32Array, W: Float32Array, bias: Float32Array, M: numb
   return out;
 }
 
-describe("16-bit dense kernel", () => {
+describe.each(KERNELS)("16-bit dense kernel: %s", (_name, create) => {
   test("equals the integer reference bit for bit (rows 1–9 and 64, K 64 and 256, strips of columns)", () => {
     let seed = 7;
     const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
     const memory = new WebAssembly.Memory({ initial: 256 });
-    const mm = createWasmMatmulI16(memory);
-    for (const [M, K, N, relu] of [[1, 64, 16, false], [3, 64, 24, true], [5, 256, 32, false], [9, 256, 16, true], [64, 64, 8, false]] as const) {
+    const mm = create(memory);
+    // column counts 8–72: the native kernel's tiles of 4 panels, full and partial (N 40, 72)
+    for (const [M, K, N, relu] of [[1, 64, 16, false], [3, 64, 24, true], [5, 256, 32, false], [9, 256, 16, true], [64, 64, 8, false], [6, 96, 40, true], [7, 64, 72, false]] as const) {
       const W = Float32Array.from({ length: K * N }, rnd), bias = Float32Array.from({ length: N }, rnd);
       const x = Float32Array.from({ length: M * K }, () => rnd() * 3);
       x[0] = 0; // exact zeros and a row of zeros take the scale-1 branch
@@ -72,9 +95,9 @@ describe("16-bit dense kernel", () => {
     let seed = 11;
     const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
     const memory = new WebAssembly.Memory({ initial: 256 });
-    const mm = createWasmMatmulI16(memory);
+    const mm = create(memory);
     // rows 1–3 and 6, 9, 13 (full tiles of 4 and a partial one), K 64 and 256, with and without relu
-    for (const [M, K, N, relu] of [[1, 64, 16, false], [3, 64, 24, true], [6, 256, 32, false], [9, 256, 16, true], [13, 128, 8, false]] as const) {
+    for (const [M, K, N, relu] of [[1, 64, 16, false], [3, 64, 24, true], [6, 256, 32, false], [9, 256, 16, true], [13, 128, 8, false], [10, 128, 48, true]] as const) {
       const W = Float32Array.from({ length: K * N }, rnd), bias = Float32Array.from({ length: N }, rnd);
       // like the rows after a relu: ~90 % exact zeros, plus a whole zero block of 32 k in every row
       // and a whole zero row tile, so records with no pair at all are read too
@@ -97,5 +120,43 @@ describe("16-bit dense kernel", () => {
       expect(Array.from(new Float32Array(memory.buffer, out, M * N))).toEqual(Array.from(want));
       expect(Array.from(new Float32Array(memory.buffer, out2, M * N))).toEqual(Array.from(want));
     }
+  });
+});
+
+describe("choosing the kernel", () => {
+  test("auto takes the native kernel when its library is built; SVC_EMBEDDING__KERNEL names it or fails clearly", () => {
+    expect(resolveKernel("auto")).toBe("native-i16");
+    expect(resolveKernel("wasm-i16")).toBe("wasm-i16");
+    const saved = process.env.SVC_EMBEDDING__KERNEL;
+    try {
+      process.env.SVC_EMBEDDING__KERNEL = "native-i16";
+      expect(kernelFromEnv()).toBe("native-i16");
+      process.env.SVC_EMBEDDING__KERNEL = "avx";
+      expect(() => kernelFromEnv()).toThrow('SVC_EMBEDDING__KERNEL must be "native-i16", "wasm-i16", "wasm", "js" or "auto", got "avx"');
+    } finally {
+      if (saved === undefined) delete process.env.SVC_EMBEDDING__KERNEL;
+      else process.env.SVC_EMBEDDING__KERNEL = saved;
+    }
+  });
+
+  test("a library that is missing or not a library is refused with the reason and the command that builds it", () => {
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    const missing = createNativeMatmulI16(memory, { path: "/nonexistent/libsvc-dense-i16.so" });
+    expect(missing).toEqual({ reason: "native kernel not built (/nonexistent/libsvc-dense-i16.so missing: run `npm run build:native`)" });
+    const notALibrary = createNativeMatmulI16(memory, { path: join(import.meta.dir, "embedding-kernel.test.ts") });
+    expect("reason" in notALibrary && notALibrary.reason).toContain("does not load");
+    expect(nativeKernel("").ok).toBe(false); // a binary built without a compiler
+  });
+
+  test("`npm install` without a C compiler still succeeds: the build says so in one line and leaves the library alone", () => {
+    const root = join(import.meta.dir, "../..");
+    const r = Bun.spawnSync([process.execPath, "scripts/build-native.ts", "--optional"], { cwd: root, env: { PATH: "/nonexistent" }, stdout: "pipe", stderr: "pipe" });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString()).toContain("native embedding kernel not built (no C compiler (cc, gcc or clang) on PATH");
+    expect(nativeKernel().ok).toBe(true);
+    // what the tests run: a failure, naming the command (as root the install is tried first; apt-get is not on this PATH either)
+    const strict = Bun.spawnSync([process.execPath, "scripts/build-native.ts"], { cwd: root, env: { PATH: "/nonexistent" }, stdout: "pipe", stderr: "pipe" });
+    expect(strict.exitCode).toBe(1);
+    expect(strict.stderr.toString()).toContain("run `apt-get update && apt-get install -y gcc libc6-dev` (as root), then `npm run build:native`");
   });
 });

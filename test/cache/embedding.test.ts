@@ -4,6 +4,10 @@ import { CachedEmbedder, EmbeddingError, LocalEmbedder, RemoteEmbedder, createEm
 import { UseLiteModel } from "../../src/embedding/use-lite";
 import { UseLiteFast } from "../../src/embedding/use-lite-fast";
 import { defaultBusyBatch, defaultWorkers } from "../../src/embedding/local";
+import { ensureNativeKernel } from "../helpers/native-kernel";
+
+ensureNativeKernel(); // what `npm install` builds: the default kernel below is the native one
+const NATIVE = /^ts\+native-i16\((avx512-vnni|avx2)\)$/;
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 
@@ -21,8 +25,8 @@ describe("local embedder (USE-lite)", () => {
     expect(emb.isReady()).toBe(true);
     expect(emb.dimensions).toBe(512);
     expect(emb.id).toBe("local:use-lite-512");
-    expect(emb.engine).toBe("fast"); // default: TS forward pass with the WASM SIMD kernel
-    expect(emb.backendName).toBe("ts+wasm-i16"); // 16-bit integer dense products (i32x4.dot_i16x8_s), one thread by default
+    expect(emb.engine).toBe("fast"); // default: TS forward pass
+    expect(emb.backendName).toMatch(NATIVE); // 16-bit integer dense products in native code, one thread by default
   });
 
   test("vectors are L2-normalised and paraphrases score higher than unrelated texts", async () => {
@@ -298,14 +302,16 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
   let fast: UseLiteFast;
   let fastJs: UseLiteFast;
   let fastI16: UseLiteFast;
+  let wasmI16: UseLiteFast;
   let fastPar: UseLiteFast;
   beforeAll(async () => {
     ref = new UseLiteModel();
     fast = new UseLiteFast("wasm");
     fastJs = new UseLiteFast("js");
-    fastI16 = new UseLiteFast(undefined, 1); // default kernel: 16-bit integer weights/activations; calling thread only
-    fastPar = new UseLiteFast("wasm-i16", 2); // the same kernel with one helper thread on a shared memory
-    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load(), fastPar.load()]);
+    fastI16 = new UseLiteFast(undefined, 1); // default kernel: 16-bit integer weights/activations in native code; calling thread only
+    wasmI16 = new UseLiteFast("wasm-i16", 1); // the same arithmetic in WebAssembly
+    fastPar = new UseLiteFast("wasm-i16", 2); // the WebAssembly kernel with one helper thread on a shared memory
+    await Promise.all([ref.load(), fast.load(), fastJs.load(), fastI16.load(), wasmI16.load(), fastPar.load()]);
   }, 120_000);
   afterAll(() => fastPar.close());
 
@@ -326,13 +332,19 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
     const gotJs = fastJs.embedFlat(prepared.slice(0, 6)); // the scalar fallback is slow: short edge cases only
     expect(fast.backend()).toBe("ts+wasm");
     expect(fastJs.backend()).toBe("ts+js");
-    expect(fastI16.backend()).toBe("ts+wasm-i16");
+    expect(fastI16.backend()).toMatch(NATIVE);
     for (const c of cosines(want, got)) expect(c).toBeGreaterThan(0.9999);
     // 16-bit rounding (≤ 1/16000 of each row's / column's largest value) measured ≥ 0.9999993 on 2000 dev texts
     for (const c of cosines(want, gotI16)) expect(c).toBeGreaterThan(0.9999);
     for (const c of cosines(want.subarray(0, gotJs.length), gotJs)) expect(c).toBeGreaterThan(0.9999);
     for (let i = 0; i < got.length; i += 512) expect(Math.abs(Math.sqrt(dot(got.subarray(i, i + 512), got.subarray(i, i + 512))) - 1)).toBeLessThan(1e-5);
   }, 60_000);
+
+  test("the native and the WebAssembly 16-bit kernels give bit-identical vectors (alone and in a batch)", () => {
+    expect(wasmI16.backend()).toBe("ts+wasm-i16");
+    expect(Array.from(fastI16.embedFlat(prepared))).toEqual(Array.from(wasmI16.embedFlat(prepared)));
+    for (const i of [0, 2, 6, 9]) expect(Array.from(fastI16.embedFlat([prepared[i]!]))).toEqual(Array.from(wasmI16.embedFlat([prepared[i]!])));
+  });
 
   test("a text gets the same vector alone and inside a batch", () => {
     const batch = fastI16.embedFlat(prepared); // quantisation scales are per row, so batch-independent
@@ -369,7 +381,7 @@ describe("USE-lite without TF.js (engine fast) matches the TF.js graph", () => {
       const [va] = await a.embed(["How do I reset my Gmail password?"]);
       const [vb] = await b.embed(["How do I reset my Gmail password?"]);
       expect(a.backendName).toBe("wasm");
-      expect(b.backendName).toBe("ts+wasm-i16");
+      expect(b.backendName).toMatch(NATIVE);
       expect(dot(va!, vb!)).toBeGreaterThan(0.9999);
     } finally {
       await a.close();

@@ -1,0 +1,128 @@
+/*
+ * The 16-bit dense product of the USE-lite forward pass, native (x86-64: AVX-512 VNNI, else AVX2),
+ * loaded by native-matmul.ts through bun:ffi. The same arithmetic as the WebAssembly kernel of
+ * simd-matmul-i16.ts, so every output is bit for bit the one that kernel gives:
+ *   - weights packed by packPanelsI16 (panels of 8 columns; per pair of k, 16 i16
+ *     [w[2k][c], w[2k+1][c]] for c = 0..7), activations quantised per row (i16, one scale a row);
+ *   - products summed exactly in i32 over blocks of 32 k (32 · 8000² < 2³¹), each block's sum
+ *     converted to f32 and added to the row's f32 total in block order;
+ *   - then out = total · (colScale · rowScale) + bias, and max(·, 0) with relu.
+ * Integer sums are exact in any order, and the f32 steps run in the same order with no fused
+ * multiply-add (built with -ffp-contract=off), so the result does not depend on the instruction set.
+ *
+ * Register tile: up to 4 rows × 4 panels (32 columns; 2 panels with AVX2's 16 registers): per pair
+ * of k, one load of weights a panel, one broadcast of each row's pair and a multiply-add of 16 i16
+ * per row and panel (vpdpwssd, or vpmaddwd + vpaddd).
+ * The sparse form reads only the pairs a pair list names (simd-matmul-i16.ts pairList: per tile of
+ * 4 rows and block of 32 k, the count, then the byte offsets of the pairs non-zero in some row of
+ * the tile); a pair left out is zero in every row and adds exactly 0.
+ */
+#include <stdint.h>
+#include <stddef.h>
+#include <immintrin.h>
+
+/* Checked by native-matmul.ts: a library built from another version of this file is not used. */
+#define SVC_DENSE_I16_ABI 1
+#define KBLOCK 32
+#define TR 4 /* rows per register tile (the pair list's tile) */
+#define LIST_RECORD (1 + KBLOCK / 2)
+
+#define UNROLL(n) _Pragma("GCC unroll 16")
+
+/* Rows i..i+R-1, panels p0..p0+P-1 (P ≤ TP; a missing panel repeats the last and is not stored). */
+#define DEFINE_TILE(NAME, TARGET, DOT, R, TP)                                                                  \
+  __attribute__((target(TARGET))) static void NAME(const int16_t *x, const float *rs, const int16_t *w,    \
+      const float *cs, const float *bias, float *out, int i, int j, int P, int K, int ns, int relu,        \
+      const int32_t *list) {                                                                             \
+    const int pairs = K / 2;                                                                             \
+    __m256 t[R][TP];                                                                                     \
+    UNROLL() for (int r = 0; r < R; r++) UNROLL() for (int p = 0; p < TP; p++) t[r][p] = _mm256_setzero_ps(); \
+    const int32_t *xr[R];                                                                                \
+    UNROLL() for (int r = 0; r < R; r++) xr[r] = (const int32_t *)(x + (size_t)(i + r) * K);              \
+    const __m256i *wp[TP];                                                                               \
+    UNROLL() for (int p = 0; p < TP; p++) wp[p] = (const __m256i *)(w + (size_t)(j + 8 * (p < P ? p : P - 1)) * K); \
+    const int32_t *rec = list ? list + (size_t)(i / TR) * (pairs / (KBLOCK / 2)) * LIST_RECORD : NULL;   \
+    for (int kb = 0; kb < pairs; kb += KBLOCK / 2) {                                                      \
+      __m256i a[R][TP];                                                                                  \
+      UNROLL() for (int r = 0; r < R; r++) UNROLL() for (int p = 0; p < TP; p++) a[r][p] = _mm256_setzero_si256(); \
+      if (rec) {                                                                                         \
+        const int n = rec[0];                                                                            \
+        for (int e = 0; e < n; e++) {                                                                    \
+          const int q = kb + (rec[1 + e] >> 2);                                                          \
+          __m256i v[TP];                                                                                 \
+          UNROLL() for (int p = 0; p < TP; p++) v[p] = _mm256_loadu_si256(wp[p] + q);                     \
+          UNROLL() for (int r = 0; r < R; r++) {                                                          \
+            const __m256i s = _mm256_set1_epi32(xr[r][q]);                                               \
+            UNROLL() for (int p = 0; p < TP; p++) a[r][p] = DOT(a[r][p], v[p], s);                        \
+          }                                                                                              \
+        }                                                                                                \
+        rec += LIST_RECORD;                                                                              \
+      } else {                                                                                           \
+        UNROLL() for (int q = kb; q < kb + KBLOCK / 2; q++) {                                             \
+          __m256i v[TP];                                                                                 \
+          UNROLL() for (int p = 0; p < TP; p++) v[p] = _mm256_loadu_si256(wp[p] + q);                     \
+          UNROLL() for (int r = 0; r < R; r++) {                                                          \
+            const __m256i s = _mm256_set1_epi32(xr[r][q]);                                               \
+            UNROLL() for (int p = 0; p < TP; p++) a[r][p] = DOT(a[r][p], v[p], s);                        \
+          }                                                                                              \
+        }                                                                                                \
+      }                                                                                                  \
+      UNROLL() for (int r = 0; r < R; r++) UNROLL() for (int p = 0; p < TP; p++)                          \
+        t[r][p] = _mm256_add_ps(t[r][p], _mm256_cvtepi32_ps(a[r][p]));                                   \
+    }                                                                                                    \
+    const __m256 zero = _mm256_setzero_ps();                                                             \
+    UNROLL() for (int r = 0; r < R; r++) {                                                                \
+      const __m256 s = _mm256_set1_ps(rs[i + r]);                                                        \
+      for (int p = 0; p < P; p++) {                                                                      \
+        const int c = j + 8 * p;                                                                         \
+        const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(cs + c), s);                                     \
+        __m256 y = _mm256_add_ps(_mm256_mul_ps(t[r][p], sc), _mm256_loadu_ps(bias + c));                 \
+        if (relu) y = _mm256_max_ps(y, zero);                                                            \
+        _mm256_storeu_ps(out + (size_t)(i + r) * ns + c, y);                                             \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+
+#define DEFINE_KERNEL(NAME, TARGET, DOT, TP)                                                                   \
+  DEFINE_TILE(NAME##_r4, TARGET, DOT, 4, TP)                                                                 \
+  DEFINE_TILE(NAME##_r3, TARGET, DOT, 3, TP)                                                                 \
+  DEFINE_TILE(NAME##_r2, TARGET, DOT, 2, TP)                                                                 \
+  DEFINE_TILE(NAME##_r1, TARGET, DOT, 1, TP)                                                                 \
+  __attribute__((target(TARGET))) static void NAME(const int16_t *x, const float *rs, const int16_t *w,    \
+      const float *cs, const float *bias, float *out, int M, int K, int N, int ns, int relu,              \
+      const int32_t *list) {                                                                             \
+    for (int j = 0; j < N; j += 8 * TP) {                                                                \
+      const int P = (N - j) / 8 < TP ? (N - j) / 8 : TP;                                                 \
+      int i = 0;                                                                                         \
+      for (; i + TR <= M; i += TR) NAME##_r4(x, rs, w, cs, bias, out, i, j, P, K, ns, relu, list);       \
+      switch (M - i) {                                                                                   \
+        case 3: NAME##_r3(x, rs, w, cs, bias, out, i, j, P, K, ns, relu, list); break;                   \
+        case 2: NAME##_r2(x, rs, w, cs, bias, out, i, j, P, K, ns, relu, list); break;                   \
+        case 1: NAME##_r1(x, rs, w, cs, bias, out, i, j, P, K, ns, relu, list); break;                   \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+
+#define DOT_AVX2(acc, w, x) _mm256_add_epi32(acc, _mm256_madd_epi16(w, x))
+#define DOT_VNNI(acc, w, x) _mm256_dpwssd_epi32(acc, w, x)
+
+DEFINE_KERNEL(dense_avx2, "avx2", DOT_AVX2, 2) /* 16 vector registers: 4 × 2 tile */
+DEFINE_KERNEL(dense_vnni, "avx2,avx512f,avx512vl,avx512vnni", DOT_VNNI, 4) /* 32 registers: 4 × 4 */
+
+int svc_dense_i16_abi(void) { return SVC_DENSE_I16_ABI; }
+
+/* 2 = AVX-512 VNNI, 1 = AVX2, 0 = neither (the caller keeps the WebAssembly kernel). */
+int svc_dense_i16_level(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2")) return 2;
+  if (__builtin_cpu_supports("avx2")) return 1;
+  return 0;
+}
+
+/* x: M rows of K i16 (K a multiple of 32); N columns (a multiple of 8); list: NULL, or the pair
+   list of these M rows (sparse form); level: 2 or 1 as svc_dense_i16_level() answered (or lower). */
+void svc_dense_i16(const int16_t *x, const float *rs, const int16_t *w, const float *cs, const float *bias,
+                   float *out, int M, int K, int N, int ns, int relu, const int32_t *list, int level) {
+  if (level >= 2) dense_vnni(x, rs, w, cs, bias, out, M, K, N, ns, relu, list);
+  else dense_avx2(x, rs, w, cs, bias, out, M, K, N, ns, relu, list);
+}
