@@ -1,9 +1,9 @@
 /**
  * The 16-bit dense product in native code (native/dense-i16.c through bun:ffi): the same
  * MatmulI16 as simd-matmul-i16.ts's WebAssembly kernel, bit for bit the same outputs, ~3× its
- * speed with AVX-512 VNNI (BENCHMARKS.md "Embedding latency"). It works on the same
- * WebAssembly.Memory: the quantisation step and the pair lists stay in WebAssembly / JS (a small
- * share of a product), the library reads and writes the memory at its address.
+ * speed with AVX-512 VNNI (BENCHMARKS.md "Embedding latency"), and the rows' quantisation before
+ * it (~10× the WebAssembly step's speed). It works on the same WebAssembly.Memory, whose address
+ * the library reads and writes; the pair lists of the sparse product stay in JS.
  *
  * Available when the library was built (`npm install` runs scripts/build-native.ts; the single
  * binary embeds it), its version matches this file, and the CPU has AVX2; otherwise
@@ -15,7 +15,7 @@ import { createWasmMatmulI16, type MatmulI16 } from "./simd-matmul-i16";
 import { nativeLibraryPath } from "./native/library-path";
 
 /** SVC_DENSE_I16_ABI of dense-i16.c this file calls. */
-const ABI = 1;
+const ABI = 2;
 /** Instruction sets of the library's two kernels, by the level it reports. */
 export type NativeIsa = "avx512-vnni" | "avx2";
 const ISA: Record<number, NativeIsa> = { 2: "avx512-vnni", 1: "avx2" };
@@ -27,6 +27,8 @@ const SYMBOLS = {
   svc_dense_i16_level: { args: [], returns: I },
   // x, rowScale, w, colScale, bias, out, M, K, N, outStride, relu, list, level
   svc_dense_i16: { args: [P, P, P, P, P, P, I, I, I, I, I, P, I], returns: FFIType.void },
+  // x, q, rowScale, M, K
+  svc_quant_i16: { args: [P, P, P, I, I], returns: FFIType.void },
 } as const;
 type Lib = ReturnType<typeof dlopen<typeof SYMBOLS>>["symbols"];
 
@@ -73,7 +75,7 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
   if (!k.ok) return { reason: k.reason };
   if (opts.isa && LEVEL[opts.isa] > LEVEL[k.isa]) return { reason: `this CPU has no ${opts.isa}` };
   const isa = opts.isa ?? k.isa, level = LEVEL[isa];
-  const dense = k.lib.svc_dense_i16;
+  const dense = k.lib.svc_dense_i16, quant = k.lib.svc_quant_i16;
   const wasm = createWasmMatmulI16(memory);
   let buffer = memory.buffer, base: number = ptr(new Uint8Array(buffer));
   const at = () => {
@@ -86,15 +88,19 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
     // panel j0/8 starts at j0*K i16 of w; bias, column scales and out at column j0
     dense(p(b + scratch), p(b + rowScale), p(b + w + j0 * K * 2), p(b + colScale + j0 * 4), p(b + bias + j0 * 4), p(b + out + j0 * 4), M, K, j1 - j0, N, relu ? 1 : 0, list === undefined ? null : p(b + list), level);
   };
+  const quantize = (x: number, scratch: number, rowScale: number, M: number, K: number) => {
+    const b = at();
+    quant(p(b + x), p(b + scratch), p(b + rowScale), M, K);
+  };
   return {
     memory,
     isa,
-    quantize: wasm.quantize,
+    quantize,
     pairList: wasm.pairList,
     runCols: (scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1) => runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1),
     runColsSparse: runCols,
     run(x, w, colScale, bias, out, M, K, N, relu, scratch, rowScale) {
-      wasm.quantize(x, scratch, rowScale, M, K);
+      quantize(x, scratch, rowScale, M, K);
       runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, 0, N);
     },
   };

@@ -22,7 +22,7 @@
 #include <immintrin.h>
 
 /* Checked by native-matmul.ts: a library built from another version of this file is not used. */
-#define SVC_DENSE_I16_ABI 1
+#define SVC_DENSE_I16_ABI 2
 #define KBLOCK 32
 #define TR 4 /* rows per register tile (the pair list's tile) */
 #define LIST_RECORD (1 + KBLOCK / 2)
@@ -108,6 +108,37 @@
 
 DEFINE_KERNEL(dense_avx2, "avx2", DOT_AVX2, 2) /* 16 vector registers: 4 × 2 tile */
 DEFINE_KERNEL(dense_vnni, "avx2,avx512f,avx512vl,avx512vnni", DOT_VNNI, 4) /* 32 registers: 4 × 4 */
+
+/*
+ * Quantisation of M rows of K floats (K a multiple of 16), as simd-matmul-i16.ts's quant kernel:
+ * m = max |x| of the row (1 → scale 1 for an all-zero row: m = Q16), rowScale = m / Q16,
+ * q = round-half-to-even(x · (Q16 / m)) as i16, all in f32.
+ */
+#define Q16 8000.0f
+#define DEFINE_QUANT(NAME, TARGET)                                                                       \
+  __attribute__((target(TARGET))) static void NAME(const float *x, int16_t *q, float *rs, int M, int K) { \
+    for (int i = 0; i < M; i++, x += K, q += K) {                                                        \
+      const __m256 sign = _mm256_set1_ps(-0.0f);                                                         \
+      __m256 mx = _mm256_setzero_ps();                                                                   \
+      for (int k = 0; k < K; k += 8) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k))); \
+      float l[8];                                                                                        \
+      _mm256_storeu_ps(l, mx);                                                                           \
+      float m = 0.0f;                                                                                    \
+      for (int c = 0; c < 8; c++) m = l[c] > m ? l[c] : m;                                               \
+      m = m > 0.0f ? m : Q16;                                                                            \
+      rs[i] = m / Q16;                                                                                   \
+      const __m256 sv = _mm256_set1_ps(Q16 / m);                                                         \
+      for (int k = 0; k < K; k += 16) {                                                                  \
+        const __m256i a = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k), sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
+        const __m256i b = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8), sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
+        /* packs works per 128-bit lane: a0 b0 a1 b1 → a0 a1 b0 b1 */                                   \
+        _mm256_storeu_si256((__m256i *)(q + k), _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8)); \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+DEFINE_QUANT(quant_avx2, "avx2")
+
+void svc_quant_i16(const float *x, int16_t *q, float *rs, int M, int K) { quant_avx2(x, q, rs, M, K); }
 
 int svc_dense_i16_abi(void) { return SVC_DENSE_I16_ABI; }
 
