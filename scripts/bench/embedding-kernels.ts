@@ -1,7 +1,7 @@
 /**
  * A/B of the USE-lite dense-product kernels, in-process, interleaved so that both see the same box load.
  *
- *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm,wasm-i16] [--rounds 20] [--batch 64]
+ *   ./node_modules/.bin/bun run scripts/bench/embedding-kernels.ts [--kernels wasm-i16,native-i16] [--rounds 20] [--batch 64]
  *
  * A kernel may carry a thread count: `wasm-i16:1,wasm-i16:2` compares the 16-bit kernel on the calling
  * thread alone with it plus one helper thread (parallel-dense.ts); without `:n` the default applies
@@ -29,7 +29,7 @@ const opt = (name: string, def: string) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1]! : def;
 };
-const variants = opt("kernels", "wasm,wasm-i16").split(",");
+const variants = opt("kernels", "wasm-i16,native-i16").split(",");
 const kernels = variants as string[];
 const batchN = Number(opt("batch", "0"));
 const rounds = Number(opt("rounds", "20"));
