@@ -11,7 +11,7 @@ export const EMBEDDING_SECTIONS = {
     /** on embedder failure: false (default) = 503 embedding_error, true = serve uncached (X-Cache-Status MISS, nothing written, a warning logged) */
     fail_open: T.Boolean({ default: false }),
     lru_size: T.Integer({ default: 10_000, minimum: 0 }),
-    /** local model implementation: "fast" (TS + WASM SIMD) or "tfjs" (the original TF.js graph; same vectors, slower) */
+    /** local model implementation: "fast" (TS + a native or WASM SIMD kernel) or "tfjs" (the original TF.js graph; same vectors, slower) */
     engine: T.Union([T.Literal("fast"), T.Literal("tfjs")], { default: "fast" }),
     /** matmul kernel of the "fast" engine: auto (fastest available), native-i16 (built by npm install), wasm-i16, wasm (f32), js */
     kernel: T.Union([T.Literal("auto"), T.Literal("native-i16"), T.Literal("wasm-i16"), T.Literal("wasm"), T.Literal("js")], { default: "auto" }),
