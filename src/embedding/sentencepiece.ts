@@ -19,22 +19,28 @@ const SEP = "\u2581";
 const RESERVED = 6;
 
 interface Node {
-  next: Map<string, Node> | null;
+  /** Children by code point. */
+  next: Map<number, Node> | null;
   /** Vocabulary index when a piece ends here, else -1. */
   id: number;
   score: number;
-  /** Piece length in code points. */
-  len: number;
 }
 
-function newNode(len: number): Node {
-  return { next: null, id: -1, score: 0, len };
+function newNode(): Node {
+  return { next: null, id: -1, score: 0 };
 }
+
+/** Pure ASCII without control characters: NFKC leaves it as it is. */
+const PLAIN_ASCII = /^[\x20-\x7e]*$/;
 
 export class SentencePieceTokenizer {
-  private readonly root = newNode(0);
+  private readonly root = newNode();
   /** String length (UTF-16 units) of each vocabulary piece, used when back-tracking. */
   private readonly pieceLen: Int32Array;
+  // per-call scratch, grown as needed: code points, best score and piece id per end position
+  private cps = new Int32Array(256);
+  private best = new Float64Array(257);
+  private word = new Int32Array(257);
 
   constructor(vocab: Vocabulary) {
     this.pieceLen = new Int32Array(vocab.length);
@@ -42,14 +48,13 @@ export class SentencePieceTokenizer {
     for (let i = RESERVED; i < vocab.length; i++) {
       const [piece, score] = vocab[i]!;
       let node = this.root;
-      let depth = 0;
       for (const ch of piece) {
-        depth++;
+        const cp = ch.codePointAt(0)!;
         node.next ??= new Map();
-        let child = node.next.get(ch);
+        let child = node.next.get(cp);
         if (!child) {
-          child = newNode(depth);
-          node.next.set(ch, child);
+          child = newNode();
+          node.next.set(cp, child);
         }
         node = child;
       }
@@ -61,49 +66,58 @@ export class SentencePieceTokenizer {
   }
 
   encode(text: string): number[] {
-    const normalized = text.normalize("NFKC");
+    const normalized = PLAIN_ASCII.test(text) ? text : text.normalize("NFKC");
     const input = normalized.length > 0 ? SEP + normalized.replaceAll(" ", SEP) : normalized;
-    const sym = Array.from(input);
-    const n = sym.length;
-    // Candidates ending at each position, in ascending start order: flat lists of (start, id, score, len).
-    const ends: { start: number; id: number; score: number }[][] = Array.from({ length: n + 1 }, () => []);
+    if (input.length + 1 > this.best.length) {
+      this.cps = new Int32Array(input.length);
+      this.best = new Float64Array(input.length + 1);
+      this.word = new Int32Array(input.length + 1);
+    }
+    const cps = this.cps, best = this.best, word = this.word;
+    let n = 0;
+    for (let u = 0; u < input.length; n++) {
+      const cp = input.codePointAt(u)!;
+      cps[n] = cp;
+      u += cp > 0xffff ? 2 : 1;
+    }
+    best.fill(0, 0, n + 1);
+    word.fill(0, 0, n + 1);
+    // Best path, start positions ascending: every piece starting at i is offered to the end position
+    // it reaches (best[i] is final by then: all pieces ending at i start before it), so each end
+    // position sees its candidates by ascending start, as the original visits them; a candidate
+    // replaces the current best when that is still 0 (unset) or the candidate's sum is >= it (ties go
+    // to the later start). A position where no piece starts offers the unknown id 0 for one code point.
+    const root = this.root.next;
     for (let i = 0; i < n; i++) {
-      let node = this.root.next?.get(sym[i]!);
+      const from = best[i]!;
+      let node = root?.get(cps[i]!);
       let found = false;
       for (let j = i; j < n && node; j++) {
         if (node.id >= 0) {
-          ends[j + 1]!.push({ start: i, id: node.id, score: node.score });
+          const e = j + 1, s = node.score + from;
+          if (best[e] === 0 || s >= best[e]!) {
+            best[e] = s;
+            word[e] = node.id;
+          }
           found = true;
         }
-        node = j + 1 < n ? node.next?.get(sym[j + 1]!) : undefined;
+        node = j + 1 < n ? node.next?.get(cps[j + 1]!) : undefined;
       }
-      if (!found) ends[i + 1]!.push({ start: i, id: 0, score: 0 });
-    }
-    // Candidates were pushed by ascending start (outer loop), matching the original's iteration order.
-    const best = new Float64Array(n + 1);
-    const word = new Int32Array(n + 1);
-    for (let e = 0; e <= n; e++) {
-      for (const c of ends[e]!) {
-        const s = c.score + best[c.start]!;
-        if (best[e] === 0 || s >= best[e]!) {
-          best[e] = s;
-          word[e] = c.id;
-        }
+      if (!found && (best[i + 1] === 0 || from >= best[i + 1]!)) {
+        best[i + 1] = from;
+        word[i + 1] = 0;
       }
     }
+    // back-track by each piece's string length, merging runs of unknown ids
     const out: number[] = [];
     let it = n;
+    let prevUnk = false;
     while (it > 0) {
       const id = word[it]!;
-      out.push(id);
+      if (!(prevUnk && id === 0)) out.push(id);
+      prevUnk = id === 0;
       it -= this.pieceLen[id]!;
     }
-    const merged: number[] = [];
-    let prevUnk = false;
-    for (const id of out) {
-      if (!(prevUnk && id === 0)) merged.push(id);
-      prevUnk = id === 0;
-    }
-    return merged.reverse();
+    return out.reverse();
   }
 }
