@@ -40,7 +40,7 @@ export function buildNative(opts: { install?: boolean } = {}): string {
   mkdirSync(dirname(nativeLibraryPath), { recursive: true });
   // compiled beside the target and renamed over it: a concurrent build or a running svc never sees half a file
   const tmp = `${nativeLibraryPath}.${process.pid}.tmp`;
-  const r = Bun.spawnSync([cc, ...FLAGS, "-o", tmp, SOURCE], { stderr: "pipe", stdout: "pipe" });
+  const r = Bun.spawnSync([cc, ...FLAGS, "-o", tmp, SOURCE, "-lm"], { stderr: "pipe", stdout: "pipe" });
   if (r.exitCode !== 0) {
     rmSync(tmp, { force: true });
     throw new Error(`${cc} failed on ${SOURCE}:\n${r.stderr.toString()}`);

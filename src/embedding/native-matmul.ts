@@ -1,9 +1,10 @@
 /**
  * The 16-bit dense product in native code (native/dense-i16.c through bun:ffi): the same
  * MatmulI16 as simd-matmul-i16.ts's WebAssembly kernel, bit for bit the same outputs, ~3× its
- * speed with AVX-512 VNNI (BENCHMARKS.md "Embedding latency"), and the rows' quantisation before
- * it (~10× the WebAssembly step's speed). It works on the same WebAssembly.Memory, whose address
- * the library reads and writes; the pair lists of the sparse product stay in JS.
+ * speed with AVX-512 VNNI (BENCHMARKS.md "Embedding latency"), the rows' quantisation before it
+ * (~10× the WebAssembly step's speed), and the forward pass's layer norms and attention (the same
+ * operations in the same order as use-lite-fast.ts's JS, so the same bits). It works on the same
+ * WebAssembly.Memory, whose address the library reads and writes; the pair lists stay in JS.
  *
  * Available when the library was built (`npm install` runs scripts/build-native.ts; the single
  * binary embeds it), its version matches this file, and the CPU has AVX2; otherwise
@@ -15,7 +16,7 @@ import { createWasmMatmulI16, type MatmulI16 } from "./simd-matmul-i16";
 import { nativeLibraryPath } from "./native/library-path";
 
 /** SVC_DENSE_I16_ABI of dense-i16.c this file calls. */
-const ABI = 2;
+const ABI = 3;
 /** Instruction sets of the library's two kernels, by the level it reports. */
 export type NativeIsa = "avx512-vnni" | "avx2";
 const ISA: Record<number, NativeIsa> = { 2: "avx512-vnni", 1: "avx2" };
@@ -29,6 +30,10 @@ const SYMBOLS = {
   svc_dense_i16: { args: [P, P, P, P, P, P, I, I, I, I, I, P, I], returns: FFIType.void },
   // x, q, rowScale, M, K
   svc_quant_i16: { args: [P, P, P, I, I], returns: FFIType.void },
+  // x, y, rows, d, gain, bias
+  svc_layer_norm: { args: [P, P, I, I, P, P], returns: FFIType.void },
+  // qkv, context, T, d, heads, qScale, scratch
+  svc_attention: { args: [P, P, I, I, I, FFIType.f64, P], returns: FFIType.void },
 } as const;
 type Lib = ReturnType<typeof dlopen<typeof SYMBOLS>>["symbols"];
 
@@ -64,6 +69,13 @@ function load(path: string): NativeKernel {
 
 export interface NativeMatmulI16 extends MatmulI16 {
   readonly isa: NativeIsa;
+  /** use-lite-fast.ts layerNorm in native code, the same bits: rows of d floats at `src` → `dst` (byte offsets). */
+  layerNorm(src: number, dst: number, rows: number, d: number, gain: Float32Array, bias: Float32Array): void;
+  /**
+   * use-lite-fast.ts attention for one text of T rows, the same bits: q, k, v rows of 3d floats at
+   * `qkv` → context rows of d floats at `ctx` (d / heads a multiple of 64); `scratch`: T·hd + hd·⌈T⌉₃₂ + T·⌈T⌉₃₂ floats.
+   */
+  attention(qkv: number, ctx: number, T: number, d: number, heads: number, qScale: number, scratch: number): void;
 }
 
 /**
@@ -75,7 +87,7 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
   if (!k.ok) return { reason: k.reason };
   if (opts.isa && LEVEL[opts.isa] > LEVEL[k.isa]) return { reason: `this CPU has no ${opts.isa}` };
   const isa = opts.isa ?? k.isa, level = LEVEL[isa];
-  const dense = k.lib.svc_dense_i16, quant = k.lib.svc_quant_i16;
+  const dense = k.lib.svc_dense_i16, quant = k.lib.svc_quant_i16, norm = k.lib.svc_layer_norm, attend = k.lib.svc_attention;
   const wasm = createWasmMatmulI16(memory);
   let buffer = memory.buffer, base: number = ptr(new Uint8Array(buffer));
   const at = () => {
@@ -95,6 +107,14 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
   return {
     memory,
     isa,
+    layerNorm(src, dst, rows, d, gain, bias) {
+      const b = at();
+      norm(p(b + src), p(b + dst), rows, d, gain, bias);
+    },
+    attention(qkv, ctx, T, d, heads, qScale, scratch) {
+      const b = at();
+      attend(p(b + qkv), p(b + ctx), T, d, heads, qScale, p(b + scratch));
+    },
     quantize,
     pairList: wasm.pairList,
     runCols: (scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1) => runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1),

@@ -19,6 +19,7 @@
 import { SentencePieceTokenizer } from "./sentencepiece";
 import { packPanels, packPanelsI16, pairListBytes, wasmThreadsSupported, type Matmul, type MatmulI16 } from "./simd-matmul";
 import { createKernels, kernelFromEnv, resolveKernel, usesI16, type UseLiteFastKernel } from "./kernel-choice";
+import type { NativeMatmulI16 } from "./native-matmul";
 import { readUseLiteFiles, type WeightTensor } from "./use-lite-weights";
 import { CTL_WORDS, ParallelDense } from "./parallel-dense";
 import { envInteger } from "./env";
@@ -102,6 +103,8 @@ export class UseLiteFast {
   private arena: Arena | null = null;
   private mm: Matmul | null = null;
   private mmq: MatmulI16 | null = null;
+  /** the native kernel's layer norm and attention (same bits as the JS below), when the native kernel runs */
+  private native: NativeMatmulI16 | null = null;
   private bufQ = 0; // [MAX_ROWS, 1536] i16 quantised rows (16-bit kernel)
   private bufQS = 0; // [MAX_ROWS] row scales
   private bufL = 0; // pair list of one row block of the layer-0 FFN's second product (16-bit kernel)
@@ -252,6 +255,7 @@ export class UseLiteFast {
     this.tokenizer = new SentencePieceTokenizer(vocabulary);
     this.arena = arena;
     ({ mm: this.mm, mmq: this.mmq, name: this.kernelName } = createKernels(kernel, arena.memory));
+    this.native = this.mmq && "attention" in this.mmq ? (this.mmq as NativeMatmulI16) : null;
     if (parallel && this.mmq) {
       const ctl = arena.alloc(CTL_WORDS);
       // helpers start with the first product worth sharing, not here: the model loads while the
@@ -394,6 +398,7 @@ export class UseLiteFast {
   }
 
   private layerNorm(src: number, dst: number, rows: number, d: number, g: Float32Array, b: Float32Array): void {
+    if (this.native) return this.native.layerNorm(src, dst, rows, d, g, b);
     const X = this.arena!.f32(src, rows * d), Y = this.arena!.f32(dst, rows * d);
     for (let r = 0; r < rows; r++) {
       const o = r * d;
@@ -430,6 +435,12 @@ export class UseLiteFast {
     let base = 0;
     for (const seq of ids) {
       const T = seq.length;
+      if (this.native) {
+        // the same arithmetic in native code; scratch: attQ, attK, attV, attS are allocated one after another
+        this.native.attention(this.bufQKV + base * w3 * 4, this.bufH + base * d * 4, T, d, HEADS, l.qScale, this.attQ);
+        base += T;
+        continue;
+      }
       const Tp = (T + 7) & ~7;
       for (let h = 0; h < HEADS; h++) {
         const qo = h * hd, ko = d + h * hd, vo = 2 * d + h * hd;

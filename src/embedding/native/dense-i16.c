@@ -20,9 +20,10 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <immintrin.h>
+#include <math.h>
 
 /* Checked by native-matmul.ts: a library built from another version of this file is not used. */
-#define SVC_DENSE_I16_ABI 2
+#define SVC_DENSE_I16_ABI 3
 #define KBLOCK 32
 #define TR 4 /* rows per register tile (the pair list's tile) */
 #define LIST_RECORD (1 + KBLOCK / 2)
@@ -139,6 +140,102 @@ DEFINE_KERNEL(dense_vnni, "avx2,avx512f,avx512vl,avx512vnni", DOT_VNNI, 4) /* 32
 DEFINE_QUANT(quant_avx2, "avx2")
 
 void svc_quant_i16(const float *x, int16_t *q, float *rs, int M, int K) { quant_avx2(x, q, rs, M, K); }
+
+/*
+ * Layer norm of `rows` rows of d floats, as use-lite-fast.ts computes it in JS: mean and variance
+ * summed in double in index order, inv = 1 / sqrt(var / d + 1e-6), y = f32((x - mean) · inv · g + b)
+ * in double. Same operations in the same order, so the same bits.
+ */
+void svc_layer_norm(const float *x, float *y, int rows, int d, const float *g, const float *b) {
+  for (int r = 0; r < rows; r++, x += d, y += d) {
+    double mean = 0;
+    for (int c = 0; c < d; c++) mean += x[c];
+    mean /= d;
+    double v = 0;
+    for (int c = 0; c < d; c++) {
+      const double z = x[c] - mean;
+      v += z * z;
+    }
+    const double inv = 1 / sqrt(v / d + 1e-6);
+    for (int c = 0; c < d; c++) y[c] = (float)((x[c] - mean) * inv * g[c] + b[c]);
+  }
+}
+
+/*
+ * Self-attention of one text's T rows (use-lite-fast.ts attention, the same arithmetic): per head of
+ * hd = d / heads channels, scores[i][j] = Σ_c k[j][c] · (f32(q[i][c] · qScale)) in f32, summed in c order
+ * from 0; softmax in double with exp (the C library's, which Math.exp is), e rounded to f32, the sum
+ * of the unrounded e; p = f32(f32(e) · (1 / sum)); context[t][c] = Σ_j v[j][c] · p[t][j] in f32, in j order.
+ * qkv: T rows of 3d floats (q, k, v); ctx: T rows of d floats (hd a multiple of 64); scratch:
+ * T·hd + hd·Tp + T·Tp floats, Tp = T rounded up to 32. Columns are summed 8 at a time in vector lanes,
+ * several independent sums in flight (each lane's sum in the same order as alone).
+ */
+__attribute__((target("avx2"))) static void attention_avx2(const float *qkv, float *ctx, int T, int d, int heads, double qScale, float *scratch) {
+  /* keys padded to a multiple of 32 columns (zero keys: their scores are computed and never read), so
+     the score loop keeps 2 rows × 4 column blocks of independent sums in flight */
+  const int hd = d / heads, w3 = 3 * d, Tp = (T + 31) & ~31;
+  float *Q = scratch, *KT = Q + (size_t)T * hd, *S = KT + (size_t)hd * Tp;
+  for (int h = 0; h < heads; h++) {
+    const int qo = h * hd, ko = d + h * hd, vo = 2 * d + h * hd;
+    for (int t = 0; t < T; t++)
+      for (int c = 0; c < hd; c++) Q[t * hd + c] = (float)((double)qkv[(size_t)t * w3 + qo + c] * qScale);
+    for (int c = 0; c < hd; c++) {
+      for (int t = 0; t < T; t++) KT[c * Tp + t] = qkv[(size_t)t * w3 + ko + c];
+      for (int t = T; t < Tp; t++) KT[c * Tp + t] = 0.0f;
+    }
+    for (int i = 0; i < T; i += 2) {
+      const int i1 = i + 1 < T ? i + 1 : i; /* an odd last row is computed twice, stored once */
+      for (int j = 0; j < Tp; j += 32) {
+        __m256 a0[4], a1[4];
+        for (int b = 0; b < 4; b++) a0[b] = a1[b] = _mm256_setzero_ps();
+        for (int c = 0; c < hd; c++) {
+          const __m256 q0 = _mm256_set1_ps(Q[i * hd + c]), q1 = _mm256_set1_ps(Q[i1 * hd + c]);
+          for (int b = 0; b < 4; b++) {
+            const __m256 k = _mm256_loadu_ps(KT + c * Tp + j + 8 * b);
+            a0[b] = _mm256_add_ps(a0[b], _mm256_mul_ps(k, q0));
+            a1[b] = _mm256_add_ps(a1[b], _mm256_mul_ps(k, q1));
+          }
+        }
+        for (int b = 0; b < 4; b++) {
+          _mm256_storeu_ps(S + i * Tp + j + 8 * b, a0[b]);
+          _mm256_storeu_ps(S + i1 * Tp + j + 8 * b, a1[b]);
+        }
+      }
+    }
+    for (int i = 0; i < T; i++) {
+      float *row = S + i * Tp;
+      double max = -INFINITY;
+      for (int j = 0; j < T; j++)
+        if (row[j] > max) max = row[j];
+      double sum = 0;
+      for (int j = 0; j < T; j++) {
+        const double e = exp(row[j] - max);
+        row[j] = (float)e;
+        sum += e;
+      }
+      const double inv = 1 / sum;
+      for (int j = 0; j < T; j++) row[j] = (float)(row[j] * inv);
+    }
+    /* context: 8 column blocks of independent sums per row (hd is 64 or 128) */
+    for (int t = 0; t < T; t++) {
+      const float *pr = S + t * Tp;
+      for (int c0 = 0; c0 < hd; c0 += 64) {
+        __m256 acc[8];
+        for (int b = 0; b < 8; b++) acc[b] = _mm256_setzero_ps();
+        for (int j = 0; j < T; j++) {
+          const __m256 pj = _mm256_set1_ps(pr[j]);
+          const float *v = qkv + (size_t)j * w3 + vo + c0;
+          for (int b = 0; b < 8; b++) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(_mm256_loadu_ps(v + 8 * b), pj));
+        }
+        for (int b = 0; b < 8; b++) _mm256_storeu_ps(ctx + (size_t)t * d + qo + c0 + 8 * b, acc[b]);
+      }
+    }
+  }
+}
+
+void svc_attention(const float *qkv, float *ctx, int T, int d, int heads, double qScale, float *scratch) {
+  attention_avx2(qkv, ctx, T, d, heads, qScale, scratch);
+}
 
 int svc_dense_i16_abi(void) { return SVC_DENSE_I16_ABI; }
 
