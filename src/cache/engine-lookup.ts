@@ -18,6 +18,7 @@ import { deriveKeys, exactKeyOf, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
+import { GroupCommit } from "./group-commit";
 import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import { FeedbackBook } from "./feedback";
@@ -76,6 +77,8 @@ export abstract class CacheEngineBase {
   readonly feedback: FeedbackBook;
   /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
   readonly sync?: CacheSync;
+  /** SQLite: the group commit of cache entries (group-commit.ts); PostgreSQL commits each on its own connection */
+  readonly inserts?: GroupCommit;
 
   constructor(protected readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
@@ -117,11 +120,13 @@ export abstract class CacheEngineBase {
         : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
     const sqlite = o.storage.dialect.name === "sqlite";
+    this.inserts = sqlite ? new GroupCommit((fn) => o.storage.tx(fn)) : undefined;
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;
     this.tenants = new TenantRegistry({
-      // bun:sqlite hands each blob its own buffer: candidates' vectors are read without a second copy
-      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId), sqlite),
+      // bun:sqlite hands each blob its own buffer: candidates' vectors are read without a second copy;
+      // and one connection commits every insert: the entries stored in one event-loop turn share a commit
+      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId), sqlite, this.inserts),
       now: this.now,
       dimensions: () => emb.dimensions,
       index: { quantization: s.quantization, efSearch: s.efSearch, connectivity: s.connectivity, efConstruction: s.efConstruction },

@@ -8,6 +8,7 @@ import type { AsyncStorage, AsyncTenantDb, Params } from "../storage/async";
 import { vectorBytes, vectorOf } from "../storage/dialect";
 import { StorageConstraintError } from "../storage/errors";
 import type { Mode } from "./partition";
+import type { GroupCommit } from "./group-commit";
 
 export interface NewEntry {
   id: string;
@@ -128,10 +129,12 @@ export class CacheStore {
   /**
    * @param ownBlobs the backend returns each blob in its own buffer (bun:sqlite): vectors are read
    * without a second copy (a cache-enabled miss reads the vectors of up to 8 candidates, 2 KB each)
+   * @param group inserts go through it (group-commit.ts: the entries of one event-loop turn in one transaction)
    */
   constructor(
     private readonly t: AsyncTenantDb,
     private readonly ownBlobs = false,
+    private readonly group?: GroupCommit,
   ) {}
 
   async settings(): Promise<TenantCacheSettings> {
@@ -206,7 +209,11 @@ export class CacheStore {
    * storing the same key at once on PostgreSQL: the second one's DELETE found no row yet and its
    * INSERT meets the first one's (unique violation): it runs again and replaces it.
    */
-  async insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+  insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    return this.group ? this.group.run(() => this.insertNow(e)) : this.insertNow(e);
+  }
+
+  private async insertNow(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
     const params = entryParams(e);
     const fresh = await this.t.get<{ vecKey: number }>(`${INSERT_ENTRY} ON CONFLICT (tenant_id, exact_key) DO NOTHING RETURNING vec_key AS "vecKey"`, params);
     if (fresh) return { vecKey: Number(fresh.vecKey), replaced: [] };
