@@ -11,10 +11,13 @@
  * then adds it to the index and the exact LRU, and the pipeline answers the client: the next request
  * reads it), and rejects when its insert fails. A failure inside the group rolls the group back and
  * every job of it runs again on its own, as it did before grouping, so one bad row never costs the
- * others their entries. A store made inside an open transaction of its flow runs in that
- * transaction, at once (waiting for the group would wait on the transaction it is part of).
+ * others their entries — except when the database is unavailable (busy past busy_timeout, gone):
+ * then every job fails with that error at once, since each one alone would block the event loop for
+ * busy_timeout again. A store made inside an open transaction of its flow runs in that transaction,
+ * at once (waiting for the group would wait on the transaction it is part of).
  */
 import { txContext } from "../storage/async";
+import { StorageUnavailableError } from "../storage/errors";
 
 interface Job {
   run(): Promise<unknown>;
@@ -60,7 +63,11 @@ export class GroupCommit {
       await this.tx(async () => {
         for (const j of jobs) values.push(await j.run());
       });
-    } catch {
+    } catch (e) {
+      if (e instanceof StorageUnavailableError) {
+        for (const j of jobs) j.reject(e);
+        return;
+      }
       // rolled back as a whole: each job again on its own, one after the other
       for (const j of jobs) await settle(j);
       return;

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { GroupCommit } from "../../src/cache/group-commit";
 import { openStorage } from "../../src/storage/open";
 import type { AsyncStorage } from "../../src/storage/async";
-import { StorageConstraintError } from "../../src/storage/errors";
+import { StorageConstraintError, StorageUnavailableError } from "../../src/storage/errors";
 import { ask, answer, HashEmbedder, openEngine, tempDir, type Harness } from "./helpers";
 
 describe("the engine's stores", () => {
@@ -109,6 +109,23 @@ describe("GroupCommit", () => {
       }),
     ).rejects.toThrow("abort");
     expect(await rows()).not.toContain("e");
+  });
+
+  test("an unavailable database fails the whole group at once: no job is tried again on its own", async () => {
+    const busy = new StorageUnavailableError("database is locked", 1);
+    const g = new GroupCommit(() => Promise.reject(busy));
+    let ran = 0;
+    const job = () => {
+      ran++;
+      return Promise.resolve();
+    };
+    const results = await Promise.allSettled([g.run(job), g.run(job), g.run(job)]);
+    expect(results.map((r) => (r.status === "rejected" ? r.reason : r.status))).toEqual([busy, busy, busy]);
+    expect(ran).toBe(0);
+    // any other failure of the group: each job again on its own
+    const h = new GroupCommit(() => Promise.reject(new Error("disk I/O error")));
+    expect(await Promise.all([h.run(job), h.run(job)])).toEqual([undefined, undefined]);
+    expect(ran).toBe(2);
   });
 
   test("jobs of later turns form their own groups", async () => {
