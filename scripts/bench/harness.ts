@@ -332,18 +332,25 @@ export async function coldStarts(binary: string, runs = 7): Promise<number[]> {
   return out;
 }
 
-/** On-CPU time so far (ms, the first field of /proc/<pid>/task/<tid>/schedstat) of every live thread of `pid`, and of its main thread. */
-export function threadCpuMs(pid: number): { all: number; main: number } {
+/**
+ * On-CPU time so far (ms, the first field of /proc/<pid>/task/<tid>/schedstat) of every live thread of
+ * `pid`, of its main thread, and per thread name (/proc/…/comm: Bun's "Worker" threads, "JITWorker",
+ * "HeapHelper", …; the main thread is under "main").
+ */
+export function threadCpuMs(pid: number): { all: number; main: number; byName: Record<string, number> } {
   let all = 0;
   let main = 0;
+  const byName: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
       all += ns;
+      const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      byName[name] = (byName[name] ?? 0) + ns / 1e6;
       if (tid === String(pid)) main = ns;
     } catch {}
   }
-  return { all: all / 1e6, main: main / 1e6 };
+  return { all: all / 1e6, main: main / 1e6, byName };
 }
 
 export const median = (xs: number[]) => {

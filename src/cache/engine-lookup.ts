@@ -18,6 +18,7 @@ import { deriveKeys, exactKeyOf, type DerivedKeys } from "./partition";
 import { CacheStore, type ExactRow, type Removed } from "./store";
 import { SessionTurns, contextWindow, fuseContext } from "./context";
 import { SingleFlight } from "./single-flight";
+import { GroupCommit } from "./group-commit";
 import { TenantRegistry, type TenantState } from "./tenants";
 import type { TenantCacheSettings } from "./store";
 import { FeedbackBook } from "./feedback";
@@ -76,6 +77,8 @@ export abstract class CacheEngineBase {
   readonly feedback: FeedbackBook;
   /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
   readonly sync?: CacheSync;
+  /** SQLite: the group commit of cache entries (group-commit.ts); PostgreSQL commits each on its own connection */
+  readonly inserts?: GroupCommit;
 
   constructor(protected readonly o: EngineOptions) {
     this.now = o.now ?? Date.now;
@@ -116,10 +119,14 @@ export abstract class CacheEngineBase {
           }
         : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
+    const sqlite = o.storage.dialect.name === "sqlite";
+    this.inserts = sqlite ? new GroupCommit((fn) => o.storage.tx(fn)) : undefined;
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;
     this.tenants = new TenantRegistry({
-      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId)),
+      // bun:sqlite hands each blob its own buffer: candidates' vectors are read without a second copy;
+      // and one connection commits every insert: the entries stored in one event-loop turn share a commit
+      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId), sqlite, this.inserts),
       now: this.now,
       dimensions: () => emb.dimensions,
       index: { quantization: s.quantization, efSearch: s.efSearch, connectivity: s.connectivity, efConstruction: s.efConstruction },
@@ -219,7 +226,10 @@ export abstract class CacheEngineBase {
     const ts = this.tenants.use(input.tenantId) ?? (await this.tenants.get(input.tenantId));
     ts.stats.lookups++;
 
-    const ex = this.exactCached(input.tenantId, exactKey, now) ?? (await this.exactGet(input.tenantId, ts, exactKey, now));
+    // the LRU is asked once: a miss (absent or expired) goes on to the database with what it found
+    const k = `${input.tenantId}\u0000${exactKey}`;
+    const cached = this.exact.get(k);
+    const ex = cached && (cached.expiresAt === null || cached.expiresAt > now) ? cached : await this.exactGet(input.tenantId, ts, k, exactKey, now, cached);
     if (ex) return this.hit(input.tenantId, ts, "exact", ex, 1, undefined, t0, undefined, { value: 1, source: "exact" });
 
     const keys = deriveKeys(input, this.emb.id, exactKey);
@@ -367,16 +377,11 @@ export abstract class CacheEngineBase {
     return out;
   }
 
-  /** The exact tier from memory alone: a live entry of the LRU (no promise: the exact hit path). */
-  protected exactCached(tenantId: string, exactKey: string, now: number): ExactRow | undefined {
-    const m = this.exact.get(`${tenantId}\u0000${exactKey}`);
-    return m && (m.expiresAt === null || m.expiresAt > now) ? m : undefined;
-  }
-
-  /** The exact tier past the LRU: an expired LRU entry is deleted, else the row is read from the database. */
-  protected async exactGet(tenantId: string, ts: TenantState, exactKey: string, now: number): Promise<ExactRow | undefined> {
-    const k = `${tenantId}\u0000${exactKey}`;
-    let m = this.exact.get(k);
+  /**
+   * The exact tier past the LRU (`k` its key, `m` what it held: nothing or an expired entry): an
+   * expired LRU entry is deleted, else the row is read from the database.
+   */
+  protected async exactGet(tenantId: string, ts: TenantState, k: string, exactKey: string, now: number, m: ExactRow | undefined): Promise<ExactRow | undefined> {
     if (!m) {
       const row = await ts.repo.findExact(exactKey, now);
       if (!row) return undefined;

@@ -8,6 +8,7 @@ import type { AsyncStorage, AsyncTenantDb, Params } from "../storage/async";
 import { vectorBytes, vectorOf } from "../storage/dialect";
 import { StorageConstraintError } from "../storage/errors";
 import type { Mode } from "./partition";
+import type { GroupCommit } from "./group-commit";
 
 export interface NewEntry {
   id: string;
@@ -69,8 +70,13 @@ export interface EntrySummary {
 }
 
 const toBlob = (v: Float32Array | null) => (v ? vectorBytes(v) : null);
-/** a copy: the vector outlives the row (indexes, the exact LRU), and must not pin or alias the driver's buffer */
-const fromBlob = (b: Uint8Array | null): Float32Array | null => (b ? vectorOf(new Uint8Array(b)) : null);
+/**
+ * The vector a BLOB / BYTEA holds. `own`: the driver hands every value its own buffer (bun:sqlite
+ * copies each blob out of SQLite into a new ArrayBuffer), so a view of it is already a private copy;
+ * otherwise (PostgreSQL's client: a Buffer may be a view of a larger one it reuses) the bytes are
+ * copied, so the vector neither pins nor aliases the driver's memory.
+ */
+const fromBlob = (b: Uint8Array | null, own: boolean): Float32Array | null => (b ? vectorOf(own ? b : new Uint8Array(b)) : null);
 
 function concat(vs: Float32Array[]): Float32Array {
   const out = new Float32Array(vs.reduce((n, v) => n + v.length, 0));
@@ -120,7 +126,16 @@ function entryParams(e: NewEntry): Params {
 const REMOVED = `RETURNING vec_key AS "vecKey", partition, exact_key AS "exactKey"`;
 
 export class CacheStore {
-  constructor(private readonly t: AsyncTenantDb) {}
+  /**
+   * @param ownBlobs the backend returns each blob in its own buffer (bun:sqlite): vectors are read
+   * without a second copy (a cache-enabled miss reads the vectors of up to 8 candidates, 2 KB each)
+   * @param group inserts go through it (group-commit.ts: the entries of one event-loop turn in one transaction)
+   */
+  constructor(
+    private readonly t: AsyncTenantDb,
+    private readonly ownBlobs = false,
+    private readonly group?: GroupCommit,
+  ) {}
 
   async settings(): Promise<TenantCacheSettings> {
     const r = await this.t.get<{ decisionThreshold: number | null }>(
@@ -167,15 +182,16 @@ export class CacheStore {
       { k: vecKey },
     );
     if (!r || !r.q) return undefined;
-    const queryVec = fromBlob(r.q)!;
+    const own = this.ownBlobs;
+    const queryVec = fromBlob(r.q, own)!;
     let contextUsers: Candidate["contextUsers"] = null;
     if (r.users !== null) {
       const texts = JSON.parse(r.users) as string[];
-      const all = fromBlob(r.uv) ?? new Float32Array(0);
+      const all = fromBlob(r.uv, own) ?? new Float32Array(0);
       const d = queryVec.length;
       contextUsers = texts.map((text, i) => ({ text, vec: all.subarray(i * d, (i + 1) * d) }));
     }
-    return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec, contextVec: fromBlob(r.c), contextUsers, expiresAt: r.expiresAt };
+    return { vecKey: r.vecKey, id: r.id, queryText: r.queryText, queryVec, contextVec: fromBlob(r.c, own), contextUsers, expiresAt: r.expiresAt };
   }
 
   payload(vecKey: number): Promise<ExactRow | undefined> {
@@ -193,7 +209,11 @@ export class CacheStore {
    * storing the same key at once on PostgreSQL: the second one's DELETE found no row yet and its
    * INSERT meets the first one's (unique violation): it runs again and replaces it.
    */
-  async insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+  insert(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
+    return this.group ? this.group.run(() => this.insertNow(e)) : this.insertNow(e);
+  }
+
+  private async insertNow(e: NewEntry): Promise<{ vecKey: number; replaced: Removed[] }> {
     const params = entryParams(e);
     const fresh = await this.t.get<{ vecKey: number }>(`${INSERT_ENTRY} ON CONFLICT (tenant_id, exact_key) DO NOTHING RETURNING vec_key AS "vecKey"`, params);
     if (fresh) return { vecKey: Number(fresh.vecKey), replaced: [] };
@@ -271,7 +291,7 @@ export class CacheStore {
         `SELECT vec_key AS "vecKey", query_vec AS q FROM cache_entries WHERE tenant_id = $tenant AND partition = $p AND query_vec IS NOT NULL ORDER BY vec_key`,
         { p: partition },
       )
-    ).map((r) => ({ vecKey: r.vecKey, vec: fromBlob(r.q)! }));
+    ).map((r) => ({ vecKey: r.vecKey, vec: fromBlob(r.q, this.ownBlobs)! }));
   }
 
   async partitionFingerprint(partition: string): Promise<{ count: number; maxKey: number; sumKey: number }> {

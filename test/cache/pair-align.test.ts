@@ -8,7 +8,8 @@ import { describe, expect, test } from "bun:test";
 import { installPieceTokenizer } from "../../scripts/bench/cache-piece-tokenizer";
 import { ALIGN_FEATURES, ALIGN_FEATURE_COUNT, alignFeatures, alignSide, loadTokenTable, usePieceTokenizer } from "../../src/cache/verify/align";
 import { useLitePieceTokenizer } from "../../src/embedding/pieces";
-import { analyzePair } from "../../src/cache/verify/analyze";
+import { analyzePair, analyzeSide } from "../../src/cache/verify/analyze";
+import { DEFAULT_WEIGHT_PARAMS } from "../../src/cache/verify/weights";
 import { PAIR_ANALYZE_OPTIONS, PAIR_FEATURES, PAIR_FEATURE_COUNT, pairFeatureVector } from "../../src/cache/verify/pair-model";
 import { readUseLiteFiles } from "../../src/embedding/use-lite-weights";
 import { SentencePieceTokenizer } from "../../src/embedding/sentencepiece";
@@ -37,7 +38,7 @@ describe("pair alignment features", () => {
       const v = new Float64Array(D);
       for (const id of ids) for (let c = 0; c < D; c++) v[c]! += emb.data[id * D + c]!;
       const n = Math.hypot(...v);
-      for (let c = 0; c < D; c++) expect(words[i * D + c]!).toBeCloseTo(v[c]! / n, 5);
+      for (let c = 0; c < D; c++) expect(words[i]![c]!).toBeCloseTo(v[c]! / n, 5);
     });
   });
 
@@ -81,6 +82,28 @@ describe("pair alignment features", () => {
     const empty = features("What is it?", "What is photosynthesis?");
     expect(empty.alignR).toBe(0);
     expect(empty.alignWorstLo).toBe(0);
+  });
+
+  test("a text's alignment outlives its side analysis: a new analysis of a cached question reuses it, and texts share word vectors", () => {
+    // the engine's side memo holds 4,096 texts; a candidate met again after that gets a new Side object
+    const text = "Which museums in Lisbon are open on Mondays?";
+    const first = alignSide(analyzeSide(text, DEFAULT_WEIGHT_PARAMS));
+    const again = alignSide(analyzeSide(text, DEFAULT_WEIGHT_PARAMS));
+    expect(again).toBe(first);
+    // another text with a content word in common holds the same vector object for it
+    const other = analyzeSide("Are museums free in Porto?", DEFAULT_WEIGHT_PARAMS);
+    const i = other.content.findIndex((t) => t.lower === "museums");
+    const j = analyzeSide(text, DEFAULT_WEIGHT_PARAMS).content.findIndex((t) => t.lower === "museums");
+    expect(i).toBeGreaterThanOrEqual(0);
+    expect(alignSide(other).words[i]).toBe(first.words[j]!);
+    // the same words with other content (another analysis option) is another entry
+    const polar = analyzeSide("Is it open before noon?", DEFAULT_WEIGHT_PARAMS, false, true);
+    const plain = analyzeSide("Is it open before noon?", DEFAULT_WEIGHT_PARAMS, false, false);
+    expect(polar.content.map((t) => t.lower)).toContain("before");
+    expect(plain.content.map((t) => t.lower)).not.toContain("before");
+    expect(alignSide(polar)).not.toBe(alignSide(plain));
+    expect(alignSide(polar).words.length).toBe(polar.content.length);
+    expect(alignSide(plain).words.length).toBe(plain.content.length);
   });
 
   test("the per-text part is memoised; repeated and reordered calls give the same values (the piece-pair memo is exact)", () => {
