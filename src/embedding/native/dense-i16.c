@@ -30,6 +30,18 @@
 
 #define UNROLL(n) _Pragma("GCC unroll 16")
 
+/* One pair of k (index q): each panel's weights loaded once, each row's pair broadcast, R × TP multiply-adds. */
+#define PAIR_STEP(q, DOT, R, TP)                                                                         \
+  do {                                                                                                   \
+    const int q_ = (q);                                                                                  \
+    __m256i v[TP];                                                                                       \
+    UNROLL() for (int p = 0; p < TP; p++) v[p] = _mm256_loadu_si256(wp[p] + q_);                          \
+    UNROLL() for (int r = 0; r < R; r++) {                                                                \
+      const __m256i s = _mm256_set1_epi32(xr[r][q_]);                                                    \
+      UNROLL() for (int p = 0; p < TP; p++) a[r][p] = DOT(a[r][p], v[p], s);                              \
+    }                                                                                                    \
+  } while (0)
+
 /* Rows i..i+R-1, panels p0..p0+P-1 (P ≤ TP; a missing panel repeats the last and is not stored). */
 #define DEFINE_TILE(NAME, TARGET, DOT, R, TP)                                                                  \
   __attribute__((target(TARGET))) static void NAME(const int16_t *x, const float *rs, const int16_t *w,    \
@@ -49,24 +61,11 @@
       if (rec) {                                                                                         \
         const int n = rec[0];                                                                            \
         for (int e = 0; e < n; e++) {                                                                    \
-          const int q = kb + (rec[1 + e] >> 2);                                                          \
-          __m256i v[TP];                                                                                 \
-          UNROLL() for (int p = 0; p < TP; p++) v[p] = _mm256_loadu_si256(wp[p] + q);                     \
-          UNROLL() for (int r = 0; r < R; r++) {                                                          \
-            const __m256i s = _mm256_set1_epi32(xr[r][q]);                                               \
-            UNROLL() for (int p = 0; p < TP; p++) a[r][p] = DOT(a[r][p], v[p], s);                        \
-          }                                                                                              \
+          PAIR_STEP(kb + (rec[1 + e] >> 2), DOT, R, TP);                                                 \
         }                                                                                                \
         rec += LIST_RECORD;                                                                              \
       } else {                                                                                           \
-        UNROLL() for (int q = kb; q < kb + KBLOCK / 2; q++) {                                             \
-          __m256i v[TP];                                                                                 \
-          UNROLL() for (int p = 0; p < TP; p++) v[p] = _mm256_loadu_si256(wp[p] + q);                     \
-          UNROLL() for (int r = 0; r < R; r++) {                                                          \
-            const __m256i s = _mm256_set1_epi32(xr[r][q]);                                               \
-            UNROLL() for (int p = 0; p < TP; p++) a[r][p] = DOT(a[r][p], v[p], s);                        \
-          }                                                                                              \
-        }                                                                                                \
+        UNROLL() for (int q = kb; q < kb + KBLOCK / 2; q++) PAIR_STEP(q, DOT, R, TP);                     \
       }                                                                                                  \
       UNROLL() for (int r = 0; r < R; r++) UNROLL() for (int p = 0; p < TP; p++)                          \
         t[r][p] = _mm256_add_ps(t[r][p], _mm256_cvtepi32_ps(a[r][p]));                                   \
