@@ -9,7 +9,7 @@
  *   bun scripts/bench/cpu-per-request.ts [--base DIR] [--rounds 3] [--secs 5] [-c 64] [--distinct]
  *
  * Default: the proxied miss, cache off, one fixed request (wrk / autocannon); "other threads" are the
- * writer thread, JIT/GC and Bun's I/O.
+ * writer thread ("Worker"), JIT/GC and the rest (Bun's I/O), split by name as below.
  * --distinct: the cache-enabled miss — cache on, the local embedder, every request a new question
  * (distinct-loop.ts, in this process, its completed count read at the same instants as the CPU). The
  * other threads are split by name: "Worker" (the embedding workers and the SQLite writer thread),
@@ -68,11 +68,16 @@ for (let round = 0; round < Number(values.rounds); round++) {
       // µs: ms × 1000 (the gateway's threads live as long as it does: none ends during the load)
       const main = ((after.main - before.main) * 1000) / r.total;
       const other = ((after.all - after.main - (before.all - before.main)) * 1000) / r.total;
+      const a = groups(after.byName), b = groups(before.byName);
+      const per = (k: keyof typeof a) => ((a[k] - b[k]) * 1000) / r.total;
       s.main.push(main);
       s.other.push(other);
+      s.worker.push(per("worker"));
+      s.jitgc.push(per("jitgc"));
+      s.rest.push(per("rest"));
       s.rps.push(r.requestsPerSec);
       s.p99.push(r.p99Ms);
-      line = `${Math.round(r.requestsPerSec)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, request thread ${main.toFixed(1)} µs/request, other threads ${other.toFixed(1)} µs/request`;
+      line = `${Math.round(r.requestsPerSec)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, request thread ${main.toFixed(1)} µs/request, other threads ${other.toFixed(1)} µs/request (Worker ${per("worker").toFixed(1)}, JIT/GC ${per("jitgc").toFixed(1)}, rest ${per("rest").toFixed(1)})`;
     } else {
       const loop = distinctLoop(url, headers, body, Number(values.c));
       await Bun.sleep(3000); // warm-up: JIT, the embedding workers' first batches, pools
@@ -98,7 +103,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
 }
 upstream.proc.kill();
 for (const [name, s] of Object.entries(results)) {
-  const split = distinct ? ` (Worker ${median(s.worker).toFixed(1)}, JIT/GC ${median(s.jitgc).toFixed(1)}, rest ${median(s.rest).toFixed(1)})` : "";
+  const split = ` (Worker ${median(s.worker).toFixed(1)}, JIT/GC ${median(s.jitgc).toFixed(1)}, rest ${median(s.rest).toFixed(1)})`;
   console.log(`${name}: median request thread ${median(s.main).toFixed(1)} µs/request, other threads ${median(s.other).toFixed(1)}${split}, req/s ${Math.round(median(s.rps))}${distinct ? "" : `, p99 ${median(s.p99)} ms`}`);
 }
 if (results.base) console.log(`this / base: request thread ${(median(results.this!.main) / median(results.base.main)).toFixed(2)}, all threads ${((median(results.this!.main) + median(results.this!.other)) / (median(results.base.main) + median(results.base.other))).toFixed(2)}`);
