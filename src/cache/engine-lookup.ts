@@ -77,7 +77,7 @@ export abstract class CacheEngineBase {
   readonly feedback: FeedbackBook;
   /** replicas: the stream of entry changes and the shared single flight (absent on a single node) */
   readonly sync?: CacheSync;
-  /** SQLite: the group commit of cache entries (group-commit.ts); PostgreSQL commits each on its own connection */
+  /** the group commit of cache entries where one connection commits every write (group-commit.ts; SQLite); absent on PostgreSQL */
   readonly inserts?: GroupCommit;
 
   constructor(protected readonly o: EngineOptions) {
@@ -119,14 +119,14 @@ export abstract class CacheEngineBase {
           }
         : hand);
     this.flights = new SingleFlight(o.settings.singleFlightWaitMs);
-    const sqlite = o.storage.dialect.name === "sqlite";
-    this.inserts = sqlite ? new GroupCommit((fn) => o.storage.tx(fn)) : undefined;
+    const d = o.storage.dialect;
+    this.inserts = d.oneWriter ? new GroupCommit((fn) => o.storage.tx(fn)) : undefined;
     this.exact = new LRUCache<string, ExactRow>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (v) => v.payload.length + 200 });
     const s = o.settings;
     this.tenants = new TenantRegistry({
-      // bun:sqlite hands each blob its own buffer: candidates' vectors are read without a second copy;
-      // and one connection commits every insert: the entries stored in one event-loop turn share a commit
-      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId), sqlite, this.inserts),
+      // blobs in buffers of their own (SQLite): candidates' vectors are read without a second copy;
+      // one connection commits every insert (SQLite): the entries stored in one event-loop turn share a commit
+      store: (tenantId) => new CacheStore(o.storage.tenant(tenantId), d.blobsOwned, this.inserts),
       now: this.now,
       dimensions: () => emb.dimensions,
       index: { quantization: s.quantization, efSearch: s.efSearch, connectivity: s.connectivity, efConstruction: s.efConstruction },
