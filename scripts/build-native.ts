@@ -17,7 +17,8 @@ import { parseArgs } from "node:util";
 import { nativeLibraryPath } from "../src/embedding/native/library-path";
 
 const ROOT = resolve(import.meta.dir, "..");
-const SOURCE = join(ROOT, "src/embedding/native/dense-i16.c");
+/** The kernel's C source (tests rebuild the library when it is newer). */
+export const SOURCE = join(ROOT, "src/embedding/native/dense-i16.c");
 export const INSTALL_CC = "apt-get update && apt-get install -y gcc libc6-dev";
 /** -ffp-contract=off: no fused multiply-add, so the f32 steps round exactly as the WebAssembly kernel's. */
 const FLAGS = ["-O3", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Wextra"];

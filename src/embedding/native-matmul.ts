@@ -12,7 +12,7 @@
  */
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import { existsSync } from "node:fs";
-import { createWasmMatmulI16, type MatmulI16 } from "./simd-matmul-i16";
+import { pairLister, type MatmulI16 } from "./simd-matmul-i16";
 import { nativeLibraryPath } from "./native/library-path";
 
 /** SVC_DENSE_I16_ABI of dense-i16.c this file calls. */
@@ -80,7 +80,7 @@ export interface NativeMatmulI16 extends MatmulI16 {
 
 /**
  * A MatmulI16 whose products run in the native library (`isa` may ask for the AVX2 kernel on an
- * AVX-512 VNNI CPU, for tests); null with the reason when the library cannot be used.
+ * AVX-512 VNNI CPU, for tests); `{ reason }` when the library cannot be used.
  */
 export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: NativeIsa; path?: string } = {}): NativeMatmulI16 | { reason: string } {
   const k = nativeKernel(opts.path);
@@ -88,7 +88,6 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
   if (opts.isa && LEVEL[opts.isa] > LEVEL[k.isa]) return { reason: `this CPU has no ${opts.isa}` };
   const isa = opts.isa ?? k.isa, level = LEVEL[isa];
   const dense = k.lib.svc_dense_i16, quant = k.lib.svc_quant_i16, norm = k.lib.svc_layer_norm, attend = k.lib.svc_attention;
-  const wasm = createWasmMatmulI16(memory);
   let buffer = memory.buffer, base: number = ptr(new Uint8Array(buffer));
   const at = () => {
     if (memory.buffer !== buffer) (buffer = memory.buffer), (base = ptr(new Uint8Array(buffer)));
@@ -116,8 +115,8 @@ export function createNativeMatmulI16(memory: WebAssembly.Memory, opts: { isa?: 
       attend(p(b + qkv), p(b + ctx), T, d, heads, qScale, p(b + scratch));
     },
     quantize,
-    pairList: wasm.pairList,
-    runCols: (scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1) => runCols(scratch, rowScale, w, colScale, bias, out, M, K, N, relu, j0, j1),
+    pairList: pairLister(memory),
+    runCols,
     runColsSparse: runCols,
     run(x, w, colScale, bias, out, M, K, N, relu, scratch, rowScale) {
       quantize(x, scratch, rowScale, M, K);

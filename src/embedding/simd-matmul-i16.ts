@@ -274,13 +274,13 @@ export interface MatmulI16 {
   runColsSparse(scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number, list: number): void;
 }
 
-export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16(isShared(memory))), { env: { mem: memory } });
-  const f = VARIANTS16.map((_, i) => inst.exports[`mm${i}`] as KernelI16);
-  const fs = VARIANTS16.map((_, i) => inst.exports[`sp${i}`] as SparseKernelI16);
-  const quant = inst.exports.quant as (x: number, q: number, rs: number, m: number, k: number) => void;
+/**
+ * MatmulI16.pairList over `memory` (plain JS on the quantised rows; the WebAssembly and the native
+ * kernels read the same lists).
+ */
+export function pairLister(memory: WebAssembly.Memory): MatmulI16["pairList"] {
   let i32 = new Int32Array(memory.buffer);
-  const pairList = (scratch: number, M: number, K: number, list: number): number => {
+  return (scratch: number, M: number, K: number, list: number): number => {
     if (i32.buffer !== memory.buffer) i32 = new Int32Array(memory.buffer);
     const pairs = K >> 1, blocks = K / KBLOCK, per = KBLOCK / 2;
     let rec = list >> 2, listed = 0;
@@ -299,6 +299,14 @@ export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
     }
     return listed / (Math.ceil(M / R16) * pairs);
   };
+}
+
+export function createWasmMatmulI16(memory: WebAssembly.Memory): MatmulI16 {
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(buildModuleI16(isShared(memory))), { env: { mem: memory } });
+  const f = VARIANTS16.map((_, i) => inst.exports[`mm${i}`] as KernelI16);
+  const fs = VARIANTS16.map((_, i) => inst.exports[`sp${i}`] as SparseKernelI16);
+  const quant = inst.exports.quant as (x: number, q: number, rs: number, m: number, k: number) => void;
+  const pairList = pairLister(memory);
   const runColsSparse = (scratch: number, rowScale: number, w: number, colScale: number, bias: number, out: number, M: number, K: number, N: number, relu: boolean, j0: number, j1: number, list: number) => {
     const rest = M % R16, full = M - rest;
     const base = relu ? R16 : 0;

@@ -254,8 +254,7 @@ export class UseLiteFast {
     }
     this.tokenizer = new SentencePieceTokenizer(vocabulary);
     this.arena = arena;
-    ({ mm: this.mm, mmq: this.mmq, name: this.kernelName } = createKernels(kernel, arena.memory));
-    this.native = this.mmq && "attention" in this.mmq ? (this.mmq as NativeMatmulI16) : null;
+    ({ mm: this.mm, mmq: this.mmq, native: this.native, name: this.kernelName } = createKernels(kernel, arena.memory));
     if (parallel && this.mmq) {
       const ctl = arena.alloc(CTL_WORDS);
       // helpers start with the first product worth sharing, not here: the model loads while the

@@ -5,11 +5,11 @@
  * fails naming the command: a native-kernel test is never skipped.
  */
 import { existsSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { nativeLibraryPath } from "../../src/embedding/native/library-path";
+import { SOURCE } from "../../scripts/build-native";
 
 const ROOT = resolve(import.meta.dir, "../..");
-const SOURCE = join(ROOT, "src/embedding/native/dense-i16.c");
 
 export function ensureNativeKernel(): void {
   if (existsSync(nativeLibraryPath) && statSync(nativeLibraryPath).mtimeMs >= statSync(SOURCE).mtimeMs) return;
