@@ -9,37 +9,21 @@
  * Args: JSON {url, headers, body, connections, secs, warmupSecs?, seed? (default: a new one per run)}. Prints JSON
  * {rps, p50Ms, p99Ms, total, non200, cacheStatus}.
  */
-import { questions } from "./questions";
+import { distinctLoop } from "./distinct-loop";
 
 const o = JSON.parse(process.argv[2]!) as { url: string; headers: Record<string, string>; body: string; connections: number; secs: number; warmupSecs?: number; seed?: number };
-// a fresh stream per run unless seeded: a gateway asked the same questions twice would answer hits
-const q = questions(o.seed ?? (Date.now() ^ (process.pid << 8)));
-let i = 0;
 const lat: number[] = [];
 const cacheStatus: Record<string, number> = {};
 let non200 = 0;
 let measuring = false;
-let stop = false;
-
-async function loop(): Promise<void> {
-  while (!stop) {
-    const body = o.body.replace("{unique}", q(i++));
-    const t = performance.now();
-    try {
-      const r = await fetch(o.url, { method: "POST", headers: o.headers, body });
-      await r.arrayBuffer();
-      if (!measuring) continue;
-      lat.push(performance.now() - t);
-      if (r.status !== 200) non200++;
-      const st = r.headers.get("x-cache-status") ?? "-";
-      cacheStatus[st] = (cacheStatus[st] ?? 0) + 1;
-    } catch {
-      if (measuring) non200++;
-    }
-  }
-}
-
-const loops = Array.from({ length: o.connections }, () => loop());
+// a fresh stream per run unless seeded: a gateway asked the same questions twice would answer hits
+const loop = distinctLoop(o.url, o.headers, o.body, o.connections, o.seed ?? Date.now() ^ (process.pid << 8), (ms, ok, st) => {
+  if (!measuring) return;
+  if (ms === null) return void non200++;
+  lat.push(ms);
+  if (!ok) non200++;
+  cacheStatus[st] = (cacheStatus[st] ?? 0) + 1;
+});
 await Bun.sleep((o.warmupSecs ?? 1) * 1000);
 measuring = true;
 const t0 = performance.now();
@@ -47,8 +31,7 @@ await Bun.sleep(o.secs * 1000);
 measuring = false;
 const elapsed = (performance.now() - t0) / 1000;
 const total = lat.length;
-stop = true;
-await Promise.all(loops);
+await loop.stop();
 lat.sort((a, b) => a - b);
 const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(lat.length * p))]! : NaN);
 console.log(JSON.stringify({ rps: total / elapsed, p50Ms: pct(0.5), p99Ms: pct(0.99), total, non200, cacheStatus }));
