@@ -16,19 +16,13 @@
  * busy_timeout again. A store made inside an open transaction of its flow runs in that transaction,
  * at once (waiting for the group would wait on the transaction it is part of).
  */
-import { txContext } from "../storage/async";
+import { txOf } from "../storage/async";
 import { StorageUnavailableError } from "../storage/errors";
 
 interface Job {
   run(): Promise<unknown>;
   resolve(v: unknown): void;
   reject(e: unknown): void;
-}
-
-/** whether the current async flow runs inside an open transaction */
-function inTransaction(): boolean {
-  for (let f = txContext.getStore(); f; f = f.parent) if (f.open) return true;
-  return false;
 }
 
 export class GroupCommit {
@@ -42,7 +36,7 @@ export class GroupCommit {
 
   /** `fn` (database work only: it may run twice, see the header) in this turn's group; resolves once its group has committed. */
   run<T>(fn: () => Promise<T>): Promise<T> {
-    if (inTransaction()) return fn();
+    if (txOf()) return fn(); // inside an open transaction: in it, at once
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: fn, resolve: resolve as (v: unknown) => void, reject });
       if (this.armed) return;

@@ -194,9 +194,9 @@ export interface TxFrame {
 /** The transactions the current async flow runs in (set by the backends' tx). */
 export const txContext = new AsyncLocalStorage<TxFrame>();
 
-/** The innermost transaction of `owner` open in the current async flow, if any. */
-export function txOf(owner: object): TxFrame | undefined {
-  for (let f = txContext.getStore(); f; f = f.parent) if (f.owner === owner && f.open) return f;
+/** The innermost transaction of `owner` (any owner when omitted) open in the current async flow, if any. */
+export function txOf(owner?: object): TxFrame | undefined {
+  for (let f = txContext.getStore(); f; f = f.parent) if ((owner === undefined || f.owner === owner) && f.open) return f;
   return undefined;
 }
 
