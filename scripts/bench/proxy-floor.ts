@@ -12,12 +12,12 @@
  */
 import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { ROOT, benchToken, load, median, startBenchUpstream, startTarget } from "./harness";
+import { ROOT, benchToken, freePort, load, median, startBenchUpstream, startTarget } from "./harness";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, secs: { type: "string", default: "5" }, c: { type: "string", default: "64" } } });
 const upstream = await startBenchUpstream();
 const svc = await startTarget({ env: { SVC_PROVIDERS__OPENAI__BASE_URL: upstream.url, SVC_PROVIDERS__OPENAI__API_KEY: "sk-bench", SVC_CACHE__ENABLED: "false", SVC_RATE_LIMITS__ENABLED: "false" } });
-const port = svc.port + 1;
+const port = await freePort();
 const minimal = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/proxy-minimal.ts"), String(port), upstream.url], { stdout: "pipe", stderr: "inherit" });
 await minimal.stdout.getReader().read(); // "listening"
 const body = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "What is the capital of France?" }], max_tokens: 16 });
